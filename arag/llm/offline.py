@@ -1,0 +1,163 @@
+"""The embedded offline model: deterministic, no network, no key.
+
+It reads the conversation exactly as a remote model would and acts on it:
+
+* With tools offered (the A-RAG loop), it follows a fixed retrieval policy. Turn 1:
+  ``semantic_search`` with the question and ``keyword_search`` with the key financial
+  terms. Later turns: ``chunk_read`` of the best unread chunks named in search results
+  (ranked by reciprocal-rank fusion over all searches), ``chunks_per_read`` at a time,
+  until it has read ``max_chunks_read`` chunks or no candidate is left; then it answers.
+  Facet searches (guidance, margins, cash) widen the candidate pool when it runs dry.
+* Without tools, or once it stops searching, it answers with an extractive summary
+  (``arag.llm.extractive``) of every ``<chunk>``/``<document>`` passage in the
+  conversation, in the style and length the prompt asks for.
+
+It reports token usage (≈4 characters a token) so cost and latency paths run; its
+prices are zero. It is not a judge.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
+from arag.llm.extractive import summarize
+from arag.llm.registry import register_provider
+
+PASSAGE = re.compile(r"<(chunk|document)\b[^>]*>\n?(.*?)</\1>", re.DOTALL)
+QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.DOTALL)
+TARGET = re.compile(r"<target_words>\s*(\d+)\s*</target_words>")
+STYLE = re.compile(r"<style>\s*(\w+)\s*</style>")
+CHUNK_ID = re.compile(r"Chunk ID: (\S+)")
+HEADER = re.compile(r"^\[COMPANY: .*\]$")
+FACETS = (
+    "revenue growth and earnings per share",
+    "guidance and outlook for next quarter and full year",
+    "gross margin and operating margin",
+    "free cash flow, dividends and share repurchases",
+)
+KEYWORDS = ["revenue", "earnings per share", "guidance", "margin", "net income"]
+
+
+class OfflineModel(ChatModel):
+    provider = "offline"
+
+    def __init__(self, name: str = "offline", chunks_per_read: int = 2,
+                 max_chunks_read: int = 6, search_top_k: int = 5):
+        self.name = name
+        self.chunks_per_read = chunks_per_read
+        self.max_chunks_read = max_chunks_read
+        self.search_top_k = search_top_k
+
+    @property
+    def can_judge(self) -> bool:
+        return False
+
+    def complete(
+        self,
+        system: str,
+        messages: list[Message],
+        tools: list[ToolSpec] | None = None,
+        max_tokens: int = 1024,
+        temperature: float = 0.0,
+        tool_choice: str = "auto",
+    ) -> Completion:
+        transcript = _all_text(system, messages)
+        tool_names = {t.name for t in tools or []} if tool_choice != "none" else set()
+        content = self._next_action(messages, transcript, tool_names)
+        if content is None:
+            content = [{"type": "text", "text": self._answer(transcript)}]
+        out_text = str(content)
+        usage = Usage(input_tokens=self.count_tokens(transcript + str(tools or "")),
+                      output_tokens=self.count_tokens(out_text))
+        stop = "tool_use" if content[0]["type"] == "tool_use" else "end_turn"
+        return Completion(content=content, stop_reason=stop, usage=usage, model=self.name)
+
+    # --- retrieval policy -------------------------------------------------------------
+    def _next_action(self, messages: list[Message], transcript: str,
+                     tool_names: set[str]) -> list[dict[str, Any]] | None:
+        if not tool_names:
+            return None
+        question = _first(QUESTION, transcript)
+        calls = [b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
+                 for b in m["content"] if b.get("type") == "tool_use"]
+        if not calls:
+            first = []
+            if "semantic_search" in tool_names:
+                first.append(("semantic_search", {"query": question, "top_k": self.search_top_k}))
+            if "keyword_search" in tool_names:
+                first.append(("keyword_search", {"keywords": KEYWORDS, "top_k": self.search_top_k}))
+            return _tool_uses(first, len(calls)) if first else None
+        read = [cid for c in calls if c["name"] == "chunk_read" for cid in c["input"]["chunk_ids"]]
+        if len(read) >= self.max_chunks_read or "chunk_read" not in tool_names:
+            return None
+        candidates = [c for c in _ranked_candidates(messages) if c not in read]
+        if candidates:
+            batch = candidates[: min(self.chunks_per_read, self.max_chunks_read - len(read))]
+            return _tool_uses([("chunk_read", {"chunk_ids": batch})], len(calls))
+        searched = {c["input"].get("query") for c in calls if c["name"] == "semantic_search"}
+        facet = next((f for f in FACETS if f not in searched), None)
+        if facet and "semantic_search" in tool_names:
+            return _tool_uses([("semantic_search", {"query": facet, "top_k": self.search_top_k})],
+                              len(calls))
+        return None
+
+    def _answer(self, transcript: str) -> str:
+        sentences = [
+            line for _, body in PASSAGE.findall(transcript)
+            for line in body.splitlines() if line.strip() and not HEADER.match(line.strip())
+        ]
+        target = int(_first(TARGET, transcript) or 50)
+        style = _first(STYLE, transcript) or "earnings_call"
+        summary = summarize(sentences, _first(QUESTION, transcript), target, style)
+        return summary or "The provided context contains no information to answer from."
+
+
+def _all_text(system: str, messages: list[Message]) -> str:
+    parts = [system]
+    for m in messages:
+        content = m["content"]
+        if isinstance(content, str):
+            parts.append(content)
+            continue
+        for b in content:
+            if b.get("type") == "text":
+                parts.append(b["text"])
+            elif b.get("type") == "tool_result":
+                c = b.get("content")
+                parts.append(c if isinstance(c, str) else "".join(x.get("text", "") for x in c))
+    return "\n".join(parts)
+
+
+def _ranked_candidates(messages: list[Message]) -> list[str]:
+    """Reciprocal-rank fusion over every search result list seen so far."""
+    scores: dict[str, float] = {}
+    for m in messages:
+        if m["role"] != "user" or isinstance(m["content"], str):
+            continue
+        for b in m["content"]:
+            if b.get("type") != "tool_result" or b.get("is_error"):
+                continue
+            text = b["content"] if isinstance(b["content"], str) else str(b["content"])
+            if "<chunk" in text:  # a chunk_read result, not a search list
+                continue
+            for rank, cid in enumerate(CHUNK_ID.findall(text)):
+                scores[cid] = scores.get(cid, 0.0) + 1.0 / (60 + rank)
+    return sorted(scores, key=lambda c: -scores[c])
+
+
+def _tool_uses(calls: list[tuple[str, dict[str, Any]]], offset: int) -> list[dict[str, Any]]:
+    return [{"type": "tool_use", "id": f"toolu_offline_{offset + i:03d}", "name": name,
+             "input": args} for i, (name, args) in enumerate(calls)]
+
+
+def _first(pattern: re.Pattern[str], text: str) -> str:
+    found = pattern.findall(text)
+    return found[0] if found else ""
+
+
+@register_provider("offline")
+def _offline(cfg: Any) -> ChatModel:
+    o = cfg.offline
+    return OfflineModel(cfg.name, o.chunks_per_read, o.max_chunks_read, o.search_top_k)

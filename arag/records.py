@@ -1,0 +1,123 @@
+"""The records that flow through the harness: documents, tasks, chunks, predictions.
+
+Field names are stable: they are the JSONL schema users join on across runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def content_hash(*parts: Any, length: int = 16) -> str:
+    """Stable short hash of JSON-serialisable parts (ids, cache keys, config hashes)."""
+    payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:length]
+
+
+@dataclass(frozen=True)
+class Document:
+    doc_id: str
+    lines: tuple[str, ...]  # one sentence per line; line numbers are 1-based
+    company: str = ""
+    doc_type: str = "EARNINGS_CALL"
+    period: str = ""
+    ticker: str = ""
+    # page of each line (1-based), for paginated sources such as PDFs
+    line_pages: tuple[int, ...] | None = None
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    @property
+    def header(self) -> str:
+        company = self.ticker or self.company
+        return f"[COMPANY: {company} | TYPE: {self.doc_type} | PERIOD: {self.period}]"
+
+    def fingerprint(self) -> str:
+        return content_hash(self.doc_id, self.text, self.header)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str
+    doc_id: str
+    line_start: int  # 1-based, inclusive
+    line_end: int  # 1-based, inclusive
+    header: str
+    lines: tuple[str, ...]
+
+    @property
+    def body(self) -> str:
+        return "\n".join(self.lines)
+
+    @property
+    def text(self) -> str:
+        """What a reader of the chunk sees: metadata header, then the sentences."""
+        return f"{self.header}\n{self.body}"
+
+    def covers(self, line: int) -> bool:
+        return self.line_start <= line <= self.line_end
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    task_type: str
+    doc_ids: tuple[str, ...]
+    question: str
+    reference: str
+    # doc_id -> 1-based line numbers of the key sentences (retrieval gold); None: no gold
+    gold_lines: dict[str, tuple[int, ...]] | None = None
+    source: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Corpus:
+    documents: dict[str, Document]
+
+    def fingerprint(self) -> str:
+        return content_hash(sorted(d.fingerprint() for d in self.documents.values()))
+
+
+@dataclass
+class Prediction:
+    id: str
+    source: str
+    system: str
+    model: str
+    task_type: str
+    question: str
+    doc_ids: list[str]
+    ground_truth: str
+    predicted: str | None = None
+    loops: int = 0
+    max_loops_reached: bool = False
+    stop_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    word_count: int = 0
+    cost_usd: float = 0.0
+    cost_usd_uncached: float = 0.0  # what cached calls would have cost
+    latency_ms: float = 0.0
+    retrieved_chunk_ids: list[str] = field(default_factory=list)
+    # what the system put in front of the model: chunks read/retrieved, or the whole doc
+    context_chunk_ids: list[str] = field(default_factory=list)
+    trace: list[dict[str, Any]] = field(default_factory=list)
+    skipped: bool = False
+    skip_reason: str | None = None
+    error: str | None = None
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Prediction:
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in data.items() if k in known})

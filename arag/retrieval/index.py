@@ -1,0 +1,216 @@
+"""The search index: chunks, sentence embeddings in FAISS, and exact keyword scoring.
+
+semantic_search ranks chunks by their best-matching sentence (A-RAG semantics);
+keyword_search scores chunks by exact keyword matches weighted by keyword length.
+An index is built once per (corpus content, retrieval config, embedder) and persisted
+under ``<cache.dir>/index/<key>/``; a later run with the same key loads it instead of
+embedding again. A truncated or corrupt cache entry is rebuilt, never trusted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+from arag.config import CacheMode
+from arag.records import Chunk, Corpus, content_hash
+from arag.retrieval.chunking import chunk_document
+from arag.retrieval.embedder import Embedder, get_embedder, resolve_embedder_path
+
+log = logging.getLogger(__name__)
+INDEX_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk_id: str
+    score: float
+    snippet: str
+
+
+def build_chunks(corpus: Corpus, chunk_size: int, overlap: int) -> list[Chunk]:
+    return [c for doc in corpus.documents.values() for c in chunk_document(doc, chunk_size, overlap)]
+
+
+class SearchIndex:
+    def __init__(self, chunks: list[Chunk], flat: faiss.Index, row_chunk: np.ndarray,
+                 embedder: Embedder | None, key: str):
+        self.chunks = chunks
+        self.by_id = {c.chunk_id: c for c in chunks}
+        self.key = key
+        self.embedder = embedder
+        self.row_chunk = row_chunk  # faiss row -> chunk position
+        self.faiss = flat
+        self._doc_rows: dict[str, tuple[int, int]] = {}
+        for row, pos in enumerate(row_chunk):
+            doc = chunks[int(pos)].doc_id
+            lo, _ = self._doc_rows.get(doc, (row, row))
+            self._doc_rows[doc] = (lo, row + 1)
+        self.loaded_from_cache = False
+
+    @property
+    def n_vectors(self) -> int:
+        return int(self.faiss.ntotal)
+
+    def chunks_of(self, doc_ids: list[str] | None) -> list[Chunk]:
+        if doc_ids is None:
+            return self.chunks
+        wanted = set(doc_ids)
+        return [c for c in self.chunks if c.doc_id in wanted]
+
+    def semantic_search(self, query: str, top_k: int, doc_ids: list[str] | None = None) -> list[Hit]:
+        if self.embedder is None:
+            raise RuntimeError("this index was built without an embedder")
+        q = self.embedder.encode([query])
+        params, n_scope = self._selector(doc_ids)
+        if n_scope == 0:
+            return []
+        k = min(n_scope, max(top_k * 30, 200))
+        scores, rows = self.faiss.search(q, k, params=params)
+        best: dict[int, tuple[float, int]] = {}
+        for score, row in zip(scores[0], rows[0], strict=True):
+            if row < 0:
+                continue
+            pos = int(self.row_chunk[row])
+            if pos not in best or score > best[pos][0]:
+                best[pos] = (float(score), int(row))
+        ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[0]))[:top_k]
+        hits = []
+        for pos, (score, row) in ranked:
+            chunk = self.chunks[pos]
+            line = chunk.lines[self._row_line(row, pos)]
+            hits.append(Hit(chunk.chunk_id, score, line))
+        return hits
+
+    def keyword_search(self, keywords: list[str], top_k: int,
+                       doc_ids: list[str] | None = None) -> list[Hit]:
+        terms = [k.strip().lower() for k in keywords if k and k.strip()]
+        if not terms:
+            return []
+        patterns = [re.compile(rf"(?<!\w){re.escape(t)}(?!\w)") for t in terms]
+        scored: list[tuple[float, int, Chunk, str]] = []
+        for pos, chunk in enumerate(self.chunks_of(doc_ids)):
+            body = chunk.body.lower()
+            score = float(sum(len(p.findall(body)) * len(t) for p, t in zip(patterns, terms,
+                                                                             strict=True)))
+            if score > 0:
+                snippet = next(
+                    (line for line in chunk.lines if any(p.search(line.lower()) for p in patterns)),
+                    chunk.lines[0],
+                )
+                scored.append((score, pos, chunk, snippet))
+        scored.sort(key=lambda s: (-s[0], s[1]))
+        return [Hit(c.chunk_id, s, snip) for s, _, c, snip in scored[:top_k]]
+
+    def _selector(self, doc_ids: list[str] | None):
+        if doc_ids is None:
+            return None, self.n_vectors
+        ranges = [self._doc_rows[d] for d in doc_ids if d in self._doc_rows]
+        if not ranges:
+            return None, 0
+        if len(ranges) == 1:
+            sel = faiss.IDSelectorRange(*ranges[0])
+        else:
+            ids = np.concatenate([np.arange(lo, hi, dtype="int64") for lo, hi in ranges])
+            sel = faiss.IDSelectorBatch(ids)
+        params = faiss.SearchParameters()
+        params.sel = sel
+        # keep the selector alive as long as the parameters
+        params._sel_ref = sel  # type: ignore[attr-defined]
+        return params, sum(hi - lo for lo, hi in ranges)
+
+    def _row_line(self, row: int, pos: int) -> int:
+        first_row = int(np.searchsorted(self.row_chunk, pos, side="left"))
+        return row - first_row
+
+
+def index_key(corpus: Corpus, retrieval_cfg) -> str:
+    emb = retrieval_cfg.embedder
+    return content_hash(
+        "index", INDEX_FORMAT, corpus.fingerprint(), retrieval_cfg.chunk_size,
+        retrieval_cfg.chunk_overlap, emb.name, Path(resolve_embedder_path(emb.path)).name,
+    )
+
+
+def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
+                        mode: CacheMode | str = CacheMode.read_write) -> SearchIndex:
+    """Load the index for this corpus and config from the cache, or build (and store) it."""
+    mode = CacheMode(mode)
+    key = index_key(corpus, retrieval_cfg)
+    emb_cfg = retrieval_cfg.embedder
+    embedder = get_embedder(emb_cfg.path, emb_cfg.batch_size, emb_cfg.device)
+    folder = Path(cache_dir) / "index" / key
+    if mode != CacheMode.off and folder.exists():
+        try:
+            index = _load(folder, embedder, key)
+            log.info("index %s: loaded from cache %s (%d chunks, %d vectors, no embedding pass)",
+                     key, folder, len(index.chunks), index.n_vectors)
+            return index
+        except Exception as exc:  # noqa: BLE001 - any damage means rebuild
+            log.warning("index cache %s is unreadable (%s); rebuilding it", folder, exc)
+    started = time.perf_counter()
+    chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
+    sentences = [line for c in chunks for line in c.lines]
+    row_chunk = np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
+    log.info("index %s: embedding %d sentences of %d chunks", key, len(sentences), len(chunks))
+    vectors = embedder.encode(sentences, progress=len(sentences) > 2000)
+    flat = faiss.IndexFlatIP(embedder.dim)
+    flat.add(vectors)
+    index = SearchIndex(chunks, flat, row_chunk, embedder, key)
+    log.info("index %s: built in %.1fs", key, time.perf_counter() - started)
+    if mode == CacheMode.read_write:
+        _store(folder, index)
+    return index
+
+
+def _store(folder: Path, index: SearchIndex) -> None:
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=folder.parent))
+    try:
+        with open(tmp / "chunks.jsonl", "w", encoding="utf-8") as f:
+            for c in index.chunks:
+                f.write(json.dumps(asdict(c), ensure_ascii=False) + "\n")
+        np.save(tmp / "row_chunk.npy", index.row_chunk)
+        faiss.write_index(index.faiss, str(tmp / "index.faiss"))
+        meta = {"format": INDEX_FORMAT, "key": index.key, "n_chunks": len(index.chunks),
+                "n_vectors": index.n_vectors, "dim": int(index.faiss.d),
+                "embedder": index.embedder.path if index.embedder else None}
+        (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(tmp, folder)
+        log.info("index %s: stored in %s", index.key, folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _load(folder: Path, embedder: Embedder, key: str) -> SearchIndex:
+    meta = json.loads((folder / "meta.json").read_text())
+    if meta.get("format") != INDEX_FORMAT or meta.get("key") != key:
+        raise ValueError("format or key mismatch")
+    with open(folder / "chunks.jsonl", encoding="utf-8") as f:
+        chunks = []
+        for line in f:
+            d = json.loads(line)
+            d["lines"] = tuple(d["lines"])
+            chunks.append(Chunk(**d))
+    row_chunk = np.load(folder / "row_chunk.npy")
+    flat = faiss.read_index(str(folder / "index.faiss"))
+    if len(chunks) != meta["n_chunks"] or not flat.ntotal == meta["n_vectors"] == len(row_chunk):
+        raise ValueError("counts do not match meta.json")
+    if flat.d != embedder.dim:
+        raise ValueError(f"vector size {flat.d} does not match the embedder's {embedder.dim}")
+    index = SearchIndex(chunks, flat, row_chunk, embedder, key)
+    index.loaded_from_cache = True
+    return index

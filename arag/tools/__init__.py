@@ -1,0 +1,5 @@
+"""Agent tools: keyword_search, semantic_search, chunk_read."""
+
+from arag.tools.toolset import TOOL_SPECS, ToolError, ToolResult, Toolset
+
+__all__ = ["TOOL_SPECS", "ToolError", "ToolResult", "Toolset"]

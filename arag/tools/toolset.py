@@ -1,0 +1,176 @@
+"""The agent's tools, A-RAG semantics (arXiv 2602.03442).
+
+* ``keyword_search(keywords, top_k)``: exact keyword matches, scored by count × length.
+* ``semantic_search(query, top_k)``: chunks ranked by their best-matching sentence.
+* ``chunk_read(chunk_ids)``: full chunks with their metadata header; a chunk already read
+  returns a marker instead of its text again.
+
+Search results name chunks as ``Chunk ID: <id>`` with a one-sentence snippet. Tools are
+read-only and scoped: under ``scope=document`` they see only the task's documents,
+whatever a document or the model asks for. Bad arguments raise ``ToolError``; the agent
+loop sends its message back to the model as an ``is_error`` tool result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from arag.llm.base import ToolSpec
+from arag.retrieval.index import Hit, SearchIndex
+
+MAX_TOP_K = 20
+MAX_READ = 10
+
+
+class ToolError(Exception):
+    """The model called a tool wrongly; the message goes back to it."""
+
+
+TOOL_SPECS: dict[str, ToolSpec] = {
+    "keyword_search": ToolSpec(
+        "keyword_search",
+        "Find chunks containing exact keywords or phrases (case-insensitive), e.g. company "
+        "names, metric names, figures. Returns chunk ids with a matching sentence.",
+        {
+            "type": "object",
+            "properties": {
+                "keywords": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                             "description": "Keywords or short phrases to match exactly."},
+                "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5},
+            },
+            "required": ["keywords"],
+        },
+    ),
+    "semantic_search": ToolSpec(
+        "semantic_search",
+        "Find chunks whose sentences are closest in meaning to a natural-language query. "
+        "Returns chunk ids with the best-matching sentence.",
+        {
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1},
+                "top_k": {"type": "integer", "minimum": 1, "maximum": MAX_TOP_K, "default": 5},
+            },
+            "required": ["query"],
+        },
+    ),
+    "chunk_read": ToolSpec(
+        "chunk_read",
+        "Read the full text of chunks by id (ids come from search results). A chunk you "
+        "have already read is not returned again.",
+        {
+            "type": "object",
+            "properties": {
+                "chunk_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                              "maxItems": MAX_READ},
+            },
+            "required": ["chunk_ids"],
+        },
+    ),
+}
+
+
+@dataclass
+class ToolResult:
+    text: str
+    chunk_ids: list[str]  # chunks named (search) or returned (read)
+
+
+@dataclass
+class Toolset:
+    """Tools bound to one task: its index, its scope and what it has read so far."""
+
+    index: SearchIndex
+    scope_doc_ids: list[str] | None  # None: the whole corpus
+    names: list[str]
+    snippet_words: int = 40
+    read_order: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        unknown = [n for n in self.names if n not in TOOL_SPECS]
+        if unknown:
+            raise ValueError(f"unknown tools {unknown} in system.tools; known: {sorted(TOOL_SPECS)}")
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [TOOL_SPECS[n] for n in self.names]
+
+    def call(self, name: str, arguments: Any) -> ToolResult:
+        if name not in self.names:
+            raise ToolError(f"unknown tool {name!r}; available tools: {', '.join(self.names)}")
+        if not isinstance(arguments, dict):
+            raise ToolError(f"{name} takes a JSON object of arguments")
+        return getattr(self, f"_{name}")(**_checked(name, arguments))
+
+    def _keyword_search(self, keywords: list[str], top_k: int = 5) -> ToolResult:
+        hits = self.index.keyword_search(keywords, top_k, self.scope_doc_ids)
+        return self._render_hits(hits, f"keywords {keywords}")
+
+    def _semantic_search(self, query: str, top_k: int = 5) -> ToolResult:
+        hits = self.index.semantic_search(query, top_k, self.scope_doc_ids)
+        return self._render_hits(hits, f"query {query!r}")
+
+    def _chunk_read(self, chunk_ids: list[str]) -> ToolResult:
+        parts: list[str] = []
+        returned: list[str] = []
+        allowed = set(self.scope_doc_ids) if self.scope_doc_ids is not None else None
+        for cid in chunk_ids:
+            chunk = self.index.by_id.get(cid)
+            if chunk is None or (allowed is not None and chunk.doc_id not in allowed):
+                parts.append(f"[chunk {cid} does not exist in the searchable documents]")
+                continue
+            if cid in self.read_order:
+                parts.append(f"[chunk {cid} was already read above; its text is not repeated]")
+                continue
+            self.read_order.append(cid)
+            returned.append(cid)
+            parts.append(f'<chunk id="{cid}">\n{chunk.text}\n</chunk>')
+        if not returned and not any("already read" in p for p in parts):
+            raise ToolError("none of the chunk ids exist; use ids exactly as search results "
+                            "print them after 'Chunk ID:'")
+        return ToolResult("\n".join(parts), returned)
+
+    def _render_hits(self, hits: list[Hit], what: str) -> ToolResult:
+        if not hits:
+            return ToolResult(f"No chunks match {what}.", [])
+        lines = []
+        for h in hits:
+            words = h.snippet.split()
+            snippet = " ".join(words[: self.snippet_words]) + (" ..." if len(words) > self.snippet_words else "")
+            lines.append(f"Chunk ID: {h.chunk_id}\nScore: {h.score:.3f}\nSnippet: {snippet}")
+        return ToolResult("\n\n".join(lines), [h.chunk_id for h in hits])
+
+
+def _checked(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Validate arguments against the declared schema; errors go back to the model."""
+    schema = TOOL_SPECS[name].input_schema
+    props = schema["properties"]
+    missing = [k for k in schema["required"] if k not in args]
+    if missing:
+        raise ToolError(f"{name}: missing required argument(s) {missing}")
+    extra = [k for k in args if k not in props]
+    if extra:
+        raise ToolError(f"{name}: unknown argument(s) {extra}; takes {sorted(props)}")
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        spec = props[key]
+        if spec["type"] == "array":
+            if isinstance(value, str):
+                value = [value]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or not value:
+                raise ToolError(f"{name}: {key} must be a non-empty list of strings")
+            value = value[: spec.get("maxItems", len(value))]
+        elif spec["type"] == "integer":
+            if isinstance(value, bool) or not isinstance(value, int | float | str):
+                raise ToolError(f"{name}: {key} must be an integer")
+            try:
+                value = int(value)
+            except ValueError:
+                raise ToolError(f"{name}: {key} must be an integer") from None
+            value = max(spec["minimum"], min(spec["maximum"], value))
+        elif spec["type"] == "string":
+            if not isinstance(value, str) or not value.strip():
+                raise ToolError(f"{name}: {key} must be a non-empty string")
+        out[key] = value
+    return out

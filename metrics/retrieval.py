@@ -1,0 +1,71 @@
+"""Retrieval precision/recall against gold key sentences, and summary length."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+
+
+def precision_recall(read: list[str], gold: set[str]) -> tuple[float | None, float | None]:
+    """Chunks read vs chunks containing a gold line; each chunk counted once."""
+    read_set = set(read)
+    hits = len(read_set & gold)
+    precision = hits / len(read_set) if read_set else None
+    recall = hits / len(gold) if gold else None
+    return precision, recall
+
+
+class RetrievalScorer(Scorer):
+    name = "retrieval"
+    fields = ["retrieval_precision", "retrieval_recall"]
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        out = []
+        for item in items:
+            s = Scores()
+            p = item.prediction
+            if p.skipped or p.error:
+                s.null(self.fields, f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}")
+            elif not item.system_retrieves:
+                s.null(self.fields, "this system reads whole documents; it retrieves nothing")
+            elif item.gold_chunk_ids is None:
+                s.null(self.fields, "the dataset has no retrieval gold for this task")
+            elif not item.gold_chunk_ids:
+                s.null(self.fields, "no gold line of this task falls in any chunk")
+            else:
+                precision, recall = precision_recall(p.retrieved_chunk_ids, item.gold_chunk_ids)
+                s.values = {"retrieval_precision": precision, "retrieval_recall": recall}
+                if precision is None:
+                    s.null_reasons["retrieval_precision"] = "no chunk was read"
+            out.append(s)
+        return out
+
+
+class LengthScorer(Scorer):
+    name = "length"
+    fields = ["word_count", "length_ratio"]
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        out = []
+        for item in items:
+            s = Scores()
+            why = answered(item)
+            if why and not item.prediction.predicted:
+                s.null(self.fields, why)
+            else:
+                words = len((item.prediction.predicted or "").split())
+                s.values = {"word_count": float(words),
+                            "length_ratio": words / item.target_length}
+            out.append(s)
+        return out
+
+
+@register_scorer("retrieval")
+def _retrieval(cfg: Any) -> Scorer:
+    return RetrievalScorer()
+
+
+@register_scorer("length")
+def _length(cfg: Any) -> Scorer:
+    return LengthScorer()

@@ -1,0 +1,83 @@
+"""Reference-based text metrics: ROUGE (rouge-score) and BERTScore (bert-score)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from arag.retrieval.embedder import resolve_embedder_path
+from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+
+log = logging.getLogger(__name__)
+
+
+class RougeScorer(Scorer):
+    name = "rouge"
+    fields = ["rouge1_f1", "rouge2_f1", "rougeL_f1"]
+
+    def __init__(self, use_stemmer: bool = True):
+        from rouge_score import rouge_scorer
+
+        self._scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"],
+                                                use_stemmer=use_stemmer)
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        out = []
+        for item in items:
+            s = Scores()
+            why = answered(item)
+            if why:
+                s.null(self.fields, why)
+            else:
+                r = self._scorer.score(item.task.reference, item.prediction.predicted)
+                s.values = {"rouge1_f1": r["rouge1"].fmeasure, "rouge2_f1": r["rouge2"].fmeasure,
+                            "rougeL_f1": r["rougeL"].fmeasure}
+            out.append(s)
+        return out
+
+
+class BertScoreScorer(Scorer):
+    name = "bertscore"
+    fields = ["bertscore_p", "bertscore_r", "bertscore_f1"]
+
+    def __init__(self, model_path: str | None, num_layers: int, batch_size: int = 32):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        self.model_path = resolve_embedder_path(model_path)
+        self.num_layers = num_layers
+        self.batch_size = batch_size
+        self._scorer = None
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        out = [Scores() for _ in items]
+        todo = []
+        for s, item in zip(out, items, strict=True):
+            why = answered(item)
+            if why:
+                s.null(self.fields, why)
+            else:
+                todo.append((s, item))
+        if not todo:
+            return out
+        if self._scorer is None:
+            from bert_score import BERTScorer
+
+            log.info("BERTScore: %s, %d layers", self.model_path, self.num_layers)
+            self._scorer = BERTScorer(model_type=self.model_path, num_layers=self.num_layers,
+                                      batch_size=self.batch_size, device="cpu")
+        cands = [i.prediction.predicted for _, i in todo]
+        refs = [i.task.reference for _, i in todo]
+        p, r, f = self._scorer.score(cands, refs)
+        for (s, _), pv, rv, fv in zip(todo, p.tolist(), r.tolist(), f.tolist(), strict=True):
+            s.values = {"bertscore_p": pv, "bertscore_r": rv, "bertscore_f1": fv}
+        return out
+
+
+@register_scorer("rouge")
+def _rouge(cfg: Any) -> Scorer:
+    return RougeScorer(cfg.use_stemmer)
+
+
+@register_scorer("bertscore")
+def _bertscore(cfg: Any) -> Scorer:
+    return BertScoreScorer(cfg.model_path, cfg.num_layers, cfg.batch_size)

@@ -1,0 +1,89 @@
+"""Hydra callback: one MLflow parent run per multirun, opened before any job starts.
+
+Opening it first also creates the sqlite schema, so parallel jobs (joblib launcher) never
+race to migrate a fresh store. Jobs find the parent through ``mlflow_parent.json`` in the
+sweep directory (works across processes). When the sweep ends the parent gets the
+comparison of its children and is closed: FAILED if any job failed (and the command then
+exits non-zero), FINISHED otherwise. A crash of the sweep itself closes it as FAILED.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from hydra.experimental.callback import Callback
+from omegaconf import DictConfig
+
+from runners import track
+
+log = logging.getLogger(__name__)
+
+
+class SweepFailed(RuntimeError):
+    pass
+
+
+class MLflowSweepCallback(Callback):
+    def __init__(self) -> None:
+        self.parent: dict[str, str] | None = None
+        self.client = None
+
+    def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        sweep_dir = Path(config.hydra.sweep.dir)
+        sweep_dir.mkdir(parents=True, exist_ok=True)
+        self.client = track.connect(config.tracking)
+        name = config.tracking.experiment or config.dataset.name
+        experiment_id = track.ensure_experiment(self.client, name, config.tracking)
+        overrides = list(config.hydra.overrides.task)
+        sweep_id = sweep_dir.name if sweep_dir.name else "sweep"
+        sweep_id = f"{sweep_dir.parent.name}_{sweep_id}"
+        run = self.client.create_run(
+            experiment_id,
+            run_name=f"sweep {' '.join(overrides)}"[:250],
+            tags={"sweep_id": sweep_id, "sweep_overrides": " ".join(overrides),
+                  "git_commit": track.git_commit(), "role": "sweep_parent"},
+        )
+        self.parent = {"run_id": run.info.run_id, "experiment_id": experiment_id,
+                       "sweep_id": sweep_id, "sweep_dir": str(sweep_dir)}
+        (sweep_dir / track.PARENT_FILE).write_text(json.dumps(self.parent))
+        atexit.register(self._close_if_open)
+        log.info("MLflow parent run %s (experiment %r, sweep %s)", run.info.run_id, name,
+                 sweep_id)
+
+    def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        if not self.parent or self.client is None:
+            return
+        from runners.report import summarize_sweep
+
+        failures = _read_failures(Path(self.parent["sweep_dir"]))
+        try:
+            summarize_sweep(self.client, self.parent)
+        except Exception:  # noqa: BLE001 - a report problem must not hide the sweep's result
+            log.exception("could not build the sweep comparison")
+        status = "FAILED" if failures else "FINISHED"
+        if failures:
+            self.client.set_tag(self.parent["run_id"], "failed_jobs",
+                                json.dumps(failures)[:5000])
+        self.client.set_terminated(self.parent["run_id"], status)
+        self.parent = None
+        if failures:
+            lines = "\n".join(f"  [{f['overrides']}] {f['error']}" for f in failures)
+            raise SweepFailed(f"{len(failures)} job(s) of the sweep failed:\n{lines}")
+
+    def _close_if_open(self) -> None:
+        if self.parent and self.client is not None:
+            try:
+                self.client.set_terminated(self.parent["run_id"], "FAILED")
+            except Exception:  # noqa: BLE001 - best effort at interpreter exit
+                pass
+
+
+def _read_failures(sweep_dir: Path) -> list[dict[str, str]]:
+    path = sweep_dir / track.FAILED_JOBS_FILE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -1,0 +1,246 @@
+"""One job of a sweep: config -> predictions -> scores -> one MLflow run.
+
+``main`` is the Hydra task function: it always closes its MLflow run, and inside a
+multirun it records a failure for the sweep callback instead of stopping the sweep.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from arag.datasets import Dataset, DatasetError, load_dataset
+from arag.llm import Prices, make_model
+from arag.records import content_hash
+from arag.retrieval import SearchIndex, build_chunks, load_or_build_index
+from arag.systems import SYSTEMS, SystemContext, make_system
+from metrics import aggregate, build_scorers
+from runners import track
+from runners.evaluate import evaluate
+from runners.paths import resolve
+from runners.predict import predict
+
+log = logging.getLogger(__name__)
+
+# keys that change how a run is executed or recorded, not what it computes
+COSMETIC_KEYS = (
+    "runner.concurrency", "runner.progress", "runner.rerun", "runner.retry_errors",
+    "runner.dry_run", "runner.runs_dir", "tracking", "cache.mode", "model.max_retries",
+    "model.timeout_s", "model.requests_per_minute", "model.tokens_per_minute",
+    "model.base_url", "judge.max_retries", "judge.timeout_s", "judge.requests_per_minute",
+    "judge.tokens_per_minute", "judge.base_url",
+)
+# keys that decide the predictions (scoring settings are not among them)
+PREDICTION_KEYS = ("system", "dataset", "model", "retrieval", "max_loops", "task_type",
+                   "summarization_style", "target_length")
+
+
+class ConfigError(ValueError):
+    """An invalid config value; the message names the key and the fix."""
+
+
+def resolved(cfg: DictConfig) -> dict[str, Any]:
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+
+
+def _without(data: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:
+    data = json.loads(json.dumps(data))
+    for key in dotted:
+        node = data
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.get(p, {})
+        node.pop(last, None)
+    return data
+
+
+def config_hash(cfg: DictConfig) -> str:
+    """Identity of a run: the resolved config without cosmetic keys."""
+    return content_hash("run", _without(resolved(cfg), COSMETIC_KEYS))
+
+
+def predictions_hash(cfg: DictConfig) -> str:
+    """Identity of a run's predictions: only what can change them."""
+    data = _without(resolved(cfg), COSMETIC_KEYS)
+    return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS})
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Value checks the schema's types cannot express; each names the key and the fix."""
+    checks = [
+        ("max_loops", cfg.max_loops >= 1, "a positive integer, the agent's model-call budget",
+         "max_loops=6"),
+        ("target_length", cfg.target_length >= 1, "a positive number of words",
+         "target_length=50"),
+        ("runner.concurrency", cfg.runner.concurrency >= 1, "at least 1", "runner.concurrency=4"),
+        ("retrieval.top_k", cfg.retrieval.top_k >= 1, "at least 1", "retrieval.top_k=5"),
+        ("retrieval.chunk_size", cfg.retrieval.chunk_size >= 1, "a positive number of words",
+         "retrieval.chunk_size=120"),
+        ("retrieval.chunk_overlap", cfg.retrieval.chunk_overlap >= 0, "0 or more sentences",
+         "retrieval.chunk_overlap=0"),
+        ("runner.max_cost_usd", cfg.runner.max_cost_usd is None or cfg.runner.max_cost_usd > 0,
+         "a positive amount in USD, or null for no cap", "runner.max_cost_usd=5"),
+        ("system.kind", cfg.system.kind in SYSTEMS, f"one of {sorted(SYSTEMS)}",
+         "system=arag"),
+    ]
+    for key, ok, must, example in checks:
+        if not ok:
+            value = OmegaConf.select(cfg, key)
+            raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
+
+
+@dataclass
+class Job:
+    """Everything one run needs, built before any MLflow run is opened."""
+
+    cfg: DictConfig
+    dataset: Dataset
+    config_hash: str
+    predictions_path: Path
+
+
+def prepare(cfg: DictConfig) -> Job:
+    validate_config(cfg)
+    dataset = load_dataset(cfg.dataset, resolve("."))
+    wanted = str(cfg.task_type.value if hasattr(cfg.task_type, "value") else cfg.task_type)
+    tasks = [t for t in dataset.tasks if t.task_type == wanted]
+    if not tasks:
+        raise ConfigError(f"task_type={wanted!r}: dataset {dataset.name!r} has no tasks of that "
+                          "type; set task_type to the dataset's type")
+    if len(tasks) < len(dataset.tasks):
+        log.info("task_type=%s: %d of %d tasks", wanted, len(tasks), len(dataset.tasks))
+    dataset.tasks = tasks
+    runs_dir = resolve(cfg.runner.runs_dir)
+    return Job(cfg, dataset, config_hash(cfg),
+               runs_dir / predictions_hash(cfg) / "predictions.jsonl")
+
+
+def _index_loader(job: Job):
+    lock = threading.Lock()
+    holder: list[SearchIndex] = []
+
+    def load() -> SearchIndex:
+        with lock:
+            if not holder:
+                holder.append(load_or_build_index(job.dataset.corpus, job.cfg.retrieval,
+                                                  resolve(job.cfg.cache.dir), job.cfg.cache.mode))
+            return holder[0]
+
+    return load
+
+
+def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | None = None,
+        sweep_id: str | None = None) -> dict[str, float]:
+    job = prepare(cfg)
+    model = make_model(cfg.model)
+    client = track.connect(cfg.tracking)
+    experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
+        client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
+    tags = {
+        "system": cfg.system.name, "dataset": cfg.dataset.name, "model": cfg.model.name,
+        "sweep_id": sweep_id or "", "config_hash": job.config_hash,
+        "git_commit": track.git_commit(),
+    }
+    with track.tracked_run(client, experiment_id, run_name or cfg.system.name, tags,
+                           (parent or {}).get("run_id")) as tracker:
+        tracker.log_params(track.flatten(resolved(cfg)))
+        tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
+        metrics = _execute(job, model, tracker)
+    log.info("%s: %s", cfg.system.name, ", ".join(
+        f"{k}={v:.4g}" for k, v in metrics.items()
+        if k in ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean",
+                 "retrieval_recall_mean", "cost_usd_total", "latency_ms_p50")))
+    return metrics
+
+
+def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
+    cfg = job.cfg
+    ctx = SystemContext(
+        model=model, prices=Prices.from_config(cfg.model), corpus=job.dataset.corpus,
+        index_loader=_index_loader(job), style=str(cfg.summarization_style.value),
+        target_length=cfg.target_length, max_loops=cfg.max_loops,
+        top_k=cfg.system.top_k or cfg.retrieval.top_k, scope=str(cfg.retrieval.scope.value),
+        tools=list(cfg.system.tools), max_tokens=cfg.system.max_tokens,
+        temperature=cfg.system.temperature, context_limit=cfg.model.context_limit,
+        snippet_words=cfg.retrieval.snippet_words,
+    )
+    system = make_system(cfg.system.kind, cfg.system.name, ctx)
+    outcome = predict(
+        system, job.dataset.tasks, job.predictions_path, source=job.dataset.name,
+        concurrency=cfg.runner.concurrency, progress=cfg.runner.progress,
+        retry_errors=cfg.runner.retry_errors, max_cost_usd=cfg.runner.max_cost_usd,
+    )
+    if outcome.stop_reason:
+        tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})
+    chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
+    records = evaluate(
+        outcome.predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks,
+        build_scorers(cfg.metrics), cfg.target_length,
+        system_retrieves=cfg.system.kind in ("arag", "naive"),
+    )
+    metrics = aggregate(records)
+    metrics["n_not_run"] = float(len(outcome.not_run))
+    metrics["n_resumed"] = float(outcome.n_resumed)
+    tracker.log_metrics(metrics)
+    with tempfile.TemporaryDirectory() as tmp:
+        preds_file = Path(tmp) / "predictions.jsonl"
+        preds_file.write_text("".join(p.to_json() + "\n" for p in outcome.predictions),
+                              encoding="utf-8")
+        eval_file = Path(tmp) / "predictions.eval.jsonl"
+        eval_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
+                             encoding="utf-8")
+        tracker.log_artifact(preds_file)
+        tracker.log_artifact(eval_file)
+    tracker.log_table(_table_rows(outcome.predictions, records), "eval_table.json")
+    for name, report in job.dataset.reports.items():
+        tracker.log_json(report, f"{name}.json")
+    return metrics
+
+
+def _table_rows(predictions, records) -> list[dict[str, Any]]:
+    rows = []
+    for p, r in zip(predictions, records, strict=True):
+        row = {"id": p.id, "question": p.question, "predicted": p.predicted,
+               "reference": p.ground_truth}
+        row.update({k: v for k, v in r.items() if k not in ("id", "null_reasons", "system")})
+        rows.append(row)
+    return rows
+
+
+def main(cfg: DictConfig) -> dict[str, float] | None:
+    """Hydra task function: run one job; in a sweep, record a failure and let the sweep go on."""
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    hc = HydraConfig.get()
+    multirun = hc.mode == RunMode.MULTIRUN
+    parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
+    run_name = (hc.job.override_dirname or cfg.system.name) if multirun else cfg.system.name
+    try:
+        return run(cfg, parent, run_name=run_name,
+                   sweep_id=(parent or {}).get("sweep_id"))
+    except (ConfigError, DatasetError, track.TrackingError) as exc:
+        message = str(exc)
+        log.error("%s", message)
+        if not multirun:
+            raise SystemExit(f"error: {message}") from None
+    except Exception as exc:
+        message = f"{type(exc).__name__}: {exc}"
+        log.exception("job failed")
+        if not multirun:
+            raise
+    _record_failure(Path(hc.sweep.dir), hc.job.override_dirname, message)
+    return None
+
+
+def _record_failure(sweep_dir: Path, overrides: str, message: str) -> None:
+    sweep_dir.mkdir(parents=True, exist_ok=True)
+    with open(sweep_dir / track.FAILED_JOBS_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"overrides": overrides, "error": message}) + "\n")

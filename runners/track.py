@@ -1,0 +1,164 @@
+"""The only module that talks to MLflow.
+
+Runs are created and closed explicitly with ``MlflowClient`` (no global active run), so
+jobs of an in-process sweep cannot leak state into each other and a failing job is
+always closed as FAILED.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from runners.paths import PROJECT_ROOT, resolve, resolve_tracking_uri
+
+log = logging.getLogger(__name__)
+PARENT_FILE = "mlflow_parent.json"
+FAILED_JOBS_FILE = "failed_jobs.jsonl"
+
+
+class TrackingError(RuntimeError):
+    pass
+
+
+def connect(tracking_cfg: Any):
+    """Point MLflow at the configured store; fail early and clearly when it is unreachable."""
+    import mlflow
+    from mlflow import MlflowClient
+
+    uri = resolve_tracking_uri(tracking_cfg.uri)
+    mlflow.set_tracking_uri(uri)
+    client = MlflowClient(tracking_uri=uri)
+    try:
+        client.search_experiments(max_results=1)
+    except Exception as exc:  # noqa: BLE001 - any failure here means the store is unusable
+        raise TrackingError(
+            f"tracking.uri={tracking_cfg.uri!r} is not reachable ({type(exc).__name__}: "
+            f"{str(exc)[:200]}); start the server or set tracking.uri=sqlite:///mlruns/mlflow.db"
+        ) from None
+    return client
+
+
+def ensure_experiment(client, name: str, tracking_cfg: Any) -> str:
+    exp = client.get_experiment_by_name(name)
+    if exp is not None:
+        return exp.experiment_id
+    location = resolve(tracking_cfg.artifact_location)
+    location.mkdir(parents=True, exist_ok=True)
+    try:
+        return client.create_experiment(name, artifact_location=location.as_uri())
+    except Exception:  # noqa: BLE001 - a parallel job created it first
+        exp = client.get_experiment_by_name(name)
+        if exp is None:
+            raise
+        return exp.experiment_id
+
+
+def git_commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                             text=True, timeout=5, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def flatten(data: Any, prefix: str = "") -> dict[str, str]:
+    out: dict[str, str] = {}
+    if isinstance(data, dict):
+        for key, value in data.items():
+            out.update(flatten(value, f"{prefix}{key}."))
+    elif isinstance(data, list):
+        out[prefix[:-1]] = json.dumps(data)
+    else:
+        out[prefix[:-1]] = "null" if data is None else str(data)
+    return out
+
+
+class RunTracker:
+    """One MLflow run: params, tags, metrics and artifacts of one job."""
+
+    def __init__(self, client, run_id: str):
+        self.client = client
+        self.run_id = run_id
+
+    def log_params(self, params: dict[str, str]) -> None:
+        from mlflow.entities import Param
+
+        items = [Param(k, v[:6000]) for k, v in sorted(params.items())]
+        for i in range(0, len(items), 100):
+            self.client.log_batch(self.run_id, params=items[i:i + 100])
+
+    def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        import time
+
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        items = [Metric(k, float(v), now, step) for k, v in sorted(metrics.items())]
+        for i in range(0, len(items), 1000):
+            self.client.log_batch(self.run_id, metrics=items[i:i + 1000])
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        for key, value in tags.items():
+            self.client.set_tag(self.run_id, key, value)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self.client.log_artifact(self.run_id, str(path), artifact_path)
+
+    def log_text(self, text: str, name: str) -> None:
+        with tempfile.TemporaryDirectory() as tmp:
+            file = Path(tmp) / name
+            file.write_text(text, encoding="utf-8")
+            self.log_artifact(file)
+
+    def log_json(self, data: Any, name: str) -> None:
+        self.log_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), name)
+
+    def log_table(self, rows: list[dict[str, Any]], name: str) -> None:
+        import mlflow
+
+        if not rows:
+            return
+        columns = list(dict.fromkeys(k for r in rows for k in r))
+        table = {c: [_cell(r.get(c)) for r in rows] for c in columns}
+        mlflow.log_table(data=table, artifact_file=name, run_id=self.run_id)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+@contextmanager
+def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
+                parent_run_id: str | None = None) -> Iterator[RunTracker]:
+    """A run that always ends: FINISHED on success, FAILED on any exception."""
+    all_tags = {"mlflow.runName": run_name, **tags}
+    if parent_run_id:
+        all_tags["mlflow.parentRunId"] = parent_run_id
+    run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)
+    tracker = RunTracker(client, run.info.run_id)
+    try:
+        yield tracker
+    except BaseException as exc:
+        try:
+            client.set_tag(run.info.run_id, "error", f"{type(exc).__name__}: {exc}"[:5000])
+        finally:
+            client.set_terminated(run.info.run_id, "FAILED")
+        raise
+    client.set_terminated(run.info.run_id, "FINISHED")
+
+
+def read_parent(sweep_dir: Path) -> dict[str, str] | None:
+    path = sweep_dir / PARENT_FILE
+    if not path.exists():
+        return None
+    return json.loads(path.read_text())

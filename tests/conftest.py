@@ -1,0 +1,107 @@
+"""Shared fixtures: composed configs pointed at temporary stores, a small dataset."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+import runners.config  # noqa: F401  (registers the schema)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "datasets"
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+
+
+def pytest_addoption(parser):
+    parser.addoption("--runapi", action="store_true", default=False,
+                     help="run live tests against the real Anthropic API (needs ANTHROPIC_API_KEY)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--runapi") and os.environ.get("ANTHROPIC_API_KEY"):
+        return
+    skip = pytest.mark.skip(reason="live API test: pass --runapi and set ANTHROPIC_API_KEY")
+    for item in items:
+        if "api" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def shared_cache(tmp_path_factory) -> Path:
+    """An index/response cache shared by tests (content-keyed, so sharing is safe)."""
+    return tmp_path_factory.mktemp("cache")
+
+
+def store_overrides(tmp: Path, cache: Path | None = None) -> list[str]:
+    return [
+        f"tracking.uri=sqlite:///{tmp}/mlflow.db",
+        f"tracking.artifact_location={tmp}/artifacts",
+        f"cache.dir={cache or tmp / 'cache'}",
+        f"runner.runs_dir={tmp}/runs",
+        "runner.progress=false",
+    ]
+
+
+def compose_cfg(overrides: list[str]):
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        return compose(config_name="config", overrides=overrides)
+
+
+@pytest.fixture
+def make_cfg(tmp_path, shared_cache):
+    def make(*overrides: str, fresh_cache: bool = False):
+        base = store_overrides(tmp_path, None if fresh_cache else shared_cache)
+        return compose_cfg(base + list(overrides))
+
+    return make
+
+
+FACTS = {
+    "revenue": "Third quarter revenue rose {g} percent to ${r} million.",
+    "eps": "Adjusted earnings per share were ${e} compared with $0.98 a year ago.",
+    "guide": "We expect full year revenue of $1.80 billion to $1.85 billion.",
+}
+
+
+def write_mini_dataset(root: Path, n_docs: int = 2, filler: int = 60) -> Path:
+    """A small dataset in the jsonl layout: filler lines plus three gold fact lines."""
+    (root / "documents").mkdir(parents=True, exist_ok=True)
+    docs, tasks = [], []
+    for k in range(n_docs):
+        tic = f"T{k}X"
+        lines = ["Good morning and welcome to the conference call.",
+                 "This call contains forward-looking statements under the safe harbor rules."]
+        lines += [f"Our team opened {i + 3} new offices in region {i} and hired engineers."
+                  for i in range(filler)]
+        values = {"g": f"8.{k}", "r": f"452.{k}", "e": f"1.1{k}"}
+        gold = []
+        for pos, key in zip((20, 40, 50), ("revenue", "eps", "guide"), strict=True):
+            lines.insert(pos, FACTS[key].format(**values))
+            gold.append(pos + 1)
+        doc_id = f"{tic}_q3_2024"
+        (root / "documents" / f"{doc_id}.txt").write_text("\n".join(lines) + "\n")
+        docs.append({"doc_id": doc_id, "path": f"documents/{doc_id}.txt", "company": f"{tic} Corp",
+                     "ticker": tic, "doc_type": "EARNINGS_CALL", "period": "Q3 2024"})
+        tasks.append({
+            "id": doc_id, "doc_ids": [doc_id],
+            "question": f"Summarize the key highlights from {tic}'s Q3 2024 earnings call.",
+            "reference": (f"q3 revenue rose {values['g']} percent to ${values['r']} million.\n"
+                          f"q3 adjusted eps ${values['e']}.\n"
+                          "sees fy revenue $1.80 billion to $1.85 billion."),
+            "gold_lines": {doc_id: gold},
+        })
+    (root / "documents.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    (root / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    return root
+
+
+@pytest.fixture
+def mini_dataset(tmp_path) -> Path:
+    return write_mini_dataset(tmp_path / "mini")

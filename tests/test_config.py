@@ -1,0 +1,82 @@
+"""Config groups compose; typos and bad values fail early, naming the key and the fix."""
+
+from __future__ import annotations
+
+import pytest
+from hydra.errors import ConfigCompositionException, MissingConfigException
+from omegaconf.errors import ConfigKeyError, ValidationError
+
+from runners.experiment import ConfigError, config_hash, predictions_hash, validate_config
+from tests.conftest import ROOT
+
+
+def test_default_config_composes_with_every_group(make_cfg):
+    cfg = make_cfg()
+    assert cfg.system.name == "arag"
+    assert cfg.model.name == "offline"
+    assert cfg.judge.name == "none"
+    assert cfg.max_loops == 22
+    assert cfg.dataset.name == "sample"
+    assert cfg.tracking.uri.startswith("sqlite:///")
+    assert str(cfg.cache.mode.value) == "read_write"
+
+
+@pytest.mark.parametrize("group", ["system", "model", "dataset", "judge", "retrieval", "metrics",
+                                   "tracking", "cache"])
+def test_every_option_of_every_group_composes(make_cfg, group):
+    for option in sorted(p.stem for p in (ROOT / "conf" / group).glob("*.yaml")):
+        cfg = make_cfg(f"{group}={option}")
+        validate_config(cfg)
+
+
+def test_claude_model_configs_carry_prices_and_context(make_cfg):
+    haiku = make_cfg("model=claude-haiku-4-5").model
+    assert (haiku.price_input, haiku.price_output, haiku.price_cache_read,
+            haiku.price_cache_write) == (1.0, 5.0, 0.10, 1.25)
+    sonnet = make_cfg("model=claude-sonnet-4-6").model
+    assert (sonnet.price_input, sonnet.price_output, sonnet.price_cache_read,
+            sonnet.price_cache_write) == (3.0, 15.0, 0.30, 3.75)
+    assert sonnet.context_limit >= 200_000 and sonnet.provider == "anthropic"
+
+
+def test_unknown_group_option_names_the_choices(make_cfg):
+    with pytest.raises(MissingConfigException) as err:
+        make_cfg("system=agentic")
+    message = str(err.value)
+    assert "system/agentic" in message or "agentic" in message
+    for choice in ("arag", "naive", "stuffing"):
+        assert choice in message
+
+
+def test_key_typo_fails_at_compose_time(make_cfg):
+    with pytest.raises((ConfigCompositionException, ConfigKeyError)) as err:
+        make_cfg("max_lops=3")
+    assert "max_lops" in str(err.value)
+
+
+def test_wrong_type_and_bad_enum_fail_at_compose_time(make_cfg):
+    with pytest.raises((ConfigCompositionException, ValidationError)) as err:
+        make_cfg("max_loops=many")
+    assert "max_loops" in str(err.value)
+    with pytest.raises((ConfigCompositionException, ValidationError)) as err:
+        make_cfg("retrieval.scope=planet")
+    message = f"{err.value} {err.value.__cause__}"
+    assert "document" in message and "corpus" in message
+
+
+@pytest.mark.parametrize("override,key", [("max_loops=-1", "max_loops"),
+                                          ("target_length=0", "target_length"),
+                                          ("runner.concurrency=0", "runner.concurrency"),
+                                          ("retrieval.top_k=0", "retrieval.top_k")])
+def test_invalid_values_name_key_and_fix(make_cfg, override, key):
+    with pytest.raises(ConfigError) as err:
+        validate_config(make_cfg(override))
+    assert f"{key}=" in str(err.value) and "Fix:" in str(err.value)
+
+
+def test_config_hash_ignores_cosmetic_keys_but_not_what_changes_results(make_cfg):
+    base = make_cfg()
+    assert config_hash(base) == config_hash(make_cfg("runner.concurrency=16"))
+    assert config_hash(base) != config_hash(make_cfg("max_loops=3"))
+    assert predictions_hash(base) == predictions_hash(make_cfg("metrics.bertscore.num_layers=4"))
+    assert predictions_hash(base) != predictions_hash(make_cfg("system=naive"))

@@ -1,0 +1,85 @@
+"""The dataset contract: one validating loader, errors that name file, line and field."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arag.datasets import DatasetError, load_dataset
+from tests.conftest import ROOT, write_mini_dataset
+
+
+def load(make_cfg, root):
+    return load_dataset(make_cfg(f"dataset.root={root}").dataset, ROOT)
+
+
+def test_sample_dataset_meets_its_contract(make_cfg):
+    ds = load_dataset(make_cfg().dataset, ROOT)
+    assert len(ds.tasks) >= 5
+    for task in ds.tasks:
+        doc = ds.corpus.documents[task.doc_ids[0]]
+        assert len(doc.text.split()) >= 1500, doc.doc_id
+        assert task.reference == task.reference.lower(), "ECTSum style: lower-case bullets"
+        assert task.gold_lines and all(1 <= g <= len(doc.lines) for g in task.gold_lines[doc.doc_id])
+        assert doc.company and doc.period
+
+
+def test_mini_dataset_loads(make_cfg, mini_dataset):
+    ds = load(make_cfg, mini_dataset)
+    assert [t.id for t in ds.tasks] == ["T0X_q3_2024", "T1X_q3_2024"]
+    assert ds.corpus.documents["T0X_q3_2024"].header == (
+        "[COMPANY: T0X | TYPE: EARNINGS_CALL | PERIOD: Q3 2024]")
+
+
+def _rewrite_tasks(root, mutate):
+    path = root / "tasks.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text(mutate(rows))
+    return path
+
+
+@pytest.mark.parametrize("mutate,expect", [
+    (lambda rows: json.dumps(rows[0]) + "\n{not json\n", ["tasks.jsonl:2", "malformed JSON"]),
+    (lambda rows: json.dumps({k: v for k, v in rows[0].items() if k != "reference"}) + "\n",
+     ["tasks.jsonl:1", "'reference'", "missing required field"]),
+    (lambda rows: json.dumps(rows[0]) + "\n" + json.dumps(rows[0]) + "\n",
+     ["tasks.jsonl:2", "duplicate task id", "first at line 1"]),
+    (lambda rows: json.dumps({**rows[0], "doc_ids": ["NOPE"]}) + "\n",
+     ["tasks.jsonl:1", "'NOPE'", "doc_ids"]),
+    (lambda rows: json.dumps({**rows[0], "gold_lines": {rows[0]["doc_ids"][0]: [9999]}}) + "\n",
+     ["tasks.jsonl:1", "gold_lines", "9999", "out of range"]),
+])
+def test_bad_task_files_name_file_line_and_field(make_cfg, tmp_path, mutate, expect):
+    root = write_mini_dataset(tmp_path / "bad")
+    _rewrite_tasks(root, mutate)
+    with pytest.raises(DatasetError) as err:
+        load(make_cfg, root)
+    for part in expect:
+        assert part in str(err.value)
+
+
+def test_empty_and_non_utf8_documents_are_rejected(make_cfg, tmp_path):
+    root = write_mini_dataset(tmp_path / "empty")
+    (root / "documents" / "T0X_q3_2024.txt").write_text("\n\n")
+    with pytest.raises(DatasetError, match="T0X_q3_2024.txt: document is empty"):
+        load(make_cfg, root)
+    root = write_mini_dataset(tmp_path / "latin1")
+    (root / "documents" / "T1X_q3_2024.txt").write_bytes("Umsatz stieg um 5 \xe9".encode("latin-1"))
+    with pytest.raises(DatasetError, match="T1X_q3_2024.txt: not valid UTF-8"):
+        load(make_cfg, root)
+
+
+def test_missing_document_file_names_the_record(make_cfg, tmp_path):
+    root = write_mini_dataset(tmp_path / "missing")
+    (root / "documents" / "T1X_q3_2024.txt").unlink()
+    with pytest.raises(DatasetError) as err:
+        load(make_cfg, root)
+    assert "documents.jsonl:2" in str(err.value) and "'path'" in str(err.value)
+
+
+def test_limit_takes_first_tasks_and_their_documents(make_cfg, tmp_path):
+    root = write_mini_dataset(tmp_path / "lim", n_docs=3)
+    ds = load_dataset(make_cfg(f"dataset.root={root}", "dataset.limit=2").dataset, ROOT)
+    assert [t.id for t in ds.tasks] == ["T0X_q3_2024", "T1X_q3_2024"]
+    assert sorted(ds.corpus.documents) == ["T0X_q3_2024", "T1X_q3_2024"]
