@@ -23,8 +23,12 @@ from runners import track
 log = logging.getLogger(__name__)
 
 
-class SweepFailed(RuntimeError):
-    pass
+def swept_keys(overrides: list[str]) -> list[str]:
+    """The keys a sweep varies (``system=a,b``, ``max_loops=3,6``): they name the child runs."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    return [o.key_or_group for o in parsed if o.is_sweep_override()]
 
 
 class MLflowSweepCallback(Callback):
@@ -39,6 +43,7 @@ class MLflowSweepCallback(Callback):
         name = config.tracking.experiment or config.dataset.name
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)
         overrides = list(config.hydra.overrides.task)
+        swept = swept_keys(overrides)
         sweep_id = sweep_dir.name if sweep_dir.name else "sweep"
         sweep_id = f"{sweep_dir.parent.name}_{sweep_id}"
         run = self.client.create_run(
@@ -48,7 +53,7 @@ class MLflowSweepCallback(Callback):
                   "git_commit": track.git_commit(), "role": "sweep_parent"},
         )
         self.parent = {"run_id": run.info.run_id, "experiment_id": experiment_id,
-                       "sweep_id": sweep_id, "sweep_dir": str(sweep_dir)}
+                       "sweep_id": sweep_id, "sweep_dir": str(sweep_dir), "swept_keys": swept}
         (sweep_dir / track.PARENT_FILE).write_text(json.dumps(self.parent))
         atexit.register(self._close_if_open)
         log.info("MLflow parent run %s (experiment %r, sweep %s)", run.info.run_id, name,
@@ -71,8 +76,10 @@ class MLflowSweepCallback(Callback):
         self.client.set_terminated(self.parent["run_id"], status)
         self.parent = None
         if failures:
-            lines = "\n".join(f"  [{f['overrides']}] {f['error']}" for f in failures)
-            raise SweepFailed(f"{len(failures)} job(s) of the sweep failed:\n{lines}")
+            lines = "\n".join(f"  [{f['job']}] {f['error']}" for f in failures)
+            log.error("%d job(s) of the sweep failed:\n%s", len(failures), lines)
+            # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
+            raise SystemExit(1)
 
     def _close_if_open(self) -> None:
         if self.parent and self.client is not None:

@@ -222,7 +222,7 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
-    run_name = (hc.job.override_dirname or cfg.system.name) if multirun else cfg.system.name
+    run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
         return run(cfg, parent, run_name=run_name,
                    sweep_id=(parent or {}).get("sweep_id"))
@@ -236,11 +236,18 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
         log.exception("job failed")
         if not multirun:
             raise
-    _record_failure(Path(hc.sweep.dir), hc.job.override_dirname, message)
+    _record_failure(Path(hc.sweep.dir), run_name, message)
     return None
 
 
-def _record_failure(sweep_dir: Path, overrides: str, message: str) -> None:
+def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:
+    """``system=arag,max_loops=6``: the swept keys of this job, else the system's name."""
+    choices = hc.runtime.choices
+    parts = [f"{k}={choices[k] if k in choices else OmegaConf.select(cfg, k)}" for k in swept]
+    return ",".join(parts) or cfg.system.name
+
+
+def _record_failure(sweep_dir: Path, job: str, message: str) -> None:
     sweep_dir.mkdir(parents=True, exist_ok=True)
     with open(sweep_dir / track.FAILED_JOBS_FILE, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"overrides": overrides, "error": message}) + "\n")
+        f.write(json.dumps({"job": job, "error": message}) + "\n")

@@ -133,7 +133,7 @@ def validate(dataset: Dataset, tasks_path: Path | None = None,
 
 
 def load_dataset(dataset_cfg: Any, project_root: Path) -> Dataset:
-    from arag.datasets import sample  # noqa: F401  (registers the built-in adapters)
+    import arag.datasets.adapters  # noqa: F401  (registers the built-in adapters)
 
     try:
         adapter = ADAPTERS[dataset_cfg.adapter]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -33,9 +34,9 @@ class ScriptedModel(ChatModel):
         tool_choice: str = "auto",
     ) -> Completion:
         with self._lock:
-            self.requests.append(
-                {"system": system, "messages": messages, "tools": tools, "tool_choice": tool_choice}
-            )
+            # a snapshot: the caller goes on appending to the same list
+            self.requests.append({"system": system, "messages": copy.deepcopy(messages),
+                                  "tools": tools, "tool_choice": tool_choice})
             if not self._outputs:
                 raise ScriptExhausted(
                     f"scripted model {self.name!r} ran out of outputs after "

@@ -9,6 +9,8 @@ from arag.systems.base import System
 from arag.systems.calls import CallLog
 from arag.tools.toolset import Toolset
 
+RANK_DEPTH = 10
+
 
 class AgenticRAG(System):
     """A ReAct agent that searches and reads chunks within a loop budget."""
@@ -36,14 +38,17 @@ class NaiveRAG(System):
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         index = self.ctx.index()
-        hits = index.semantic_search(task.question, self.ctx.top_k, self.ctx.scope_doc_ids(task))
-        ids = [h.chunk_id for h in hits]
+        # rank deeper than k once, so Recall@k/MRR@k/nDCG@k come from the same pass
+        depth = max(self.ctx.top_k, RANK_DEPTH)
+        hits = index.semantic_search(task.question, depth, self.ctx.scope_doc_ids(task))
+        ranked = [h.chunk_id for h in hits]
+        ids = ranked[: self.ctx.top_k]
         context = "\n\n".join(
             f'<chunk id="{cid}">\n{index.by_id[cid].text}\n</chunk>' for cid in ids
         )
         calls.trace.append({"type": "retrieval", "name": "semantic_search",
-                            "arguments": {"query": task.question, "top_k": self.ctx.top_k},
-                            "result_chunk_ids": ids})
+                            "arguments": {"query": task.question, "top_k": depth},
+                            "result_chunk_ids": ranked})
         pred.retrieved_chunk_ids = ids
         pred.context_chunk_ids = ids
         self.one_call(task, calls, pred, context)

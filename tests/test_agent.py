@@ -1,0 +1,112 @@
+"""The A-RAG loop: bounded, traced, model errors fed back; the offline model's policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from arag.datasets import load_dataset
+from arag.llm import Prices
+from arag.llm.offline import OfflineModel
+from arag.llm.scripted import ScriptedModel, ScriptExhausted
+from arag.retrieval import load_or_build_index
+from arag.systems import SystemContext, make_system
+from tests.conftest import ROOT, write_mini_dataset
+
+TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
+
+
+@pytest.fixture
+def world(make_cfg, tmp_path):
+    root = write_mini_dataset(tmp_path / "agent")
+    cfg = make_cfg(f"dataset.root={root}")
+    ds = load_dataset(cfg.dataset, ROOT)
+    index = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    return ds, index
+
+
+def _system(kind, model, ds, index, max_loops=6, context_limit=200_000):
+    ctx = SystemContext(model=model, prices=Prices(1.0, 5.0, 0.1, 1.25), corpus=ds.corpus,
+                        index_loader=lambda: index, style="earnings_call", target_length=50,
+                        max_loops=max_loops, top_k=3, scope="document", tools=TOOLS,
+                        max_tokens=512, temperature=0.0, context_limit=context_limit)
+    return make_system(kind, kind, ctx)
+
+
+def test_budget_forces_a_final_answer_without_tools(world):
+    ds, index = world
+    search = {"tool": "semantic_search", "input": {"query": "revenue"}}
+    model = ScriptedModel([search, search, "final answer"])
+    pred = _system("arag", model, ds, index, max_loops=2).predict(ds.tasks[0], "mini")
+    assert pred.predicted == "final answer"
+    assert pred.max_loops_reached and pred.loops == 3
+    last = model.requests[-1]
+    assert last["tool_choice"] == "none"
+    closing = last["messages"][-1]["content"]
+    assert closing[0]["type"] == "tool_result" and "maximum number" in closing[-1]["text"]
+
+
+def test_bad_tool_arguments_go_back_to_the_model_and_the_loop_goes_on(world):
+    ds, index = world
+    model = ScriptedModel([{"tool": "chunk_read", "input": {"chunk_ids": ["made-up"]}},
+                           {"tool": "keyword_search", "input": {"keywords": ["revenue"]}},
+                           "done"])
+    pred = _system("arag", model, ds, index).predict(ds.tasks[0], "mini")
+    assert pred.predicted == "done" and not pred.error and not pred.max_loops_reached
+    error_result = model.requests[1]["messages"][-1]["content"][0]
+    assert error_result["is_error"] is True and "Error:" in error_result["content"]
+    tools = [t for t in pred.trace if t["type"] == "tool"]
+    assert tools[0]["is_error"] and not tools[1]["is_error"]
+    assert tools[1]["result_chunk_ids"], "search result ids are traced"
+
+
+def test_scripted_model_fails_loudly_when_its_script_runs_out(world):
+    ds, index = world
+    with pytest.raises(ScriptExhausted):
+        _system("arag", ScriptedModel([]), ds, index).predict(ds.tasks[0], "mini")
+
+
+def test_usage_and_cost_add_up_over_calls(world):
+    ds, index = world
+    model = ScriptedModel([{"tool": "semantic_search", "input": {"query": "eps"}}, "answer"])
+    pred = _system("arag", model, ds, index).predict(ds.tasks[0], "mini")
+    llm = [t for t in pred.trace if t["type"] == "llm"]
+    assert len(llm) == 2
+    assert pred.input_tokens == sum(t["usage"]["input_tokens"] for t in llm)
+    expected = (pred.input_tokens * 1.0 + pred.output_tokens * 5.0) / 1e6
+    assert pred.cost_usd == pytest.approx(expected)
+    assert pred.latency_ms > 0
+
+
+def test_offline_agent_searches_then_reads_and_summarizes_what_it_read(world):
+    ds, index = world
+    pred = _system("arag", OfflineModel(max_chunks_read=4), ds, index).predict(ds.tasks[0], "m")
+    names = [t["name"] for t in pred.trace if t["type"] == "tool"]
+    assert names[:2] == ["semantic_search", "keyword_search"] and "chunk_read" in names
+    assert len(pred.retrieved_chunk_ids) == 4
+    assert "$452.0 million" in pred.predicted and "$1.10" in pred.predicted
+    assert pred.word_count <= 50
+    again = _system("arag", OfflineModel(max_chunks_read=4), ds, index).predict(ds.tasks[0], "m")
+    assert again.predicted == pred.predicted and again.retrieved_chunk_ids == pred.retrieved_chunk_ids
+
+
+def test_offline_agent_respects_small_budgets(world):
+    ds, index = world
+    pred = _system("arag", OfflineModel(max_chunks_read=6), ds, index, max_loops=2).predict(
+        ds.tasks[0], "m")
+    assert pred.max_loops_reached and len(pred.retrieved_chunk_ids) == 2
+
+
+def test_naive_uses_top_k_and_stuffing_reads_the_whole_document(world):
+    ds, index = world
+    naive = _system("naive", OfflineModel(), ds, index).predict(ds.tasks[0], "m")
+    assert len(naive.retrieved_chunk_ids) == 3 and naive.loops == 1
+    stuffing = _system("stuffing", OfflineModel(), ds, index).predict(ds.tasks[0], "m")
+    assert stuffing.retrieved_chunk_ids == [] and "$1.80 billion" in stuffing.predicted
+
+
+def test_stuffing_is_skipped_with_a_reason_over_the_context_limit(world):
+    ds, index = world
+    pred = _system("stuffing", OfflineModel(), ds, index, context_limit=1000).predict(
+        ds.tasks[0], "m")
+    assert pred.skipped and "exceeds the model's context" in pred.skip_reason
+    assert pred.predicted is None and pred.input_tokens == 0

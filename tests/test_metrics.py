@@ -1,0 +1,84 @@
+"""Judge-free metrics: exact values from the libraries, nulls with reasons, aggregates."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+from rouge_score import rouge_scorer
+
+from arag.records import Prediction, Task
+from metrics import ScoringItem, aggregate, build_scorers
+from metrics.retrieval import LengthScorer, RetrievalScorer, precision_recall
+
+REF = "q3 revenue rose 8.1 percent to $452.2 million.\nq3 adjusted eps $1.12."
+
+
+def _item(predicted="q3 revenue rose 8.1 percent to $452.2 million.", gold=frozenset({"a", "b"}),
+          read=("a", "c"), retrieves=True, **pred_fields):
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF)
+    pred = Prediction(id="t1", source="s", system="x", model="m", task_type="summarization",
+                      question="Summarize.", doc_ids=["D"], ground_truth=REF, predicted=predicted,
+                      retrieved_chunk_ids=list(read), **pred_fields)
+    return ScoringItem(pred, task, set(gold) if gold is not None else None, "ctx", 50, retrieves)
+
+
+def test_rouge_matches_rouge_score_with_stemming():
+    cfg = OmegaConf.create({"scorers": ["rouge"], "rouge": {"use_stemmer": True}})
+    (scorer,) = build_scorers(cfg)
+    item = _item()
+    got = scorer.score([item])[0].values
+    want = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True).score(REF, item.prediction.predicted)
+    assert got["rouge2_f1"] == pytest.approx(want["rouge2"].fmeasure)
+    assert 0 < got["rouge1_f1"] < 1
+
+
+def test_bertscore_on_the_local_minilm_ranks_paraphrase_over_unrelated():
+    cfg = OmegaConf.create({"scorers": ["bertscore"],
+                            "bertscore": {"model_path": None, "num_layers": 6, "batch_size": 8}})
+    (scorer,) = build_scorers(cfg)
+    same, close, far = scorer.score([_item(predicted=REF),
+                                     _item(predicted="revenue grew 8.1% to $452.2 million"),
+                                     _item(predicted="the weather was sunny in paris")])
+    assert same.values["bertscore_f1"] == pytest.approx(1.0, abs=1e-4)
+    assert close.values["bertscore_f1"] > far.values["bertscore_f1"] + 0.2
+
+
+def test_retrieval_precision_recall_and_nulls_with_reasons():
+    assert precision_recall(["a", "c"], {"a", "b"}) == (0.5, 0.5)
+    assert precision_recall(["a", "b", "a"], {"a", "b"}) == (1.0, 1.0)
+    scorer = RetrievalScorer()
+    read_all, missed, stuffing, no_gold, skipped = scorer.score([
+        _item(read=("a", "b")), _item(read=("a",)), _item(retrieves=False), _item(gold=None),
+        _item(skipped=True, skip_reason="too long"),
+    ])
+    assert read_all.values["retrieval_recall"] == 1.0
+    assert missed.values["retrieval_recall"] == 0.5
+    assert stuffing.values["retrieval_recall"] is None
+    assert "whole documents" in stuffing.null_reasons["retrieval_recall"]
+    assert no_gold.values["retrieval_precision"] is None and "no retrieval gold" in \
+        no_gold.null_reasons["retrieval_precision"]
+    assert "too long" in skipped.null_reasons["retrieval_recall"]
+
+
+def test_length_ratio_against_target():
+    (s,) = LengthScorer().score([_item(predicted="one two three four five")])
+    assert s.values == {"word_count": 5.0, "length_ratio": 0.1}
+
+
+def test_aggregate_means_ignore_nulls_and_count_errors_and_skips():
+    records = [
+        {"id": "a", "rouge2_f1": 0.2, "latency_ms": 100.0, "cost_usd": 0.01, "error": None,
+         "skipped": False, "retrieval_recall": None},
+        {"id": "b", "rouge2_f1": 0.4, "latency_ms": 300.0, "cost_usd": 0.03, "error": None,
+         "skipped": False, "retrieval_recall": 1.0},
+        {"id": "c", "rouge2_f1": None, "latency_ms": 5.0, "cost_usd": 0.0, "error": "boom",
+         "skipped": False},
+        {"id": "d", "rouge2_f1": None, "latency_ms": 0.0, "cost_usd": 0.0, "error": None,
+         "skipped": True},
+    ]
+    m = aggregate(records)
+    assert m["n_tasks"] == 4 and m["n_errors"] == 1 and m["n_skipped"] == 1
+    assert m["rouge2_f1_mean"] == pytest.approx(0.3)
+    assert m["retrieval_recall_mean"] == 1.0
+    assert m["latency_ms_p50"] == pytest.approx(200.0)
+    assert m["cost_usd_total"] == pytest.approx(0.04)

@@ -1,0 +1,91 @@
+"""Chunking, the FAISS index and its on-disk cache."""
+
+from __future__ import annotations
+
+from arag.datasets import load_dataset
+from arag.records import Document
+from arag.retrieval import chunk_document, load_or_build_index
+from tests.conftest import ROOT
+
+
+def _doc(n_lines: int = 30) -> Document:
+    lines = tuple(f"Sentence number {i} says something about revenue and margins here." for i in
+                  range(1, n_lines + 1))
+    return Document("DOC_q1_2024", lines, company="Doc Co", ticker="DOC", period="Q1 2024")
+
+
+def test_chunks_are_whole_sentences_with_header_and_line_span():
+    doc = _doc()
+    chunks = chunk_document(doc, chunk_size=40, overlap=0)
+    covered = [line for c in chunks for line in range(c.line_start, c.line_end + 1)]
+    assert covered == list(range(1, 31)), "every line in exactly one chunk, in order"
+    for c in chunks:
+        assert c.lines == doc.lines[c.line_start - 1:c.line_end]
+        assert sum(len(s.split()) for s in c.lines) <= 40
+        assert c.text.startswith("[COMPANY: DOC | TYPE: EARNINGS_CALL | PERIOD: Q1 2024]\n")
+        assert c.chunk_id == f"DOC_q1_2024#L{c.line_start}-{c.line_end}"
+
+
+def test_overlap_repeats_sentences_and_long_lines_stand_alone():
+    doc = _doc()
+    chunks = chunk_document(doc, chunk_size=40, overlap=1)
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        assert b.line_start == a.line_end
+    long = Document("L", ("word " * 100, "short line"), period="Q1")
+    assert [c.line_end - c.line_start + 1 for c in chunk_document(long, 20)] == [1, 1]
+
+
+def _sample(make_cfg, tmp_path, mini_dataset):
+    cfg = make_cfg(f"dataset.root={mini_dataset}", fresh_cache=True)
+    ds = load_dataset(cfg.dataset, ROOT)
+    return cfg, ds
+
+
+def test_index_is_built_once_then_loaded_from_cache(make_cfg, tmp_path, mini_dataset, caplog):
+    cfg, ds = _sample(make_cfg, tmp_path, mini_dataset)
+    first = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    encoded = first.embedder.sentences_encoded
+    assert not first.loaded_from_cache
+    second = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    assert second.loaded_from_cache
+    assert second.embedder.sentences_encoded == encoded, "loading must not embed the corpus"
+    assert [c.chunk_id for c in second.chunks] == [c.chunk_id for c in first.chunks]
+    q = "What was third quarter revenue?"
+    assert second.semantic_search(q, 3) == first.semantic_search(q, 3)
+
+
+def test_corrupt_index_cache_is_rebuilt_not_trusted(make_cfg, tmp_path, mini_dataset, caplog):
+    cfg, ds = _sample(make_cfg, tmp_path, mini_dataset)
+    built = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    faiss_file = next((tmp_path / "cache" / "index").glob("*/index.faiss"))
+    faiss_file.write_bytes(faiss_file.read_bytes()[:100])  # truncated
+    again = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    assert not again.loaded_from_cache
+    assert "unreadable" in caplog.text and "rebuilding" in caplog.text
+    assert again.n_vectors == built.n_vectors
+    assert load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir).loaded_from_cache
+
+
+def test_cache_key_changes_with_content_and_config(make_cfg, tmp_path, mini_dataset):
+    from arag.retrieval import index_key
+
+    cfg, ds = _sample(make_cfg, tmp_path, mini_dataset)
+    base = index_key(ds.corpus, cfg.retrieval)
+    other = make_cfg(f"dataset.root={mini_dataset}", "retrieval.chunk_size=60")
+    assert index_key(ds.corpus, other.retrieval) != base
+    doc = ds.corpus.documents["T0X_q3_2024"]
+    ds.corpus.documents["T0X_q3_2024"] = Document(doc.doc_id, doc.lines[:-1], doc.company,
+                                                  doc.doc_type, doc.period, doc.ticker)
+    assert index_key(ds.corpus, cfg.retrieval) != base
+
+
+def test_semantic_and_keyword_search_find_the_fact_within_scope(make_cfg, tmp_path, mini_dataset):
+    cfg, ds = _sample(make_cfg, tmp_path, mini_dataset)
+    index = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    hits = index.semantic_search("adjusted earnings per share", 2, ["T1X_q3_2024"])
+    assert hits and all(h.chunk_id.startswith("T1X_q3_2024#") for h in hits)
+    assert "earnings per share" in hits[0].snippet
+    kw = index.keyword_search(["earnings per share"], 5, ["T0X_q3_2024"])
+    assert len(kw) == 1 and "$1.10" in kw[0].snippet
+    everywhere = index.keyword_search(["earnings per share"], 5, None)
+    assert {h.chunk_id.split("#")[0] for h in everywhere} == {"T0X_q3_2024", "T1X_q3_2024"}

@@ -1,0 +1,142 @@
+"""The product's promise, end to end: `run.py -m` -> one parent run, FINISHED child runs.
+
+Runs the real entry point in a subprocess (real Hydra launcher, real sqlite MLflow store,
+real FAISS and BERTScore), pointed at temporary stores.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+from tests.conftest import ROOT, store_overrides, write_mini_dataset
+
+pytestmark = pytest.mark.slow
+
+
+def run_cli(tmp: Path, *overrides: str, cache: Path | None = None, sweep: bool = True):
+    cmd = [sys.executable, "run.py"] + (["-m"] if sweep else []) + list(overrides) + \
+        store_overrides(tmp, cache) + [f"hydra.sweep.dir={tmp}/multirun/{len(list(tmp.glob('multirun/*')))}",
+                                       f"hydra.run.dir={tmp}/outputs"]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          stdin=subprocess.DEVNULL)
+
+
+def client_for(tmp: Path) -> MlflowClient:
+    return MlflowClient(tracking_uri=f"sqlite:///{tmp}/mlflow.db")
+
+
+def all_runs(tmp: Path):
+    client = client_for(tmp)
+    exps = [e.experiment_id for e in client.search_experiments()]
+    return client.search_runs(exps) if exps else []
+
+
+@pytest.fixture(scope="module")
+def sample_sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    first = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
+    second = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
+    return tmp, first, second
+
+
+def test_sweep_logs_parent_and_three_finished_children(sample_sweep):
+    tmp, first, _ = sample_sweep
+    assert first.returncode == 0, first.stderr[-3000:]
+    client = client_for(tmp)
+    exp = client.get_experiment_by_name("sample")
+    runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
+    parents = [r for r in runs if r.data.tags.get("role") == "sweep_parent"]
+    assert len(parents) == 2 and all(p.info.status == "FINISHED" for p in parents)
+    parent = parents[0]
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert sorted(c.data.tags["system"] for c in children) == ["arag", "naive", "stuffing"]
+    n_tasks = len((ROOT / "data/sample/tasks.jsonl").read_text().splitlines())
+    for child in children:
+        m, tags = child.data.metrics, child.data.tags
+        assert child.info.status == "FINISHED"
+        for key in ("rouge2_f1_mean", "bertscore_f1_mean", "latency_ms_p50", "cost_usd_total"):
+            assert key in m, (tags["system"], key)
+        assert m["n_tasks"] == n_tasks and m["n_errors"] == 0
+        assert m["cost_usd_total"] == 0.0  # the offline model is free
+        assert 0 < m["rouge2_f1_mean"] < 1 and 0 < m["bertscore_f1_mean"] <= 1
+        for tag in ("dataset", "model", "sweep_id", "config_hash", "git_commit"):
+            assert tags[tag], tag
+        assert child.data.params["max_loops"] == "22"
+        files = {a.path for a in client.list_artifacts(child.info.run_id)}
+        assert {"config.yaml", "predictions.jsonl", "predictions.eval.jsonl",
+                "eval_table.json"} <= files
+        retrieves = tags["system"] in ("arag", "naive")
+        assert ("retrieval_recall_mean" in m) == retrieves
+    parent_files = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert "comparison.md" in parent_files
+
+
+def test_logged_rouge_equals_a_recomputation_from_logged_predictions(sample_sweep):
+    from rouge_score import rouge_scorer
+
+    tmp, _, _ = sample_sweep
+    client = client_for(tmp)
+    child = next(r for r in all_runs(tmp) if r.data.tags.get("system") == "naive")
+    path = client.download_artifacts(child.info.run_id, "predictions.jsonl", str(tmp / "dl"))
+    preds = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    scorer = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
+    scores = [scorer.score(p["ground_truth"], p["predicted"])["rouge2"].fmeasure for p in preds]
+    assert child.data.metrics["rouge2_f1_mean"] == pytest.approx(sum(scores) / len(scores))
+
+
+def test_second_sweep_loads_the_index_and_resumes_predictions(sample_sweep):
+    _, first, second = sample_sweep
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "embedding" in first.stderr and "stored in" in first.stderr
+    assert first.stderr.count("loaded from cache") >= 1  # naive reuses arag's index
+    assert "embedding" not in second.stderr
+    assert "loaded from cache" in second.stderr
+    assert "already done" in second.stderr
+
+
+def _no_finished_runs(tmp: Path) -> bool:
+    return not [r for r in all_runs(tmp) if r.info.status == "FINISHED"
+                and r.data.tags.get("role") != "sweep_parent"]
+
+
+def test_unknown_system_fails_before_any_run(tmp_path):
+    result = run_cli(tmp_path, "system=agentic")
+    assert result.returncode != 0
+    assert "agentic" in result.stderr and "arag" in result.stderr and "stuffing" in result.stderr
+    assert _no_finished_runs(tmp_path)
+
+
+def test_negative_max_loops_names_the_key_and_fix(tmp_path):
+    result = run_cli(tmp_path, "max_loops=-1", sweep=False)
+    assert result.returncode != 0
+    assert "max_loops=-1" in result.stderr and "Fix: max_loops=" in result.stderr
+    assert _no_finished_runs(tmp_path)
+
+
+def test_malformed_task_line_fails_the_sweep_and_no_run_finishes(tmp_path):
+    root = write_mini_dataset(tmp_path / "bad")
+    with open(root / "tasks.jsonl", "a") as f:
+        f.write('{"id": "broken", \n')
+    result = run_cli(tmp_path, "system=arag,naive", f"dataset.root={root}")
+    assert result.returncode != 0
+    assert "tasks.jsonl:3" in result.stderr and "malformed JSON" in result.stderr
+    assert _no_finished_runs(tmp_path)
+    parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
+    assert parent.info.status == "FAILED"
+
+
+def test_task_pointing_at_missing_document(tmp_path):
+    root = write_mini_dataset(tmp_path / "missing")
+    rows = [json.loads(line) for line in (root / "tasks.jsonl").read_text().splitlines()]
+    rows[1]["doc_ids"] = ["GHOST_q1_2020"]
+    (root / "tasks.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_cli(tmp_path, f"dataset.root={root}", sweep=False)
+    assert result.returncode != 0
+    assert "tasks.jsonl:2" in result.stderr and "GHOST_q1_2020" in result.stderr
+    assert _no_finished_runs(tmp_path)

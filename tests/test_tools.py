@@ -1,0 +1,63 @@
+"""Tool semantics: result format, re-read marker, argument errors, and scope."""
+
+from __future__ import annotations
+
+import pytest
+
+from arag.datasets import load_dataset
+from arag.retrieval import load_or_build_index
+from arag.tools import ToolError, Toolset
+from tests.conftest import ROOT, write_mini_dataset
+
+ALL = ["keyword_search", "semantic_search", "chunk_read"]
+
+
+@pytest.fixture
+def index(make_cfg, tmp_path):
+    root = write_mini_dataset(tmp_path / "tools")
+    cfg = make_cfg(f"dataset.root={root}")
+    return load_or_build_index(load_dataset(cfg.dataset, ROOT).corpus, cfg.retrieval,
+                               cfg.cache.dir)
+
+
+def test_search_results_name_chunk_ids(index):
+    tools = Toolset(index, ["T0X_q3_2024"], ALL)
+    result = tools.call("semantic_search", {"query": "revenue growth", "top_k": 3})
+    assert result.text.count("Chunk ID: T0X_q3_2024#L") == len(result.chunk_ids) == 3
+    kw = tools.call("keyword_search", {"keywords": ["revenue"]})
+    assert all(f"Chunk ID: {c}" in kw.text for c in kw.chunk_ids)
+
+
+def test_chunk_read_returns_text_once_then_a_marker(index):
+    tools = Toolset(index, ["T0X_q3_2024"], ALL)
+    cid = tools.call("keyword_search", {"keywords": ["earnings per share"]}).chunk_ids[0]
+    first = tools.call("chunk_read", {"chunk_ids": [cid]})
+    assert "$1.10" in first.text and first.text.startswith(f'<chunk id="{cid}">')
+    again = tools.call("chunk_read", {"chunk_ids": [cid]})
+    assert "already read" in again.text and "$1.10" not in again.text
+    assert again.chunk_ids == [] and tools.read_order == [cid]
+
+
+@pytest.mark.parametrize("name,args,message", [
+    ("semantic_search", {}, "missing required argument"),
+    ("semantic_search", {"query": "x", "k": 3}, "unknown argument"),
+    ("keyword_search", {"keywords": [1, 2]}, "non-empty list of strings"),
+    ("semantic_search", {"query": "x", "top_k": "lots"}, "must be an integer"),
+    ("chunk_read", {"chunk_ids": ["nope#L1-2"]}, "none of the chunk ids exist"),
+    ("delete_everything", {}, "unknown tool"),
+])
+def test_bad_arguments_raise_tool_errors_for_the_model(index, name, args, message):
+    tools = Toolset(index, ["T0X_q3_2024"], ALL)
+    with pytest.raises(ToolError, match=message):
+        tools.call(name, args)
+
+
+def test_document_scope_holds_whatever_the_model_asks(index):
+    tools = Toolset(index, ["T0X_q3_2024"], ALL)
+    other = next(c.chunk_id for c in index.chunks if c.doc_id == "T1X_q3_2024")
+    with pytest.raises(ToolError):
+        tools.call("chunk_read", {"chunk_ids": [other]})
+    hits = tools.call("semantic_search", {"query": "T1X revenue", "top_k": 20})
+    assert all(c.startswith("T0X_q3_2024#") for c in hits.chunk_ids)
+    corpus_tools = Toolset(index, None, ALL)
+    assert corpus_tools.call("chunk_read", {"chunk_ids": [other]}).chunk_ids == [other]
