@@ -106,6 +106,7 @@ class Prediction:
     cost_usd: float = 0.0
     cost_usd_uncached: float = 0.0  # what cached calls would have cost
     latency_ms: float = 0.0
+    started_at: float = 0.0  # epoch seconds of the first call
     retrieved_chunk_ids: list[str] = field(default_factory=list)
     # what the system put in front of the model: chunks read/retrieved, or the whole doc
     context_chunk_ids: list[str] = field(default_factory=list)

@@ -37,6 +37,8 @@ class MLflowSweepCallback(Callback):
         self.client = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        if config.runner.dry_run:
+            return  # a dry run calls no model and records nothing
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         self.client = track.connect(config.tracking)
@@ -48,7 +50,7 @@ class MLflowSweepCallback(Callback):
         sweep_id = f"{sweep_dir.parent.name}_{sweep_id}"
         run = self.client.create_run(
             experiment_id,
-            run_name=f"sweep {' '.join(overrides)}"[:250],
+            run_name=f"sweep {' '.join(o for o in overrides if o.split('=')[0] in swept)}"[:250],
             tags={"sweep_id": sweep_id, "sweep_overrides": " ".join(overrides),
                   "git_commit": track.git_commit(), "role": "sweep_parent"},
         )

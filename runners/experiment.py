@@ -22,10 +22,11 @@ from arag.records import content_hash
 from arag.retrieval import SearchIndex, build_chunks, load_or_build_index
 from arag.systems import SYSTEMS, SystemContext, make_system
 from metrics import aggregate, build_scorers
-from runners import track
+from runners import dryrun, track
 from runners.evaluate import evaluate
 from runners.paths import resolve
 from runners.predict import predict
+from runners.traces import log_task_traces
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,9 @@ COSMETIC_KEYS = (
 # keys that decide the predictions (scoring settings are not among them)
 PREDICTION_KEYS = ("system", "dataset", "model", "retrieval", "max_loops", "task_type",
                    "summarization_style", "target_length")
+
+
+RETRIEVING_SYSTEMS = ("arag", "naive")
 
 
 class ConfigError(ValueError):
@@ -105,6 +109,19 @@ class Job:
     config_hash: str
     predictions_path: Path
 
+    def __post_init__(self) -> None:
+        self._index: SearchIndex | None = None
+        self._lock = threading.Lock()
+
+    def index_loader(self) -> SearchIndex:
+        """The search index, loaded (or built) once, on first use."""
+        with self._lock:
+            if self._index is None:
+                self._index = load_or_build_index(self.dataset.corpus, self.cfg.retrieval,
+                                                  resolve(self.cfg.cache.dir),
+                                                  self.cfg.cache.mode)
+            return self._index
+
 
 def prepare(cfg: DictConfig) -> Job:
     validate_config(cfg)
@@ -122,23 +139,15 @@ def prepare(cfg: DictConfig) -> Job:
                runs_dir / predictions_hash(cfg) / "predictions.jsonl")
 
 
-def _index_loader(job: Job):
-    lock = threading.Lock()
-    holder: list[SearchIndex] = []
-
-    def load() -> SearchIndex:
-        with lock:
-            if not holder:
-                holder.append(load_or_build_index(job.dataset.corpus, job.cfg.retrieval,
-                                                  resolve(job.cfg.cache.dir), job.cfg.cache.mode))
-            return holder[0]
-
-    return load
-
-
 def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | None = None,
         sweep_id: str | None = None) -> dict[str, float]:
     job = prepare(cfg)
+    if cfg.runner.dry_run:
+        est = dryrun.estimate(run_name or cfg.system.name, lambda m: build_system(job, m),
+                              job.dataset.tasks, cfg.model, job.dataset.name,
+                              cfg.model.offline)
+        print(est.line(), flush=True)
+        return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": est.cost_usd}
     model = make_model(cfg.model)
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
@@ -160,11 +169,11 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
     return metrics
 
 
-def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
+def build_system(job: Job, model):
     cfg = job.cfg
     ctx = SystemContext(
         model=model, prices=Prices.from_config(cfg.model), corpus=job.dataset.corpus,
-        index_loader=_index_loader(job), style=str(cfg.summarization_style.value),
+        index_loader=job.index_loader, style=str(cfg.summarization_style.value),
         target_length=cfg.target_length, max_loops=cfg.max_loops,
         top_k=cfg.system.top_k or cfg.retrieval.top_k, scope=str(cfg.retrieval.scope.value),
         tools=list(cfg.system.tools), max_tokens=cfg.system.max_tokens,
@@ -172,6 +181,14 @@ def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
         snippet_words=cfg.retrieval.snippet_words,
     )
     system = make_system(cfg.system.kind, cfg.system.name, ctx)
+    if cfg.system.kind in RETRIEVING_SYSTEMS:
+        ctx.index()  # load before the clock starts: task latency excludes index loading
+    return system
+
+
+def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
+    cfg = job.cfg
+    system = build_system(job, model)
     outcome = predict(
         system, job.dataset.tasks, job.predictions_path, source=job.dataset.name,
         concurrency=cfg.runner.concurrency, progress=cfg.runner.progress,
@@ -183,7 +200,7 @@ def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
     records = evaluate(
         outcome.predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks,
         build_scorers(cfg.metrics), cfg.target_length,
-        system_retrieves=cfg.system.kind in ("arag", "naive"),
+        system_retrieves=cfg.system.kind in RETRIEVING_SYSTEMS,
     )
     metrics = aggregate(records)
     metrics["n_not_run"] = float(len(outcome.not_run))
@@ -201,6 +218,8 @@ def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
     tracker.log_table(_table_rows(outcome.predictions, records), "eval_table.json")
     for name, report in job.dataset.reports.items():
         tracker.log_json(report, f"{name}.json")
+    n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions)
+    log.info("%s: %d task traces logged", cfg.system.name, n_traces)
     return metrics
 
 

@@ -84,9 +84,10 @@ def flatten(data: Any, prefix: str = "") -> dict[str, str]:
 class RunTracker:
     """One MLflow run: params, tags, metrics and artifacts of one job."""
 
-    def __init__(self, client, run_id: str):
+    def __init__(self, client, run_id: str, experiment_id: str):
         self.client = client
         self.run_id = run_id
+        self.experiment_id = experiment_id
 
     def log_params(self, params: dict[str, str]) -> None:
         from mlflow.entities import Param
@@ -145,7 +146,7 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
     if parent_run_id:
         all_tags["mlflow.parentRunId"] = parent_run_id
     run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)
-    tracker = RunTracker(client, run.info.run_id)
+    tracker = RunTracker(client, run.info.run_id, experiment_id)
     try:
         yield tracker
     except BaseException as exc:

@@ -140,3 +140,34 @@ def test_task_pointing_at_missing_document(tmp_path):
     assert result.returncode != 0
     assert "tasks.jsonl:2" in result.stderr and "GHOST_q1_2020" in result.stderr
     assert _no_finished_runs(tmp_path)
+
+
+def test_each_child_run_has_one_trace_per_task_with_llm_and_tool_spans(sample_sweep):
+    import mlflow
+
+    tmp, _, _ = sample_sweep
+    mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
+    runs = [r for r in all_runs(tmp) if r.data.tags.get("system")]
+    for run in runs[:3]:
+        traces = mlflow.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id,
+                                      return_type="list")
+        assert len(traces) == run.data.metrics["n_tasks"]
+        kinds = {s.span_type for s in traces[0].data.spans}
+        assert "CHAT_MODEL" in kinds
+        if run.data.tags["system"] == "arag":
+            assert "TOOL" in kinds and "AGENT" in kinds
+            tool = next(s for s in traces[0].data.spans if s.span_type == "TOOL")
+            assert tool.inputs and "chunk_ids" in tool.outputs
+        if run.data.tags["system"] == "naive":
+            assert "RETRIEVER" in kinds
+
+
+def test_dry_run_estimates_cost_without_a_key_a_model_call_or_a_run(tmp_path, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    result = run_cli(tmp_path, "system=arag,naive", "model=claude-haiku-4-5",
+                     "runner.dry_run=true", "dataset.limit=2")
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = [line for line in result.stdout.splitlines() if line.startswith("[dry run]")]
+    assert len(lines) == 2
+    assert all("2 tasks" in line and "estimated cost $" in line for line in lines)
+    assert not (tmp_path / "mlflow.db").exists() or not all_runs(tmp_path)

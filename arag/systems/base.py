@@ -70,6 +70,7 @@ class System(ABC):
         pred.cost_usd = round(calls.cost_usd, 8)
         pred.cost_usd_uncached = round(calls.cost_usd_uncached, 8)
         pred.latency_ms = round(calls.elapsed_ms, 2)
+        pred.started_at = calls.started_at
         pred.trace = calls.trace
         return pred
 

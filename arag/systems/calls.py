@@ -20,6 +20,7 @@ class CallLog:
     cost_usd_uncached: float = 0.0
     trace: list[dict[str, Any]] = field(default_factory=list)
     started: float = field(default_factory=time.perf_counter)
+    started_at: float = field(default_factory=time.time)  # wall clock, for trace timestamps
 
     def complete(self, **request: Any) -> Completion:
         t0 = time.perf_counter()
