@@ -35,12 +35,14 @@ class MLflowSweepCallback(Callback):
     def __init__(self) -> None:
         self.parent: dict[str, str] | None = None
         self.client = None
+        self.sweep_dir: Path | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        if config.runner.dry_run:
-            return  # a dry run calls no model and records nothing
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        self.sweep_dir = sweep_dir
+        if config.runner.dry_run:
+            return  # a dry run calls no model and records nothing
         self.client = track.connect(config.tracking)
         name = config.tracking.experiment or config.dataset.name
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)
@@ -62,26 +64,27 @@ class MLflowSweepCallback(Callback):
                  sweep_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        if not self.parent or self.client is None:
-            return
-        from runners.report import summarize_sweep
-
-        failures = _read_failures(Path(self.parent["sweep_dir"]))
-        try:
-            summarize_sweep(self.client, self.parent)
-        except Exception:  # noqa: BLE001 - a report problem must not hide the sweep's result
-            log.exception("could not build the sweep comparison")
-        status = "FAILED" if failures else "FINISHED"
-        if failures:
-            self.client.set_tag(self.parent["run_id"], "failed_jobs",
-                                json.dumps(failures)[:5000])
-        self.client.set_terminated(self.parent["run_id"], status)
-        self.parent = None
+        failures = _read_failures(self.sweep_dir) if self.sweep_dir else []
+        if self.parent and self.client is not None:
+            self._close_parent(failures)
         if failures:
             lines = "\n".join(f"  [{f['job']}] {f['error']}" for f in failures)
             log.error("%d job(s) of the sweep failed:\n%s", len(failures), lines)
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
             raise SystemExit(1)
+
+    def _close_parent(self, failures: list[dict[str, str]]) -> None:
+        from runners.report import summarize_sweep
+
+        try:
+            summarize_sweep(self.client, self.parent)
+        except Exception:  # noqa: BLE001 - a report problem must not hide the sweep's result
+            log.exception("could not build the sweep comparison")
+        if failures:
+            self.client.set_tag(self.parent["run_id"], "failed_jobs",
+                                json.dumps(failures)[:5000])
+        self.client.set_terminated(self.parent["run_id"], "FAILED" if failures else "FINISHED")
+        self.parent = None
 
     def _close_if_open(self) -> None:
         if self.parent and self.client is not None:
