@@ -10,6 +10,7 @@ import json
 import logging
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -157,8 +158,23 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
         "sweep_id": sweep_id or "", "config_hash": job.config_hash,
         "git_commit": track.git_commit(),
     }
+    existing = track.find_run(client, experiment_id, job.config_hash)
+    resume_id = None
+    if existing is not None and not cfg.runner.rerun:
+        if existing.info.status == "FINISHED" and not cfg.runner.retry_errors:
+            log.info("%s: this configuration already FINISHED as run %s (config hash %s); "
+                     "nothing to do. runner.rerun=true runs it again, runner.retry_errors=true "
+                     "retries its errored tasks", cfg.system.name, existing.info.run_id,
+                     job.config_hash)
+            _record_reused(parent, existing.info.run_id)
+            return dict(existing.data.metrics)
+        resume_id = existing.info.run_id
+        log.info("%s: continuing run %s (%s before)", cfg.system.name, resume_id,
+                 existing.info.status)
+    elif cfg.runner.rerun:
+        _start_fresh(job.predictions_path)
     with track.tracked_run(client, experiment_id, run_name or cfg.system.name, tags,
-                           (parent or {}).get("run_id")) as tracker:
+                           (parent or {}).get("run_id"), resume_id) as tracker:
         tracker.log_params(track.flatten(resolved(cfg)))
         tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
         metrics = _execute(job, model, tracker)
@@ -257,6 +273,20 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
             raise
     _record_failure(Path(hc.sweep.dir), run_name, message)
     return None
+
+
+def _start_fresh(predictions_path: Path) -> None:
+    """runner.rerun=true: keep the old predictions aside and predict every task again."""
+    if predictions_path.exists():
+        aside = predictions_path.with_name(f"predictions.{int(time.time())}.jsonl")
+        predictions_path.rename(aside)
+        log.info("runner.rerun=true: previous predictions kept as %s", aside)
+
+
+def _record_reused(parent: dict[str, str] | None, run_id: str) -> None:
+    if parent and parent.get("sweep_dir"):
+        with open(Path(parent["sweep_dir"]) / track.REUSED_RUNS_FILE, "a") as f:
+            f.write(json.dumps({"run_id": run_id}) + "\n")
 
 
 def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from runners.track import REUSED_RUNS_FILE
 
 log = logging.getLogger(__name__)
 
@@ -18,11 +21,17 @@ PLOTTED = ("rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
 
 
 def child_runs(client, parent: dict[str, str]) -> list[Any]:
-    return client.search_runs(
+    """The sweep's job runs: its children plus finished runs it reused unchanged."""
+    runs = client.search_runs(
         [parent["experiment_id"]],
         filter_string=f"tags.mlflow.parentRunId = '{parent['run_id']}'",
         order_by=["attributes.start_time ASC"],
     )
+    reused = Path(parent.get("sweep_dir", "")) / REUSED_RUNS_FILE
+    if parent.get("sweep_dir") and reused.exists():
+        ids = [json.loads(line)["run_id"] for line in reused.read_text().splitlines() if line]
+        runs += [client.get_run(i) for i in dict.fromkeys(ids)]
+    return runs
 
 
 def comparison_rows(runs: list[Any]) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from runners.paths import PROJECT_ROOT, resolve, resolve_tracking_uri
 log = logging.getLogger(__name__)
 PARENT_FILE = "mlflow_parent.json"
 FAILED_JOBS_FILE = "failed_jobs.jsonl"
+REUSED_RUNS_FILE = "reused_runs.jsonl"
 
 
 class TrackingError(RuntimeError):
@@ -90,9 +91,11 @@ class RunTracker:
         self.experiment_id = experiment_id
 
     def log_params(self, params: dict[str, str]) -> None:
+        """Log params; on a resumed run only those it lacks (cosmetic keys may differ)."""
         from mlflow.entities import Param
 
-        items = [Param(k, v[:6000]) for k, v in sorted(params.items())]
+        logged = self.client.get_run(self.run_id).data.params
+        items = [Param(k, v[:6000]) for k, v in sorted(params.items()) if k not in logged]
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i:i + 100])
 
@@ -138,14 +141,36 @@ def _cell(value: Any) -> Any:
     return value
 
 
+def find_run(client, experiment_id: str, config_hash: str):
+    """The latest job run with this config hash (sweep parents excluded), or None."""
+    runs = client.search_runs(
+        [experiment_id], filter_string=f"tags.config_hash = '{config_hash}'",
+        order_by=["attributes.start_time DESC"], max_results=1,
+    )
+    return runs[0] if runs else None
+
+
 @contextmanager
 def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
-                parent_run_id: str | None = None) -> Iterator[RunTracker]:
-    """A run that always ends: FINISHED on success, FAILED on any exception."""
+                parent_run_id: str | None = None,
+                resume_run_id: str | None = None) -> Iterator[RunTracker]:
+    """A run that always ends: FINISHED on success, FAILED on any exception.
+
+    With ``resume_run_id`` the existing run is reopened (status RUNNING) and continued.
+    """
     all_tags = {"mlflow.runName": run_name, **tags}
     if parent_run_id:
         all_tags["mlflow.parentRunId"] = parent_run_id
-    run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)
+    if resume_run_id:
+        client.update_run(resume_run_id, status="RUNNING")
+        run = client.get_run(resume_run_id)
+        resumes = int(run.data.tags.get("resumed", "0")) + 1
+        for key, value in {**all_tags, "resumed": str(resumes)}.items():
+            client.set_tag(resume_run_id, key, value)
+        if "error" in run.data.tags:
+            client.delete_tag(resume_run_id, "error")
+    else:
+        run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)
     tracker = RunTracker(client, run.info.run_id, experiment_id)
     try:
         yield tracker

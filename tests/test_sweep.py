@@ -42,17 +42,19 @@ def sample_sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sweep")
     first = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
     second = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
-    return tmp, first, second
+    changed = run_cli(tmp, "system=arag,naive", "dataset=sample", "max_loops=4",
+                      "retrieval.top_k=3")
+    return tmp, first, second, changed
 
 
 def test_sweep_logs_parent_and_three_finished_children(sample_sweep):
-    tmp, first, _ = sample_sweep
+    tmp, first, *_ = sample_sweep
     assert first.returncode == 0, first.stderr[-3000:]
     client = client_for(tmp)
     exp = client.get_experiment_by_name("sample")
     runs = client.search_runs([exp.experiment_id], order_by=["attributes.start_time ASC"])
     parents = [r for r in runs if r.data.tags.get("role") == "sweep_parent"]
-    assert len(parents) == 2 and all(p.info.status == "FINISHED" for p in parents)
+    assert len(parents) == 3 and all(p.info.status == "FINISHED" for p in parents)
     parent = parents[0]
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
     assert sorted(c.data.tags["system"] for c in children) == ["arag", "naive", "stuffing"]
@@ -80,7 +82,7 @@ def test_sweep_logs_parent_and_three_finished_children(sample_sweep):
 def test_logged_rouge_equals_a_recomputation_from_logged_predictions(sample_sweep):
     from rouge_score import rouge_scorer
 
-    tmp, _, _ = sample_sweep
+    tmp, *_ = sample_sweep
     client = client_for(tmp)
     child = next(r for r in all_runs(tmp) if r.data.tags.get("system") == "naive")
     path = client.download_artifacts(child.info.run_id, "predictions.jsonl", str(tmp / "dl"))
@@ -90,14 +92,21 @@ def test_logged_rouge_equals_a_recomputation_from_logged_predictions(sample_swee
     assert child.data.metrics["rouge2_f1_mean"] == pytest.approx(sum(scores) / len(scores))
 
 
-def test_second_sweep_loads_the_index_and_resumes_predictions(sample_sweep):
-    _, first, second = sample_sweep
-    assert second.returncode == 0, second.stderr[-3000:]
-    assert "embedding" in first.stderr and "stored in" in first.stderr
-    assert first.stderr.count("loaded from cache") >= 1  # naive reuses arag's index
-    assert "embedding" not in second.stderr
-    assert "loaded from cache" in second.stderr
-    assert "already done" in second.stderr
+def test_index_is_built_once_and_a_finished_sweep_is_not_run_again(sample_sweep):
+    tmp, first, second, changed = sample_sweep
+    assert second.returncode == 0 and changed.returncode == 0, changed.stderr[-3000:]
+    assert first.stderr.count("embedding") == 1 and "stored in" in first.stderr
+    assert first.stderr.count("loaded from cache") == 1  # naive reuses the index arag built
+    # the same sweep again: every run already FINISHED, nothing embedded or predicted
+    assert second.stderr.count("nothing to do") == 3
+    assert "embedding" not in second.stderr and "task traces logged" not in second.stderr
+    # a new configuration over the same corpus loads the index instead of embedding
+    assert "embedding" not in changed.stderr
+    assert changed.stderr.count("loaded from cache") == 2
+    reused_parent = [r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent"
+                     and "max_loops" not in r.data.tags["sweep_overrides"]]
+    files = {a.path for p in reused_parent for a in client_for(tmp).list_artifacts(p.info.run_id)}
+    assert "comparison.md" in files
 
 
 def _no_finished_runs(tmp: Path) -> bool:
@@ -145,7 +154,7 @@ def test_task_pointing_at_missing_document(tmp_path):
 def test_each_child_run_has_one_trace_per_task_with_llm_and_tool_spans(sample_sweep):
     import mlflow
 
-    tmp, _, _ = sample_sweep
+    tmp, *_ = sample_sweep
     mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
     runs = [r for r in all_runs(tmp) if r.data.tags.get("system")]
     for run in runs[:3]:

@@ -186,9 +186,16 @@ def _store(folder: Path, index: SearchIndex) -> None:
                 "n_vectors": index.n_vectors, "dim": int(index.faiss.d),
                 "embedder": index.embedder.path if index.embedder else None}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(tmp, folder)
+        if folder.exists():  # a damaged entry we just rebuilt
+            shutil.rmtree(folder, ignore_errors=True)
+        try:
+            os.replace(tmp, folder)
+        except OSError:
+            if not (folder / "meta.json").exists():
+                raise
+            # a parallel job stored the same content first; keep theirs
+            shutil.rmtree(tmp, ignore_errors=True)
+            return
         log.info("index %s: stored in %s", index.key, folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
