@@ -1,16 +1,22 @@
 """Scorers and aggregates. Scorers never call a system; they score its predictions."""
 
-from metrics import retrieval, text  # noqa: F401  (registers the built-in scorers)
+from metrics import geval, retrieval, text  # noqa: F401  (registers the built-in scorers)
 from metrics.aggregate import aggregate
 from metrics.base import SCORERS, Scorer, Scores, ScoringItem, register_scorer
 
 
-def build_scorers(metrics_cfg) -> list[Scorer]:
+def build_scorers(cfg, judge=None, judge_reason: str = "", cache_dir=None) -> list[Scorer]:
+    """The scorers ``metrics.scorers`` names, built from the full run config.
+
+    ``judge`` is the judge model (None: judge metrics are null with ``judge_reason``);
+    ``cache_dir`` is the resolved cache folder (G-Eval criteria live there).
+    """
     scorers = []
-    for name in metrics_cfg.scorers:
+    for name in cfg.metrics.scorers:
         if name not in SCORERS:
             raise ValueError(f"metrics.scorers names {name!r}; known scorers: {sorted(SCORERS)}")
-        scorers.append(SCORERS[name](metrics_cfg.get(name)))
+        scorers.append(SCORERS[name](cfg, judge=judge, judge_reason=judge_reason,
+                                     cache_dir=cache_dir))
     return scorers
 
 

@@ -1,4 +1,11 @@
-"""Run-level aggregates from per-task eval records."""
+"""Run-level aggregates from per-task eval records.
+
+For every numeric per-task field: ``<field>_mean`` over tasks that have a value (nulls are
+not zeros). Quality scores also get a bootstrap 95% confidence interval
+(``_ci_low``/``_ci_high``, 1,000 resamples, fixed seed); G-Eval scores the share of tasks
+scoring 4 or more (``_share_ge4``). Plus latency percentiles, cost totals, counts, judge
+parse failures, error-taxonomy rates and cost per coverage point.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,34 @@ from typing import Any
 
 import numpy as np
 
-# per-task fields that describe the run rather than a quality score
-COUNT_FIELDS = ("loops", "cost_usd", "latency_ms", "input_tokens", "output_tokens",
-                "cache_read_input_tokens", "cache_creation_input_tokens")
+QUALITY_PREFIXES = ("rouge", "bertscore", "geval_", "retrieval_", "numeric_", "recall_at",
+                    "mrr_at", "ndcg_at", "hit_", "qa_")
+NOT_AVERAGED = ("started_at",)
+ERROR_CODES = ("H", "N", "O", "P", "IR", "IC", "V")
+BOOTSTRAP_SAMPLES = 1000
+
+
+def bootstrap_ci(values: list[float], seed: int = 0) -> tuple[float, float]:
+    data = np.asarray(values, dtype=float)
+    if len(data) < 2:
+        return float(data.mean()), float(data.mean())
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, len(data), size=(BOOTSTRAP_SAMPLES, len(data)))].mean(axis=1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def _numeric_fields(records: list[dict[str, Any]]) -> dict[str, list[float]]:
+    numeric: dict[str, list[float]] = {}
+    for r in records:
+        for key, value in r.items():
+            if key in NOT_AVERAGED or isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if math.isfinite(value):
+                numeric.setdefault(key, []).append(float(value))
+    return numeric
 
 
 def aggregate(records: list[dict[str, Any]]) -> dict[str, float]:
-    """``<field>_mean`` for every numeric field, latency percentiles, totals and counts."""
     metrics: dict[str, float] = {
         "n_tasks": float(len(records)),
         "n_errors": float(sum(1 for r in records if r.get("error"))),
@@ -21,15 +49,13 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, float]:
     }
     answered = [r for r in records if not r.get("error") and not r.get("skipped")]
     metrics["n_answered"] = float(len(answered))
-    numeric: dict[str, list[float]] = {}
-    for r in answered:
-        for key, value in r.items():
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                continue
-            if value is not None and math.isfinite(value):
-                numeric.setdefault(key, []).append(float(value))
+    numeric = _numeric_fields(answered)
     for key, values in sorted(numeric.items()):
         metrics[f"{key}_mean"] = float(np.mean(values))
+        if key.startswith(QUALITY_PREFIXES):
+            metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = bootstrap_ci(values)
+        if key.startswith("geval_"):
+            metrics[f"{key}_share_ge4"] = float(np.mean([v >= 4 for v in values]))
     latencies = numeric.get("latency_ms", [])
     if latencies:
         for q in (50, 90, 99):
@@ -37,7 +63,17 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, float]:
     metrics["cost_usd_total"] = float(sum(r.get("cost_usd") or 0.0 for r in records))
     metrics["cost_usd_uncached_total"] = float(sum(r.get("cost_usd_uncached") or 0.0
                                                    for r in records))
-    if "max_loops_reached" in (records[0] if records else {}):
+    if answered and any("max_loops_reached" in r for r in answered):
         metrics["max_loops_reached_rate"] = float(
-            np.mean([bool(r.get("max_loops_reached")) for r in answered])) if answered else 0.0
+            np.mean([bool(r.get("max_loops_reached")) for r in answered]))
+    for key in sorted({k for r in records for k in r if k.endswith("_parse_failed")}):
+        metrics[key.replace("_parse_failed", "_parse_failures")] = float(
+            sum(1 for r in records if r.get(key)))
+    assessed = [r["error_codes"] for r in answered if isinstance(r.get("error_codes"), list)]
+    if assessed:
+        for code in ERROR_CODES:
+            metrics[f"error_rate_{code}"] = float(np.mean([code in c for c in assessed]))
+    coverage = metrics.get("geval_coverage_mean")
+    if coverage:
+        metrics["cost_per_coverage_point"] = metrics.get("cost_usd_mean", 0.0) / coverage
     return metrics

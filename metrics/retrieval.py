@@ -62,10 +62,10 @@ class LengthScorer(Scorer):
 
 
 @register_scorer("retrieval")
-def _retrieval(cfg: Any) -> Scorer:
+def _retrieval(cfg: Any, **_: Any) -> Scorer:
     return RetrievalScorer()
 
 
 @register_scorer("length")
-def _length(cfg: Any) -> Scorer:
+def _length(cfg: Any, **_: Any) -> Scorer:
     return LengthScorer()

@@ -74,10 +74,11 @@ class BertScoreScorer(Scorer):
 
 
 @register_scorer("rouge")
-def _rouge(cfg: Any) -> Scorer:
-    return RougeScorer(cfg.use_stemmer)
+def _rouge(cfg: Any, **_: Any) -> Scorer:
+    return RougeScorer(cfg.metrics.rouge.use_stemmer)
 
 
 @register_scorer("bertscore")
-def _bertscore(cfg: Any) -> Scorer:
-    return BertScoreScorer(cfg.model_path, cfg.num_layers, cfg.batch_size)
+def _bertscore(cfg: Any, **_: Any) -> Scorer:
+    b = cfg.metrics.bertscore
+    return BertScoreScorer(b.model_path, b.num_layers, b.batch_size)

@@ -54,11 +54,17 @@ class BertScoreConfig:
 
 
 @dataclass
+class GEvalConfig:
+    regenerate_criteria: bool = False
+
+
+@dataclass
 class MetricsConfig:
     scorers: list[str] = field(
-        default_factory=lambda: ["rouge", "bertscore", "retrieval", "length"])
+        default_factory=lambda: ["rouge", "bertscore", "retrieval", "length", "geval"])
     rouge: RougeConfig = field(default_factory=RougeConfig)
     bertscore: BertScoreConfig = field(default_factory=BertScoreConfig)
+    geval: GEvalConfig = field(default_factory=GEvalConfig)
 
 
 @dataclass

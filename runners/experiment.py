@@ -185,6 +185,16 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
     return metrics
 
 
+def make_judge(cfg: DictConfig):
+    """(judge model, reason) — the model is None when there is no usable judge."""
+    if cfg.judge.provider == "none":
+        return None, "no judge configured (judge=none)"
+    judge = make_model(cfg.judge)
+    if not judge.can_judge:
+        return None, f"judge={cfg.judge.name}: the offline model is not a judge"
+    return judge, ""
+
+
 def build_system(job: Job, model):
     cfg = job.cfg
     ctx = SystemContext(
@@ -215,7 +225,7 @@ def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
     records = evaluate(
         outcome.predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks,
-        build_scorers(cfg.metrics), cfg.target_length,
+        build_scorers(cfg, *make_judge(cfg), cache_dir=resolve(cfg.cache.dir)), cfg.target_length,
         system_retrieves=cfg.system.kind in RETRIEVING_SYSTEMS,
     )
     metrics = aggregate(records)

@@ -23,7 +23,7 @@ def _item(predicted="q3 revenue rose 8.1 percent to $452.2 million.", gold=froze
 
 
 def test_rouge_matches_rouge_score_with_stemming():
-    cfg = OmegaConf.create({"scorers": ["rouge"], "rouge": {"use_stemmer": True}})
+    cfg = OmegaConf.create({"metrics": {"scorers": ["rouge"], "rouge": {"use_stemmer": True}}})
     (scorer,) = build_scorers(cfg)
     item = _item()
     got = scorer.score([item])[0].values
@@ -33,8 +33,8 @@ def test_rouge_matches_rouge_score_with_stemming():
 
 
 def test_bertscore_on_the_local_minilm_ranks_paraphrase_over_unrelated():
-    cfg = OmegaConf.create({"scorers": ["bertscore"],
-                            "bertscore": {"model_path": None, "num_layers": 6, "batch_size": 8}})
+    cfg = OmegaConf.create({"metrics": {"scorers": ["bertscore"], "bertscore": {
+        "model_path": None, "num_layers": 6, "batch_size": 8}}})
     (scorer,) = build_scorers(cfg)
     same, close, far = scorer.score([_item(predicted=REF),
                                      _item(predicted="revenue grew 8.1% to $452.2 million"),
@@ -82,3 +82,5 @@ def test_aggregate_means_ignore_nulls_and_count_errors_and_skips():
     assert m["retrieval_recall_mean"] == 1.0
     assert m["latency_ms_p50"] == pytest.approx(200.0)
     assert m["cost_usd_total"] == pytest.approx(0.04)
+    assert m["rouge2_f1_ci_low"] <= 0.3 <= m["rouge2_f1_ci_high"]
+    assert m["rouge2_f1_ci_low"] >= 0.2 and m["rouge2_f1_ci_high"] <= 0.4
