@@ -61,7 +61,7 @@ class GEvalConfig:
 @dataclass
 class MetricsConfig:
     scorers: list[str] = field(
-        default_factory=lambda: ["rouge", "bertscore", "retrieval", "length", "geval"])
+        default_factory=lambda: ["rouge", "bertscore", "retrieval", "length", "numeric", "geval"])
     rouge: RougeConfig = field(default_factory=RougeConfig)
     bertscore: BertScoreConfig = field(default_factory=BertScoreConfig)
     geval: GEvalConfig = field(default_factory=GEvalConfig)

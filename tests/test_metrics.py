@@ -84,3 +84,31 @@ def test_aggregate_means_ignore_nulls_and_count_errors_and_skips():
     assert m["cost_usd_total"] == pytest.approx(0.04)
     assert m["rouge2_f1_ci_low"] <= 0.3 <= m["rouge2_f1_ci_high"]
     assert m["rouge2_f1_ci_low"] >= 0.2 and m["rouge2_f1_ci_high"] <= 0.4
+
+
+@pytest.mark.parametrize("a,b,same", [
+    ("$1.2 billion", "1,200 million", True),
+    ("2.5%", "2.5 percent", True),
+    ("98 cents", "$0.98", True),
+    ("$452 million", "$452.2 million", True),   # rounded as written
+    ("$452.2 million", "$452 million", True),
+    ("8.1 percent", "8.4 percent", False),
+    ("$1.2 billion", "1.2 percent", False),
+    ("50 basis points", "50 bps", True),
+])
+def test_numbers_normalise_units_and_formats(a, b, same):
+    from metrics.numeric import quantities
+
+    (qa,), (qb,) = quantities(a), quantities(b)
+    assert qa.matches(qb) is same
+
+
+def test_numeric_precision_and_recall():
+    from metrics.numeric import NumericScorer, quantities
+
+    assert quantities("in q3 2024 and fy2025 revenue rose") == []
+    item = _item(predicted="revenue rose 8.1% to $452.2 million; eps was $9.99.")
+    item.context_text = "Revenue rose 8.1 percent to $452.2 million."
+    (s,) = NumericScorer().score([item])
+    assert s.values["numeric_precision"] == pytest.approx(2 / 3)  # $9.99 is not in the source
+    assert s.values["numeric_recall"] == pytest.approx(2 / 3)  # the reference's $1.12 is missing

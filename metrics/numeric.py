@@ -1,0 +1,101 @@
+"""Numeric facts without a judge (after the ECTSum authors' checks).
+
+``numeric_precision``: share of the numbers in the summary that occur in the source the
+system used. ``numeric_recall``: share of the reference's numbers that occur in the
+summary. Numbers are normalised before matching: "$1.2 billion" = "1,200 million",
+"2.5%" = "2.5 percent", "98 cents" = "$0.98". A number matches when it equals the other
+after rounding to the precision it was written with ("$452 million" matches
+"$452.2 million"). Years and quarter labels are not facts and are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+
+SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9,
+          "bn": 1e9, "b": 1e9, "trillion": 1e12}
+NUMBER = re.compile(
+    r"(?P<dollar>\$\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"\s?(?P<unit>%|percent\b|per cent\b|basis points?\b|bps\b|cents?\b|"
+    r"thousand\b|million\b|billion\b|trillion\b|mn\b|bn\b|[kmb]\b)?",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float
+    kind: str  # pct | bps | amount | count
+    tolerance: float  # half a unit in the last written digit, in value units
+
+    def matches(self, other: Quantity) -> bool:
+        if self.kind != other.kind and {self.kind, other.kind} != {"amount", "count"}:
+            return False
+        return abs(self.value - other.value) <= max(self.tolerance, other.tolerance) + 1e-9
+
+
+def quantities(text: str) -> list[Quantity]:
+    out = []
+    for m in NUMBER.finditer(text):
+        raw, unit = m.group("num"), (m.group("unit") or "").lower()
+        before = text[max(0, m.start() - 1):m.start()].lower()
+        if before == "q" or (before.isalpha() and not m.group("dollar")):
+            continue  # q3, fy2024, h1
+        decimals = len(raw.split(".")[1]) if "." in raw else 0
+        value = float(raw.replace(",", ""))
+        tol = 0.5 * 10 ** -decimals
+        if unit in ("%", "percent", "per cent"):
+            out.append(Quantity(value, "pct", tol))
+        elif unit.startswith("basis") or unit == "bps":
+            out.append(Quantity(value, "bps", tol))
+        elif unit.startswith("cent"):
+            out.append(Quantity(value / 100, "amount", tol / 100))
+        elif unit in SCALES:
+            out.append(Quantity(value * SCALES[unit], "amount", tol * SCALES[unit]))
+        elif m.group("dollar"):
+            out.append(Quantity(value, "amount", tol))
+        elif decimals == 0 and 1900 <= value <= 2100:
+            continue  # a year
+        else:
+            out.append(Quantity(value, "count", tol))
+    return out
+
+
+def share_found(needles: list[Quantity], haystack: list[Quantity]) -> float | None:
+    if not needles:
+        return None
+    return sum(any(n.matches(h) for h in haystack) for n in needles) / len(needles)
+
+
+class NumericScorer(Scorer):
+    name = "numeric"
+    fields = ["numeric_precision", "numeric_recall"]
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        out = []
+        for item in items:
+            s = Scores()
+            why = answered(item)
+            if why:
+                s.null(self.fields, why)
+                out.append(s)
+                continue
+            summary = quantities(item.prediction.predicted)
+            precision = share_found(summary, quantities(item.context_text))
+            recall = share_found(quantities(item.task.reference), summary)
+            s.values = {"numeric_precision": precision, "numeric_recall": recall}
+            if precision is None:
+                s.null_reasons["numeric_precision"] = "the summary states no numbers"
+            if recall is None:
+                s.null_reasons["numeric_recall"] = "the reference states no numbers"
+            out.append(s)
+        return out
+
+
+@register_scorer("numeric")
+def _numeric(cfg: Any, **_: Any) -> Scorer:
+    return NumericScorer()
