@@ -82,6 +82,9 @@ class RunConfig:
     task_type: TaskType = TaskType.summarization
     summarization_style: SummarizationStyle = SummarizationStyle.earnings_call
     target_length: int = 50  # words
+    # run: predict and score; evaluate: re-score the predictions of source_run_id
+    mode: str = "run"
+    source_run_id: str | None = None
 
 
 def register_configs() -> None:

@@ -19,14 +19,17 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.datasets import Dataset, DatasetError, load_dataset
 from arag.llm import Prices, make_model
-from arag.records import content_hash
+from arag.records import Prediction, content_hash
 from arag.retrieval import SearchIndex, build_chunks, load_or_build_index
 from arag.systems import SYSTEMS, SystemContext, make_system
 from metrics import aggregate, build_scorers
+from metrics.geval import GEvalScorer
 from runners import dryrun, track
+from runners.config import RunConfig
 from runners.evaluate import evaluate
 from runners.paths import resolve
 from runners.predict import predict
+from runners.report import run_plots
 from runners.traces import log_task_traces
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,10 @@ def validate_config(cfg: DictConfig) -> None:
          "a positive amount in USD, or null for no cap", "runner.max_cost_usd=5"),
         ("system.kind", cfg.system.kind in SYSTEMS, f"one of {sorted(SYSTEMS)}",
          "system=arag"),
+        ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
+        ("source_run_id", cfg.mode != "evaluate" or bool(cfg.source_run_id),
+         "the id of the MLflow run to re-score when mode=evaluate",
+         "mode=evaluate source_run_id=<run id from the MLflow UI>"),
     ]
     for key, ok, must, example in checks:
         if not ok:
@@ -142,6 +149,9 @@ def prepare(cfg: DictConfig) -> Job:
 
 def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | None = None,
         sweep_id: str | None = None) -> dict[str, float]:
+    if cfg.mode == "evaluate":
+        validate_config(cfg)
+        return rescore(cfg, parent)
     job = prepare(cfg)
     if cfg.runner.dry_run:
         est = dryrun.estimate(run_name or cfg.system.name, lambda m: build_system(job, m),
@@ -222,30 +232,40 @@ def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
     )
     if outcome.stop_reason:
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})
-    chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
-    records = evaluate(
-        outcome.predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks,
-        build_scorers(cfg, *make_judge(cfg), cache_dir=resolve(cfg.cache.dir)), cfg.target_length,
-        system_retrieves=cfg.system.kind in RETRIEVING_SYSTEMS,
-    )
-    metrics = aggregate(records)
-    metrics["n_not_run"] = float(len(outcome.not_run))
-    metrics["n_resumed"] = float(outcome.n_resumed)
-    tracker.log_metrics(metrics)
-    with tempfile.TemporaryDirectory() as tmp:
-        preds_file = Path(tmp) / "predictions.jsonl"
-        preds_file.write_text("".join(p.to_json() + "\n" for p in outcome.predictions),
-                              encoding="utf-8")
-        eval_file = Path(tmp) / "predictions.eval.jsonl"
-        eval_file.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records),
-                             encoding="utf-8")
-        tracker.log_artifact(preds_file)
-        tracker.log_artifact(eval_file)
-    tracker.log_table(_table_rows(outcome.predictions, records), "eval_table.json")
-    for name, report in job.dataset.reports.items():
-        tracker.log_json(report, f"{name}.json")
+    metrics = score_and_log(job, outcome.predictions, tracker, {
+        "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed)})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions)
     log.info("%s: %d task traces logged", cfg.system.name, n_traces)
+    return metrics
+
+
+def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTracker,
+                  extra: dict[str, float]) -> dict[str, float]:
+    """Score predictions and log metrics, records, tables, reports and plots to the run."""
+    cfg = job.cfg
+    chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
+    scorers = build_scorers(cfg, *make_judge(cfg), cache_dir=resolve(cfg.cache.dir))
+    records = evaluate(
+        predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks, scorers,
+        cfg.target_length, system_retrieves=cfg.system.kind in RETRIEVING_SYSTEMS,
+    )
+    metrics = {**aggregate(records), **extra}
+    tracker.log_metrics(metrics)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, lines in (("predictions.jsonl", [p.to_json() for p in predictions]),
+                            ("predictions.eval.jsonl",
+                             [json.dumps(r, ensure_ascii=False) for r in records])):
+            file = Path(tmp) / name
+            file.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            tracker.log_artifact(file)
+        for plot in run_plots(records, Path(tmp)):
+            tracker.log_artifact(plot, "plots")
+    tracker.log_table(_table_rows(predictions, records), "eval_table.json")
+    for name, report in job.dataset.reports.items():
+        tracker.log_json(report, f"{name}.json")
+    for scorer in scorers:
+        if isinstance(scorer, GEvalScorer) and scorer.criteria and scorer.criteria.used:
+            tracker.log_json(scorer.criteria.used, "geval_criteria.json")
     return metrics
 
 
@@ -283,6 +303,50 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
             raise
     _record_failure(Path(hc.sweep.dir), run_name, message)
     return None
+
+
+def rescore(cfg: DictConfig, parent: dict[str, str] | None = None) -> dict[str, float]:
+    """Score an existing run's predictions again (e.g. with a judge); no system is run.
+
+    The source run's own config decides the dataset, chunking and system; this command's
+    ``judge``, ``metrics``, ``cache`` and ``runner`` apply. The result is a new run tagged
+    with ``source_run_id``.
+    """
+    client = track.connect(cfg.tracking)
+    try:
+        source = client.get_run(cfg.source_run_id)
+    except Exception:  # noqa: BLE001 - MLflow raises several types for a missing run
+        raise ConfigError(f"source_run_id={cfg.source_run_id!r} is not a run in "
+                          f"tracking.uri={cfg.tracking.uri!r}; copy a run id from the MLflow "
+                          "UI") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            src_cfg = OmegaConf.load(client.download_artifacts(source.info.run_id, "config.yaml",
+                                                               tmp))
+            preds_path = Path(client.download_artifacts(source.info.run_id,
+                                                        "predictions.jsonl", tmp))
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"run {cfg.source_run_id} has no config.yaml/predictions.jsonl "
+                              f"artifacts to re-score ({exc})") from None
+        predictions = [Prediction.from_dict(json.loads(line))
+                       for line in preds_path.read_text(encoding="utf-8").splitlines() if line]
+    merged = OmegaConf.merge(OmegaConf.structured(RunConfig), src_cfg, {
+        k: OmegaConf.to_container(cfg[k], resolve=True) for k in ("judge", "metrics", "cache",
+                                                                 "runner", "tracking")})
+    merged.mode, merged.source_run_id = "evaluate", cfg.source_run_id
+    job = prepare(merged)
+    tags = {"system": merged.system.name, "dataset": merged.dataset.name,
+            "model": merged.model.name, "judge": merged.judge.name, "mode": "evaluate",
+            "source_run_id": cfg.source_run_id, "config_hash": config_hash(merged),
+            "git_commit": track.git_commit(), "sweep_id": (parent or {}).get("sweep_id", "")}
+    name = f"rescore {source.info.run_name} judge={merged.judge.name}"
+    with track.tracked_run(client, source.info.experiment_id, name, tags,
+                           (parent or {}).get("run_id")) as tracker:
+        tracker.log_params(track.flatten(resolved(merged)))
+        tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
+        metrics = score_and_log(job, predictions, tracker, {})
+    log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
+    return metrics
 
 
 def _start_fresh(predictions_path: Path) -> None:

@@ -133,3 +133,46 @@ def _loop_curve(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+HISTOGRAMS = ("geval_faithfulness", "geval_coverage", "rouge2_f1", "bertscore_f1",
+              "retrieval_recall", "numeric_precision")
+
+
+def run_plots(records: list[dict[str, Any]], folder: Path) -> list[Path]:
+    """Per-run plots: score histograms and, with a judge, error-taxonomy frequencies."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from metrics.geval import ERROR_CODES
+
+    plots = []
+    present = [f for f in HISTOGRAMS if any(r.get(f) is not None for r in records)]
+    if present:
+        fig, axes = plt.subplots(1, len(present), figsize=(3.2 * len(present), 3), squeeze=False)
+        for ax, field in zip(axes[0], present, strict=True):
+            values = [r[field] for r in records if r.get(field) is not None]
+            bins = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5] if field.startswith("geval_") else 10
+            ax.hist(values, bins=bins, color="#4C72B0", edgecolor="white")
+            ax.set_title(f"{field} (n={len(values)})", fontsize=9)
+        fig.tight_layout()
+        path = folder / "score_histograms.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        plots.append(path)
+    assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
+    if assessed:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        codes = list(ERROR_CODES)
+        ax.bar(codes, [sum(c in a for a in assessed) / len(assessed) for c in codes],
+               color="#C44E52")
+        ax.set_ylabel("share of judged tasks")
+        ax.set_title(f"Error taxonomy (n={len(assessed)})", fontsize=10)
+        fig.tight_layout()
+        path = folder / "error_taxonomy.png"
+        fig.savefig(path, dpi=100)
+        plt.close(fig)
+        plots.append(path)
+    return plots
