@@ -26,9 +26,11 @@ class RetrievalScorer(Scorer):
             s = Scores()
             p = item.prediction
             if p.skipped or p.error:
-                s.null(self.fields, f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}")
+                why = f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}"
+                s.null(self.fields, why)
             elif not item.system_retrieves:
-                s.null(self.fields, "this system reads whole documents; it retrieves nothing")
+                s.null(self.fields, "this system does not retrieve (whole documents, the gold, "
+                       "or nothing)")
             elif item.gold_chunk_ids is None:
                 s.null(self.fields, "the dataset has no retrieval gold for this task")
             elif not item.gold_chunk_ids:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from arag.records import Chunk, Corpus, Prediction, Task
+from arag.systems.builtin import gold_passages
 from metrics import Scorer, ScoringItem
 
 PASSTHROUGH = ("loops", "max_loops_reached", "cost_usd", "cost_usd_uncached", "latency_ms",
@@ -24,17 +25,21 @@ def gold_chunk_ids(task: Task, chunks_by_doc: dict[str, list[Chunk]]) -> set[str
     return gold
 
 
-def context_text(pred: Prediction, corpus: Corpus, chunk_by_id: dict[str, Chunk],
-                 system_retrieves: bool) -> str:
-    """What the system put in front of the model: chunks it read, or whole documents."""
-    if system_retrieves:
+def context_text(pred: Prediction, task: Task, corpus: Corpus, chunk_by_id: dict[str, Chunk],
+                 system_kind: str) -> str:
+    """What the system put in front of the model: chunks it read, gold lines, or documents."""
+    if system_kind in ("arag", "naive"):
         return "\n\n".join(chunk_by_id[c].text for c in pred.context_chunk_ids if c in chunk_by_id)
+    if system_kind == "oracle":
+        return gold_passages(task, corpus)
+    if system_kind == "closed_book":
+        return ""
     return "\n\n".join(corpus.documents[d].text for d in pred.doc_ids if d in corpus.documents)
 
 
 def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
              chunks: list[Chunk], scorers: list[Scorer], target_length: int,
-             system_retrieves: bool) -> list[dict[str, Any]]:
+             system_kind: str) -> list[dict[str, Any]]:
     chunks_by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         chunks_by_doc.setdefault(c.doc_id, []).append(c)
@@ -43,8 +48,8 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
         ScoringItem(
             prediction=p, task=tasks[p.id],
             gold_chunk_ids=gold_chunk_ids(tasks[p.id], chunks_by_doc),
-            context_text=context_text(p, corpus, chunk_by_id, system_retrieves),
-            target_length=target_length, system_retrieves=system_retrieves,
+            context_text=context_text(p, tasks[p.id], corpus, chunk_by_id, system_kind),
+            target_length=target_length, system_retrieves=system_kind in ("arag", "naive"),
         )
         for p in predictions
     ]

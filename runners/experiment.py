@@ -247,7 +247,7 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     scorers = build_scorers(cfg, *make_judge(cfg), cache_dir=resolve(cfg.cache.dir))
     records = evaluate(
         predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks, scorers,
-        cfg.target_length, system_retrieves=cfg.system.kind in RETRIEVING_SYSTEMS,
+        cfg.target_length, system_kind=cfg.system.kind,
     )
     metrics = {**aggregate(records), **extra}
     tracker.log_metrics(metrics)

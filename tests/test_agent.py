@@ -110,3 +110,17 @@ def test_stuffing_is_skipped_with_a_reason_over_the_context_limit(world):
         ds.tasks[0], "m")
     assert pred.skipped and "exceeds the model's context" in pred.skip_reason
     assert pred.predicted is None and pred.input_tokens == 0
+
+
+def test_oracle_gets_exactly_the_gold_lines_and_closed_book_gets_nothing(world):
+    ds, index = world
+    model = ScriptedModel(["oracle answer", "closed answer"])
+    oracle = _system("oracle", model, ds, index).predict(ds.tasks[0], "m")
+    prompt = model.requests[0]["messages"][0]["content"]
+    doc = ds.corpus.documents[ds.tasks[0].doc_ids[0]]
+    gold = ds.tasks[0].gold_lines[doc.doc_id]
+    assert all(doc.lines[g - 1] in prompt for g in gold)
+    assert "opened 3 new offices" not in prompt and oracle.predicted == "oracle answer"
+    _system("closed_book", model, ds, index).predict(ds.tasks[0], "m")
+    closed = model.requests[1]["messages"][0]["content"]
+    assert "<document" not in closed and "<chunk" not in closed and "<question>" in closed

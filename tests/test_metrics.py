@@ -54,7 +54,7 @@ def test_retrieval_precision_recall_and_nulls_with_reasons():
     assert read_all.values["retrieval_recall"] == 1.0
     assert missed.values["retrieval_recall"] == 0.5
     assert stuffing.values["retrieval_recall"] is None
-    assert "whole documents" in stuffing.null_reasons["retrieval_recall"]
+    assert "does not retrieve" in stuffing.null_reasons["retrieval_recall"]
     assert no_gold.values["retrieval_precision"] is None and "no retrieval gold" in \
         no_gold.null_reasons["retrieval_precision"]
     assert "too long" in skipped.null_reasons["retrieval_recall"]

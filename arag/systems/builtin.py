@@ -73,4 +73,33 @@ class Stuffing(System):
         self.one_call(task, calls, pred, context)
 
 
-SYSTEMS: dict[str, type[System]] = {"arag": AgenticRAG, "naive": NaiveRAG, "stuffing": Stuffing}
+def gold_passages(task: Task, corpus) -> str:
+    """The task's gold key sentences (or evidence pages), in document order."""
+    parts = []
+    for doc_id, lines in (task.gold_lines or {}).items():
+        doc = corpus.documents[doc_id]
+        body = "\n".join(doc.lines[n - 1] for n in sorted(set(lines)))
+        parts.append(f'<document id="{doc_id}">\n{doc.header}\n{body}\n</document>')
+    return "\n\n".join(parts)
+
+
+class Oracle(System):
+    """The ceiling: the gold key sentences (or evidence pages) given to one call."""
+
+    def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
+        if not task.gold_lines:
+            pred.skipped = True
+            pred.skip_reason = "the task has no gold key sentences to give the oracle"
+            return
+        self.one_call(task, calls, pred, gold_passages(task, self.ctx.corpus))
+
+
+class ClosedBook(System):
+    """The floor: no context at all, one call."""
+
+    def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
+        self.one_call(task, calls, pred, "")
+
+
+SYSTEMS: dict[str, type[System]] = {"arag": AgenticRAG, "naive": NaiveRAG, "stuffing": Stuffing,
+                                    "oracle": Oracle, "closed_book": ClosedBook}
