@@ -54,6 +54,7 @@ class MLflowSweepCallback(Callback):
             experiment_id,
             run_name=f"sweep {' '.join(o for o in overrides if o.split('=')[0] in swept)}"[:250],
             tags={"sweep_id": sweep_id, "sweep_overrides": " ".join(overrides),
+                  "sweep_dir": str(sweep_dir.resolve()),
                   "git_commit": track.git_commit(), "role": "sweep_parent"},
         )
         self.parent = {"run_id": run.info.run_id, "experiment_id": experiment_id,
@@ -74,10 +75,10 @@ class MLflowSweepCallback(Callback):
             raise SystemExit(1)
 
     def _close_parent(self, failures: list[dict[str, str]]) -> None:
-        from runners.report import summarize_sweep
+        from runners.report import write_sweep_report
 
         try:
-            summarize_sweep(self.client, self.parent)
+            write_sweep_report(self.client, self.parent)
         except Exception:  # noqa: BLE001 - a report problem must not hide the sweep's result
             log.exception("could not build the sweep comparison")
         if failures:

@@ -28,8 +28,8 @@ from runners import dryrun, track
 from runners.config import RunConfig
 from runners.evaluate import evaluate
 from runners.paths import resolve
+from runners.plots import run_plots
 from runners.predict import predict
-from runners.report import run_plots
 from runners.traces import log_task_traces
 
 log = logging.getLogger(__name__)

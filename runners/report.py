@@ -1,23 +1,30 @@
-"""The sweep comparison attached to the parent run: a table and plots of its child runs."""
+"""The sweep report: the answer to "which system wins, where, at what cost", from numbers.
+
+Written to the parent run when a multirun ends (``report.md``, ``report.html``, plots),
+and rebuildable for any past sweep:
+
+    python -m runners.report <parent run id> [--tracking-uri sqlite:///mlruns/mlflow.db]
+
+Every sentence is assembled from measured values; no model writes any of it.
+"""
 
 from __future__ import annotations
 
+import argparse
+import itertools
 import json
 import logging
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from runners import plots
 from runners.track import REUSED_RUNS_FILE
 
 log = logging.getLogger(__name__)
-
-HEADLINE = ("rouge1_f1_mean", "rouge2_f1_mean", "rougeL_f1_mean", "bertscore_f1_mean",
-            "retrieval_recall_mean", "retrieval_precision_mean", "word_count_mean",
-            "loops_mean", "cost_usd_total", "latency_ms_p50", "latency_ms_p90", "n_tasks",
-            "n_errors", "n_skipped")
-PLOTTED = ("rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
-           "retrieval_precision_mean")
+QUALITY = ("geval_coverage", "geval_faithfulness", "rouge2_f1", "bertscore_f1")
 
 
 def child_runs(client, parent: dict[str, str]) -> list[Any]:
@@ -27,152 +34,312 @@ def child_runs(client, parent: dict[str, str]) -> list[Any]:
         filter_string=f"tags.mlflow.parentRunId = '{parent['run_id']}'",
         order_by=["attributes.start_time ASC"],
     )
-    reused = Path(parent.get("sweep_dir", "")) / REUSED_RUNS_FILE
-    if parent.get("sweep_dir") and reused.exists():
+    reused = Path(parent.get("sweep_dir") or "/nonexistent") / REUSED_RUNS_FILE
+    if reused.exists():
         ids = [json.loads(line)["run_id"] for line in reused.read_text().splitlines() if line]
         runs += [client.get_run(i) for i in dict.fromkeys(ids)]
-    return runs
+    return [r for r in runs if r.info.status == "FINISHED"] + \
+        [r for r in runs if r.info.status != "FINISHED"]
 
 
-def comparison_rows(runs: list[Any]) -> list[dict[str, Any]]:
-    rows = []
-    for r in runs:
-        row: dict[str, Any] = {"run": r.info.run_name, "system": r.data.tags.get("system", ""),
-                               "status": r.info.status,
-                               "max_loops": r.data.params.get("max_loops")}
-        for key in HEADLINE:
-            row[key] = r.data.metrics.get(key)
-        rows.append(row)
-    return rows
+def _row(run: Any) -> dict[str, Any]:
+    row: dict[str, Any] = dict(run.data.metrics)
+    row.update(run=run.info.run_name, run_id=run.info.run_id, status=run.info.status,
+               system=run.data.tags.get("system", ""), judge=run.data.params.get("judge.name"),
+               max_loops=run.data.params.get("max_loops"),
+               target_length=run.data.params.get("target_length"))
+    return row
 
 
-def markdown_table(rows: list[dict[str, Any]]) -> str:
-    if not rows:
-        return "_no child runs_\n"
-    cols = list(rows[0])
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for row in rows:
-        out.append("| " + " | ".join(_fmt(row[c]) for c in cols) + " |")
-    return "\n".join(out) + "\n"
+def _records(client, run: Any, folder: Path) -> list[dict[str, Any]]:
+    try:
+        path = client.download_artifacts(run.info.run_id, "predictions.eval.jsonl", str(folder))
+        evals = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+        path = client.download_artifacts(run.info.run_id, "predictions.jsonl", str(folder))
+        preds = {json.loads(line)["id"]: json.loads(line)
+                 for line in Path(path).read_text().splitlines() if line}
+    except Exception:  # noqa: BLE001 - a run without artifacts (failed early) has no records
+        return []
+    for r in evals:
+        p = preds.get(r["id"], {})
+        r.update(predicted=p.get("predicted"), reference=p.get("ground_truth"),
+                 question=p.get("question"))
+    return evals
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
+def _fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
         return "–"
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
 
 
-def summarize_sweep(client, parent: dict[str, str]) -> None:
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def _with_ci(row: dict[str, Any], key: str) -> str:
+    mean = row.get(f"{key}_mean")
+    if mean is None:
+        return "–"
+    lo, hi = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
+    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{mean:.3f}"
+
+
+def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
+    """The quality score to compare on: G-Eval coverage when judged, else ROUGE-2."""
+    for key in QUALITY:
+        if any(r.get(key) is not None for recs in records_by_run.values() for r in recs):
+            return key
+    return "rouge2_f1"
+
+
+def paired(a: list[dict], b: list[dict], key: str, seed: int = 0) -> dict[str, Any] | None:
+    """Paired difference a - b on tasks both scored: mean, bootstrap 95% CI, Wilcoxon p."""
+    from scipy.stats import wilcoxon
+
+    bv = {r["id"]: r.get(key) for r in b}
+    pairs = [(r[key], bv[r["id"]]) for r in a
+             if r.get(key) is not None and bv.get(r["id"]) is not None]
+    if len(pairs) < 2:
+        return None
+    diff = np.array([x - y for x, y in pairs])
+    rng = np.random.default_rng(seed)
+    boots = diff[rng.integers(0, len(diff), size=(2000, len(diff)))].mean(axis=1)
+    p = float(wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
+    low, high = np.percentile(boots, [2.5, 97.5])
+    return {"n": len(diff), "mean_diff": float(diff.mean()), "ci_low": float(low),
+            "ci_high": float(high), "p": p, "wins": int((diff > 0).sum()),
+            "losses": int((diff < 0).sum())}
+
+
+def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
+                 title: str) -> tuple[str, dict[str, Any]]:
+    """Markdown report and the plot data it refers to."""
+    judged = any(r.get("geval_coverage_mean") is not None for r in rows)
+    key = primary_metric(records_by_run)
+    out = [f"# {title}\n"]
+    finished = [r for r in rows if r["status"] == "FINISHED"]
+    out.append(f"Runs: {len(finished)} finished"
+               + (f", {len(rows) - len(finished)} not finished ("
+                  + ", ".join(f"{r['run']}: {r['status']}" for r in rows
+                              if r["status"] != "FINISHED") + ")" if len(finished) < len(rows)
+                  else "") + f". Comparison metric: `{key}`.\n")
+    out.append("## Key finding\n\n" + key_finding(finished, records_by_run, key) + "\n")
+
+    out.append("## Quality\n")
+    no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
+    out.append(f"Means over answered tasks with bootstrap 95% CIs. {no_judge}\n")
+    out.append(_table(
+        ["run", "G-Eval faithfulness", "≥4", "G-Eval coverage", "≥4", "retrieval recall",
+         "retrieval precision", "ROUGE-2", "BERTScore F1", "numeric P", "numeric R",
+         "words (target)"],
+        [[r["run"], _with_ci(r, "geval_faithfulness"), r.get("geval_faithfulness_share_ge4"),
+          _with_ci(r, "geval_coverage"), r.get("geval_coverage_share_ge4"),
+          _with_ci(r, "retrieval_recall"), _with_ci(r, "retrieval_precision"),
+          _with_ci(r, "rouge2_f1"), _with_ci(r, "bertscore_f1"),
+          r.get("numeric_precision_mean"), r.get("numeric_recall_mean"),
+          f"{_fmt(r.get('word_count_mean'), 1)} ({r.get('target_length')})"] for r in finished]))
+    out.append("\n![comparison](plots/comparison.png)\n")
+
+    out.append("## Cost and latency\n")
+    out.append(_table(
+        ["run", "tasks", "errors", "skipped", "mean cost / task ($)", "total cost ($)",
+         "P50 latency (ms)", "P90", "P99", "cost per coverage point", "mean loops"],
+        [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
+          int(r.get("n_skipped", 0)), _fmt(r.get("cost_usd_mean"), 5),
+          _fmt(r.get("cost_usd_total"), 4), _fmt(r.get("latency_ms_p50"), 0),
+          _fmt(r.get("latency_ms_p90"), 0), _fmt(r.get("latency_ms_p99"), 0),
+          _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
+          _fmt(r.get("loops_mean"), 1)] for r in finished]))
+
+    out.append("\n## Error taxonomy\n")
+    if judged:
+        out.append(_table(["run"] + [f"{c}" for c in plots.ERROR_CODES],
+                          [[r["run"]] + [r.get(f"error_rate_{c}") for c in plots.ERROR_CODES]
+                           for r in finished]))
+        out.append("\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
+    else:
+        out.append("No judge: the error taxonomy needs `judge=...`.\n")
+
+    out.append("\n## Retrieval and the loop budget\n")
+    arag_points = [(float(x["loops"]), float(x["retrieval_recall"]))
+                   for r in finished if r["system"] == "arag"
+                   for x in records_by_run.get(r["run_id"], [])
+                   if x.get("retrieval_recall") is not None and x.get("loops") is not None]
+    out.append("![recall vs loops](plots/recall_vs_loops.png)\n" if arag_points
+               else "No A-RAG run with retrieval gold in this sweep.\n")
+    budgets = {r.get("max_loops") for r in finished if r["system"] == "arag"}
+    if len(budgets) > 1:
+        out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
+        curve = sorted((int(r["max_loops"]), r) for r in finished if r["system"] == "arag")
+        out.append(_table(["max_loops", key, "retrieval recall", "mean loops", "mean cost ($)"],
+                          [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
+                            r.get("loops_mean"), r.get("cost_usd_mean")] for m, r in curve]))
+
+    out.append("\n## Paired comparisons\n")
+    out.append(f"On `{key}`, over the tasks both runs scored: mean difference (first minus "
+               "second) with a paired bootstrap 95% CI (2,000 resamples) and a two-sided "
+               "Wilcoxon signed-rank p-value.\n\n")
+    pair_rows = []
+    for a, b in itertools.combinations(finished, 2):
+        res = paired(records_by_run.get(a["run_id"], []), records_by_run.get(b["run_id"], []),
+                     key)
+        if res:
+            pair_rows.append([f"{a['run']} vs {b['run']}", res["n"], res["mean_diff"],
+                              f"[{res['ci_low']:.3f}, {res['ci_high']:.3f}]", res["p"],
+                              f"{res['wins']}/{res['losses']}"])
+    out.append(_table(["pair", "tasks", "mean diff", "95% CI", "Wilcoxon p", "wins/losses"],
+                      pair_rows) if pair_rows else "Fewer than two runs share scored tasks.\n")
+
+    out.append("\n## Examples chosen from the numbers\n")
+    out.append(examples(finished, records_by_run, key))
+    return "\n".join(out), {"arag_points": arag_points}
+
+
+def _by_system(finished: list[dict[str, Any]], system: str) -> dict[str, Any] | None:
+    return next((r for r in finished if r["system"] == system), None)
+
+
+def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict]],
+                key: str) -> str:
+    scored = [r for r in finished if r.get(f"{key}_mean") is not None]
+    if not scored:
+        return f"No run has `{key}` scores."
+    best = max(scored, key=lambda r: r[f"{key}_mean"])
+    cheapest = min(scored, key=lambda r: r.get("cost_usd_mean") or 0.0)
+    others = [r for r in scored if r is not best]
+    runner_up = max(others, key=lambda r: r[f"{key}_mean"]) if others else None
+    tied = runner_up is not None and runner_up[f"{key}_mean"] == best[f"{key}_mean"]
+    text = (f"On {int(best.get('n_answered', 0))} tasks, **{best['run']}** "
+            f"{'ties for the highest' if tied else 'scores highest on'} `{key}` "
+            f"({best[f'{key}_mean']:.3f}")
+    if runner_up is not None:
+        res = paired(records_by_run.get(best["run_id"], []),
+                     records_by_run.get(runner_up["run_id"], []), key)
+        text += f" vs {runner_up['run']} {runner_up[f'{key}_mean']:.3f}"
+        if res:
+            verdict = "significant" if res["p"] < 0.05 else "not significant"
+            text += (f"; paired difference {res['mean_diff']:+.3f}, 95% CI "
+                     f"[{res['ci_low']:.3f}, {res['ci_high']:.3f}], Wilcoxon p={res['p']:.3g}, "
+                     f"{verdict} at 0.05")
+    text += (f") at ${best.get('cost_usd_mean') or 0.0:.5f} per task and "
+             f"{best.get('latency_ms_p50') or 0.0:.0f} ms median latency.")
+    if cheapest is not best:
+        text += (f" The cheapest, {cheapest['run']}, costs "
+                 f"${cheapest.get('cost_usd_mean') or 0:.5f} per task for "
+                 f"{cheapest[f'{key}_mean']:.3f}.")
+    return text
+
+
+def examples(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict]],
+             key: str) -> str:
+    by_id = {r["system"]: {x["id"]: x for x in records_by_run.get(r["run_id"], [])}
+             for r in finished}
+    arag, naive, stuff = by_id.get("arag", {}), by_id.get("naive", {}), by_id.get("stuffing", {})
+    out = []
+
+    def block(title: str, rec: dict[str, Any], note: str) -> None:
+        out.append(f"### {title}: `{rec['id']}`\n\n{note}\n\n**Question:** {rec.get('question')}"
+                   f"\n\n**Reference:**\n\n```\n{rec.get('reference')}\n```\n\n**Predicted "
+                   f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
+
+    def score(table: dict[str, dict], tid: str) -> float | None:
+        return (table.get(tid) or {}).get(key)
+
+    if arag and naive and stuff:
+        margins = []
+        for tid in arag:
+            a, n, s = score(arag, tid), score(naive, tid), score(stuff, tid)
+            if None not in (a, n, s) and a > n and a > s:
+                margins.append((a - max(n, s), tid))
+        for margin, tid in sorted(margins, reverse=True)[:2]:
+            block("A-RAG beats both baselines", arag[tid],
+                  f"`{key}`: arag {score(arag, tid):.3f}, naive {score(naive, tid):.3f}, "
+                  f"stuffing {score(stuff, tid):.3f} (margin {margin:.3f}).")
+        wins = [(score(stuff, t) - max(score(arag, t), score(naive, t)), t) for t in stuff
+                if None not in (score(stuff, t), score(arag, t), score(naive, t))
+                and score(stuff, t) > max(score(arag, t), score(naive, t))]
+        if wins:
+            margin, tid = max(wins)
+            block("Stuffing wins", stuff[tid],
+                  f"`{key}`: stuffing {score(stuff, tid):.3f}, arag {score(arag, tid):.3f}, "
+                  f"naive {score(naive, tid):.3f}.")
+    failures = [x for recs in records_by_run.values() for x in recs if x.get(key) is not None]
+    if failures:
+        worst = min(failures, key=lambda x: x[key])
+        reasoning = worst.get("geval_coverage_reasoning") or worst.get(
+            "geval_faithfulness_reasoning")
+        note = f"Lowest `{key}` of the sweep: {worst[key]:.3f}."
+        if reasoning:
+            note += "\n\nJudge's reasoning:\n\n> " + "\n> ".join(reasoning.splitlines())
+        block("A failure", worst, note)
+    return "\n".join(out) if out else "Not enough scored tasks to choose examples.\n"
+
+
+def to_html(markdown_text: str, title: str) -> str:
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark").enable("table").render(markdown_text)
+    style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
+             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
+            f"<style>{style}</style></head><body>{body}</body></html>")
+
+
+def write_sweep_report(client, parent: dict[str, str]) -> Path | None:
+    """Build the report for a parent run and log it there (report.md, report.html, plots)."""
     runs = child_runs(client, parent)
-    rows = comparison_rows(runs)
+    rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / "comparison.md").write_text(
-            "# Sweep comparison\n\n" + markdown_table(rows), encoding="utf-8")
-        client.log_artifact(parent["run_id"], str(folder / "comparison.md"))
-        for plot in (_bar_plot(rows, folder), _loop_curve(rows, folder)):
-            if plot is not None:
-                client.log_artifact(parent["run_id"], str(plot), "plots")
-    log.info("sweep comparison of %d runs logged to parent %s", len(rows), parent["run_id"])
+        records = {r.info.run_id: _records(client, r, folder / r.info.run_id) for r in runs}
+        for rid, recs in records.items():
+            system = next(x["system"] for x in rows if x["run_id"] == rid)
+            for rec in recs:
+                rec.setdefault("system", system)
+        title = f"Sweep report: {parent.get('sweep_id', parent['run_id'])}"
+        text, data = build_report(rows, records, title)
+        (folder / "report.md").write_text(text, encoding="utf-8")
+        (folder / "report.html").write_text(to_html(text, title), encoding="utf-8")
+        plot_dir = folder / "plots"
+        plot_dir.mkdir()
+        finished = [r for r in rows if r["status"] == "FINISHED"]
+        made = [plots.comparison_plot(finished, plot_dir),
+                plots.taxonomy_by_system(finished, plot_dir),
+                plots.recall_vs_loops(data["arag_points"], plot_dir),
+                plots.loop_budget_curve(finished, plot_dir)]
+        client.log_artifact(parent["run_id"], str(folder / "report.md"))
+        client.log_artifact(parent["run_id"], str(folder / "report.html"))
+        for path in made:
+            if path is not None:
+                client.log_artifact(parent["run_id"], str(path), "plots")
+    log.info("sweep report over %d runs logged to parent run %s", len(rows), parent["run_id"])
+    return None
 
 
-def _bar_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
-    import matplotlib
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Rebuild the report of a past sweep.")
+    parser.add_argument("parent_run_id")
+    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    args = parser.parse_args(argv)
+    from mlflow import MlflowClient
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from runners.paths import resolve_tracking_uri
 
-    finished = [r for r in rows if r["status"] == "FINISHED"]
-    if not finished:
-        return None
-    fig, axes = plt.subplots(1, len(PLOTTED), figsize=(4 * len(PLOTTED), 3.5))
-    for ax, metric in zip(axes, PLOTTED, strict=True):
-        labels = [r["run"] for r in finished]
-        values = [r[metric] if r[metric] is not None else 0.0 for r in finished]
-        bars = ax.bar(range(len(labels)), values, color="#4C72B0")
-        for bar, r in zip(bars, finished, strict=True):
-            if r[metric] is None:
-                bar.set_hatch("//")
-                bar.set_alpha(0.3)
-        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
-        ax.set_title(metric.replace("_mean", ""), fontsize=10)
-    fig.suptitle("Sweep comparison (hatched: not applicable)")
-    fig.tight_layout()
-    path = folder / "comparison.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    client = MlflowClient(tracking_uri=resolve_tracking_uri(args.tracking_uri))
+    run = client.get_run(args.parent_run_id)
+    write_sweep_report(client, {"run_id": run.info.run_id,
+                                "experiment_id": run.info.experiment_id,
+                                "sweep_id": run.data.tags.get("sweep_id", ""),
+                                "sweep_dir": run.data.tags.get("sweep_dir", "")})
+    print(f"report logged to run {run.info.run_id}")
 
 
-def _loop_curve(rows: list[dict[str, Any]], folder: Path) -> Path | None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    points = sorted(
-        (int(r["max_loops"]), r) for r in rows
-        if r["status"] == "FINISHED" and r["system"] == "arag" and r["max_loops"] is not None
-    )
-    if len({p for p, _ in points}) < 2:
-        return None
-    fig, ax = plt.subplots(figsize=(6, 4))
-    xs = [p for p, _ in points]
-    for metric in PLOTTED:
-        ys = [r[metric] for _, r in points]
-        if all(y is not None for y in ys):
-            ax.plot(xs, ys, marker="o", label=metric.replace("_mean", ""))
-    ax.set_xlabel("max_loops")
-    ax.set_ylabel("score")
-    ax.set_title("A-RAG loop-budget curve")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = folder / "loop_budget_curve.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-HISTOGRAMS = ("geval_faithfulness", "geval_coverage", "rouge2_f1", "bertscore_f1",
-              "retrieval_recall", "numeric_precision")
-
-
-def run_plots(records: list[dict[str, Any]], folder: Path) -> list[Path]:
-    """Per-run plots: score histograms and, with a judge, error-taxonomy frequencies."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from metrics.geval import ERROR_CODES
-
-    plots = []
-    present = [f for f in HISTOGRAMS if any(r.get(f) is not None for r in records)]
-    if present:
-        fig, axes = plt.subplots(1, len(present), figsize=(3.2 * len(present), 3), squeeze=False)
-        for ax, field in zip(axes[0], present, strict=True):
-            values = [r[field] for r in records if r.get(field) is not None]
-            bins = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5] if field.startswith("geval_") else 10
-            ax.hist(values, bins=bins, color="#4C72B0", edgecolor="white")
-            ax.set_title(f"{field} (n={len(values)})", fontsize=9)
-        fig.tight_layout()
-        path = folder / "score_histograms.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        plots.append(path)
-    assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
-    if assessed:
-        fig, ax = plt.subplots(figsize=(5, 3))
-        codes = list(ERROR_CODES)
-        ax.bar(codes, [sum(c in a for a in assessed) / len(assessed) for c in codes],
-               color="#C44E52")
-        ax.set_ylabel("share of judged tasks")
-        ax.set_title(f"Error taxonomy (n={len(assessed)})", fontsize=10)
-        fig.tight_layout()
-        path = folder / "error_taxonomy.png"
-        fig.savefig(path, dpi=100)
-        plt.close(fig)
-        plots.append(path)
-    return plots
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO)
+    main()

@@ -76,7 +76,15 @@ def test_sweep_logs_parent_and_three_finished_children(sample_sweep):
         retrieves = tags["system"] in ("arag", "naive")
         assert ("retrieval_recall_mean" in m) == retrieves
     parent_files = {a.path for a in client.list_artifacts(parent.info.run_id)}
-    assert "comparison.md" in parent_files
+    assert {"report.md", "report.html", "plots"} <= parent_files
+    plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
+    assert {"plots/comparison.png", "plots/recall_vs_loops.png"} <= plots
+    report = Path(client.download_artifacts(parent.info.run_id, "report.md", str(tmp / "r")))
+    text = report.read_text()
+    for section in ("## Key finding", "## Quality", "## Cost and latency", "## Error taxonomy",
+                    "## Paired comparisons", "## Examples chosen from the numbers"):
+        assert section in text
+    assert "no judge" in text.lower() and "Wilcoxon" in text
 
 
 def test_logged_rouge_equals_a_recomputation_from_logged_predictions(sample_sweep):
@@ -106,7 +114,7 @@ def test_index_is_built_once_and_a_finished_sweep_is_not_run_again(sample_sweep)
     reused_parent = [r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent"
                      and "max_loops" not in r.data.tags["sweep_overrides"]]
     files = {a.path for p in reused_parent for a in client_for(tmp).list_artifacts(p.info.run_id)}
-    assert "comparison.md" in files
+    assert "report.md" in files
 
 
 def _no_finished_runs(tmp: Path) -> bool:

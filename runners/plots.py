@@ -1,0 +1,123 @@
+"""Plots logged with runs and sweeps (PNG, matplotlib's Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from metrics.geval import ERROR_CODES  # noqa: E402
+
+HISTOGRAMS = ("geval_faithfulness", "geval_coverage", "rouge2_f1", "bertscore_f1",
+              "retrieval_recall", "numeric_precision")
+COMPARED = ("geval_faithfulness_mean", "geval_coverage_mean", "rouge2_f1_mean",
+            "bertscore_f1_mean", "retrieval_recall_mean", "retrieval_precision_mean")
+BLUE, RED = "#4C72B0", "#C44E52"
+
+
+def _save(fig: Any, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def run_plots(records: list[dict[str, Any]], folder: Path) -> list[Path]:
+    """Per-run plots: score histograms and, with a judge, error-taxonomy frequencies."""
+    plots = []
+    present = [f for f in HISTOGRAMS if any(r.get(f) is not None for r in records)]
+    if present:
+        fig, axes = plt.subplots(1, len(present), figsize=(3.2 * len(present), 3), squeeze=False)
+        for ax, field in zip(axes[0], present, strict=True):
+            values = [r[field] for r in records if r.get(field) is not None]
+            bins = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5] if field.startswith("geval_") else 10
+            ax.hist(values, bins=bins, color=BLUE, edgecolor="white")
+            ax.set_title(f"{field} (n={len(values)})", fontsize=9)
+        plots.append(_save(fig, folder / "score_histograms.png"))
+    assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
+    if assessed:
+        fig, ax = plt.subplots(figsize=(5, 3))
+        codes = list(ERROR_CODES)
+        ax.bar(codes, [sum(c in a for a in assessed) / len(assessed) for c in codes], color=RED)
+        ax.set_ylabel("share of judged tasks")
+        ax.set_title(f"Error taxonomy (n={len(assessed)})", fontsize=10)
+        plots.append(_save(fig, folder / "error_taxonomy.png"))
+    return plots
+
+
+def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
+    """One panel per metric, one bar per run with its 95% CI; hatched: not applicable."""
+    metrics = [m for m in COMPARED if any(r.get(m) is not None for r in rows)]
+    if not rows or not metrics:
+        return None
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.6), squeeze=False)
+    labels = [r["run"] for r in rows]
+    for ax, metric in zip(axes[0], metrics, strict=True):
+        values = [r.get(metric) for r in rows]
+        lows = [r.get(metric.replace("_mean", "_ci_low")) for r in rows]
+        highs = [r.get(metric.replace("_mean", "_ci_high")) for r in rows]
+        heights = [v if v is not None else 0.0 for v in values]
+        err = [[max(0.0, v - lo) if v is not None and lo is not None else 0 for v, lo
+                in zip(values, lows, strict=True)],
+               [max(0.0, hi - v) if v is not None and hi is not None else 0 for v, hi
+                in zip(values, highs, strict=True)]]
+        bars = ax.bar(range(len(rows)), heights, yerr=err, capsize=3, color=BLUE)
+        for bar, v in zip(bars, values, strict=True):
+            if v is None:
+                bar.set_hatch("//")
+                bar.set_alpha(0.25)
+        ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=8)
+        ax.set_title(metric.replace("_mean", ""), fontsize=10)
+    fig.suptitle("Systems compared (bars: mean, whiskers: bootstrap 95% CI)", fontsize=10)
+    return _save(fig, folder / "comparison.png")
+
+
+def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
+    with_codes = [r for r in rows if any(r.get(f"error_rate_{c}") is not None for c in ERROR_CODES)]
+    if not with_codes:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    width = 0.8 / len(with_codes)
+    for i, r in enumerate(with_codes):
+        xs = [j + i * width for j in range(len(ERROR_CODES))]
+        ax.bar(xs, [r.get(f"error_rate_{c}") or 0.0 for c in ERROR_CODES], width,
+               label=r["run"])
+    ax.set_xticks([j + 0.4 - width / 2 for j in range(len(ERROR_CODES))], list(ERROR_CODES))
+    ax.set_ylabel("share of judged tasks")
+    ax.set_title("Error taxonomy by system")
+    ax.legend(fontsize=8)
+    return _save(fig, folder / "error_taxonomy_by_system.png")
+
+
+def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | None:
+    """A-RAG: retrieval recall of each task against the loops it used."""
+    if not points:
+        return None
+    fig, ax = plt.subplots(figsize=(5, 3.5))
+    ax.scatter([p[0] for p in points], [p[1] for p in points], alpha=0.6, color=BLUE)
+    ax.set_xlabel("loops (model calls)")
+    ax.set_ylabel("retrieval recall")
+    ax.set_title(f"A-RAG: recall vs loops (n={len(points)})")
+    return _save(fig, folder / "recall_vs_loops.png")
+
+
+def loop_budget_curve(rows: list[dict[str, Any]], folder: Path) -> Path | None:
+    points = sorted((int(r["max_loops"]), r) for r in rows
+                    if r.get("system") == "arag" and r.get("max_loops") is not None)
+    if len({p for p, _ in points}) < 2:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [p for p, _ in points]
+    for metric in COMPARED:
+        ys = [r.get(metric) for _, r in points]
+        if all(y is not None for y in ys):
+            ax.plot(xs, ys, marker="o", label=metric.replace("_mean", ""))
+    ax.set_xlabel("max_loops")
+    ax.set_ylabel("score")
+    ax.set_title("A-RAG loop-budget curve")
+    ax.legend(fontsize=8)
+    return _save(fig, folder / "loop_budget_curve.png")
