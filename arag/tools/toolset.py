@@ -137,7 +137,8 @@ class Toolset:
         lines = []
         for h in hits:
             words = h.snippet.split()
-            snippet = " ".join(words[: self.snippet_words]) + (" ..." if len(words) > self.snippet_words else "")
+            more = " ..." if len(words) > self.snippet_words else ""
+            snippet = " ".join(words[: self.snippet_words]) + more
             lines.append(f"Chunk ID: {h.chunk_id}\nScore: {h.score:.3f}\nSnippet: {snippet}")
         return ToolResult("\n\n".join(lines), [h.chunk_id for h in hits])
 
