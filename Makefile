@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast ui lint bench clean-runs
+.PHONY: run test test-fast ui lint bench clean-runs chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +20,17 @@ $(DEV): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
+# the browser test drives Debian's chromium (never a downloaded browser build)
+chromium:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	    else echo "chromium missing: the browser test will be skipped (apt-get install chromium)"; fi; }
+
 run: $(STAMP)
 	$(BIN)/python run.py -m system=arag,naive,stuffing dataset=sample
 
-test: $(DEV)
+test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(DEV)

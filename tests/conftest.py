@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -105,3 +107,33 @@ def write_mini_dataset(root: Path, n_docs: int = 2, filler: int = 60) -> Path:
 @pytest.fixture
 def mini_dataset(tmp_path) -> Path:
     return write_mini_dataset(tmp_path / "mini")
+
+
+def run_cli(tmp: Path, *overrides: str, cache: Path | None = None, sweep: bool = True):
+    sweep_dir = f"{tmp}/multirun/{len(list(tmp.glob('multirun/*')))}"
+    cmd = [sys.executable, "run.py"] + (["-m"] if sweep else []) + list(overrides) + \
+        store_overrides(tmp, cache) + [f"hydra.sweep.dir={sweep_dir}", f"hydra.run.dir={tmp}/outputs"]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          stdin=subprocess.DEVNULL)
+
+
+def client_for(tmp: Path):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=f"sqlite:///{tmp}/mlflow.db")
+
+
+def all_runs(tmp: Path):
+    client = client_for(tmp)
+    exps = [e.experiment_id for e in client.search_experiments()]
+    return client.search_runs(exps) if exps else []
+
+
+@pytest.fixture(scope="session")
+def sample_sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("sweep")
+    first = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
+    second = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
+    changed = run_cli(tmp, "system=arag,naive", "dataset=sample", "max_loops=4",
+                      "retrieval.top_k=3")
+    return tmp, first, second, changed

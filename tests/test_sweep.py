@@ -7,44 +7,13 @@ real FAISS and BERTScore), pointed at temporary stores.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from mlflow import MlflowClient
 
-from tests.conftest import ROOT, store_overrides, write_mini_dataset
+from tests.conftest import ROOT, all_runs, client_for, run_cli, write_mini_dataset
 
 pytestmark = pytest.mark.slow
-
-
-def run_cli(tmp: Path, *overrides: str, cache: Path | None = None, sweep: bool = True):
-    cmd = [sys.executable, "run.py"] + (["-m"] if sweep else []) + list(overrides) + \
-        store_overrides(tmp, cache) + [f"hydra.sweep.dir={tmp}/multirun/{len(list(tmp.glob('multirun/*')))}",
-                                       f"hydra.run.dir={tmp}/outputs"]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL)
-
-
-def client_for(tmp: Path) -> MlflowClient:
-    return MlflowClient(tracking_uri=f"sqlite:///{tmp}/mlflow.db")
-
-
-def all_runs(tmp: Path):
-    client = client_for(tmp)
-    exps = [e.experiment_id for e in client.search_experiments()]
-    return client.search_runs(exps) if exps else []
-
-
-@pytest.fixture(scope="module")
-def sample_sweep(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("sweep")
-    first = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
-    second = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample")
-    changed = run_cli(tmp, "system=arag,naive", "dataset=sample", "max_loops=4",
-                      "retrieval.top_k=3")
-    return tmp, first, second, changed
 
 
 def test_sweep_logs_parent_and_three_finished_children(sample_sweep):
