@@ -226,7 +226,7 @@ def style_examples(root: Path, split: str, k: Any) -> list[str]:
 
 @register_adapter("ectsum")
 def load_ectsum(cfg: Any, project_root: Path) -> Dataset:
-    root = resolve_root(cfg.root, project_root)
+    root = resolve_root(cfg.root, project_root).resolve()
     split = str(cfg.split or "test")
     options = dict(cfg.options or {})
     unknown = set(options) - {"style_examples"}
