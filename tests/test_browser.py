@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, all_runs
+from tests.conftest import ROOT, all_runs, run_cli
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -33,9 +33,10 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def ui(sample_sweep):
-    tmp, first, *_ = sample_sweep
-    assert first.returncode == 0, first.stderr[-2000:]
+def ui(tmp_path_factory, shared_cache):
+    tmp = tmp_path_factory.mktemp("ui")
+    sweep = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample", cache=shared_cache)
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{tmp}/mlflow.db",

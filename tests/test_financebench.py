@@ -1,8 +1,8 @@
 """dataset=financebench: questions + page-aware documents parsed from PDFs, cached.
 
 Most tests use a tiny upstream-shaped tree with hand-written PDFs (fast, always run); the
-real-data tests skip when ../shared/datasets is absent and parse one real 10-K (~35 s on
-one core, once per session: the parse cache is shared and content-keyed).
+real-data tests skip when ../shared/datasets is absent; they parse one large real 10-K
+(~35 s) and three small filings, once per session (the parse cache is content-keyed).
 """
 
 from __future__ import annotations
@@ -195,29 +195,67 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[a-z]+|\d[\d,.]*", text.lower()))
 
 
-@needs_data
-def test_real_data_pages_and_evidence_gold(make_cfg, shared_cache):
-    ds = load(make_cfg, shared_cache, "dataset.limit=2")  # both on 3M_2018_10K: one PDF
-    assert [t.id for t in ds.tasks] == ["financebench_id_03029", "financebench_id_04672"]
-    doc = ds.corpus.documents["3M_2018_10K"]
-    assert (doc.company, doc.doc_type, doc.period) == ("3M", "10K", "FY2018")
+def check_evidence_gold(task, row, doc) -> None:
+    assert task.reference == row["answer"] and task.question == row["question"]
     assert doc.line_pages is not None and len(doc.line_pages) == len(doc.lines)
-    assert list(doc.line_pages) == sorted(doc.line_pages) and doc.line_pages[-1] > 100
-    raw = [json.loads(x) for x in
-           (FB / "data" / "financebench_open_source.jsonl").read_text().splitlines()[:2]]
-    for task, row in zip(ds.tasks, raw, strict=True):
-        assert task.reference == row["answer"] and task.question == row["question"]
-        page = row["evidence"][0]["evidence_page_num"] + 1
-        gold = task.gold_lines["3M_2018_10K"]
-        assert gold and {doc.line_pages[g - 1] for g in gold} == {page}
-        assert len(gold) == doc.line_pages.count(page)  # every line of the page
-        # the evidence text is (nearly all) on the gold page, much less so on the next one
-        evidence = words(row["evidence"][0]["evidence_text"])
-        on_gold = words(" ".join(doc.lines[g - 1] for g in gold))
+    assert list(doc.line_pages) == sorted(doc.line_pages)
+    pages = {e["evidence_page_num"] + 1 for e in row["evidence"]}  # 0-based -> 1-based
+    gold = task.gold_lines[doc.doc_id]
+    assert {doc.line_pages[g - 1] for g in gold} == pages
+    assert len(gold) == sum(doc.line_pages.count(p) for p in pages)  # every line of them
+    for ev in row["evidence"]:
+        # the evidence text is (nearly all) on its page, much less so on the next one
+        page = ev["evidence_page_num"] + 1
+        evidence = words(ev["evidence_text"])
+        on_page = words(" ".join(line for line, p in zip(doc.lines, doc.line_pages, strict=True)
+                                 if p == page))
         nxt = words(" ".join(line for line, p in zip(doc.lines, doc.line_pages, strict=True)
                              if p == page + 1))
-        assert len(evidence & on_gold) / len(evidence) > 0.9
-        assert len(evidence & nxt) < len(evidence & on_gold)
+        assert len(evidence & on_page) / len(evidence) > 0.9, (task.id, page)
+        assert len(evidence & nxt) < len(evidence & on_page), (task.id, page)
+
+
+def real_rows() -> list[dict]:
+    return [json.loads(x) for x in
+            (FB / "data" / "financebench_open_source.jsonl").read_text().splitlines() if x]
+
+
+@needs_data
+def test_real_data_pages_and_evidence_gold(make_cfg, shared_cache):
+    ds = load(make_cfg, shared_cache, "dataset.limit=2")  # both on 3M_2018_10K (~35 s to parse)
+    assert [t.id for t in ds.tasks] == ["financebench_id_03029", "financebench_id_04672"]
+    assert list(ds.corpus.documents) == ["3M_2018_10K"]
+    doc = ds.corpus.documents["3M_2018_10K"]
+    assert (doc.company, doc.doc_type, doc.period) == ("3M", "10K", "FY2018")
+    assert doc.line_pages[0] == 1 and doc.line_pages[-1] == 160
+    for task, row in zip(ds.tasks, real_rows()[:2], strict=True):
+        check_evidence_gold(task, row, doc)
+
+
+@needs_data
+def test_real_limit_3_multi_page_evidence_and_missing(make_cfg, shared_cache, tmp_path):
+    # a view of the real tree: real PDFs and filing list (symlinks), a question file holding
+    # five real questions chosen for small PDFs, multi-page evidence and a missing PDF
+    rows = {r["financebench_id"]: r for r in real_rows()}
+    chosen = ["financebench_id_01912", "financebench_id_00807", "financebench_id_02024",
+              "financebench_id_00215", "financebench_id_03856"]
+    view = tmp_path / "fb"
+    (view / "data").mkdir(parents=True)
+    (view / "pdfs").symlink_to(FB / "pdfs")
+    info = "financebench_document_information.jsonl"
+    (view / "data" / info).symlink_to(FB / "data" / info)
+    (view / "data" / "financebench_open_source.jsonl").write_text(
+        "".join(json.dumps(rows[i]) + "\n" for i in chosen))
+    ds = load(make_cfg, shared_cache, f"dataset.root={view}", "dataset.limit=3")
+    assert [t.id for t in ds.tasks] == [chosen[0], chosen[2], chosen[3]]
+    assert ds.reports["pdf_parsing"]["n_pdfs"] == 3  # ADOBE_2017_10K (5th) is not parsed
+    assert [q["financebench_id"] for q in ds.reports["missing_pdfs"]["questions"]] == [
+        "financebench_id_00807"]  # 3M_2023Q2_10Q is absent upstream
+    for task in ds.tasks:
+        check_evidence_gold(task, rows[task.id], ds.corpus.documents[task.doc_ids[0]])
+    mgm = ds.corpus.documents["MGMRESORTS_2022Q4_EARNINGS"]
+    assert (mgm.doc_type, mgm.period) == ("EARNINGS", "Q4 2022")
+    assert ds.tasks[0].gold_lines[mgm.doc_id]  # evidence pages [2, 3, 3]: 3 and 4, once each
 
 
 @needs_data
