@@ -124,3 +124,16 @@ def test_oracle_gets_exactly_the_gold_lines_and_closed_book_gets_nothing(world):
     _system("closed_book", model, ds, index).predict(ds.tasks[0], "m")
     closed = model.requests[1]["messages"][0]["content"]
     assert "<document" not in closed and "<chunk" not in closed and "<question>" in closed
+
+
+def test_style_examples_reach_the_prompt_but_not_the_offline_summary(world):
+    from dataclasses import replace
+
+    ds, index = world
+    example = "q1 sales of widgets rose 99.9 percent to $1 trillion."
+    task = replace(ds.tasks[0], meta={"style_examples": [example]})
+    model = ScriptedModel(["ok"])
+    _system("stuffing", model, ds, index).predict(task, "m")
+    assert example in model.requests[0]["messages"][0]["content"]
+    offline = _system("stuffing", OfflineModel(), ds, index).predict(task, "m")
+    assert "99.9" not in offline.predicted

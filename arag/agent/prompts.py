@@ -55,4 +55,10 @@ def task_prompt(task: Task, style: str, target_words: int, context: str = "") ->
     else:
         parts.append(f"<style>{style}</style>\n<target_words>{target_words}</target_words>")
         parts.append(f"{STYLE_GUIDE[style]} Use at most {target_words} words.")
+        examples = task.meta.get("style_examples") or []
+        if examples:
+            shown = "\n\n".join(f"<example>\n{e}\n</example>" for e in examples)
+            parts.append("Reference summaries of other calls, for style only (their facts "
+                         f"are not about this document):\n<style_examples>\n{shown}\n"
+                         "</style_examples>")
     return "\n\n".join(parts)
