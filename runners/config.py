@@ -59,12 +59,19 @@ class GEvalConfig:
 
 
 @dataclass
+class RankingConfig:
+    ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
+
+
+@dataclass
 class MetricsConfig:
     scorers: list[str] = field(
-        default_factory=lambda: ["rouge", "bertscore", "retrieval", "length", "numeric", "geval"])
+        default_factory=lambda: ["rouge", "bertscore", "retrieval", "ranking", "length",
+                                 "numeric", "geval"])
     rouge: RougeConfig = field(default_factory=RougeConfig)
     bertscore: BertScoreConfig = field(default_factory=BertScoreConfig)
     geval: GEvalConfig = field(default_factory=GEvalConfig)
+    ranking: RankingConfig = field(default_factory=RankingConfig)
 
 
 @dataclass

@@ -41,6 +41,8 @@ COSMETIC_KEYS = (
     "model.timeout_s", "model.requests_per_minute", "model.tokens_per_minute",
     "model.base_url", "judge.max_retries", "judge.timeout_s", "judge.requests_per_minute",
     "judge.tokens_per_minute", "judge.base_url",
+    # where parsed PDFs are cached and how many processes parse them: not what is computed
+    "dataset.options.cache_dir", "dataset.options.parse_workers",
 )
 # keys that decide the predictions (scoring settings are not among them)
 PREDICTION_KEYS = ("system", "dataset", "model", "retrieval", "max_loops", "task_type",
@@ -134,6 +136,8 @@ class Job:
 def prepare(cfg: DictConfig) -> Job:
     validate_config(cfg)
     dataset = load_dataset(cfg.dataset, resolve("."))
+    for note in dataset.notes:
+        log.info("dataset %s: %s", dataset.name, note)
     wanted = str(cfg.task_type.value if hasattr(cfg.task_type, "value") else cfg.task_type)
     tasks = [t for t in dataset.tasks if t.task_type == wanted]
     if not tasks:
@@ -263,6 +267,8 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     tracker.log_table(_table_rows(predictions, records), "eval_table.json")
     for name, report in job.dataset.reports.items():
         tracker.log_json(report, f"{name}.json")
+    if job.dataset.notes:
+        tracker.log_text("".join(f"- {n}\n" for n in job.dataset.notes), "dataset_notes.md")
     for scorer in scorers:
         if isinstance(scorer, GEvalScorer) and scorer.criteria and scorer.criteria.used:
             tracker.log_json(scorer.criteria.used, "geval_criteria.json")

@@ -85,7 +85,8 @@ def require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: 
 
 
 def read_text_lines(path: Path) -> tuple[str, ...]:
-    """A document file: one sentence per line; blank lines dropped; must not be empty."""
+    """A document file: one sentence per line (blank lines kept, so line numbers match the
+    file); must not be empty."""
     if not path.exists():
         raise DatasetError("document file not found; check the path and dataset.root", path)
     try:

@@ -1,0 +1,405 @@
+"""FinanceBench: question answering over SEC filings (10-K, 10-Q, 8-K, earnings releases).
+
+Getting the data
+----------------
+Clone the open-source release and point ``dataset.root`` at the clone::
+
+    git clone https://github.com/patronus-ai/financebench /data/financebench
+    python run.py -m system=arag,naive,stuffing dataset=financebench \\
+        dataset.root=/data/financebench
+
+Layout read (upstream, unchanged; relative roots resolve against the project root)::
+
+    data/financebench_open_source.jsonl            150 questions
+    data/financebench_document_information.jsonl   filings: company, doc_type, doc_period
+    pdfs/<doc_name>.pdf                            the filings (some are absent upstream)
+
+What a task is
+--------------
+One QA task per question (``task_type: qa``), id = ``financebench_id``, reference = the
+answer, ``doc_ids = [doc_name]``; ``Task.meta`` keeps question_type, question_reasoning,
+justification and the evidence list (without ``evidence_text_full_page``, which is the
+page text the document already holds; each item gains its 1-based ``page``). Tasks keep the
+file's order. Questions whose PDF is absent are skipped and listed per question in
+``Dataset.reports["missing_pdfs"]`` (and a note).
+
+Documents
+---------
+No text ships upstream: each PDF is parsed with pypdf, page by page. A page's text is
+cleaned (de-hyphenated at line ends, whitespace collapsed) and cut into sentences by a
+simple regex splitter (pieces longer than ``max_sentence_words`` -- table rows -- are cut
+into word windows); one sentence per ``Document.lines`` entry, and ``Document.line_pages``
+gives the 1-based page of each line, so a line never spans two pages. Retrieval gold =
+every line on the evidence pages (``evidence_page_num`` is 0-based).
+
+pypdf is pure Python and slow (a 160-page 10-K takes ~35 s on one core), so page texts
+are cached as JSON in ``<cache_dir>/parsed/<sha256 of the PDF>.json`` and parsed PDFs
+are never parsed again; missing ones are parsed in parallel processes. ``dataset.limit=N``
+is applied here, before parsing: only the PDFs of the first N answerable questions are
+parsed.
+
+Options (``dataset.options``)
+-----------------------------
+``cache_dir`` (default ``${cache.dir}`` via conf/dataset/financebench.yaml, else
+``data/cache``), ``parse_workers`` (processes; default: number of CPUs),
+``max_sentence_words`` (default 60).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+from arag.datasets.base import (
+    Dataset,
+    DatasetError,
+    read_jsonl,
+    register_adapter,
+    require,
+    resolve_root,
+    validate,
+)
+from arag.records import Corpus, Document, Task
+
+log = logging.getLogger(__name__)
+
+UPSTREAM = "https://github.com/patronus-ai/financebench"
+QUESTIONS = Path("data") / "financebench_open_source.jsonl"
+DOC_INFO = Path("data") / "financebench_document_information.jsonl"
+PDFS = Path("pdfs")
+CACHE_FORMAT = 1  # bump when the cached page extraction changes
+DOC_TYPES = {"10k": "10K", "10k_annualreport": "10K", "10q": "10Q", "8k": "8K",
+             "earnings": "EARNINGS"}
+OPTIONS = {"cache_dir", "parse_workers", "max_sentence_words"}
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]  # the folder that holds arag/
+
+ABBREVIATIONS = frozenset(
+    "u.s. u.k. inc. corp. co. ltd. no. nos. mr. mrs. ms. dr. vs. e.g. i.e. etc. jan. feb. "
+    "mar. apr. jun. jul. aug. sep. sept. oct. nov. dec. approx. fig. st. jr. sr. l.p. n.a. "
+    "s.a. p.m. a.m.".split())
+SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[$€£A-Z0-9])"
+                          r"|\s+[•●▪■◦]\s+")  # or a bullet
+
+
+# --- text --------------------------------------------------------------------------------
+
+def clean_page(text: str) -> str:
+    """PDF page text -> one line: hyphenation at line ends undone, whitespace collapsed."""
+    text = text.replace("\u00ad", "").replace("\x00", " ")
+    text = re.sub(r"(?<=[a-z])-\n(?=[a-z])", "", text)
+    return " ".join(text.split())
+
+
+def split_sentences(text: str, max_words: int = 60) -> list[str]:
+    """Regex sentence split (not after common abbreviations); long pieces cut into windows."""
+    pieces = [p.strip(" •●▪■◦") for p in SENTENCE_END.split(text)]
+    pieces = [p for p in pieces if p]
+    merged: list[str] = []
+    for piece in pieces:
+        if merged and merged[-1].split()[-1].lower() in ABBREVIATIONS:
+            merged[-1] = f"{merged[-1]} {piece}"
+        else:
+            merged.append(piece)
+    out = []
+    for sentence in merged:
+        words = sentence.split()
+        for i in range(0, len(words), max_words):
+            out.append(" ".join(words[i:i + max_words]))
+    return out
+
+
+def page_lines(pages: list[str], max_words: int = 60) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Pages -> (sentences, 1-based page of each sentence); empty pages contribute nothing."""
+    lines: list[str] = []
+    line_pages: list[int] = []
+    for number, text in enumerate(pages, start=1):
+        for sentence in split_sentences(clean_page(text), max_words):
+            lines.append(sentence)
+            line_pages.append(number)
+    return tuple(lines), tuple(line_pages)
+
+
+# --- PDF parsing with a content-addressed cache -------------------------------------------
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def extract_pages(path: str | Path) -> tuple[list[str], float]:
+    """Text of every page with pypdf; (pages, seconds)."""
+    import pypdf
+
+    started = time.perf_counter()
+    reader = pypdf.PdfReader(str(path))
+    pages = [page.extract_text() or "" for page in reader.pages]
+    return pages, time.perf_counter() - started
+
+
+def _cache_file(cache_dir: Path, sha: str) -> Path:
+    return cache_dir / "parsed" / f"{sha}.json"
+
+
+def _read_cache(file: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if data.get("format") != CACHE_FORMAT or not isinstance(data.get("pages"), list):
+        return None
+    return data
+
+
+def parse_to_cache(pdf: Path, sha: str, file: Path) -> None:
+    """Parse one PDF and store its pages atomically (parallel jobs never see half a file)."""
+    import pypdf
+
+    pages, seconds = extract_pages(pdf)
+    file.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": CACHE_FORMAT, "sha256": sha, "source": pdf.name,
+               "parser": f"pypdf {pypdf.__version__}", "parse_seconds": round(seconds, 2),
+               "pages": pages}
+    fd, tmp = tempfile.mkstemp(prefix=f".{file.stem}.", dir=file.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(payload, f, ensure_ascii=False)
+    os.replace(tmp, file)
+
+
+def _parse_in_subprocess(pdf: Path, sha: str, file: Path) -> None:
+    """One worker process per PDF: pypdf is pure Python, so threads would not run in parallel.
+
+    A fresh interpreter (not a fork, not multiprocessing's re-import of ``__main__``) is
+    safe from any caller: Hydra jobs, scripts without a main guard, threaded runners.
+    """
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH"))
+                                        if p)
+    done = subprocess.run([sys.executable, "-m", __name__, str(pdf), sha, str(file)], env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise DatasetError(f"pypdf cannot parse this PDF ({tail}); replace it with an intact "
+                           "copy, or delete it (its questions are then skipped and reported)",
+                           pdf)
+
+
+def parse_pdfs(pdfs: list[Path], cache_dir: Path, workers: int | None = None
+               ) -> tuple[dict[Path, list[str]], dict[str, Any]]:
+    """Page texts of each PDF, from the cache or parsed (in parallel) and cached; + stats."""
+    started = time.perf_counter()
+    pages: dict[Path, list[str]] = {}
+    todo: list[tuple[Path, str, Path]] = []
+    for pdf in pdfs:
+        sha = sha256_file(pdf)
+        cached = _read_cache(_cache_file(cache_dir, sha))
+        if cached is None:
+            todo.append((pdf, sha, _cache_file(cache_dir, sha)))
+        else:
+            pages[pdf] = cached["pages"]
+    parse_seconds: dict[str, float] = {}
+    if todo:
+        n = max(1, min(len(todo), workers or os.cpu_count() or 1))
+        log.info("financebench: parsing %d PDF(s) with pypdf in %d process(es) (slow: ~0.2 s a "
+                 "page); cached under %s", len(todo), n, cache_dir / "parsed")
+        with ThreadPoolExecutor(n) as pool:
+            futures = {pool.submit(_parse_in_subprocess, *job): job for job in todo}
+            try:
+                for future in as_completed(futures):
+                    future.result()
+                    pdf, _, file = futures[future]
+                    data = _read_cache(file)
+                    if data is None:
+                        raise DatasetError(f"the parsed text was not stored in {file}", pdf)
+                    pages[pdf] = data["pages"]
+                    parse_seconds[pdf.name] = data["parse_seconds"]
+                    log.info("financebench: parsed %s (%d pages) in %.1fs", pdf.name,
+                             len(data["pages"]), data["parse_seconds"])
+            except BaseException:
+                for future in futures:
+                    future.cancel()
+                raise
+    stats = {"n_pdfs": len(pdfs), "n_from_cache": len(pdfs) - len(todo), "n_parsed": len(todo),
+             "parse_seconds": parse_seconds,
+             "wall_seconds": round(time.perf_counter() - started, 2)}
+    return pages, stats
+
+
+# --- the adapter ----------------------------------------------------------------------------
+
+def period_of(doc_name: str, info: dict[str, Any]) -> str:
+    """``3M_2023Q2_10Q`` -> "Q2 2023"; 10-K -> "FY2022"; 8-K -> "2022 (dated 2022-07-01)"."""
+    year = info.get("doc_period")
+    quarter = re.search(r"_(\d{4})Q([1-4])_", doc_name)
+    if quarter:
+        return f"Q{quarter[2]} {quarter[1]}"
+    dated = re.search(r"dated[-_](\d{4}-\d{2}-\d{2})", doc_name)
+    if dated:
+        return f"{year} (dated {dated[1]})"
+    doc_type = str(info.get("doc_type", "")).lower()
+    return f"FY{year}" if doc_type.startswith("10k") else str(year or "")
+
+
+def read_doc_info(path: Path) -> dict[str, dict[str, Any]]:
+    info = {}
+    for n, obj in read_jsonl(path):
+        name = require(obj, "doc_name", str, path, n)
+        doc_type = str(obj.get("doc_type", "")).lower()
+        if doc_type not in DOC_TYPES:
+            raise DatasetError(f"doc_type {obj.get('doc_type')!r} is unknown; expected one of "
+                               f"{sorted(DOC_TYPES)}", path, n, "doc_type")
+        info[name] = obj
+    return info
+
+
+def _options(cfg: Any, project_root: Path) -> tuple[Path, int | None, int]:
+    options = dict(cfg.options or {})
+    unknown = set(options) - OPTIONS
+    if unknown:
+        raise DatasetError(f"unknown dataset.options {sorted(unknown)} for financebench; known: "
+                           f"{sorted(OPTIONS)}")
+    cache_dir = resolve_root(str(options.get("cache_dir") or "data/cache"), project_root)
+    workers = options.get("parse_workers")
+    max_words = options.get("max_sentence_words") or 60
+    if workers is not None and (not isinstance(workers, int) or workers < 1):
+        raise DatasetError(f"dataset.options.parse_workers must be >= 1 (got {workers!r})")
+    if not isinstance(max_words, int) or max_words < 5:
+        raise DatasetError(f"dataset.options.max_sentence_words must be an integer >= 5 (got "
+                           f"{max_words!r})")
+    return cache_dir, workers, max_words
+
+
+@register_adapter("financebench")
+def load_financebench(cfg: Any, project_root: Path) -> Dataset:
+    root = resolve_root(cfg.root, project_root).resolve()
+    if not root.is_dir():
+        raise DatasetError(f"dataset.root {root} does not exist. Clone {UPSTREAM} and set "
+                           "dataset.root=<path of the clone>")
+    cache_dir, workers, max_words = _options(cfg, project_root)
+    questions_path = root / QUESTIONS
+    info_path = root / DOC_INFO
+    info = read_doc_info(info_path)
+    limit = cfg.limit if cfg.limit is not None and cfg.limit > 0 else None
+
+    # questions in file order; the limit counts answerable ones and is applied before parsing
+    chosen: list[tuple[int, dict[str, Any]]] = []
+    missing: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for n, obj in read_jsonl(questions_path):
+        if limit is not None and len(chosen) >= limit:
+            break
+        qid = require(obj, "financebench_id", str, questions_path, n)
+        if qid in seen:
+            raise DatasetError(f"duplicate financebench_id {qid!r} (first at line {seen[qid]})",
+                               questions_path, n, "financebench_id")
+        seen[qid] = n
+        for key in ("question", "answer", "doc_name"):
+            require(obj, key, str, questions_path, n)
+        require(obj, "evidence", list, questions_path, n)
+        doc_name = obj["doc_name"]
+        if doc_name not in info:
+            raise DatasetError(f"doc_name {doc_name!r} is not in {DOC_INFO.name}",
+                               questions_path, n, "doc_name")
+        pdf = root / PDFS / f"{doc_name}.pdf"
+        if not pdf.exists():
+            missing.append({"financebench_id": qid, "doc_name": doc_name, "line": n,
+                            "expected_path": str(pdf)})
+            continue
+        chosen.append((n, obj))
+
+    pdf_paths = sorted({root / PDFS / f"{obj['doc_name']}.pdf" for _, obj in chosen})
+    pages_by_pdf, stats = parse_pdfs(pdf_paths, cache_dir, workers)
+
+    documents: dict[str, Document] = {}
+    for pdf in pdf_paths:
+        lines, line_pages = page_lines(pages_by_pdf[pdf], max_words)
+        if not lines:
+            raise DatasetError("no text could be extracted from this PDF (scanned images?); "
+                               "delete it to skip its questions, or supply a text PDF", pdf)
+        meta = info[pdf.stem]
+        documents[pdf.stem] = Document(
+            doc_id=pdf.stem, lines=lines, company=str(meta.get("company", "")),
+            doc_type=DOC_TYPES[str(meta["doc_type"]).lower()], period=period_of(pdf.stem, meta),
+            line_pages=line_pages,
+        )
+
+    tasks: list[Task] = []
+    task_lines: dict[str, int] = {}
+    gold_report: dict[str, Any] = {}
+    for n, obj in chosen:
+        doc = documents[obj["doc_name"]]
+        n_pages = len(pages_by_pdf[root / PDFS / f"{doc.doc_id}.pdf"])
+        evidence, pages, problems = [], set(), []
+        for i, item in enumerate(obj["evidence"]):
+            if not isinstance(item, dict) or not isinstance(item.get("evidence_page_num"), int):
+                raise DatasetError(f"evidence[{i}] needs an integer 'evidence_page_num' "
+                                   "(0-based)", questions_path, n, "evidence")
+            page = item["evidence_page_num"] + 1
+            ev_doc = item.get("doc_name", doc.doc_id)
+            evidence.append({k: v for k, v in item.items() if k != "evidence_text_full_page"}
+                            | {"page": page})
+            if ev_doc != doc.doc_id:
+                problems.append(f"evidence[{i}] is in another document ({ev_doc}); not gold")
+            elif not 1 <= page <= n_pages:
+                problems.append(f"evidence[{i}] page {page} is beyond the PDF's {n_pages} pages")
+            else:
+                pages.add(page)
+        assert doc.line_pages is not None
+        gold = tuple(i for i, p in enumerate(doc.line_pages, start=1) if p in pages)
+        empty = sorted(p for p in pages if p not in set(doc.line_pages))
+        if empty:
+            problems.append(f"evidence page(s) {empty} have no extractable text")
+        gold_report[obj["financebench_id"]] = {"doc_name": doc.doc_id, "pages": sorted(pages),
+                                               "n_gold_lines": len(gold), "problems": problems}
+        qid = obj["financebench_id"]
+        task_lines[qid] = n
+        tasks.append(Task(
+            id=qid, task_type="qa", doc_ids=(doc.doc_id,), question=obj["question"],
+            reference=obj["answer"], gold_lines={doc.doc_id: gold}, source=cfg.name,
+            meta={"company": obj.get("company"), "question_type": obj.get("question_type"),
+                  "question_reasoning": obj.get("question_reasoning"),
+                  "justification": obj.get("justification"), "evidence": evidence},
+        ))
+
+    dataset = Dataset(cfg.name, Corpus(documents), tasks)
+    dataset.reports["pdf_parsing"] = stats
+    dataset.reports["gold_pages"] = {
+        "totals": {"n_tasks": len(tasks),
+                   "n_without_gold_lines": sum(1 for r in gold_report.values()
+                                               if not r["n_gold_lines"]),
+                   "n_with_problems": sum(1 for r in gold_report.values() if r["problems"])},
+        "tasks": gold_report,
+    }
+    if missing:
+        docs_missing = sorted({m["doc_name"] for m in missing})
+        dataset.reports["missing_pdfs"] = {
+            "n_questions_skipped": len(missing), "n_documents_missing": len(docs_missing),
+            "documents": docs_missing, "questions": missing,
+        }
+        dataset.notes.append(
+            f"{len(missing)} question(s) skipped: their PDFs ({len(docs_missing)} filings) are "
+            f"absent from {root / PDFS} (see the missing_pdfs report)")
+    bad = dataset.reports["gold_pages"]["totals"]["n_with_problems"]
+    if bad:
+        dataset.notes.append(f"{bad} task(s) have evidence that does not map to gold lines "
+                             "(see the gold_pages report)")
+    if limit is not None:
+        dataset.notes.append(f"dataset.limit={limit}: the first {len(tasks)} answerable "
+                             f"questions; {len(pdf_paths)} PDF(s) loaded")
+    return validate(dataset, questions_path, task_lines)
+
+
+if __name__ == "__main__":  # the PDF-parsing worker: <pdf> <sha256> <cache file>
+    parse_to_cache(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))

@@ -1,0 +1,188 @@
+"""Benchmark: the ECTSum sweep (arag, naive, stuffing), cold and warm.
+
+    .venv/bin/python bench/ectsum_sweep.py --limit 20          # quick check
+    .venv/bin/python bench/ectsum_sweep.py                     # all 249 val calls
+
+Runs ``python run.py -m system=arag,naive,stuffing dataset=ectsum dataset.split=val`` as a
+subprocess against a throw-away tracking store, cache and runs folder (a temporary
+directory, or ``--workdir``), then runs the same command again. Reports:
+
+- cold wall time, peak RSS of the sweep process (``os.wait4`` of that child; plus
+  ``getrusage(RUSAGE_CHILDREN).ru_maxrss``, the peak over every child so far), and the
+  time spent building indexes (the ``index <key>: built in X.Xs`` log lines);
+- warm wall time and peak RSS (same command, same stores: finished runs are found by config
+  hash and reused, predictions resume, the index loads from the cache; with
+  ``--warm-rerun`` the warm pass adds ``runner.rerun=true`` and predicts again, served by
+  the response cache);
+- per system, ROUGE-1/2/L and retrieval recall/precision as logged in MLflow.
+
+Extra Hydra overrides go after ``--``: ``bench/ectsum_sweep.py --limit 5 -- model=offline``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILT = re.compile(r"index (\S+): built in ([\d.]+)s")
+LOADED = re.compile(r"index (\S+): loaded from cache")
+REUSED = re.compile(r"already FINISHED as run")
+METRICS = ("n_tasks", "rouge1_f1_mean", "rouge2_f1_mean", "rougeL_f1_mean",
+           "retrieval_recall_mean", "retrieval_precision_mean", "recall_at_5_mean",
+           "cost_usd_total", "latency_ms_p50")
+
+
+@dataclass
+class Pass:
+    name: str
+    returncode: int = 0
+    wall_s: float = 0.0
+    peak_rss_mb: float = 0.0
+    embed_s: float = 0.0
+    indexes_built: int = 0
+    indexes_loaded: int = 0
+    runs_reused: int = 0
+    log_file: Path | None = None
+    lines: list[str] = field(default_factory=list)
+
+
+def sweep_command(args: argparse.Namespace, work: Path, extra: list[str]) -> list[str]:
+    cmd = [sys.executable, "run.py", "-m", f"system={args.systems}", "dataset=ectsum",
+           f"dataset.split={args.split}",
+           f"tracking.uri=sqlite:///{work}/mlflow.db",
+           f"tracking.artifact_location={work}/artifacts",
+           f"cache.dir={work}/cache", f"runner.runs_dir={work}/runs"]
+    if args.limit:
+        cmd.append(f"dataset.limit={args.limit}")
+    return cmd + extra
+
+
+def run_pass(name: str, cmd: list[str], work: Path, echo: bool) -> Pass:
+    result = Pass(name, log_file=work / f"{name}.log")
+    cmd = [*cmd, f"hydra.sweep.dir={work}/multirun/{name}"]  # keeps multirun/ out of the repo
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false",
+               PYTHONUNBUFFERED="1")
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, bufsize=1)
+    assert proc.stdout is not None
+    with open(result.log_file, "w", encoding="utf-8") as log:
+        for line in proc.stdout:
+            log.write(line)
+            result.lines.append(line.rstrip("\n"))
+            if echo:
+                sys.stderr.write(line)
+    _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage (incl. its children)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    result.wall_s = time.perf_counter() - started
+    result.returncode = proc.returncode
+    result.peak_rss_mb = usage.ru_maxrss / 1024  # KiB on Linux
+    for line in result.lines:
+        if m := BUILT.search(line):
+            result.embed_s += float(m[2])
+            result.indexes_built += 1
+        if LOADED.search(line):
+            result.indexes_loaded += 1
+        if REUSED.search(line):
+            result.runs_reused += 1
+    return result
+
+
+def logged_metrics(work: Path) -> dict[str, dict[str, float]]:
+    """system -> metrics of its latest child run in the ectsum experiment."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{work}/mlflow.db")
+    experiment = client.get_experiment_by_name("ectsum")
+    if experiment is None:
+        return {}
+    latest: dict[str, tuple[int, dict[str, float]]] = {}
+    for run in client.search_runs([experiment.experiment_id], max_results=1000):
+        system = run.data.tags.get("system")
+        if not system or run.data.tags.get("role") == "sweep_parent":
+            continue
+        if system not in latest or run.info.start_time > latest[system][0]:
+            latest[system] = (run.info.start_time, dict(run.data.metrics))
+    return {system: metrics for system, (_, metrics) in sorted(latest.items())}
+
+
+def fmt(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None else f"{value:.{digits}g}"
+
+
+def report(args, passes: list[Pass], children_peak_mb: float,
+           metrics: dict[str, dict[str, float]]) -> str:
+    out = [f"ECTSum sweep: systems={args.systems} split={args.split} "
+           f"limit={args.limit or 'all'} (2 passes, same stores)", ""]
+    out.append(f"{'pass':<6}{'rc':>4}{'wall s':>10}{'peak RSS MB':>13}{'embed s':>10}"
+               f"{'idx built':>11}{'idx cached':>12}{'runs reused':>13}")
+    for p in passes:
+        out.append(f"{p.name:<6}{p.returncode:>4}{p.wall_s:>10.1f}{p.peak_rss_mb:>13.0f}"
+                   f"{p.embed_s:>10.1f}{p.indexes_built:>11}{p.indexes_loaded:>12}"
+                   f"{p.runs_reused:>13}")
+    out.append(f"peak RSS over all children (RUSAGE_CHILDREN): {children_peak_mb:.0f} MB")
+    out.append("")
+    cols = ("n_tasks", "rouge1_f1_mean", "rouge2_f1_mean", "rougeL_f1_mean",
+            "retrieval_recall_mean", "retrieval_precision_mean", "recall_at_5_mean")
+    heads = ("n", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ret.recall", "ret.prec", "R@5")
+    out.append(f"{'system':<10}" + "".join(f"{h:>11}" for h in heads))
+    for system, m in metrics.items():
+        out.append(f"{system:<10}" + "".join(f"{fmt(m.get(c)):>11}" for c in cols))
+    if not metrics:
+        out.append("(no runs found in the MLflow store)")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra: list[str] = []
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, extra = argv[:cut], argv[cut + 1:]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=None, help="dataset.limit (first N calls)")
+    parser.add_argument("--split", default="val", help="dataset.split (default: val)")
+    parser.add_argument("--systems", default="arag,naive,stuffing")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="keep stores here (default: a temporary folder, deleted)")
+    parser.add_argument("--warm-rerun", action="store_true",
+                        help="warm pass with runner.rerun=true (predict again, cached calls)")
+    parser.add_argument("--verbose", action="store_true", help="echo the sweep's log")
+    args = parser.parse_args(argv)
+
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="ectsum-bench-"))
+    work = work.resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    try:
+        cmd = sweep_command(args, work, extra)
+        print("$ " + " ".join(cmd), file=sys.stderr, flush=True)
+        cold = run_pass("cold", cmd, work, args.verbose)
+        warm_cmd = cmd + (["runner.rerun=true"] if args.warm_rerun else [])
+        warm = run_pass("warm", warm_cmd, work, args.verbose)
+        children_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        print(report(args, [cold, warm], children_peak, logged_metrics(work)), flush=True)
+        for p in (cold, warm):
+            if p.returncode:
+                tail = "\n".join(p.lines[-15:])
+                print(f"\n{p.name} pass exited {p.returncode}; last lines:\n{tail}",
+                      file=sys.stderr)
+        return max(cold.returncode, warm.returncode)
+    finally:
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"stores kept in {work} (logs: cold.log, warm.log)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
