@@ -23,6 +23,46 @@ from runners import track
 log = logging.getLogger(__name__)
 
 
+def _check_keys(config: DictConfig) -> None:
+    """A Claude model or judge without ANTHROPIC_API_KEY stops the sweep before any run."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    from arag.llm.claude import MissingAPIKey, api_key
+
+    providers = {config.model.provider, config.judge.provider}
+    for o in OverridesParser.create().parse_overrides(list(config.hydra.overrides.task)):
+        if o.key_or_group in ("model", "judge"):
+            for choice in (o.sweep_string_iterator() if o.is_sweep_override()
+                           else [o.value()]):
+                providers.add(_provider_of(o.key_or_group, str(choice)))
+    if "anthropic" in providers:
+        try:
+            api_key()
+        except MissingAPIKey as exc:
+            log.error("%s", exc)
+            raise SystemExit(2) from None
+
+
+def _provider_of(group: str, choice: str) -> str:
+    """The provider a model/judge option names (judge options reuse a model's file)."""
+    from omegaconf import OmegaConf
+
+    from runners.paths import PROJECT_ROOT
+
+    path = PROJECT_ROOT / "conf" / group / f"{choice}.yaml"
+    if not path.exists():
+        return "unknown"
+    node = OmegaConf.load(path)
+    if "provider" in node:
+        return str(node.provider)
+    for entry in node.get("defaults", []):
+        if isinstance(entry, dict | DictConfig):
+            for key, value in entry.items():
+                if str(key).startswith("/model"):
+                    return _provider_of("model", str(value))
+    return "unknown"
+
+
 def swept_keys(overrides: list[str]) -> list[str]:
     """The keys a sweep varies (``system=a,b``, ``max_loops=3,6``): they name the child runs."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -43,6 +83,7 @@ class MLflowSweepCallback(Callback):
         self.sweep_dir = sweep_dir
         if config.runner.dry_run:
             return  # a dry run calls no model and records nothing
+        _check_keys(config)
         self.client = track.connect(config.tracking)
         name = config.tracking.experiment or config.dataset.name
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)

@@ -19,6 +19,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.datasets import Dataset, DatasetError, load_dataset
 from arag.llm import Prices, make_model
+from arag.llm.cache import CachedModel
+from arag.llm.claude import MissingAPIKey
 from arag.records import Prediction, content_hash
 from arag.retrieval import SearchIndex, build_chunks, load_or_build_index
 from arag.systems import SYSTEMS, SystemContext, make_system
@@ -163,7 +165,7 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
                               cfg.model.offline)
         print(est.line(), flush=True)
         return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": est.cost_usd}
-    model = make_model(cfg.model)
+    model = cached(make_model(cfg.model), cfg)
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
         client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
@@ -206,7 +208,15 @@ def make_judge(cfg: DictConfig):
     judge = make_model(cfg.judge)
     if not judge.can_judge:
         return None, f"judge={cfg.judge.name}: the offline model is not a judge"
-    return judge, ""
+    return cached(judge, cfg), ""
+
+
+def cached(model, cfg: DictConfig):
+    """Every model and judge call goes through the content-addressed response cache."""
+    mode = str(cfg.cache.mode.value if hasattr(cfg.cache.mode, "value") else cfg.cache.mode)
+    if mode == "off" or model.provider == "offline":
+        return model  # the offline model is deterministic and free: nothing to save
+    return CachedModel(model, resolve(cfg.cache.dir), mode)
 
 
 def build_system(job: Job, model):
@@ -297,7 +307,7 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     try:
         return run(cfg, parent, run_name=run_name,
                    sweep_id=(parent or {}).get("sweep_id"))
-    except (ConfigError, DatasetError, track.TrackingError) as exc:
+    except (ConfigError, DatasetError, track.TrackingError, MissingAPIKey) as exc:
         message = str(exc)
         log.error("%s", message)
         if not multirun:

@@ -34,4 +34,4 @@ def make_model(model_cfg: Any) -> ChatModel:
 
 def _load_builtin_providers() -> None:
     # importing registers them; each provider module imports its SDK only when called
-    from arag.llm import anthropic_provider, offline, scripted  # noqa: F401
+    from arag.llm import claude, offline, scripted  # noqa: F401

@@ -1,0 +1,93 @@
+"""Content-addressed response cache around any ChatModel.
+
+Key: provider, model, and the full request (system, messages, tools, max_tokens,
+temperature, tool_choice). One JSON file per entry under
+``<cache.dir>/responses/<key[:2]>/<key>.json``, written atomically. A hit returns the same
+completion marked ``cached=True`` (it costs nothing; ``cost_usd_uncached`` keeps what it
+would have cost). A damaged entry is ignored, refetched and overwritten. Modes:
+``read_write``, ``read_only`` (never writes), ``off`` (not used at all).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from pathlib import Path
+
+from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
+
+log = logging.getLogger(__name__)
+
+
+class CachedModel(ChatModel):
+    def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
+        self.inner = inner
+        self.name = inner.name
+        self.provider = inner.provider
+        self.folder = Path(cache_dir) / "responses"
+        self.mode = mode
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+
+    @property
+    def can_judge(self) -> bool:
+        return self.inner.can_judge
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def key(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
+            max_tokens: int, temperature: float, tool_choice: str) -> str:
+        model_id = getattr(self.inner, "model_id", self.inner.name)
+        payload = json.dumps({
+            "provider": self.inner.provider, "model": model_id, "system": system,
+            "messages": messages, "tools": [t.to_api() for t in tools or []],
+            "max_tokens": max_tokens, "temperature": temperature, "tool_choice": tool_choice,
+        }, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+    def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
+                 max_tokens: int = 1024, temperature: float = 0.0,
+                 tool_choice: str = "auto") -> Completion:
+        if self.mode == "off":
+            return self.inner.complete(system, messages, tools, max_tokens, temperature,
+                                       tool_choice)
+        key = self.key(system, messages, tools, max_tokens, temperature, tool_choice)
+        path = self.folder / key[:2] / f"{key}.json"
+        hit = self._read(path)
+        if hit is not None:
+            with self._lock:
+                self.hits += 1
+            return hit
+        completion = self.inner.complete(system, messages, tools, max_tokens, temperature,
+                                         tool_choice)
+        with self._lock:
+            self.misses += 1
+        if self.mode == "read_write":
+            self._write(path, completion)
+        return completion
+
+    def _read(self, path: Path) -> Completion | None:
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return Completion(content=data["content"], stop_reason=data["stop_reason"],
+                              usage=Usage(**data["usage"]), model=data["model"], cached=True)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("response cache entry %s is damaged (%s); fetching again", path.name, exc)
+            return None
+
+    def _write(self, path: Path, completion: Completion) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"content": completion.content, "stop_reason": completion.stop_reason,
+                "usage": vars(completion.usage), "model": completion.model}
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f, ensure_ascii=False)
+        os.replace(tmp, path)

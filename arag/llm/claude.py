@@ -1,0 +1,174 @@
+"""The Anthropic provider: Claude through the official SDK (2.x, on httpx2).
+
+* The key comes only from ``ANTHROPIC_API_KEY``; it is never a config value and never
+  logged. ``model.base_url`` points the SDK elsewhere (a proxy, or the tests' fake server).
+* Retries are ours (the SDK's own are off, so behaviour is explicit and testable): 429
+  (honouring ``retry-after``), 529 overloaded, any 5xx, connection errors, timeouts and
+  malformed replies are retried with exponential backoff and jitter up to
+  ``model.max_retries``; other 4xx (400/401/403/404 ...) fail at once with the API's
+  message. ``sleep`` is an attribute, so tests remove the waits.
+* Prompt caching: with ``model.prompt_caching`` the system prompt and the tool
+  definitions carry ``cache_control``, so every loop after the first reads that prefix
+  from the cache.
+* ``requests_per_minute`` / ``tokens_per_minute`` are enforced before each request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import time
+from typing import Any
+
+from arag.llm.base import ChatModel, Completion, Message, ModelError, ToolSpec, Usage
+from arag.llm.limits import RateLimiter
+from arag.llm.registry import register_provider
+
+log = logging.getLogger(__name__)
+KEY_ENV = "ANTHROPIC_API_KEY"
+RETRYABLE_STATUS = {408, 409, 429, 529}
+
+
+class MissingAPIKey(ModelError):
+    pass
+
+
+class MalformedResponse(Exception):
+    pass
+
+
+def _parse(build: Any, response: Any, started: float) -> Completion:
+    """A reply the SDK accepted but that lacks what a message must have is malformed."""
+    try:
+        return build(response, started)
+    except (AttributeError, TypeError, KeyError, ValueError) as exc:
+        raise MalformedResponse(f"{type(exc).__name__}: {exc}") from None
+
+
+def api_key() -> str:
+    key = os.environ.get(KEY_ENV, "").strip()
+    if not key:
+        raise MissingAPIKey(
+            f"model.provider=anthropic needs an API key in the environment: "
+            f"export {KEY_ENV}=sk-ant-... (it is never read from a config file), or use "
+            "model=offline")
+    return key
+
+
+class ClaudeModel(ChatModel):
+    provider = "anthropic"
+
+    def __init__(self, cfg: Any):
+        try:
+            import anthropic
+        except ImportError as exc:  # pragma: no cover - a dependency of the project
+            raise ImportError("model.provider=anthropic needs the SDK: pip install anthropic") \
+                from exc
+        self._anthropic = anthropic
+        self.name = cfg.name
+        self.model_id = cfg.model_id
+        self.max_retries = int(cfg.max_retries)
+        self.prompt_caching = bool(cfg.prompt_caching)
+        self.client = anthropic.Anthropic(api_key=api_key(), base_url=cfg.base_url or None,
+                                          max_retries=0, timeout=float(cfg.timeout_s))
+        self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
+        self.sleep = time.sleep  # overridable: tests remove waits
+        self.base_delay, self.max_delay = 1.0, 60.0
+
+    def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
+                 max_tokens: int = 1024, temperature: float = 0.0,
+                 tool_choice: str = "auto") -> Completion:
+        request = self._request(system, messages, tools, max_tokens, temperature, tool_choice)
+        estimate = self.count_tokens(str(request)) + max_tokens
+        last: str = ""
+        for attempt in range(self.max_retries + 1):
+            self.limiter.acquire(estimate)
+            started = time.perf_counter()
+            try:
+                response = self.client.messages.create(**request)
+                completion = _parse(self._completion, response, started)
+                self.limiter.record(completion.usage.input_tokens
+                                    + completion.usage.cache_read_input_tokens
+                                    + completion.usage.cache_creation_input_tokens
+                                    + completion.usage.output_tokens, estimate)
+                return completion
+            except self._anthropic.APIStatusError as exc:
+                status = exc.status_code
+                message = _api_message(exc)
+                if status not in RETRYABLE_STATUS and status < 500:
+                    raise ModelError(f"Anthropic API error {status}: {message}") from None
+                last = f"HTTP {status}: {message}"
+                wait = _retry_after(exc) or self._backoff(attempt)
+            except self._anthropic.APIConnectionError as exc:  # includes APITimeoutError
+                last = f"{type(exc).__name__}: {exc}"
+                wait = self._backoff(attempt)
+            except (self._anthropic.APIResponseValidationError, MalformedResponse,
+                    json.JSONDecodeError) as exc:
+                last = f"malformed response: {type(exc).__name__}: {exc}"[:300]
+                wait = self._backoff(attempt)
+            if attempt < self.max_retries:
+                log.info("%s: %s; retry %d/%d in %.1fs", self.name, last, attempt + 1,
+                         self.max_retries, wait)
+                self.sleep(wait)
+        raise ModelError(f"{self.name}: gave up after {self.max_retries + 1} attempts; last "
+                         f"error: {last}")
+
+    def _backoff(self, attempt: int) -> float:
+        return min(self.max_delay, self.base_delay * 2 ** attempt) * (0.5 + random.random() / 2)
+
+    def _request(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
+                 max_tokens: int, temperature: float, tool_choice: str) -> dict[str, Any]:
+        # the current Messages API takes no sampling parameters: temperature is not sent
+        request: dict[str, Any] = {"model": self.model_id, "max_tokens": max_tokens,
+                                   "messages": messages}
+        cache = {"cache_control": {"type": "ephemeral"}} if self.prompt_caching else {}
+        if system:
+            request["system"] = [{"type": "text", "text": system, **cache}]
+        if tools:
+            specs = [t.to_api() for t in tools]
+            if cache:
+                specs[-1] = {**specs[-1], **cache}
+            request["tools"] = specs
+            request["tool_choice"] = {"type": "none" if tool_choice == "none" else "auto"}
+        return request
+
+    def _completion(self, response: Any, started: float) -> Completion:
+        content = []
+        for block in response.content:
+            if block.type == "text":
+                content.append({"type": "text", "text": block.text})
+            elif block.type == "tool_use":
+                content.append({"type": "tool_use", "id": block.id, "name": block.name,
+                                "input": dict(block.input)})
+        u = response.usage
+        usage = Usage(int(u.input_tokens), int(u.output_tokens),
+                      int(getattr(u, "cache_read_input_tokens", 0) or 0),
+                      int(getattr(u, "cache_creation_input_tokens", 0) or 0))
+        return Completion(content=content, stop_reason=str(response.stop_reason), usage=usage,
+                          model=str(response.model),
+                          latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(err, dict) and err.get("message"):
+            return f"{err.get('type', 'error')}: {err['message']}"
+    return str(getattr(exc, "message", exc))[:500]
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+@register_provider("anthropic")
+def _claude(cfg: Any) -> ChatModel:
+    return ClaudeModel(cfg)

@@ -1,0 +1,155 @@
+"""A fake Anthropic Messages API on 127.0.0.1, for the real SDK over real HTTP.
+
+Replies are real Messages-API bodies. Behaviour is scripted: ``queue`` specs are served
+first, then ``handler(request_json, n)`` decides. A spec is a dict with any of:
+``body`` (a full reply), ``status`` + ``error`` (an API error body), ``headers``,
+``delay`` (seconds before answering), ``drop`` (close the socket, no reply),
+``malformed`` (a 200 with a broken body). Every request is recorded.
+
+Prompt caching is simulated: a request whose system block carries ``cache_control``
+reports ``cache_creation_input_tokens`` the first time that prefix is seen and
+``cache_read_input_tokens`` after.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Spec = dict[str, Any]
+
+
+def text_reply(text: str, request: dict, usage: dict | None = None,
+               stop_reason: str = "end_turn") -> Spec:
+    return {"body": {"id": "msg_fake", "type": "message", "role": "assistant",
+                     "model": request.get("model", "claude-fake"),
+                     "content": [{"type": "text", "text": text}], "stop_reason": stop_reason,
+                     "stop_sequence": None, "usage": usage or {}}}
+
+
+def tool_reply(name: str, tool_input: dict, request: dict, n: int, usage: dict | None = None) -> Spec:
+    return {"body": {"id": "msg_fake", "type": "message", "role": "assistant",
+                     "model": request.get("model", "claude-fake"),
+                     "content": [{"type": "text", "text": "Let me look."},
+                                 {"type": "tool_use", "id": f"toolu_{n:04d}", "name": name,
+                                  "input": tool_input}],
+                     "stop_reason": "tool_use", "stop_sequence": None, "usage": usage or {}}}
+
+
+def error(status: int, kind: str, message: str, headers: dict | None = None) -> Spec:
+    return {"status": status, "error": {"type": "error", "error": {"type": kind,
+                                                                    "message": message}},
+            "headers": headers or {}}
+
+
+def agent_policy(rounds: int = 2) -> Callable[[dict, int], Spec]:
+    """Search, then read the first chunk each search named, ``rounds`` times; then answer."""
+
+    def handle(request: dict, n: int) -> Spec:
+        tools = request.get("tools") or []
+        choice = (request.get("tool_choice") or {}).get("type", "auto")
+        turns = [m for m in request["messages"] if m["role"] == "assistant"]
+        if tools and choice != "none" and len(turns) < 2 * rounds:
+            if len(turns) % 2 == 0:
+                return tool_reply("semantic_search", {"query": "quarterly revenue and guidance",
+                                                      "top_k": 3}, request, n)
+            last = json.dumps(request["messages"][-1]["content"])
+            ids = re.findall(r"Chunk ID: (\S+?)\\n", last)
+            return tool_reply("chunk_read", {"chunk_ids": ids[:1] or ["missing"]}, request, n)
+        return text_reply("q3 revenue rose 14.2 percent to $612.4 million.", request)
+
+    return handle
+
+
+class FakeAnthropic:
+    def __init__(self, handler: Callable[[dict, int], Spec] | None = None, delay: float = 0.0):
+        self.handler = handler or agent_policy()
+        self.queue: list[Spec] = []
+        self.delay = delay
+        self.requests: list[dict[str, Any]] = []
+        self.usages: list[dict[str, int]] = []  # usage of every successful reply
+        self._seen_prefixes: set[str] = set()
+        self._lock = threading.Lock()
+        self.server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.server is not None
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def __enter__(self) -> FakeAnthropic:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+                length = int(self.headers.get("content-length", 0))
+                request = json.loads(self.rfile.read(length) or b"{}")
+                with fake._lock:
+                    n = len(fake.requests)
+                    fake.requests.append({"path": self.path,
+                                          "headers": {k.lower(): v for k, v in self.headers.items()},
+                                          "json": request})
+                    spec = fake.queue.pop(0) if fake.queue else None
+                spec = spec or fake.handler(request, n)
+                time.sleep(spec.get("delay", fake.delay))
+                if spec.get("drop"):
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                if spec.get("malformed"):
+                    self._send(200, b'{"id": "msg_x", "type": "message", "content": [', {})
+                    return
+                if "error" in spec:
+                    self._send(spec["status"], json.dumps(spec["error"]).encode(),
+                               spec.get("headers", {}))
+                    return
+                body = spec["body"]
+                body["usage"] = {**fake._usage(request), **body.get("usage", {})}
+                with fake._lock:
+                    fake.usages.append(dict(body["usage"]))
+                self._send(200, json.dumps(body).encode(), spec.get("headers", {}))
+
+            def _send(self, status: int, payload: bytes, headers: dict) -> None:
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(payload)))
+                for k, v in headers.items():
+                    self.send_header(k, str(v))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+    def _usage(self, request: dict) -> dict[str, int]:
+        system = request.get("system") or []
+        prefix = json.dumps([system, request.get("tools")])
+        cached = any(isinstance(b, dict) and b.get("cache_control") for b in system)
+        prefix_tokens = len(prefix) // 4
+        rest = len(json.dumps(request.get("messages"))) // 4
+        usage = {"input_tokens": rest + (0 if cached else prefix_tokens), "output_tokens": 20,
+                 "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+        if cached:
+            with self._lock:
+                seen = prefix in self._seen_prefixes
+                self._seen_prefixes.add(prefix)
+            usage["cache_read_input_tokens" if seen else "cache_creation_input_tokens"] = \
+                prefix_tokens
+        return usage

@@ -1,0 +1,204 @@
+"""The Anthropic provider: the real SDK over real HTTP against a fake Messages API."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arag.datasets import load_dataset
+from arag.llm import ModelError, Prices, make_model
+from arag.llm.base import ToolSpec
+from arag.llm.cache import CachedModel
+from arag.llm.claude import MissingAPIKey
+from arag.llm.limits import RateLimiter
+from arag.retrieval import load_or_build_index
+from arag.systems import SystemContext, make_system
+from runners.predict import predict
+from tests.anthropic_fake import FakeAnthropic, error, text_reply
+from tests.conftest import ROOT, write_mini_dataset
+
+KEY = "sk-ant-test-not-a-real-key"
+TOOL = ToolSpec("semantic_search", "search", {"type": "object", "properties": {
+    "query": {"type": "string"}}, "required": ["query"]})
+
+
+@pytest.fixture(autouse=True)
+def key(monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+
+
+@pytest.fixture
+def fake():
+    with FakeAnthropic() as server:
+        yield server
+
+
+def claude(make_cfg, url, *extra):
+    model = make_model(make_cfg("model=claude-haiku-4-5", f"model.base_url={url}",
+                                "model.max_retries=3", "model.timeout_s=2", *extra).model)
+    model.sleeps = []
+    model.sleep = model.sleeps.append  # no waiting in tests; remember what would be waited
+    return model
+
+
+def ask(model, **kw):
+    return model.complete("You summarize.", [{"role": "user", "content": "hello"}], **kw)
+
+
+def test_tool_use_round_trip_and_tool_choice_none(make_cfg, fake):
+    model = claude(make_cfg, fake.url)
+    fake.handler = lambda req, n: (text_reply("done", req) if req["tool_choice"]["type"] == "none"
+                                   else {"body": {"id": "m", "type": "message", "role": "assistant",
+                                                  "model": req["model"], "stop_reason": "tool_use",
+                                                  "stop_sequence": None, "usage": {}, "content": [
+                                                      {"type": "tool_use", "id": "toolu_1",
+                                                       "name": "semantic_search",
+                                                       "input": {"query": "eps"}}]}})
+    first = ask(model, tools=[TOOL])
+    assert first.stop_reason == "tool_use"
+    assert first.tool_uses == [{"type": "tool_use", "id": "toolu_1", "name": "semantic_search",
+                                "input": {"query": "eps"}}]
+    assert ask(model, tools=[TOOL], tool_choice="none").text == "done"
+    sent = fake.requests[-1]
+    assert sent["json"]["tool_choice"] == {"type": "none"}
+    assert sent["json"]["model"] == "claude-haiku-4-5"
+    headers = sent["headers"]
+    assert KEY in headers.get("x-api-key", "") + headers.get("authorization", "")
+
+
+def test_prompt_caching_marks_system_and_last_tool(make_cfg, fake):
+    ask(claude(make_cfg, fake.url), tools=[TOOL, TOOL])
+    body = fake.requests[-1]["json"]
+    assert body["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" in body["tools"][-1] and "cache_control" not in body["tools"][0]
+    ask(claude(make_cfg, fake.url, "model.prompt_caching=false"), tools=[TOOL])
+    body = fake.requests[-1]["json"]
+    assert "cache_control" not in body["system"][0] and "cache_control" not in body["tools"][0]
+
+
+def test_exact_cost_from_usage_including_cache_tokens(make_cfg, fake):
+    usage = {"input_tokens": 1200, "output_tokens": 300, "cache_read_input_tokens": 5000,
+             "cache_creation_input_tokens": 800}
+    fake.handler = lambda req, n: text_reply("ok", req, usage=usage)
+    cfg = make_cfg("model=claude-haiku-4-5")
+    completion = ask(claude(make_cfg, fake.url))
+    assert vars(completion.usage) == usage
+    cost = Prices.from_config(cfg.model).cost_usd(completion.usage)
+    assert cost == pytest.approx((1200 * 1.0 + 300 * 5.0 + 5000 * 0.10 + 800 * 1.25) / 1e6)
+
+
+def test_429_honours_retry_after_then_succeeds(make_cfg, fake):
+    fake.queue = [error(429, "rate_limit_error", "slow down", {"retry-after": "7"})]
+    model = claude(make_cfg, fake.url)
+    assert ask(model).text and len(fake.requests) == 2
+    assert model.sleeps == [7.0]
+
+
+def test_529_storm_ends_in_an_error_after_all_retries(make_cfg, fake):
+    fake.handler = lambda req, n: error(529, "overloaded_error", "Overloaded")
+    model = claude(make_cfg, fake.url)
+    with pytest.raises(ModelError, match="gave up after 4 attempts.*529.*Overloaded"):
+        ask(model)
+    assert len(fake.requests) == 4 and len(model.sleeps) == 3
+    assert model.sleeps == sorted(model.sleeps) or max(model.sleeps) <= 60  # backoff grows
+
+
+def test_500_then_success_and_401_fails_fast_with_the_api_message(make_cfg, fake):
+    fake.queue = [error(500, "api_error", "Internal error")]
+    assert ask(claude(make_cfg, fake.url)).text
+    fake.queue = [error(401, "authentication_error", "invalid x-api-key")]
+    before = len(fake.requests)
+    with pytest.raises(ModelError, match="401.*invalid x-api-key") as err:
+        ask(claude(make_cfg, fake.url))
+    assert len(fake.requests) == before + 1
+    assert KEY not in str(err.value)
+
+
+def test_timeouts_dropped_connections_and_malformed_bodies_are_retried(make_cfg, fake):
+    fake.queue = [{"drop": True}, {"malformed": True}, {"delay": 3.0, **text_reply("late", {})}]
+    model = claude(make_cfg, fake.url)  # timeout 2 s
+    assert ask(model).text == "q3 revenue rose 14.2 percent to $612.4 million."
+    assert len(fake.requests) == 4 and len(model.sleeps) == 3
+    fake.handler = lambda req, n: {"delay": 3.0, **text_reply("late", req)}
+    with pytest.raises(ModelError, match="Timeout"):
+        ask(claude(make_cfg, fake.url, "model.max_retries=1"))
+
+
+def test_missing_key_says_how_to_set_it(make_cfg, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(MissingAPIKey, match="export ANTHROPIC_API_KEY="):
+        make_model(make_cfg("model=claude-sonnet-4-6").model)
+
+
+def test_response_cache_makes_a_repeat_call_free(make_cfg, fake, tmp_path):
+    cached = CachedModel(claude(make_cfg, fake.url), tmp_path, "read_write")
+    first = ask(cached)
+    again = ask(cached)
+    assert len(fake.requests) == 1 and again.cached and not first.cached
+    assert again.content == first.content and vars(again.usage) == vars(first.usage)
+    entry = next((tmp_path / "responses").rglob("*.json"))
+    entry.write_text("{truncated")
+    assert not ask(cached).cached and len(fake.requests) == 2  # damaged: fetched again
+    assert ask(cached).cached
+    ro = CachedModel(claude(make_cfg, fake.url), tmp_path / "ro", "read_only")
+    ask(ro)
+    assert not (tmp_path / "ro" / "responses").exists()
+    off = CachedModel(claude(make_cfg, fake.url), tmp_path, "off")
+    ask(off)
+    assert len(fake.requests) == 4
+
+
+def test_rate_limiter_holds_requests_and_tokens_per_minute():
+    now = [0.0]
+    slept = []
+
+    def sleep(s):
+        slept.append(s)
+        now[0] += s
+
+    limiter = RateLimiter(2, 1000, clock=lambda: now[0], sleep=sleep)
+    limiter.acquire(100)
+    limiter.acquire(100)
+    limiter.acquire(100)  # third request in the minute waits for the window
+    assert slept and now[0] >= 60
+    limiter.acquire(900)  # 100 + 900 fit once the first two left the window
+    tokens = RateLimiter(None, 1000, clock=lambda: now[0], sleep=sleep)
+    tokens.acquire(800)
+    before = now[0]
+    tokens.acquire(300)
+    assert now[0] - before >= 60
+
+
+def test_agent_loop_over_http_and_a_failed_task_is_recorded(make_cfg, fake, tmp_path):
+    root = write_mini_dataset(tmp_path / "d")
+    cfg = make_cfg(f"dataset.root={root}", "model=claude-haiku-4-5")
+    ds = load_dataset(cfg.dataset, ROOT)
+    index = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    model = claude(make_cfg, fake.url)
+    ctx = SystemContext(model=model, prices=Prices.from_config(cfg.model), corpus=ds.corpus,
+                        index_loader=lambda: index, style="earnings_call", target_length=50,
+                        max_loops=8, top_k=3, scope="document",
+                        tools=["keyword_search", "semantic_search", "chunk_read"],
+                        max_tokens=512, temperature=0.0, context_limit=200_000)
+    system = make_system("arag", "arag", ctx)
+    calls = iter(range(100))
+
+    def storm_for_second_task(req, n):
+        if "T1X" in json.dumps(req["messages"][0]):
+            return error(529, "overloaded_error", "Overloaded")
+        next(calls)
+        from tests.anthropic_fake import agent_policy
+        return agent_policy()(req, n)
+
+    fake.handler = storm_for_second_task
+    out = predict(system, ds.tasks, tmp_path / "p.jsonl", source="d", concurrency=2,
+                  progress=False)
+    ok, failed = out.predictions
+    assert ok.error is None and ok.predicted.startswith("q3 revenue")
+    assert [t["name"] for t in ok.trace if t["type"] == "tool"] == [
+        "semantic_search", "chunk_read", "semantic_search", "chunk_read"]
+    assert ok.retrieved_chunk_ids and ok.cache_read_input_tokens > 0  # prefix cached
+    llm = [t for t in ok.trace if t["type"] == "llm"]
+    assert ok.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm))
+    assert failed.error and "529" in failed.error and failed.predicted is None

@@ -1,0 +1,82 @@
+"""A Claude sweep end to end: CLI -> real SDK -> fake Messages API -> MLflow.
+
+Exact cost from usage, rate-limit answers retried, a re-run served by the response cache
+with no HTTP request at all, and the API key nowhere in the store, artifacts or logs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.anthropic_fake import FakeAnthropic, error
+from tests.conftest import ROOT, all_runs, store_overrides
+
+pytestmark = pytest.mark.slow
+MARKER = "sk-ant-MARKER-7f3a9c-never-log-me"
+HAIKU = {"input_tokens": 1.0, "output_tokens": 5.0, "cache_read_input_tokens": 0.10,
+         "cache_creation_input_tokens": 1.25}
+
+
+def sweep(tmp, url, *extra):
+    env = {**os.environ, "ANTHROPIC_API_KEY": MARKER}
+    cmd = [sys.executable, "run.py", "-m", "system=arag,naive,stuffing", "dataset=sample",
+           "dataset.limit=3", "model=claude-haiku-4-5", f"model.base_url={url}",
+           "model.max_retries=3", f"hydra.sweep.dir={tmp}/multirun", *extra,
+           *store_overrides(tmp)]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+
+
+@pytest.fixture(scope="module")
+def claude_sweep(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("claude")
+    with FakeAnthropic() as fake:
+        fake.queue = [error(429, "rate_limit_error", "slow down", {"retry-after": "0"})]
+        first = sweep(tmp, fake.url)
+        n_first = len(fake.requests)
+        usages = list(fake.usages)
+        again = sweep(tmp, fake.url, "runner.rerun=true")
+        n_again = len(fake.requests) - n_first
+    return tmp, first, again, usages, n_first, n_again
+
+
+def test_claude_sweep_finishes_with_exact_cost(claude_sweep):
+    tmp, first, _, usages, n_first, _ = claude_sweep
+    assert first.returncode == 0, first.stderr[-3000:]
+    children = [r for r in all_runs(tmp) if r.data.tags.get("system")
+                and r.data.tags.get("mlflow.parentRunId")]
+    first_children = sorted(children, key=lambda r: r.info.start_time)[:3]
+    assert sorted(r.data.tags["system"] for r in first_children) == ["arag", "naive", "stuffing"]
+    assert all(r.info.status == "FINISHED" for r in first_children)
+    assert all(r.data.metrics["n_errors"] == 0 for r in first_children)
+    expected = sum(sum(u[k] * p for k, p in HAIKU.items()) for u in usages) / 1e6
+    logged = sum(r.data.metrics["cost_usd_total"] for r in first_children)
+    assert logged == pytest.approx(expected, rel=1e-9)
+    assert n_first == len(usages) + 1  # every answered call, plus the one 429 retried
+    assert "retry 1/3" in first.stderr
+
+
+def test_rerun_is_served_by_the_response_cache_without_any_request(claude_sweep):
+    tmp, _, again, _, _, n_again = claude_sweep
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert n_again == 0
+    latest = sorted((r for r in all_runs(tmp) if r.data.tags.get("system")),
+                    key=lambda r: r.info.start_time)[-3:]
+    assert all(r.data.metrics["cost_usd_total"] == 0.0 for r in latest)
+    assert all(r.data.metrics["cost_usd_uncached_total"] > 0 for r in latest)
+
+
+def test_the_api_key_appears_nowhere(claude_sweep):
+    tmp, first, again, *_ = claude_sweep
+    assert MARKER not in first.stdout + first.stderr + again.stdout + again.stderr
+    leaks = []
+    for path in tmp.rglob("*"):
+        if path.is_file() and MARKER.encode() in path.read_bytes():
+            leaks.append(str(path))
+    assert leaks == []
+    for run in all_runs(tmp):
+        assert MARKER not in str(run.data.params) + str(run.data.tags)
