@@ -153,3 +153,21 @@ class FakeAnthropic:
             usage["cache_read_input_tokens" if seen else "cache_creation_input_tokens"] = \
                 prefix_tokens
         return usage
+
+
+def main() -> None:
+    """Serve the agent policy from its own process: ``python -m tests.anthropic_fake``."""
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    with FakeAnthropic(agent_policy(args.rounds), delay=args.delay) as fake:
+        print(fake.url, flush=True)
+        sys.stdin.read()  # serve until the parent closes our stdin
+
+
+if __name__ == "__main__":
+    main()

@@ -84,7 +84,8 @@ def write_mini_dataset(root: Path, n_docs: int = 2, filler: int = 60) -> Path:
                   for i in range(filler)]
         values = {"g": f"8.{k}", "r": f"452.{k}", "e": f"1.1{k}"}
         gold = []
-        for pos, key in zip((20, 40, 50), ("revenue", "eps", "guide"), strict=True):
+        positions = [2 + p * filler // 60 for p in (18, 38, 48)]  # 20, 40, 50 for 60 fillers
+        for pos, key in zip(positions, ("revenue", "eps", "guide"), strict=True):
             lines.insert(pos, FACTS[key].format(**values))
             gold.append(pos + 1)
         doc_id = f"{tic}_q3_2024"
