@@ -82,6 +82,7 @@ class ModelConfig:
     price_cache_write: float = 0.0
     base_url: str | None = None
     max_retries: int = 6
+    retry_base_delay_s: float = 1.0  # backoff: base * 2**attempt (+ jitter), at most 60 s
     timeout_s: float = 120.0
     requests_per_minute: int | None = None
     tokens_per_minute: int | None = None

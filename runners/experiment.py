@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "tracking", "cache.mode", "model.max_retries",
+    "model.retry_base_delay_s", "judge.retry_base_delay_s",
     "model.timeout_s", "model.requests_per_minute", "model.tokens_per_minute",
     "model.base_url", "judge.max_retries", "judge.timeout_s", "judge.requests_per_minute",
     "judge.tokens_per_minute", "judge.base_url",
@@ -187,6 +188,7 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
         resume_id = existing.info.run_id
         log.info("%s: continuing run %s (%s before)", cfg.system.name, resume_id,
                  existing.info.status)
+        track.close_orphaned_parent(client, existing, (parent or {}).get("run_id"))
     elif cfg.runner.rerun:
         _start_fresh(job.predictions_path)
     with track.tracked_run(client, experiment_id, run_name or cfg.system.name, tags,

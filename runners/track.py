@@ -50,10 +50,13 @@ def ensure_experiment(client, name: str, tracking_cfg: Any) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
-    location = resolve(tracking_cfg.artifact_location)
-    location.mkdir(parents=True, exist_ok=True)
+    artifact_uri = None  # a tracking server stores (or proxies) artifacts itself
+    if not str(tracking_cfg.uri).startswith(("http://", "https://")):
+        location = resolve(tracking_cfg.artifact_location)
+        location.mkdir(parents=True, exist_ok=True)
+        artifact_uri = location.as_uri()
     try:
-        return client.create_experiment(name, artifact_location=location.as_uri())
+        return client.create_experiment(name, artifact_location=artifact_uri)
     except Exception:  # noqa: BLE001 - a parallel job created it first
         exp = client.get_experiment_by_name(name)
         if exp is None:
@@ -148,6 +151,17 @@ def find_run(client, experiment_id: str, config_hash: str):
         order_by=["attributes.start_time DESC"], max_results=1,
     )
     return runs[0] if runs else None
+
+
+def close_orphaned_parent(client, run, new_parent_id: str | None) -> None:
+    """A killed sweep leaves its parent RUNNING; once a new sweep takes over its child, the
+    old parent is marked KILLED (tagged with its successor) instead of running forever."""
+    old = run.data.tags.get("mlflow.parentRunId")
+    if not old or old == new_parent_id:
+        return
+    if client.get_run(old).info.status == "RUNNING":
+        client.set_tag(old, "superseded_by", new_parent_id or "a single run")
+        client.set_terminated(old, "KILLED")
 
 
 @contextmanager

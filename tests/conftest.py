@@ -112,8 +112,9 @@ def mini_dataset(tmp_path) -> Path:
 
 def run_cli(tmp: Path, *overrides: str, cache: Path | None = None, sweep: bool = True):
     sweep_dir = f"{tmp}/multirun/{len(list(tmp.glob('multirun/*')))}"
-    cmd = [sys.executable, "run.py"] + (["-m"] if sweep else []) + list(overrides) + \
-        store_overrides(tmp, cache) + [f"hydra.sweep.dir={sweep_dir}", f"hydra.run.dir={tmp}/outputs"]
+    # the caller's overrides come last, so they win over the temporary-store defaults
+    cmd = [sys.executable, "run.py"] + (["-m"] if sweep else []) + store_overrides(tmp, cache) \
+        + [f"hydra.sweep.dir={sweep_dir}", f"hydra.run.dir={tmp}/outputs"] + list(overrides)
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
                           stdin=subprocess.DEVNULL)
 

@@ -75,7 +75,7 @@ class ClaudeModel(ChatModel):
                                           max_retries=0, timeout=float(cfg.timeout_s))
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits
-        self.base_delay, self.max_delay = 1.0, 60.0
+        self.base_delay, self.max_delay = float(cfg.retry_base_delay_s), 60.0
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
