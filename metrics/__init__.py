@@ -1,6 +1,6 @@
 """Scorers and aggregates. Scorers never call a system; they score its predictions."""
 
-from metrics import geval, numeric, ranking, retrieval, text  # noqa: F401  (registers scorers)
+from metrics import geval, numeric, qa, ranking, retrieval, text  # noqa: F401  (registers scorers)
 from metrics.aggregate import aggregate
 from metrics.base import SCORERS, Scorer, Scores, ScoringItem, register_scorer
 

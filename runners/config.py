@@ -67,7 +67,7 @@ class RankingConfig:
 class MetricsConfig:
     scorers: list[str] = field(
         default_factory=lambda: ["rouge", "bertscore", "retrieval", "ranking", "length",
-                                 "numeric", "geval"])
+                                 "numeric", "geval", "qa"])
     rouge: RougeConfig = field(default_factory=RougeConfig)
     bertscore: BertScoreConfig = field(default_factory=BertScoreConfig)
     geval: GEvalConfig = field(default_factory=GEvalConfig)

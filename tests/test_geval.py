@@ -128,3 +128,36 @@ def test_without_a_judge_every_judge_metric_is_null_with_the_reason(tmp_path):
     (s,) = GEvalScorer(None, "none/none", tmp_path).score([_item(PERFECT)])
     assert s.values["geval_faithfulness"] is None and s.values["error_codes"] is None
     assert s.null_reasons["geval_coverage"] == "no judge configured (judge=none)"
+
+
+def test_qa_contain_match_and_three_point_verdicts(tmp_path):
+    from metrics.qa import QAScorer, contain_match, parse_verdict
+
+    assert contain_match("$1,577 million", "Capex was $1.577 billion in FY2018.")
+    assert not contain_match("$1,577 million", "Capex was $1.2 billion.")
+    assert contain_match("Yes, it is capital intensive.", "yes, it is capital intensive")
+    assert parse_verdict("...\nVerdict: partially correct") == 0.5
+    assert parse_verdict("**Verdict:** Correct") == 1.0
+    assert parse_verdict("I think it's fine") is None
+
+    class Judge(RuleJudge):
+        def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                     tool_choice="auto"):
+            ok = "$1.577 billion" in messages[-1]["content"]
+            text = "Verdict: correct" if ok else "Hmm."
+            return Completion([{"type": "text", "text": text}], "end_turn", Usage(1, 1), "j")
+
+    def qa_item(predicted):
+        task = Task("q", "qa", ("D",), "What was FY2018 capex?", "$1,577 million")
+        pred = Prediction(id="q", source="s", system="naive", model="m", task_type="qa",
+                          question=task.question, doc_ids=["D"], ground_truth=task.reference,
+                          predicted=predicted)
+        return ScoringItem(pred, task, None, "", 80, True)
+
+    right, unparsed = QAScorer(Judge({}), "").score([qa_item("It was $1.577 billion."),
+                                                     qa_item("About $2 billion.")])
+    assert right.values["qa_contain_match"] == 1.0 and right.values["qa_judge_correct"] == 1.0
+    assert unparsed.values["qa_contain_match"] == 0.0
+    assert unparsed.values["qa_judge_score"] is None and unparsed.values["qa_judge_parse_failed"]
+    (summary,) = QAScorer(None, "no judge").score([_item(PERFECT)])
+    assert summary.null_reasons["qa_contain_match"] == "not a QA task"
