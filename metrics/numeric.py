@@ -5,7 +5,8 @@ system used. ``numeric_recall``: share of the reference's numbers that occur in 
 summary. Numbers are normalised before matching: "$1.2 billion" = "1,200 million",
 "2.5%" = "2.5 percent", "98 cents" = "$0.98". A number matches when it equals the other
 after rounding to the precision it was written with ("$452 million" matches
-"$452.2 million"). Years and quarter labels are not facts and are ignored.
+"$452.2 million"), a rounding of at most 5% of the value. Years and quarter labels are not
+facts and are ignored.
 """
 
 from __future__ import annotations
@@ -32,10 +33,16 @@ class Quantity:
     kind: str  # pct | bps | amount | count
     tolerance: float  # half a unit in the last written digit, in value units
 
+    @property
+    def slack(self) -> float:
+        """Rounding as written, but never more than 5% of the value ("$2 billion" does not
+        match "$1,577 million"; "$1.58 billion" does)."""
+        return min(self.tolerance, 0.05 * abs(self.value))
+
     def matches(self, other: Quantity) -> bool:
         if self.kind != other.kind and {self.kind, other.kind} != {"amount", "count"}:
             return False
-        return abs(self.value - other.value) <= max(self.tolerance, other.tolerance) + 1e-9
+        return abs(self.value - other.value) <= max(self.slack, other.slack) + 1e-9
 
 
 def quantities(text: str) -> list[Quantity]:

@@ -112,3 +112,12 @@ def test_numeric_precision_and_recall():
     (s,) = NumericScorer().score([item])
     assert s.values["numeric_precision"] == pytest.approx(2 / 3)  # $9.99 is not in the source
     assert s.values["numeric_recall"] == pytest.approx(2 / 3)  # the reference's $1.12 is missing
+
+
+def test_round_numbers_do_not_match_far_off_values():
+    from metrics.numeric import quantities
+
+    (gold,) = quantities("$1,577 million")
+    assert not gold.matches(quantities("$2 billion")[0])
+    assert gold.matches(quantities("$1.58 billion")[0])
+    assert quantities("8 percent")[0].matches(quantities("8.1%")[0])
