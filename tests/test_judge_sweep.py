@@ -1,0 +1,95 @@
+"""A judged sweep end to end: offline systems, a Claude-compatible judge over HTTP.
+
+The judge writes its score in varying formats and is sometimes unparseable; every eval
+record must hold exactly the score the judge wrote, or null and counted. Re-scoring a run
+logs a new linked run, and the second re-score makes no judge call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.anthropic_fake import FakeAnthropic, text_reply
+from tests.conftest import ROOT, all_runs, client_for, store_overrides
+
+pytestmark = pytest.mark.slow
+FORMATS = ["Reasoning.\nFinal score: {s}", "Final Score: {s}/5", "**Final score:** {s}",
+           "Final score: {s}\n\nNote: more text follows.", "I would rate this highly."]
+
+
+def written(predicted: str, dim: str) -> tuple[int, str]:
+    """The score (and reply) the fake judge writes for a summary on a dimension."""
+    h = int(hashlib.sha256(f"{dim}:{predicted}".encode()).hexdigest(), 16)
+    score = 1 + h % 5
+    return score, FORMATS[h // 5 % len(FORMATS)].format(s=score)
+
+
+def judge(request: dict, n: int) -> dict:
+    prompt = request["messages"][-1]["content"]
+    if "Write the evaluation steps" in prompt:
+        return text_reply("1. Check each figure.\n2. Score.", request)
+    if "Assign the error codes" in prompt:
+        return text_reply("Codes: H, O, X", request)
+    predicted = prompt.split("Predicted summary:\n", 1)[1].split("\n\nFollow", 1)[0]
+    dim = "faithfulness" if "Faithfulness (1-5)" in prompt else "coverage"
+    return text_reply(written(predicted, dim)[1], request)
+
+
+def cli(tmp: Path, url: str, *args: str):
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+    cmd = [sys.executable, "run.py", *args, "judge=claude-haiku-4-5", f"judge.base_url={url}",
+           "judge.retry_base_delay_s=0.01", *store_overrides(tmp),
+           f"hydra.sweep.dir={tmp}/multirun", f"hydra.run.dir={tmp}/out"]
+    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_judged_sweep_then_rescoring(tmp_path):
+    with FakeAnthropic(judge) as fake:
+        sweep = cli(tmp_path, fake.url, "-m", "system=naive,stuffing", "dataset=sample")
+        assert sweep.returncode == 0, sweep.stderr[-3000:]
+        client = client_for(tmp_path)
+        runs = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+        assert len(runs) == 2
+        for run in runs:
+            path = client.download_artifacts(run.info.run_id, "predictions.eval.jsonl",
+                                             str(tmp_path / run.info.run_id))
+            preds = client.download_artifacts(run.info.run_id, "predictions.jsonl",
+                                              str(tmp_path / run.info.run_id))
+            predicted = {json.loads(x)["id"]: json.loads(x)["predicted"]
+                         for x in Path(preds).read_text().splitlines()}
+            failures = 0
+            for rec in map(json.loads, Path(path).read_text().splitlines()):
+                for dim in ("faithfulness", "coverage"):
+                    score, reply = written(predicted[rec["id"]], dim)
+                    assert rec[f"geval_{dim}_reasoning"] == reply
+                    if "Final" in reply:
+                        assert rec[f"geval_{dim}"] == score
+                    else:
+                        assert rec[f"geval_{dim}"] is None and rec[f"geval_{dim}_parse_failed"]
+                        failures += dim == "faithfulness"
+                scores = [rec["geval_faithfulness"], rec["geval_coverage"]]
+                if any(s is not None and s < 3 for s in scores):
+                    assert rec["error_codes"] == ["H", "O"]  # "X" is outside the set: dropped
+            assert run.data.metrics.get("geval_faithfulness_parse_failures", 0) == failures
+            assert {"geval_criteria.json"} <= {a.path for a in client.list_artifacts(
+                run.info.run_id)}
+        source = runs[0].info.run_id
+        before = len(fake.requests)
+        first = cli(tmp_path, fake.url, "mode=evaluate", f"source_run_id={source}")
+        assert first.returncode == 0, first.stderr[-3000:]
+        after_first = len(fake.requests)
+        second = cli(tmp_path, fake.url, "mode=evaluate", f"source_run_id={source}")
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert after_first - before == 0  # the sweep's judge calls were already cached
+        assert len(fake.requests) == after_first
+    rescored = [r for r in all_runs(tmp_path) if r.data.tags.get("source_run_id") == source]
+    assert len(rescored) == 2 and all(r.info.status == "FINISHED" for r in rescored)
+    assert all(r.data.tags["mode"] == "evaluate" for r in rescored)
