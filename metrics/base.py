@@ -44,6 +44,26 @@ class Scorer(ABC):
         """One Scores per item, in order (batched: BERTScore runs one model pass)."""
 
 
+class PerTaskScorer(Scorer):
+    """A scorer that looks at one answered task at a time; unanswered ones get nulls."""
+
+    @abstractmethod
+    def score_one(self, item: ScoringItem) -> Scores:
+        """Scores of one task that has an answer."""
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        out = []
+        for item in items:
+            why = answered(item)
+            if why:
+                s = Scores()
+                s.null(self.fields, why)
+                out.append(s)
+            else:
+                out.append(self.score_one(item))
+        return out
+
+
 ScorerFactory = Callable[[Any], Scorer]
 SCORERS: dict[str, ScorerFactory] = {}
 

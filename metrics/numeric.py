@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.base import PerTaskScorer, Scorer, Scores, ScoringItem, register_scorer
 
 SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9,
           "bn": 1e9, "b": 1e9, "trillion": 1e12}
@@ -78,29 +78,20 @@ def share_found(needles: list[Quantity], haystack: list[Quantity]) -> float | No
     return sum(any(n.matches(h) for h in haystack) for n in needles) / len(needles)
 
 
-class NumericScorer(Scorer):
+class NumericScorer(PerTaskScorer):
     name = "numeric"
     fields = ["numeric_precision", "numeric_recall"]
 
-    def score(self, items: list[ScoringItem]) -> list[Scores]:
-        out = []
-        for item in items:
-            s = Scores()
-            why = answered(item)
-            if why:
-                s.null(self.fields, why)
-                out.append(s)
-                continue
-            summary = quantities(item.prediction.predicted)
-            precision = share_found(summary, quantities(item.context_text))
-            recall = share_found(quantities(item.task.reference), summary)
-            s.values = {"numeric_precision": precision, "numeric_recall": recall}
-            if precision is None:
-                s.null_reasons["numeric_precision"] = "the summary states no numbers"
-            if recall is None:
-                s.null_reasons["numeric_recall"] = "the reference states no numbers"
-            out.append(s)
-        return out
+    def score_one(self, item: ScoringItem) -> Scores:
+        summary = quantities(item.prediction.predicted)
+        precision = share_found(summary, quantities(item.context_text))
+        recall = share_found(quantities(item.task.reference), summary)
+        s = Scores({"numeric_precision": precision, "numeric_recall": recall})
+        if precision is None:
+            s.null_reasons["numeric_precision"] = "the summary states no numbers"
+        if recall is None:
+            s.null_reasons["numeric_recall"] = "the reference states no numbers"
+        return s
 
 
 @register_scorer("numeric")

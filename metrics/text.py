@@ -7,12 +7,19 @@ import os
 from typing import Any
 
 from arag.retrieval.embedder import resolve_embedder_path
-from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.base import (
+    PerTaskScorer,
+    Scorer,
+    Scores,
+    ScoringItem,
+    answered,
+    register_scorer,
+)
 
 log = logging.getLogger(__name__)
 
 
-class RougeScorer(Scorer):
+class RougeScorer(PerTaskScorer):
     name = "rouge"
     fields = ["rouge1_f1", "rouge2_f1", "rougeL_f1"]
 
@@ -22,19 +29,10 @@ class RougeScorer(Scorer):
         self._scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"],
                                                 use_stemmer=use_stemmer)
 
-    def score(self, items: list[ScoringItem]) -> list[Scores]:
-        out = []
-        for item in items:
-            s = Scores()
-            why = answered(item)
-            if why:
-                s.null(self.fields, why)
-            else:
-                r = self._scorer.score(item.task.reference, item.prediction.predicted)
-                s.values = {"rouge1_f1": r["rouge1"].fmeasure, "rouge2_f1": r["rouge2"].fmeasure,
-                            "rougeL_f1": r["rougeL"].fmeasure}
-            out.append(s)
-        return out
+    def score_one(self, item: ScoringItem) -> Scores:
+        r = self._scorer.score(item.task.reference, item.prediction.predicted)
+        return Scores({"rouge1_f1": r["rouge1"].fmeasure, "rouge2_f1": r["rouge2"].fmeasure,
+                       "rougeL_f1": r["rougeL"].fmeasure})
 
 
 class BertScoreScorer(Scorer):

@@ -50,15 +50,19 @@ def register_adapter(name: str) -> Callable[[AdapterFn], AdapterFn]:
     return decorate
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (1-based line number, object); blank lines are skipped."""
+def read_utf8(path: Path, missing: str) -> str:
     if not path.exists():
-        raise DatasetError("file not found; check dataset.root", path)
+        raise DatasetError(missing, path)
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
                            "file as UTF-8", path) from None
+
+
+def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (1-based line number, object); blank lines are skipped."""
+    text = read_utf8(path, "file not found; check dataset.root")
     for n, raw in enumerate(text.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -87,13 +91,7 @@ def require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: 
 def read_text_lines(path: Path) -> tuple[str, ...]:
     """A document file: one sentence per line (blank lines kept, so line numbers match the
     file); must not be empty."""
-    if not path.exists():
-        raise DatasetError("document file not found; check the path and dataset.root", path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
-                           "file as UTF-8", path) from None
+    text = read_utf8(path, "document file not found; check the path and dataset.root")
     lines = tuple(" ".join(line.split()) for line in text.splitlines())
     if not any(lines):
         raise DatasetError("document is empty; remove it from the dataset or restore its text",
