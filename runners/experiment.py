@@ -19,7 +19,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.datasets import Dataset, DatasetError, load_dataset
 from arag.llm import Prices, make_model
-from arag.llm.cache import CachedModel
+from arag.llm.cache import CachedModel, MeteredModel
 from arag.llm.claude import MissingAPIKey
 from arag.records import Prediction, content_hash
 from arag.retrieval import SearchIndex, build_chunks, load_or_build_index
@@ -210,7 +210,7 @@ def make_judge(cfg: DictConfig):
     judge = make_model(cfg.judge)
     if not judge.can_judge:
         return None, f"judge={cfg.judge.name}: the offline model is not a judge"
-    return cached(judge, cfg), ""
+    return MeteredModel(cached(judge, cfg), Prices.from_config(cfg.judge)), ""
 
 
 def cached(model, cfg: DictConfig):
@@ -260,12 +260,16 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     """Score predictions and log metrics, records, tables, reports and plots to the run."""
     cfg = job.cfg
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
-    scorers = build_scorers(cfg, *make_judge(cfg), cache_dir=resolve(cfg.cache.dir))
+    judge, judge_reason = make_judge(cfg)
+    scorers = build_scorers(cfg, judge, judge_reason, cache_dir=resolve(cfg.cache.dir))
     records = evaluate(
         predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks, scorers,
         cfg.target_length, system_kind=cfg.system.kind,
     )
     metrics = {**aggregate(records), **extra}
+    if judge is not None:
+        metrics.update(judge_calls=float(judge.calls), judge_cached_calls=float(judge.cached_calls),
+                       judge_cost_usd_total=judge.cost_usd)
     tracker.log_metrics(metrics)
     with tempfile.TemporaryDirectory() as tmp:
         for name, lines in (("predictions.jsonl", [p.to_json() for p in predictions]),

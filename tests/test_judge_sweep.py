@@ -79,6 +79,7 @@ def test_judged_sweep_then_rescoring(tmp_path):
                 if any(s is not None and s < 3 for s in scores):
                     assert rec["error_codes"] == ["H", "O"]  # "X" is outside the set: dropped
             assert run.data.metrics.get("geval_faithfulness_parse_failures", 0) == failures
+            assert run.data.metrics["judge_cost_usd_total"] > 0
             assert {"geval_criteria.json"} <= {a.path for a in client.list_artifacts(
                 run.info.run_id)}
         source = runs[0].info.run_id
@@ -93,3 +94,6 @@ def test_judged_sweep_then_rescoring(tmp_path):
     rescored = [r for r in all_runs(tmp_path) if r.data.tags.get("source_run_id") == source]
     assert len(rescored) == 2 and all(r.info.status == "FINISHED" for r in rescored)
     assert all(r.data.tags["mode"] == "evaluate" for r in rescored)
+    for r in rescored:  # every judge call came from the response cache: no judge cost
+        assert r.data.metrics["judge_cost_usd_total"] == 0.0
+        assert r.data.metrics["judge_cached_calls"] == r.data.metrics["judge_calls"] > 0

@@ -17,6 +17,7 @@ import os
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
 
@@ -91,3 +92,34 @@ class CachedModel(ChatModel):
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, ensure_ascii=False)
         os.replace(tmp, path)
+
+
+class MeteredModel(ChatModel):
+    """Counts the calls and cost of a model used outside a system (the judge)."""
+
+    def __init__(self, inner: ChatModel, prices: Any):
+        self.inner = inner
+        self.name = inner.name
+        self.provider = inner.provider
+        self.prices = prices
+        self.calls = 0
+        self.cached_calls = 0
+        self.cost_usd = 0.0
+        self._lock = threading.Lock()
+
+    @property
+    def can_judge(self) -> bool:
+        return self.inner.can_judge
+
+    def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
+                 max_tokens: int = 1024, temperature: float = 0.0,
+                 tool_choice: str = "auto") -> Completion:
+        completion = self.inner.complete(system, messages, tools, max_tokens, temperature,
+                                         tool_choice)
+        with self._lock:
+            self.calls += 1
+            if completion.cached:
+                self.cached_calls += 1
+            else:
+                self.cost_usd += self.prices.cost_usd(completion.usage)
+        return completion
