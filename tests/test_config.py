@@ -80,3 +80,17 @@ def test_config_hash_ignores_cosmetic_keys_but_not_what_changes_results(make_cfg
     assert config_hash(base) != config_hash(make_cfg("max_loops=3"))
     assert predictions_hash(base) == predictions_hash(make_cfg("metrics.bertscore.num_layers=4"))
     assert predictions_hash(base) != predictions_hash(make_cfg("system=naive"))
+
+
+@pytest.mark.parametrize("launcher,target", [
+    ("joblib", "hydra_plugins.hydra_joblib_launcher.joblib_launcher.JoblibLauncher"),
+    ("submitit_slurm", "hydra_plugins.hydra_submitit_launcher.submitit_launcher.SlurmLauncher"),
+    ("ray", "hydra_plugins.hydra_ray_launcher.ray_launcher.RayLauncher"),
+])
+def test_cluster_launchers_compose(tmp_path, launcher, target):
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
+        cfg = compose(config_name="config", overrides=[f"hydra/launcher={launcher}"],
+                      return_hydra_config=True)
+    assert cfg.hydra.launcher._target_ == target
