@@ -167,77 +167,106 @@ class GEvalScorer(Scorer):
 
     def __init__(self, judge: ChatModel | None, judge_id: str, cache_dir: Path,
                  regenerate_criteria: bool = False, concurrency: int = 4,
-                 no_judge_reason: str = "no judge configured (judge=none)"):
+                 no_judge_reason: str = "no judge configured (judge=none)", batch: bool = False):
         self.judge = judge
         self.criteria = CriteriaStore(judge, judge_id, cache_dir, regenerate_criteria) \
             if judge else None
         self.concurrency = concurrency
         self.no_judge_reason = no_judge_reason
+        self.batch = batch
         self.dropped_codes: list[str] = []
-
-    def _null_all(self, s: Scores, reason: str) -> None:
-        s.null(self.fields + ["error_codes"], reason)
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
         if self.judge is None or self.criteria is None:
             for s in out:
-                self._null_all(s, self.no_judge_reason)
+                s.null(self.fields + ["error_codes"], self.no_judge_reason)
             return out
         steps = {d: self.criteria.get(d) for d in DIMENSIONS}
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
-            list(pool.map(lambda pair: self._score_one(pair[0], pair[1], steps),
-                          zip(items, out, strict=True)))
+        todo = []
+        for i, (item, s) in enumerate(zip(items, out, strict=True)):
+            why = answered(item)
+            if why:
+                s.null(self.fields + ["error_codes"], why)
+            else:
+                todo.append((i, item, s))
+        # Step B: every (task, dimension) scoring call, then the taxonomy for low scorers
+        scoring = {f"{i}:{d}": _request(_SCORER_SYSTEM, scoring_prompt(d, steps[d], item), 700)
+                   for i, item, _ in todo for d in DIMENSIONS}
+        replies = self._run(scoring)
+        low = []
+        for i, item, s in todo:
+            reasons = self._apply_scores(s, {d: replies[f"{i}:{d}"] for d in DIMENSIONS})
+            if self._needs_codes(s):
+                low.append((i, item, s, reasons))
+        codes = self._run({str(i): _request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons), 100)
+                           for i, item, _, reasons in low})
+        for i, item, s, _ in low:
+            self._apply_codes(item, s, codes[str(i)])
         return out
 
-    def _score_one(self, item: ScoringItem, s: Scores, steps: dict[str, str]) -> None:
-        why = answered(item)
-        if why:
-            self._null_all(s, why)
-            return
-        reasons: dict[str, str] = {}
-        for dim in DIMENSIONS:
-            field = f"geval_{dim}"
+    def _run(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """All requests as one Message Batch, or concurrent single calls."""
+        if self.batch:
+            return self.judge.complete_batch(requests)
+
+        def one(request: dict[str, Any]) -> Any:
             try:
-                reply = self.judge.complete(
-                    system="You are a strict, careful grader of financial summaries.",
-                    messages=[{"role": "user", "content": scoring_prompt(dim, steps[dim], item)}],
-                    max_tokens=700, temperature=0.0,
-                ).text
+                return self.judge.complete(**request)
             except ModelError as exc:
-                s.null([field], f"judge call failed: {exc}")
+                return exc
+
+        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
+            return dict(zip(requests, pool.map(one, requests.values()), strict=True))
+
+    def _apply_scores(self, s: Scores, replies: dict[str, Any]) -> dict[str, str]:
+        reasons: dict[str, str] = {}
+        for dim, reply in replies.items():
+            field = f"geval_{dim}"
+            if isinstance(reply, ModelError):
+                s.null([field], f"judge call failed: {reply}")
                 s.values[f"{field}_reasoning"] = None
                 continue
-            score = parse_score(reply)
-            reasons[dim] = reply
+            text = reply.text
+            score = parse_score(text)
+            reasons[dim] = text
             s.values[field] = float(score) if score is not None else None
-            s.values[f"{field}_reasoning"] = reply
+            s.values[f"{field}_reasoning"] = text
             s.values[f"{field}_parse_failed"] = score is None
             if score is None:
                 s.null_reasons[field] = "the judge's reply has no parseable 'Final score'"
+        return reasons
+
+    def _needs_codes(self, s: Scores) -> bool:
         scores = [s.values.get(f"geval_{d}") for d in DIMENSIONS]
-        if not any(v is not None and v < 3 for v in scores):
-            if any(v is None for v in scores):
-                s.null(["error_codes"], "not every G-Eval dimension has a score")
-            else:
-                s.values["error_codes"] = []
+        if any(v is not None and v < 3 for v in scores):
+            return True
+        if any(v is None for v in scores):
+            s.null(["error_codes"], "not every G-Eval dimension has a score")
+        else:
+            s.values["error_codes"] = []
+        return False
+
+    def _apply_codes(self, item: ScoringItem, s: Scores, reply: Any) -> None:
+        if isinstance(reply, ModelError):
+            s.null(["error_codes"], f"judge call failed: {reply}")
             return
-        try:
-            reply = self.judge.complete(
-                system="You classify errors in financial summaries.",
-                messages=[{"role": "user", "content": taxonomy_prompt(item, reasons)}],
-                max_tokens=100, temperature=0.0,
-            ).text
-        except ModelError as exc:
-            s.null(["error_codes"], f"judge call failed: {exc}")
-            return
-        kept, dropped = parse_codes(reply)
+        kept, dropped = parse_codes(reply.text)
         if dropped:
             log.warning("task %s: judge gave codes outside %s, dropped: %s", item.task.id,
                         sorted(ERROR_CODES), dropped)
             self.dropped_codes.extend(dropped)
         s.values["error_codes"] = kept
-        s.values["error_codes_reply"] = reply
+        s.values["error_codes_reply"] = reply.text
+
+
+_SCORER_SYSTEM = "You are a strict, careful grader of financial summaries."
+_TAXONOMY_SYSTEM = "You classify errors in financial summaries."
+
+
+def _request(system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
+    return {"system": system, "messages": [{"role": "user", "content": prompt}],
+            "max_tokens": max_tokens, "temperature": 0.0}
 
 
 @register_scorer("geval")
@@ -246,4 +275,5 @@ def _geval(cfg: Any, judge: ChatModel | None = None, judge_reason: str = "",
     return GEvalScorer(judge, f"{cfg.judge.provider}/{cfg.judge.model_id}",
                        cache_dir or Path(cfg.cache.dir),
                        cfg.metrics.geval.regenerate_criteria, cfg.runner.concurrency,
-                       judge_reason or "no judge configured (judge=none)")
+                       judge_reason or "no judge configured (judge=none)",
+                       batch=bool(cfg.judge.get("batch", False)))

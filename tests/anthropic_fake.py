@@ -74,6 +74,9 @@ class FakeAnthropic:
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int]] = []  # usage of every successful reply
         self._seen_prefixes: set[str] = set()
+        self.batches: dict[str, dict[str, Any]] = {}
+        # custom_id -> "errored" | "expired" | "canceled" for batch items that do not succeed
+        self.batch_failures: dict[str, str] = {}
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -91,9 +94,28 @@ class FakeAnthropic:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                with fake._lock:
+                    fake.requests.append({"path": self.path, "headers": {}, "json": None})
+                batch_id = self.path.split("/")[4].split("?")[0]
+                batch = fake.batches[batch_id]
+                if self.path.split("?")[0].endswith("/results"):
+                    lines = "\n".join(json.dumps(r) for r in batch["results"]) + "\n"
+                    self._send(200, lines.encode(), {"content-type": "application/x-jsonl"})
+                    return
+                batch["polls"] += 1
+                self._send(200, json.dumps(fake._batch_body(batch_id, ended=batch["polls"] >= 1))
+                           .encode(), {})
+
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 length = int(self.headers.get("content-length", 0))
                 request = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.split("?")[0].endswith("/messages/batches"):
+                    with fake._lock:
+                        fake.requests.append({"path": self.path, "headers": {}, "json": request})
+                    batch_id = fake._new_batch(request["requests"])
+                    self._send(200, json.dumps(fake._batch_body(batch_id, ended=False)).encode(), {})
+                    return
                 with fake._lock:
                     n = len(fake.requests)
                     fake.requests.append({"path": self.path,
@@ -121,7 +143,8 @@ class FakeAnthropic:
 
             def _send(self, status: int, payload: bytes, headers: dict) -> None:
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                if "content-type" not in headers:
+                    self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(payload)))
                 for k, v in headers.items():
                     self.send_header(k, str(v))
@@ -141,6 +164,38 @@ class FakeAnthropic:
         if self.server is not None:
             self.server.shutdown()
             self.server.server_close()
+
+    def _new_batch(self, items: list[dict]) -> str:
+        results = []
+        for item in items:
+            cid, params = item["custom_id"], item["params"]
+            failure = self.batch_failures.get(cid)
+            if failure == "errored":
+                result = {"type": "errored", "error": {"type": "error", "error": {
+                    "type": "invalid_request_error", "message": "bad item"}}}
+            elif failure:
+                result = {"type": failure}
+            else:
+                body = self.handler(params, len(self.requests))["body"]
+                body["usage"] = {**self._usage(params), **body.get("usage", {})}
+                result = {"type": "succeeded", "message": body}
+            results.append({"custom_id": cid, "result": result})
+        with self._lock:
+            batch_id = f"msgbatch_{len(self.batches) + 1:04d}"
+            self.batches[batch_id] = {"results": results, "polls": 0, "n": len(items)}
+        return batch_id
+
+    def _batch_body(self, batch_id: str, ended: bool) -> dict[str, Any]:
+        n = self.batches[batch_id]["n"]
+        return {"id": batch_id, "type": "message_batch",
+                "processing_status": "ended" if ended else "in_progress",
+                "request_counts": {"processing": 0 if ended else n, "succeeded": n if ended else 0,
+                                   "errored": 0, "canceled": 0, "expired": 0},
+                "created_at": "2026-11-22T00:00:00Z", "expires_at": "2026-11-23T00:00:00Z",
+                "ended_at": "2026-11-22T00:01:00Z" if ended else None,
+                "archived_at": None, "cancel_initiated_at": None,
+                "results_url": f"{self.url}/v1/messages/batches/{batch_id}/results" if ended
+                else None}
 
     def _usage(self, request: dict) -> dict[str, int]:
         system = request.get("system") or []

@@ -202,3 +202,60 @@ def test_agent_loop_over_http_and_a_failed_task_is_recorded(make_cfg, fake, tmp_
     llm = [t for t in ok.trace if t["type"] == "llm"]
     assert ok.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm))
     assert failed.error and "529" in failed.error and failed.predicted is None
+
+
+def test_message_batches_merge_by_custom_id_and_record_failed_items(make_cfg, fake, tmp_path):
+    from arag.llm.cache import MeteredModel
+
+    fake.handler = lambda req, n: text_reply(f"answer to {req['messages'][0]['content']}", req,
+                                             usage={"input_tokens": 1000, "output_tokens": 100,
+                                                    "cache_creation_input_tokens": 0,
+                                                    "cache_read_input_tokens": 0})
+    fake.batch_failures = {"c": "errored", "d": "expired"}
+    model = claude(make_cfg, fake.url)
+    metered = MeteredModel(CachedModel(model, tmp_path, "read_write"),
+                           Prices.from_config(make_cfg("model=claude-haiku-4-5").model))
+    requests = {cid: {"system": "s", "messages": [{"role": "user", "content": cid}],
+                      "max_tokens": 50} for cid in "abcd"}
+    out = metered.complete_batch(requests)
+    assert out["a"].text == "answer to a" and out["b"].text == "answer to b"
+    assert isinstance(out["c"], ModelError) and "errored: bad item" in str(out["c"])
+    assert isinstance(out["d"], ModelError) and "expired" in str(out["d"])
+    assert model.sleeps == [model.batch_poll_s]  # polled until the batch ended
+    # two successful items at half the list price
+    assert metered.cost_usd == pytest.approx(2 * 0.5 * (1000 * 1.0 + 100 * 5.0) / 1e6)
+    n = len(fake.requests)
+    fake.batch_failures = {}
+    again = metered.complete_batch(requests)
+    assert again["a"].cached and again["c"].text == "answer to c"  # only c, d resubmitted
+    submitted = [r for r in fake.requests[n:] if r["path"].endswith("/messages/batches")]
+    assert [i["custom_id"] for i in submitted[0]["json"]["requests"]] == ["c", "d"]
+
+
+def test_geval_through_message_batches_records_expired_items(make_cfg, fake, tmp_path):
+    from arag.records import Prediction, Task
+    from metrics import ScoringItem
+    from metrics.geval import GEvalScorer
+
+    fake.handler = lambda req, n: text_reply(
+        "1. Check.\n2. Score." if "Write the evaluation steps" in req["messages"][0]["content"]
+        else "Reasoning.\nFinal score: 2" if "Faithfulness" in req["messages"][0]["content"]
+        else "Codes: H" if "error codes" in req["messages"][0]["content"]
+        else "Final Score: 4/5", req)
+    fake.batch_failures = {"1:coverage": "expired"}
+    items = []
+    for tid in ("t0", "t1"):
+        task = Task(tid, "summarization", ("D",), "Summarize.", "q3 revenue $1.")
+        pred = Prediction(id=tid, source="s", system="naive", model="m",
+                          task_type="summarization", question="Summarize.", doc_ids=["D"],
+                          ground_truth=task.reference, predicted=f"summary {tid}")
+        items.append(ScoringItem(pred, task, None, "context", 50, True))
+    scorer = GEvalScorer(claude(make_cfg, fake.url), "anthropic/haiku", tmp_path, batch=True)
+    first, second = scorer.score(items)
+    assert first.values["geval_faithfulness"] == 2 and first.values["geval_coverage"] == 4
+    assert first.values["error_codes"] == ["H"]
+    assert second.values["geval_coverage"] is None
+    assert "batch item expired" in second.null_reasons["geval_coverage"]
+    batches = [r for r in fake.requests if r["path"].endswith("/messages/batches")]
+    assert len(batches) == 2  # one for all scoring calls, one for the taxonomy
+    assert len(batches[0]["json"]["requests"]) == 4

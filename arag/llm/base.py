@@ -82,6 +82,20 @@ class ChatModel(ABC):
     ) -> Completion:
         """Answer one request. ``tool_choice`` is "auto" or "none" (tools listed, not callable)."""
 
+    def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
+        """Answer many independent requests (``custom_id -> complete() kwargs``).
+
+        The default answers them one by one; a provider with a batch API (Anthropic's
+        Message Batches, half price) overrides it. A failed item maps to a ModelError.
+        """
+        out: dict[str, Completion | ModelError] = {}
+        for custom_id, request in requests.items():
+            try:
+                out[custom_id] = self.complete(**request)
+            except ModelError as exc:
+                out[custom_id] = exc
+        return out
+
     def count_tokens(self, text: str) -> int:
         """Local estimate (≈4 characters a token) for budgets and dry runs."""
         return max(1, len(text) // 4)

@@ -73,6 +73,30 @@ class CachedModel(ChatModel):
             self._write(path, completion)
         return completion
 
+    def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        if self.mode == "off":
+            return self.inner.complete_batch(requests)
+        out: dict[str, Any] = {}
+        missing: dict[str, dict[str, Any]] = {}
+        paths: dict[str, Path] = {}
+        for cid, r in requests.items():
+            key = self.key(r["system"], r["messages"], r.get("tools"), r.get("max_tokens", 1024),
+                           r.get("temperature", 0.0), r.get("tool_choice", "auto"))
+            paths[cid] = self.folder / key[:2] / f"{key}.json"
+            hit = self._read(paths[cid])
+            if hit is not None:
+                out[cid] = hit
+            else:
+                missing[cid] = r
+        with self._lock:
+            self.hits += len(out)
+            self.misses += len(missing)
+        for cid, result in self.inner.complete_batch(missing).items():
+            out[cid] = result
+            if self.mode == "read_write" and isinstance(result, Completion):
+                self._write(paths[cid], result)
+        return out
+
     def _read(self, path: Path) -> Completion | None:
         if not path.exists():
             return None
@@ -116,10 +140,22 @@ class MeteredModel(ChatModel):
                  tool_choice: str = "auto") -> Completion:
         completion = self.inner.complete(system, messages, tools, max_tokens, temperature,
                                          tool_choice)
+        self._meter(completion)
+        return completion
+
+    def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        results = self.inner.complete_batch(requests)
+        for result in results.values():
+            if isinstance(result, Completion):
+                self._meter(result)
+        return results
+
+    def _meter(self, completion: Completion) -> None:
+        # Message Batches are billed at half the list price
+        factor = 0.5 if completion.meta.get("batch") else 1.0
         with self._lock:
             self.calls += 1
             if completion.cached:
                 self.cached_calls += 1
             else:
-                self.cost_usd += self.prices.cost_usd(completion.usage)
-        return completion
+                self.cost_usd += factor * self.prices.cost_usd(completion.usage)

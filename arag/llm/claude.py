@@ -76,24 +76,65 @@ class ClaudeModel(ChatModel):
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits
         self.base_delay, self.max_delay = float(cfg.retry_base_delay_s), 60.0
+        self.batch_poll_s = 30.0  # Message Batches usually end within the hour
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
                  tool_choice: str = "auto") -> Completion:
         request = self._request(system, messages, tools, max_tokens, temperature, tool_choice)
         estimate = self.count_tokens(str(request)) + max_tokens
-        last: str = ""
-        for attempt in range(self.max_retries + 1):
+
+        def call() -> Completion:
             self.limiter.acquire(estimate)
             started = time.perf_counter()
+            response = self.client.messages.create(**request)
+            completion = _parse(self._completion, response, started)
+            u = completion.usage
+            self.limiter.record(u.input_tokens + u.cache_read_input_tokens
+                                + u.cache_creation_input_tokens + u.output_tokens, estimate)
+            return completion
+
+        return self._with_retries(call)
+
+    def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
+        """Message Batches (half price): submit, poll until ended, merge results by custom id.
+
+        Items that errored, expired or were cancelled come back as ModelErrors naming why.
+        """
+        if not requests:
+            return {}
+        params = [{"custom_id": cid, "params": self._request(
+            r["system"], r["messages"], r.get("tools"), r.get("max_tokens", 1024),
+            r.get("temperature", 0.0), r.get("tool_choice", "auto"))}
+            for cid, r in requests.items()]
+        batches = self.client.messages.batches
+        batch = self._with_retries(lambda: batches.create(requests=params))
+        log.info("%s: message batch %s submitted (%d requests)", self.name, batch.id, len(params))
+        batch_id = batch.id
+        while batch.processing_status != "ended":
+            self.sleep(self.batch_poll_s)
+            batch = self._with_retries(lambda: batches.retrieve(batch_id))
+        out: dict[str, Completion | ModelError] = {}
+        for entry in self._with_retries(lambda: list(batches.results(batch_id))):
+            result = entry.result
+            if result.type == "succeeded":
+                completion = _parse(self._completion, result.message, time.perf_counter())
+                completion.meta["batch"] = True
+                out[entry.custom_id] = completion
+            else:
+                detail = getattr(getattr(result, "error", None), "error", None)
+                message = getattr(detail, "message", "") if detail else ""
+                out[entry.custom_id] = ModelError(f"batch item {result.type}"
+                                                  + (f": {message}" if message else ""))
+        for cid in requests:
+            out.setdefault(cid, ModelError("batch item missing from the batch's results"))
+        return out
+
+    def _with_retries(self, call: Any) -> Any:
+        last = ""
+        for attempt in range(self.max_retries + 1):
             try:
-                response = self.client.messages.create(**request)
-                completion = _parse(self._completion, response, started)
-                self.limiter.record(completion.usage.input_tokens
-                                    + completion.usage.cache_read_input_tokens
-                                    + completion.usage.cache_creation_input_tokens
-                                    + completion.usage.output_tokens, estimate)
-                return completion
+                return call()
             except self._anthropic.APIStatusError as exc:
                 status = exc.status_code
                 message = _api_message(exc)
