@@ -32,6 +32,7 @@ from runners.evaluate import evaluate
 from runners.paths import resolve
 from runners.plots import run_plots
 from runners.predict import predict
+from runners.report import write_run_report
 from runners.traces import log_task_traces
 
 log = logging.getLogger(__name__)
@@ -196,6 +197,8 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
         tracker.log_params(track.flatten(resolved(cfg)))
         tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
         metrics = _execute(job, model, tracker)
+    if parent is None:
+        write_run_report(client, tracker.run_id)
     log.info("%s: %s", cfg.system.name, ", ".join(
         f"{k}={v:.4g}" for k, v in metrics.items()
         if k in ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean",

@@ -291,9 +291,19 @@ def to_html(markdown_text: str, title: str) -> str:
             f"<style>{style}</style></head><body>{body}</body></html>")
 
 
-def write_sweep_report(client, parent: dict[str, str]) -> Path | None:
+def write_run_report(client, run_id: str) -> None:
+    """A single run (no sweep) gets the per-run part of the report, logged to itself."""
+    run = client.get_run(run_id)
+    _write_report(client, run_id, [run], f"Run report: {run.info.run_name}")
+
+
+def write_sweep_report(client, parent: dict[str, str]) -> None:
     """Build the report for a parent run and log it there (report.md, report.html, plots)."""
-    runs = child_runs(client, parent)
+    _write_report(client, parent["run_id"], child_runs(client, parent),
+                  f"Sweep report: {parent.get('sweep_id', parent['run_id'])}")
+
+
+def _write_report(client, target_run_id: str, runs: list[Any], title: str) -> None:
     rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -302,7 +312,6 @@ def write_sweep_report(client, parent: dict[str, str]) -> Path | None:
             system = next(x["system"] for x in rows if x["run_id"] == rid)
             for rec in recs:
                 rec.setdefault("system", system)
-        title = f"Sweep report: {parent.get('sweep_id', parent['run_id'])}"
         text, data = build_report(rows, records, title)
         (folder / "report.md").write_text(text, encoding="utf-8")
         (folder / "report.html").write_text(to_html(text, title), encoding="utf-8")
@@ -313,13 +322,12 @@ def write_sweep_report(client, parent: dict[str, str]) -> Path | None:
                 plots.taxonomy_by_system(finished, plot_dir),
                 plots.recall_vs_loops(data["arag_points"], plot_dir),
                 plots.loop_budget_curve(finished, plot_dir)]
-        client.log_artifact(parent["run_id"], str(folder / "report.md"))
-        client.log_artifact(parent["run_id"], str(folder / "report.html"))
+        client.log_artifact(target_run_id, str(folder / "report.md"))
+        client.log_artifact(target_run_id, str(folder / "report.html"))
         for path in made:
             if path is not None:
-                client.log_artifact(parent["run_id"], str(path), "plots")
-    log.info("sweep report over %d runs logged to parent run %s", len(rows), parent["run_id"])
-    return None
+                client.log_artifact(target_run_id, str(path), "plots")
+    log.info("report over %d run(s) logged to run %s", len(rows), target_run_id)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -72,6 +72,7 @@ def _item(predicted: str) -> ScoringItem:
 PERFECT = "q3 revenue rose 8.1 percent to $452.2 million.\nsees fy revenue $1.8 billion."
 HALLUCINATED = "q3 revenue rose 9.5 percent to $470 million."
 UNPARSEABLE = "revenue was up."
+OMITTED = "q3 revenue rose 8.1 percent to $452.2 million."  # the guidance bullet is missing
 
 
 @pytest.fixture
@@ -82,6 +83,8 @@ def judge():
         HALLUCINATED: {"faithfulness": "9.5 percent is not in the context.\nFinal score: 1",
                        "coverage": "Misses guidance.\nFinal score: 2"},
         UNPARSEABLE: {"faithfulness": "I cannot decide.", "coverage": "Final score: 3"},
+        OMITTED: {"faithfulness": "Accurate.\nFinal score: 5",
+                  "coverage": "The fy guidance is omitted.\nFinal score: 2"},
     })
 
 
@@ -161,3 +164,12 @@ def test_qa_contain_match_and_three_point_verdicts(tmp_path):
     assert unparsed.values["qa_judge_score"] is None and unparsed.values["qa_judge_parse_failed"]
     (summary,) = QAScorer(None, "no judge").score([_item(PERFECT)])
     assert summary.null_reasons["qa_contain_match"] == "not a QA task"
+
+
+def test_omitted_guidance_lowers_coverage_and_is_coded_as_omission(judge, tmp_path):
+    judge.codes = "Codes: O"
+    (s,) = GEvalScorer(judge, "fake/rule", tmp_path).score([_item(OMITTED)])
+    assert s.values["geval_faithfulness"] == 5 and s.values["geval_coverage"] <= 3
+    assert s.values["error_codes"] == ["O"]
+    taxonomy = next(c for c in judge.calls if "Assign the error codes" in c)
+    assert "The fy guidance is omitted." in taxonomy  # the judge sees the G-Eval reasoning

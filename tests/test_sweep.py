@@ -159,3 +159,24 @@ def test_dry_run_estimates_cost_without_a_key_a_model_call_or_a_run(tmp_path, mo
     assert len(lines) == 2
     assert all("2 tasks" in line and "estimated cost $" in line for line in lines)
     assert not (tmp_path / "mlflow.db").exists() or not all_runs(tmp_path)
+
+
+def test_loop_budget_sweep_draws_the_curve_and_a_single_run_gets_its_report(tmp_path,
+                                                                               shared_cache):
+    result = run_cli(tmp_path, "system=arag", "max_loops=2,4,8", "dataset.limit=3",
+                     cache=shared_cache)
+    assert result.returncode == 0, result.stderr[-3000:]
+    client = client_for(tmp_path)
+    parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
+    plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
+    assert "plots/loop_budget_curve.png" in plots
+    report = Path(client.download_artifacts(parent.info.run_id, "report.md", str(tmp_path)))
+    assert "| max_loops |" in report.read_text()
+    names = sorted(r.info.run_name for r in all_runs(tmp_path) if r.data.tags.get("system"))
+    assert names == ["max_loops=2", "max_loops=4", "max_loops=8"]
+    single = run_cli(tmp_path, "system=naive", "dataset.limit=2", sweep=False,
+                     cache=shared_cache)
+    assert single.returncode == 0, single.stderr[-3000:]
+    run = next(r for r in all_runs(tmp_path) if r.data.tags.get("system") == "naive")
+    assert "mlflow.parentRunId" not in run.data.tags
+    assert "report.md" in {a.path for a in client.list_artifacts(run.info.run_id)}
