@@ -176,22 +176,9 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
         "sweep_id": sweep_id or "", "config_hash": job.config_hash,
         "git_commit": track.git_commit(),
     }
-    existing = track.find_run(client, experiment_id, job.config_hash)
-    resume_id = None
-    if existing is not None and not cfg.runner.rerun:
-        if existing.info.status == "FINISHED" and not cfg.runner.retry_errors:
-            log.info("%s: this configuration already FINISHED as run %s (config hash %s); "
-                     "nothing to do. runner.rerun=true runs it again, runner.retry_errors=true "
-                     "retries its errored tasks", cfg.system.name, existing.info.run_id,
-                     job.config_hash)
-            _record_reused(parent, existing.info.run_id)
-            return dict(existing.data.metrics)
-        resume_id = existing.info.run_id
-        log.info("%s: continuing run %s (%s before)", cfg.system.name, resume_id,
-                 existing.info.status)
-        track.close_orphaned_parent(client, existing, (parent or {}).get("run_id"))
-    elif cfg.runner.rerun:
-        _start_fresh(job.predictions_path)
+    resume_id, finished = _prior_run(client, experiment_id, job, parent)
+    if finished is not None:
+        return finished
     with track.tracked_run(client, experiment_id, run_name or cfg.system.name, tags,
                            (parent or {}).get("run_id"), resume_id) as tracker:
         tracker.log_params(track.flatten(resolved(cfg)))
@@ -204,6 +191,28 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
         if k in ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean",
                  "retrieval_recall_mean", "cost_usd_total", "latency_ms_p50")))
     return metrics
+
+
+def _prior_run(client, experiment_id: str, job: Job, parent: dict[str, str] | None):
+    """What an earlier run of this config means now: (run id to continue, or None;
+    its metrics when it FINISHED and there is nothing to do, or None)."""
+    cfg = job.cfg
+    existing = track.find_run(client, experiment_id, job.config_hash)
+    if cfg.runner.rerun:
+        _start_fresh(job.predictions_path)
+        return None, None
+    if existing is None:
+        return None, None
+    if existing.info.status == "FINISHED" and not cfg.runner.retry_errors:
+        log.info("%s: this configuration already FINISHED as run %s (config hash %s); nothing "
+                 "to do. runner.rerun=true runs it again, runner.retry_errors=true retries its "
+                 "errored tasks", cfg.system.name, existing.info.run_id, job.config_hash)
+        _record_reused(parent, existing.info.run_id)
+        return None, dict(existing.data.metrics)
+    log.info("%s: continuing run %s (%s before)", cfg.system.name, existing.info.run_id,
+             existing.info.status)
+    track.close_orphaned_parent(client, existing, (parent or {}).get("run_id"))
+    return existing.info.run_id, None
 
 
 def make_judge(cfg: DictConfig):
