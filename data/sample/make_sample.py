@@ -138,7 +138,7 @@ def write_call(c: dict, rng: random.Random) -> Call:
     k.say("We will also refer to non-GAAP financial measures, and reconciliations to the most "
           "comparable GAAP measures are included in our press release.")
     k.say(f"With that, I will turn the call over to {c['ceo']}.")
-    k.say(f"Thank you, Nadia, and good morning, everyone.")
+    k.say("Thank you, Nadia, and good morning, everyone.")
     tone = (k.pick("We delivered a strong quarter", "This was an excellent quarter for us",
                    "I am proud of how our teams executed this quarter")
             if c["beat"] else
@@ -310,7 +310,7 @@ QUESTIONS = [
 def qa_block(k: Call, analyst: str, firm: str) -> None:
     c = k.c
     k.say(f"Our next question comes from {analyst} with {firm}.")
-    k.say(f"Hi, thanks for taking my question, and congratulations to the team on the quarter.")
+    k.say("Hi, thanks for taking my question, and congratulations to the team on the quarter.")
     topic, question, answer = k.rng.choice(QUESTIONS)
     k.say(question)
     speaker = c["cfo"] if topic in ("margins", "capital", "guidance", "costs") else c["ceo"]
@@ -327,7 +327,7 @@ def qa_block(k: Call, analyst: str, firm: str) -> None:
           f"{k.rng.choice(c['products'])}.")
     k.say(f"How should we think about its contribution over the next {k.rng.choice([2, 3, 4])} "
           "quarters?")
-    k.say(f"It is a fair question, and we do not break it out separately today, but it is one of "
+    k.say("It is a fair question, and we do not break it out separately today, but it is one of "
           "the fastest-growing parts of our portfolio.")
     k.say(f"We had {k.rng.randint(12, 60)} new customer deployments in the quarter, and the "
           "pipeline behind them is larger than at this time last year.")
