@@ -57,6 +57,9 @@ class DatasetConfig:
     limit: int | None = None
     # adapter-specific options (e.g. style_examples) without widening the schema
     options: dict[str, Any] = field(default_factory=dict)
+    # the model that writes silver references (dataset=financebench_qfs; group
+    # dataset/reference_model); None for datasets that ship their references
+    reference_model: ModelConfig | None = None
 
 
 @dataclass

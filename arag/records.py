@@ -83,6 +83,15 @@ class Corpus:
     def fingerprint(self) -> str:
         return content_hash(sorted(d.fingerprint() for d in self.documents.values()))
 
+    def excerpt(self, lines_by_doc: dict[str, tuple[int, ...]]) -> str:
+        """The given lines of each document, in document order, under its header."""
+        parts = []
+        for doc_id, lines in lines_by_doc.items():
+            doc = self.documents[doc_id]
+            body = "\n".join(doc.lines[n - 1] for n in sorted(set(lines)))
+            parts.append(f'<document id="{doc_id}">\n{doc.header}\n{body}\n</document>')
+        return "\n\n".join(parts)
+
 
 @dataclass
 class Prediction:

@@ -45,7 +45,10 @@ class Scorer(ABC):
 
 
 class PerTaskScorer(Scorer):
-    """A scorer that looks at one answered task at a time; unanswered ones get nulls."""
+    """A scorer that looks at one answered task at a time; unanswered ones get nulls, and
+    so do its ``reference_fields`` for a task without a reference."""
+
+    reference_fields: tuple[str, ...] = ()
 
     @abstractmethod
     def score_one(self, item: ScoringItem) -> Scores:
@@ -54,13 +57,18 @@ class PerTaskScorer(Scorer):
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = []
         for item in items:
+            s = Scores()
             why = answered(item)
+            no_reference = missing_reference(item)
             if why:
-                s = Scores()
                 s.null(self.fields, why)
-                out.append(s)
+            elif no_reference and set(self.fields) <= set(self.reference_fields):
+                s.null(self.fields, no_reference)
             else:
-                out.append(self.score_one(item))
+                s = self.score_one(item)
+                if no_reference:
+                    s.null(list(self.reference_fields), no_reference)
+            out.append(s)
         return out
 
 
@@ -86,3 +94,11 @@ def answered(item: ScoringItem) -> str | None:
     if not (p.predicted or "").strip():
         return "empty prediction"
     return None
+
+
+def missing_reference(item: ScoringItem) -> str | None:
+    """Why a task has no reference to score against (e.g. silver references not written),
+    or None if it has one."""
+    if item.task.reference.strip():
+        return None
+    return item.task.meta.get("reference_missing") or "the task has no reference"

@@ -27,7 +27,14 @@ from pathlib import Path
 from typing import Any
 
 from arag.llm.base import ChatModel, ModelError
-from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.base import (
+    Scorer,
+    Scores,
+    ScoringItem,
+    answered,
+    missing_reference,
+    register_scorer,
+)
 
 log = logging.getLogger(__name__)
 PROMPT_VERSION = "v1"
@@ -153,7 +160,8 @@ def taxonomy_prompt(item: ScoringItem, reasons: dict[str, str]) -> str:
     codes = "\n".join(f"{k}: {v}" for k, v in ERROR_CODES.items())
     return (
         f"A predicted summary scored low. Assign the error codes that apply.\n\nCodes:\n{codes}\n"
-        f"\nQuestion:\n{item.task.question}\n\nReference summary:\n{item.task.reference}\n\n"
+        f"\nQuestion:\n{item.task.question}\n\nReference summary:\n"
+        f"{item.task.reference or '(none available)'}\n\n"
         f"Predicted summary:\n{item.prediction.predicted}\n\nGrader's faithfulness reasoning:\n"
         f"{reasons.get('faithfulness', '')}\n\nGrader's coverage reasoning:\n"
         f"{reasons.get('coverage', '')}\n\nReply with one line of the form 'Codes: H, O' using "
@@ -190,13 +198,19 @@ class GEvalScorer(Scorer):
                 s.null(self.fields + ["error_codes"], why)
             else:
                 todo.append((i, item, s))
-        # Step B: every (task, dimension) scoring call, then the taxonomy for low scorers
+        # Step B: every (task, dimension) scoring call, then the taxonomy for low scorers;
+        # coverage is judged against the reference, so a task without one is not sent
+        dims = {i: [d for d in DIMENSIONS if d != "coverage" or not missing_reference(item)]
+                for i, item, _ in todo}
         scoring = {f"{i}:{d}": _request(_SCORER_SYSTEM, scoring_prompt(d, steps[d], item), 700)
-                   for i, item, _ in todo for d in DIMENSIONS}
+                   for i, item, _ in todo for d in dims[i]}
         replies = self._run(scoring)
         low = []
         for i, item, s in todo:
-            reasons = self._apply_scores(s, {d: replies[f"{i}:{d}"] for d in DIMENSIONS})
+            if "coverage" not in dims[i]:
+                s.null(["geval_coverage"], missing_reference(item) or "")
+                s.values["geval_coverage_reasoning"] = None
+            reasons = self._apply_scores(s, {d: replies[f"{i}:{d}"] for d in dims[i]})
             if self._needs_codes(s):
                 low.append((i, item, s, reasons))
         codes = self._run({str(i): _request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons), 100)

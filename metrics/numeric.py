@@ -81,6 +81,7 @@ def share_found(needles: list[Quantity], haystack: list[Quantity]) -> float | No
 class NumericScorer(PerTaskScorer):
     name = "numeric"
     fields = ["numeric_precision", "numeric_recall"]
+    reference_fields = ("numeric_recall",)
 
     def score_one(self, item: ScoringItem) -> Scores:
         summary = quantities(item.prediction.predicted)

@@ -13,6 +13,7 @@ from metrics.base import (
     Scores,
     ScoringItem,
     answered,
+    missing_reference,
     register_scorer,
 )
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 class RougeScorer(PerTaskScorer):
     name = "rouge"
     fields = ["rouge1_f1", "rouge2_f1", "rougeL_f1"]
+    reference_fields = tuple(fields)
 
     def __init__(self, use_stemmer: bool = True):
         from rouge_score import rouge_scorer
@@ -50,7 +52,7 @@ class BertScoreScorer(Scorer):
         out = [Scores() for _ in items]
         todo = []
         for s, item in zip(out, items, strict=True):
-            why = answered(item)
+            why = answered(item) or missing_reference(item)
             if why:
                 s.null(self.fields, why)
             else:

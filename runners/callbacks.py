@@ -24,14 +24,16 @@ log = logging.getLogger(__name__)
 
 
 def _check_keys(config: DictConfig) -> None:
-    """A Claude model or judge without ANTHROPIC_API_KEY stops the sweep before any run."""
+    """A Claude model, judge or reference model without ANTHROPIC_API_KEY stops the sweep first."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     from arag.llm.claude import MissingAPIKey, api_key
 
-    providers = {config.model.provider, config.judge.provider}
+    reference_model = config.dataset.get("reference_model")
+    providers = {config.model.provider, config.judge.provider,
+                 reference_model.provider if reference_model else "none"}
     for o in OverridesParser.create().parse_overrides(list(config.hydra.overrides.task)):
-        if o.key_or_group in ("model", "judge"):
+        if o.key_or_group in ("model", "judge", "dataset/reference_model"):
             for choice in (o.sweep_string_iterator() if o.is_sweep_override()
                            else [o.value()]):
                 providers.add(_provider_of(o.key_or_group, str(choice)))

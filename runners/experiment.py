@@ -38,19 +38,24 @@ from runners.traces import log_task_traces
 log = logging.getLogger(__name__)
 
 # keys that change how a run is executed or recorded, not what it computes
+# how a model is reached, not which model answers
+_TRANSPORT = ("max_retries", "retry_base_delay_s", "timeout_s", "requests_per_minute",
+              "tokens_per_minute", "base_url")
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.rerun", "runner.retry_errors",
-    "runner.dry_run", "runner.runs_dir", "tracking", "cache.mode", "model.max_retries",
-    "model.retry_base_delay_s", "judge.retry_base_delay_s",
-    "model.timeout_s", "model.requests_per_minute", "model.tokens_per_minute",
-    "model.base_url", "judge.max_retries", "judge.timeout_s", "judge.requests_per_minute",
-    "judge.tokens_per_minute", "judge.base_url",
+    "runner.dry_run", "runner.runs_dir", "tracking", "cache.mode",
+    *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
+      for key in _TRANSPORT),
     # where parsed PDFs are cached and how many processes parse them: not what is computed
     "dataset.options.cache_dir", "dataset.options.parse_workers",
+    "dataset.options.reference_concurrency",
 )
 # keys that decide the predictions (scoring settings are not among them)
 PREDICTION_KEYS = ("system", "dataset", "model", "retrieval", "max_loops", "task_type",
                    "summarization_style", "target_length")
+# ...except these: what the references are scored against, not what the systems see
+REFERENCE_KEYS = ("dataset.reference_model", "dataset.options.reference_words",
+                  "dataset.options.spot_check_fraction")
 
 
 RETRIEVING_SYSTEMS = ("arag", "naive")
@@ -70,8 +75,9 @@ def _without(data: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:
         node = data
         *parents, last = key.split(".")
         for p in parents:
-            node = node.get(p, {})
-        node.pop(last, None)
+            node = node.get(p) if isinstance(node, dict) else None
+        if isinstance(node, dict):  # a null node (no reference model) has nothing to drop
+            node.pop(last, None)
     return data
 
 
@@ -82,7 +88,7 @@ def config_hash(cfg: DictConfig) -> str:
 
 def predictions_hash(cfg: DictConfig) -> str:
     """Identity of a run's predictions: only what can change them."""
-    data = _without(resolved(cfg), COSMETIC_KEYS)
+    data = _without(resolved(cfg), COSMETIC_KEYS + REFERENCE_KEYS)
     return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS})
 
 
@@ -294,7 +300,10 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
             tracker.log_artifact(plot, "plots")
     tracker.log_table(_table_rows(predictions, records), "eval_table.json")
     for name, report in job.dataset.reports.items():
-        tracker.log_json(report, f"{name}.json")
+        if isinstance(report, str):  # Markdown for people to read (e.g. a spot-check list)
+            tracker.log_text(report, f"{name}.md")
+        else:
+            tracker.log_json(report, f"{name}.json")
     if job.dataset.notes:
         tracker.log_text("".join(f"- {n}\n" for n in job.dataset.notes), "dataset_notes.md")
     for scorer in scorers:

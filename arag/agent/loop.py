@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from arag.agent.prompts import BUDGET_REACHED
-from arag.systems.calls import CallLog
-from arag.tools.toolset import Toolset
+
+if TYPE_CHECKING:  # arag.systems imports this module: no import cycle at run time
+    from arag.systems.calls import CallLog
+    from arag.tools.toolset import Toolset
 
 
 @dataclass

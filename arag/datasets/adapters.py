@@ -1,3 +1,3 @@
 """Importing this module registers every built-in dataset adapter."""
 
-from arag.datasets import ectsum, financebench, sample  # noqa: F401
+from arag.datasets import ectsum, financebench, financebench_qfs, sample  # noqa: F401

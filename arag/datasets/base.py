@@ -33,7 +33,8 @@ class Dataset:
     name: str
     corpus: Corpus
     tasks: list[Task]
-    # reports to log with the run (e.g. gold-line mapping), name -> JSON-serialisable data
+    # reports to log with the run, name -> JSON-serialisable data (logged as <name>.json) or
+    # Markdown text for people (logged as <name>.md)
     reports: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 

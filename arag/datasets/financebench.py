@@ -264,12 +264,16 @@ def read_doc_info(path: Path) -> dict[str, dict[str, Any]]:
     return info
 
 
-def _options(cfg: Any, project_root: Path) -> tuple[Path, int | None, int]:
+def parse_options(cfg: Any, project_root: Path, extra: frozenset[str] = frozenset()
+                  ) -> tuple[Path, int | None, int]:
+    """(cache dir, parse workers, max sentence words); ``extra`` names the caller's own
+    options, so an unknown one fails here, naming the known ones."""
     options = dict(cfg.options or {})
-    unknown = set(options) - OPTIONS
+    known = OPTIONS | extra
+    unknown = set(options) - known
     if unknown:
-        raise DatasetError(f"unknown dataset.options {sorted(unknown)} for financebench; known: "
-                           f"{sorted(OPTIONS)}")
+        raise DatasetError(f"unknown dataset.options {sorted(unknown)} for {cfg.name}; known: "
+                           f"{sorted(known)}")
     cache_dir = resolve_root(str(options.get("cache_dir") or "data/cache"), project_root)
     workers = options.get("parse_workers")
     max_words = options.get("max_sentence_words") or 60
@@ -281,16 +285,41 @@ def _options(cfg: Any, project_root: Path) -> tuple[Path, int | None, int]:
     return cache_dir, workers, max_words
 
 
-@register_adapter("financebench")
-def load_financebench(cfg: Any, project_root: Path) -> Dataset:
+def load_filings(pdfs: list[Path], info: dict[str, dict[str, Any]], cache_dir: Path,
+                 workers: int | None, max_words: int
+                 ) -> tuple[dict[str, Document], dict[str, list[str]], dict[str, Any]]:
+    """Page-aware documents of the given filings (parsed or from the cache), the raw text of
+    each one's pages, and the parsing stats."""
+    pages_by_pdf, stats = parse_pdfs(pdfs, cache_dir, workers)
+    documents: dict[str, Document] = {}
+    for pdf in pdfs:
+        lines, line_pages = page_lines(pages_by_pdf[pdf], max_words)
+        if not lines:
+            raise DatasetError("no text could be extracted from this PDF (scanned images?); "
+                               "delete it to skip its tasks, or supply a text PDF", pdf)
+        meta = info[pdf.stem]
+        documents[pdf.stem] = Document(
+            doc_id=pdf.stem, lines=lines, company=str(meta.get("company", "")),
+            doc_type=DOC_TYPES[str(meta["doc_type"]).lower()], period=period_of(pdf.stem, meta),
+            line_pages=line_pages,
+        )
+    return documents, {pdf.stem: pages_by_pdf[pdf] for pdf in pdfs}, stats
+
+
+def open_root(cfg: Any, project_root: Path) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """The upstream tree's root and its filings (doc_name -> document information)."""
     root = resolve_root(cfg.root, project_root).resolve()
     if not root.is_dir():
         raise DatasetError(f"dataset.root {root} does not exist. Clone {UPSTREAM} and set "
                            "dataset.root=<path of the clone>")
-    cache_dir, workers, max_words = _options(cfg, project_root)
+    return root, read_doc_info(root / DOC_INFO)
+
+
+@register_adapter("financebench")
+def load_financebench(cfg: Any, project_root: Path) -> Dataset:
+    root, info = open_root(cfg, project_root)
+    cache_dir, workers, max_words = parse_options(cfg, project_root)
     questions_path = root / QUESTIONS
-    info_path = root / DOC_INFO
-    info = read_doc_info(info_path)
     limit = cfg.limit if cfg.limit is not None and cfg.limit > 0 else None
 
     # questions in file order; the limit counts answerable ones and is applied before parsing
@@ -320,27 +349,14 @@ def load_financebench(cfg: Any, project_root: Path) -> Dataset:
         chosen.append((n, obj))
 
     pdf_paths = sorted({root / PDFS / f"{obj['doc_name']}.pdf" for _, obj in chosen})
-    pages_by_pdf, stats = parse_pdfs(pdf_paths, cache_dir, workers)
-
-    documents: dict[str, Document] = {}
-    for pdf in pdf_paths:
-        lines, line_pages = page_lines(pages_by_pdf[pdf], max_words)
-        if not lines:
-            raise DatasetError("no text could be extracted from this PDF (scanned images?); "
-                               "delete it to skip its questions, or supply a text PDF", pdf)
-        meta = info[pdf.stem]
-        documents[pdf.stem] = Document(
-            doc_id=pdf.stem, lines=lines, company=str(meta.get("company", "")),
-            doc_type=DOC_TYPES[str(meta["doc_type"]).lower()], period=period_of(pdf.stem, meta),
-            line_pages=line_pages,
-        )
+    documents, pages_of, stats = load_filings(pdf_paths, info, cache_dir, workers, max_words)
 
     tasks: list[Task] = []
     task_lines: dict[str, int] = {}
     gold_report: dict[str, Any] = {}
     for n, obj in chosen:
         doc = documents[obj["doc_name"]]
-        n_pages = len(pages_by_pdf[root / PDFS / f"{doc.doc_id}.pdf"])
+        n_pages = len(pages_of[doc.doc_id])
         evidence, pages, problems = [], set(), []
         for i, item in enumerate(obj["evidence"]):
             if not isinstance(item, dict) or not isinstance(item.get("evidence_page_num"), int):

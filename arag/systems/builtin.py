@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from arag.agent.loop import run_agent
 from arag.agent.prompts import system_prompt, task_prompt
-from arag.records import Prediction, Task
+from arag.records import Corpus, Prediction, Task
 from arag.systems.base import System
 from arag.systems.calls import CallLog
 from arag.tools.toolset import Toolset
@@ -73,14 +73,9 @@ class Stuffing(System):
         self.one_call(task, calls, pred, context)
 
 
-def gold_passages(task: Task, corpus) -> str:
+def gold_passages(task: Task, corpus: Corpus) -> str:
     """The task's gold key sentences (or evidence pages), in document order."""
-    parts = []
-    for doc_id, lines in (task.gold_lines or {}).items():
-        doc = corpus.documents[doc_id]
-        body = "\n".join(doc.lines[n - 1] for n in sorted(set(lines)))
-        parts.append(f'<document id="{doc_id}">\n{doc.header}\n{body}\n</document>')
-    return "\n\n".join(parts)
+    return corpus.excerpt(task.gold_lines or {})
 
 
 class Oracle(System):
