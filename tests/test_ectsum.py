@@ -230,3 +230,58 @@ def test_split_without_labels_and_train_style_examples(make_cfg, tmp_path):
     with pytest.raises(DatasetError, match="only 2 summaries"):
         load(make_cfg, f"dataset.root={root}", "dataset.split=val",
              "dataset.options.style_examples=5")
+
+
+def upstream_test_split(root: Path, n: int) -> list[str]:
+    """An upstream-shaped clone whose ``test`` split holds the first n real val calls (the
+    upstream test split has the same layout; it is not in ../shared)."""
+    names = (ECTSUM / LABELS / "val_files.txt").read_text(encoding="utf-8").split()[:n]
+    rows = (ECTSUM / LABELS / "val.json").read_text(encoding="utf-8").splitlines()[:n]
+    for name in names:
+        for sub in ("ects", "gt_summaries"):
+            target = root / "data" / "final" / "test" / sub / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes((ECTSUM / "data" / "final" / "val" / sub / name).read_bytes())
+    (root / LABELS).mkdir(parents=True)
+    (root / LABELS / "test.json").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    (root / LABELS / "test_files.txt").write_text("\n".join(names) + "\n", encoding="utf-8")
+    return names
+
+
+@pytest.mark.slow
+@needs_data
+def test_test_split_sweep_end_to_end(tmp_path):
+    """The issue's command on an upstream-shaped clone: one prediction per document and
+    system, verbatim references, ROUGE-2 that recomputes, retrieval scores for the
+    retrieving systems."""
+    from rouge_score import rouge_scorer
+
+    from tests.conftest import all_runs, client_for, run_cli
+
+    clone = tmp_path / "ECTSum"
+    names = upstream_test_split(clone, 4)
+    done = run_cli(tmp_path, "system=arag,naive,stuffing", "dataset=ectsum",
+                   f"dataset.root={clone}", "dataset.split=test")
+    assert done.returncode == 0, done.stderr[-3000:]
+    client = client_for(tmp_path)
+    children = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    assert sorted(r.data.tags["system"] for r in children) == ["arag", "naive", "stuffing"]
+    scorer = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
+    for run in children:
+        assert run.info.status == "FINISHED" and run.data.metrics["n_errors"] == 0
+        path = client.download_artifacts(run.info.run_id, "predictions.jsonl",
+                                         str(tmp_path / run.info.run_id))
+        preds = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        assert sorted(p["id"] for p in preds) == sorted(n.removesuffix(".txt") for n in names)
+        for p in preds:
+            raw = (clone / "data" / "final" / "test" / "gt_summaries" / f"{p['id']}.txt")
+            assert p["ground_truth"] == "\n".join(
+                " ".join(line.split()) for line in raw.read_text().splitlines() if line.strip())
+        rouge2 = [scorer.score(p["ground_truth"], p["predicted"])["rouge2"].fmeasure
+                  for p in preds]
+        assert run.data.metrics["rouge2_f1_mean"] == pytest.approx(sum(rouge2) / len(rouge2))
+        retrieves = run.data.tags["system"] in ("arag", "naive")
+        for key in ("retrieval_recall_mean", "retrieval_precision_mean"):
+            assert (key in run.data.metrics) == retrieves
+        if retrieves:
+            assert 0 < run.data.metrics["retrieval_recall_mean"] <= 1

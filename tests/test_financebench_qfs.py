@@ -263,12 +263,17 @@ def test_qfs_sweep_end_to_end_with_claude_references(tree, tmp_path, monkeypatch
         monkeypatch.delenv("ANTHROPIC_API_KEY")
     without = run_cli(tmp_path, "system=naive", "dataset=financebench_qfs",
                       f"dataset.root={tree}", "tracking.experiment=qfs_no_refs")
+    no_key = run_cli(tmp_path, "system=naive", "dataset=financebench_qfs",
+                     f"dataset.root={tree}", "dataset/reference_model=claude-haiku-4-5",
+                     "tracking.experiment=qfs_no_key")
+    assert no_key.returncode != 0 and "export ANTHROPIC_API_KEY" in no_key.stderr
     assert with_refs.returncode == 0, with_refs.stderr[-3000:]
     assert without.returncode == 0, without.stderr[-3000:]
     client = client_for(tmp_path)
     runs = {(r.data.tags.get("system"), r.data.tags.get("dataset"),
              client.get_experiment(r.info.experiment_id).name): r
             for r in all_runs(tmp_path) if r.data.tags.get("system")}
+    assert not any(key[2] == "qfs_no_key" for key in runs)  # stopped before any run
     for system in ("arag", "naive"):
         run = runs[(system, "financebench_qfs", "financebench_qfs")]
         assert run.info.status == "FINISHED" and run.data.metrics["n_tasks"] == 2
@@ -277,6 +282,8 @@ def test_qfs_sweep_end_to_end_with_claude_references(tree, tmp_path, monkeypatch
         names = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"qfs_spot_check.md", "sections.json", "qfs_references.json"} <= names
     bare = runs[("naive", "financebench_qfs", "qfs_no_refs")]
+    # other references, same predictions: a new run that re-scores them, no system call
+    assert bare.data.metrics["n_resumed"] == 2
     assert "rouge2_f1_mean" not in bare.data.metrics
     assert "retrieval_recall_mean" in bare.data.metrics
     records = [json.loads(line) for line in Path(client.download_artifacts(

@@ -75,8 +75,8 @@ _SEP = r"[\s.:\-\u2013\u2014]{0,6}"  # "Item 1A. Risk", "ITEM 1A RISK", "Item 1A
 ITEM_NUMBER = re.compile(r"\bitem\s*(\d{1,2}[abc]?)\b", re.IGNORECASE)
 CONTENTS_MIN_ITEMS = 6  # a page naming this many different items is a table of contents
 # a heading is in capitals, or starts a page, or follows a sentence, a page number, "Table
-# of Contents" or "PART II"; "see Item 1A" and "Part II, Item 7," are references to it
-HEADING_AFTER = re.compile(r"(?:[.!?:]|\d|contents|\bpart\s+i{1,3}v?)$", re.IGNORECASE)
+# of Contents", "Index" or "PART II"; "see Item 1A" and "Part II, Item 7," refer to one
+HEADING_AFTER = re.compile(r"(?:[.!?:]|\d|contents|index|\bpart\s+i{1,3}v?)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
