@@ -15,6 +15,7 @@ import itertools
 import json
 import logging
 import tempfile
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,10 @@ from runners import plots
 from runners.track import REUSED_RUNS_FILE
 
 log = logging.getLogger(__name__)
-QUALITY = ("geval_coverage", "geval_faithfulness", "rouge2_f1", "bertscore_f1")
+# the score to compare on: the first that any run has (retrieval precision last: a sweep
+# whose tasks have no references and no judge still gets a finding)
+QUALITY = ("geval_coverage", "geval_faithfulness", "rouge2_f1", "bertscore_f1",
+           "retrieval_precision")
 
 
 def child_runs(client, parent: dict[str, str]) -> list[Any]:
@@ -90,7 +94,7 @@ def _with_ci(row: dict[str, Any], key: str) -> str:
 
 
 def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
-    """The quality score to compare on: G-Eval coverage when judged, else ROUGE-2."""
+    """The quality score to compare on: G-Eval coverage when judged, else ROUGE-2, ..."""
     for key in QUALITY:
         if any(r.get(key) is not None for recs in records_by_run.values() for r in recs):
             return key
@@ -208,7 +212,11 @@ def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[d
                 key: str) -> str:
     scored = [r for r in finished if r.get(f"{key}_mean") is not None]
     if not scored:
-        return f"No run has `{key}` scores."
+        reasons = Counter(x.get("null_reasons", {}).get(key) for recs in records_by_run.values()
+                          for x in recs)
+        reasons.pop(None, None)
+        why = f": {reasons.most_common(1)[0][0]}" if reasons else ""
+        return f"No run has `{key}` scores{why}."
     best = max(scored, key=lambda r: r[f"{key}_mean"])
     cheapest = min(scored, key=lambda r: r.get("cost_usd_mean") or 0.0)
     others = [r for r in scored if r is not best]

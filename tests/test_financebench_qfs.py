@@ -290,6 +290,11 @@ def test_qfs_sweep_end_to_end_with_claude_references(tree, tmp_path, monkeypatch
         bare.info.run_id, "predictions.eval.jsonl", str(tmp_path))).read_text().splitlines()]
     assert all(r["rouge2_f1"] is None and "need a real model" in r["null_reasons"]["rouge2_f1"]
                for r in records)
+    # with no reference and no judge, the report compares on what there is
+    parent = client.get_run(bare.data.tags["mlflow.parentRunId"])
+    report = Path(client.download_artifacts(parent.info.run_id, "report.md",
+                                            str(tmp_path / "report"))).read_text()
+    assert "Comparison metric: `retrieval_precision`" in report
 
 
 def test_a_section_without_an_end_heading_is_cut_and_says_so():
@@ -297,3 +302,17 @@ def test_a_section_without_an_end_heading_is_cut_and_says_so():
     pages = ["Item 1A. Risk Factors We face risks. " + "x " * 10] + ["more risk."] * 5
     assert find_section(pages, SECTIONS[0], 3) == (
         (1, 3), "no end heading within 3 pages of page 1; cut at page 3")
+
+
+def test_report_says_why_a_metric_has_no_scores():
+    from runners.report import key_finding, primary_metric
+
+    reason = "silver references need a real model"
+    records = {"r1": [{"id": "t", "rouge2_f1": None, "retrieval_precision": None,
+                       "null_reasons": {"rouge2_f1": reason}}]}
+    assert primary_metric(records) == "rouge2_f1"  # nothing scored: the default
+    finding = key_finding([{"run": "naive", "run_id": "r1", "status": "FINISHED"}], records,
+                          "rouge2_f1")
+    assert finding == f"No run has `rouge2_f1` scores: {reason}."
+    records["r1"][0]["retrieval_precision"] = 0.5
+    assert primary_metric(records) == "retrieval_precision"
