@@ -316,3 +316,21 @@ def test_report_says_why_a_metric_has_no_scores():
     assert finding == f"No run has `rouge2_f1` scores: {reason}."
     records["r1"][0]["retrieval_precision"] = 0.5
     assert primary_metric(records) == "retrieval_precision"
+
+
+def test_headings_as_real_10ks_print_them():
+    risk, mdna = SECTIONS
+    contents = ("Table of Contents Item 1. Business 3 Item 1A. Risk Factors 5 Item 1B. "
+                "Unresolved Staff Comments 9 Item 2. Properties 9 Item 3. Legal 9 Item 7. "
+                "Management's Discussion and Analysis 10")
+    split_words = [contents, "As described in Part I, Item 1A, risk factors matter.",
+                   "PART I Item 1A ITEM 1A. RIS K FACTORS Our results face many risks.",
+                   "Item 1B. Unresolved Staff Comments None."]
+    assert find_section(split_words, risk, 40) == ((3, 3), "")
+    reserved = ["Item 6. [Reserved] Item 7. Management\u2019s Discussion and Analysis Sales grew.",
+                "More on sales.", "ITEM 7A. QUANTITATIVE AND QUALITATIVE DISCLOSURES Rates."]
+    assert find_section(reserved, mdna, 40) == ((1, 2), "")  # 7A opens page 3
+    quoted = ['Read with "Item 7 \u2013 Management\u2019s Discussion and Analysis" below.',
+              "ITEM 7. MANAGEMENT\u2019S DISCUSSI ON AND ANALYSIS Sales grew.",
+              "Item 8. Financial Statements and Supplementary Data"]
+    assert find_section(quoted, mdna, 40) == ((2, 2), "")

@@ -75,8 +75,9 @@ _SEP = r"[\s.:\-\u2013\u2014]{0,6}"  # "Item 1A. Risk", "ITEM 1A RISK", "Item 1A
 ITEM_NUMBER = re.compile(r"\bitem\s*(\d{1,2}[abc]?)\b", re.IGNORECASE)
 CONTENTS_MIN_ITEMS = 6  # a page naming this many different items is a table of contents
 # a heading is in capitals, or starts a page, or follows a sentence, a page number, "Table
-# of Contents", "Index" or "PART II"; "see Item 1A" and "Part II, Item 7," refer to one
-HEADING_AFTER = re.compile(r"(?:[.!?:]|\d|contents|index|\bpart\s+i{1,3}v?)$", re.IGNORECASE)
+# of Contents", "Index", "[Reserved]" or "PART II"; "see Item 1A" and "Part II, Item 7,"
+# refer to one
+HEADING_AFTER = re.compile(r"(?:[.!?:\]]|\d|contents|index|\bpart\s+i{1,3}v?)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -88,18 +89,26 @@ class Section:
     end: re.Pattern[str]
 
 
+def item_heading(*alternatives: tuple[str, str]) -> re.Pattern[str]:
+    """``Item <number>. <Title>`` for any of (number, title); PDF text often splits a word
+    ("RIS K FACTORS", "DISCUSSI ON"), so a title's letters may have a space between them."""
+    def title(text: str) -> str:
+        return r"\W{0,3}".join(r"\s?".join(map(re.escape, word)) for word in text.split())
+
+    return re.compile("|".join(rf"\bitem\s*{number}{_SEP}{title(words)}"
+                               for number, words in alternatives), re.IGNORECASE)
+
+
 SECTIONS = (
     Section("risk_factors", "Item 1A. Risk Factors",
             "What are the key risk factors {company} describes in its {period} 10-K? Summarize "
             "them.",
-            re.compile(rf"\bitem\s*1a{_SEP}risk\s+factors", re.IGNORECASE),
-            re.compile(rf"\bitem\s*1b{_SEP}unresolved|\bitem\s*2{_SEP}properties",
-                       re.IGNORECASE)),
+            item_heading(("1a", "risk factors")),
+            item_heading(("1b", "unresolved"), ("2", "properties"))),
     Section("operational_highlights", "Item 7. Management's Discussion and Analysis",
             "Summarize the major operational highlights of {company} in its {period} 10-K.",
-            re.compile(rf"\bitem\s*7{_SEP}management\W{{0,3}}s?\s*discussion", re.IGNORECASE),
-            re.compile(rf"\bitem\s*7a{_SEP}quantitative|\bitem\s*8{_SEP}financial\s+statements",
-                       re.IGNORECASE)),
+            item_heading(("7", "management s discussion"), ("7", "managements discussion")),
+            item_heading(("7a", "quantitative"), ("8", "financial statements"))),
 )
 NO_MODEL = ("silver references need a real model: set dataset/reference_model=claude-sonnet-4-6 "
             "(or another option of that group) with ANTHROPIC_API_KEY in the environment")
