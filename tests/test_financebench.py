@@ -87,22 +87,29 @@ def question(qid: str, doc: str, pages: list[int], answer: str = "$150 million")
                           "evidence_text_full_page": "the whole page"} for p in pages]}
 
 
-def write_tree(root: Path) -> Path:
+def write_upstream_tree(root: Path, docs: list[tuple[str, str, str, int]],
+                        questions: list[dict], pdfs: dict[str, list[list[str]]]) -> Path:
+    """An upstream-shaped FinanceBench tree: document information, questions, PDFs."""
     (root / "data").mkdir(parents=True)
     (root / "pdfs").mkdir()
     (root / "data" / "financebench_document_information.jsonl").write_text("".join(
         json.dumps({"doc_name": d, "company": c, "gics_sector": "Industrials", "doc_type": t,
                     "doc_period": y, "doc_link": "https://example.com"}) + "\n"
-        for d, c, t, y in DOCS))
+        for d, c, t, y in docs))
+    (root / "data" / "financebench_open_source.jsonl").write_text(
+        "".join(json.dumps(q) + "\n" for q in questions))
+    for name, pages in pdfs.items():
+        (root / "pdfs" / f"{name}.pdf").write_bytes(make_pdf(pages))
+    return root
+
+
+def write_tree(root: Path) -> Path:
     questions = [question("fb_1", "ACME_2022_10K", [1]), question("fb_2", "GAMMA_2021_10K", [0]),
                  question("fb_3", "ACME_2023Q2_10Q", [0]),
                  question("fb_4", "BETA_2022_8K_dated-2022-07-01", [0, 5])]
-    (root / "data" / "financebench_open_source.jsonl").write_text(
-        "".join(json.dumps(q) + "\n" for q in questions))
-    for name, pages in (("ACME_2022_10K", ACME_10K), ("ACME_2023Q2_10Q", ACME_10Q),
-                        ("BETA_2022_8K_dated-2022-07-01", BETA_8K)):
-        (root / "pdfs" / f"{name}.pdf").write_bytes(make_pdf(pages))
-    return root
+    return write_upstream_tree(root, DOCS, questions, {
+        "ACME_2022_10K": ACME_10K, "ACME_2023Q2_10Q": ACME_10Q,
+        "BETA_2022_8K_dated-2022-07-01": BETA_8K})
 
 
 @pytest.fixture

@@ -24,7 +24,7 @@ from metrics.text import BertScoreScorer, RougeScorer
 from runners.experiment import config_hash, predictions_hash
 from tests.anthropic_fake import FakeAnthropic, error, text_reply
 from tests.conftest import ROOT, SHARED, all_runs, client_for, run_cli
-from tests.test_financebench import make_pdf
+from tests.test_financebench import write_upstream_tree
 from tests.test_geval import RuleJudge
 
 FB = SHARED / "financebench"
@@ -59,17 +59,9 @@ HIGHLIGHTS = "revenue rose 12% to $840 million; margin 18.5%; a new ohio plant."
 
 
 def write_tree(root: Path) -> Path:
-    (root / "data").mkdir(parents=True)
-    (root / "pdfs").mkdir()
-    (root / "data" / "financebench_document_information.jsonl").write_text("".join(
-        json.dumps({"doc_name": d, "company": c, "gics_sector": "Industrials", "doc_type": t,
-                    "doc_period": y, "doc_link": "https://example.com"}) + "\n"
-        for d, c, t, y in DOCS))
-    (root / "data" / "financebench_open_source.jsonl").write_text("")
-    for name, pages in (("ZETA_2022_10K", ZETA_10K), ("OMEGA_2021_10K", OMEGA_10K),
-                        ("ZETA_2023Q1_10Q", [["Quarterly report."]])):
-        (root / "pdfs" / f"{name}.pdf").write_bytes(make_pdf(pages))
-    return root
+    return write_upstream_tree(root, DOCS, [], {
+        "ZETA_2022_10K": ZETA_10K, "OMEGA_2021_10K": OMEGA_10K,
+        "ZETA_2023Q1_10Q": [["Quarterly report."]]})
 
 
 @pytest.fixture
