@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from arag.llm.base import ChatModel, Completion, Message, ToolSpec
+from arag.llm.cache import is_cached
 from arag.llm.offline import OfflineModel
 from arag.llm.pricing import Prices
 
@@ -80,11 +81,33 @@ class Estimate:
     input_tokens: int
     output_tokens: int
     cost_usd: float
+    n_cached: int | None = None  # calls the response cache already answers (not counted)
+    model: str = ""
 
     def line(self) -> str:
-        return (f"[dry run] {self.run}: {self.n_tasks} tasks, {self.n_calls} model calls, "
-                f"~{self.input_tokens:,} input tokens, ~{self.output_tokens:,} output tokens, "
-                f"estimated cost ${self.cost_usd:.4f}")
+        if self.n_cached is None:
+            return (f"[dry run] {self.run}: {self.n_tasks} tasks, {self.n_calls} model calls, "
+                    f"~{self.input_tokens:,} input tokens, ~{self.output_tokens:,} output "
+                    f"tokens, estimated cost ${self.cost_usd:.4f}")
+        return (f"[dry run] {self.run}: {self.n_calls} calls to {self.model} ({self.n_cached} "
+                f"more already in the response cache), ~{self.input_tokens:,} input tokens, "
+                f"at most {self.output_tokens:,} output tokens, estimated cost "
+                f"${self.cost_usd:.4f}")
+
+
+def estimate_requests(label: str, requests: dict[str, dict[str, Any]], model_cfg: Any,
+                      cache_dir: Any) -> Estimate:
+    """Price calls a dataset still needs (``max_tokens`` as the output: an upper bound);
+    those the response cache already answers cost nothing and are not counted."""
+    todo = [r for r in requests.values()
+            if not is_cached(cache_dir, model_cfg.provider, model_cfg.model_id, **r)]
+    input_tokens = sum(count_tokens(json.dumps({"system": r["system"],
+                                                "messages": r["messages"]})) for r in todo)
+    output_tokens = sum(int(r["max_tokens"]) for r in todo)
+    prices = Prices.from_config(model_cfg)
+    cost = (input_tokens * prices.input + output_tokens * prices.output) / 1e6
+    return Estimate(label, len(requests), len(todo), input_tokens, output_tokens, cost,
+                    n_cached=len(requests) - len(todo), model=model_cfg.name)
 
 
 def estimate(run_name: str, system_factory: Any, tasks: list, model_cfg: Any, source: str,

@@ -143,9 +143,9 @@ class Job:
             return self._index
 
 
-def prepare(cfg: DictConfig) -> Job:
+def prepare(cfg: DictConfig, call_models: bool = True) -> Job:
     validate_config(cfg)
-    dataset = load_dataset(cfg.dataset, resolve("."))
+    dataset = load_dataset(cfg.dataset, resolve("."), call_models)
     for note in dataset.notes:
         log.info("dataset %s: %s", dataset.name, note)
     wanted = str(cfg.task_type.value if hasattr(cfg.task_type, "value") else cfg.task_type)
@@ -166,12 +166,16 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
     if cfg.mode == "evaluate":
         validate_config(cfg)
         return rescore(cfg, parent)
-    job = prepare(cfg)
+    job = prepare(cfg, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
         est = dryrun.estimate(run_name or cfg.system.name, lambda m: build_system(job, m),
                               job.dataset.tasks, cfg.model, job.dataset.name,
                               cfg.model.offline)
         print(est.line(), flush=True)
+        pending = job.dataset.pending
+        if pending is not None:  # e.g. silver references the dataset would have written
+            print(dryrun.estimate_requests(f"{job.dataset.name} needs", pending.requests(
+                job.dataset), pending.model_cfg, resolve(cfg.cache.dir)).line(), flush=True)
         return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": est.cost_usd}
     model = cached(make_model(cfg.model), cfg)
     client = track.connect(cfg.tracking)

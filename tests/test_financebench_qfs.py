@@ -177,6 +177,33 @@ def test_a_failed_reference_is_reported_and_asked_for_again(make_cfg, tree, tmp_
     assert [t.reference for t in ds.tasks] == [RISKS, HIGHLIGHTS]
 
 
+def test_a_dry_run_prices_the_references_without_calling_the_model(make_cfg, tree, tmp_path,
+                                                                 monkeypatch):
+    from runners.dryrun import estimate_requests
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # a dry run needs no key
+    cache = tmp_path / "c"
+    cfg = make_cfg("dataset=financebench_qfs", f"dataset.root={tree}",
+                   f"dataset.options.cache_dir={cache}", *claude("http://127.0.0.1:9"))
+    ds = load_dataset(cfg.dataset, ROOT, call_models=False)
+    assert all(t.reference == "" and "not written (dry run)" in t.meta["reference_missing"]
+               for t in ds.tasks)
+    requests = ds.pending.requests(ds)
+    assert list(requests) == [t.id for t in ds.tasks]
+    est = estimate_requests("financebench_qfs needs", requests, cfg.dataset.reference_model,
+                            cache)
+    assert (est.n_calls, est.n_cached, est.output_tokens) == (2, 0, 2 * 600)
+    assert est.input_tokens > 100
+    assert est.cost_usd == pytest.approx((est.input_tokens * 1.0 + 1200 * 5.0) / 1e6)
+    # once a reference is in the response cache, the dry run no longer counts it
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    with FakeAnthropic(reference_writer) as fake:
+        load(make_cfg, tree, cache, *claude(fake.url), "dataset.limit=1")
+    est = estimate_requests("x", requests, cfg.dataset.reference_model, cache)
+    assert (est.n_calls, est.n_cached) == (1, 1)
+    assert "1 calls to claude-haiku-4-5 (1 more already in the response cache)" in est.line()
+
+
 def test_limit_bad_options_and_missing_key(make_cfg, tree, tmp_path, monkeypatch):
     ds = load(make_cfg, tree, tmp_path / "c", "dataset.limit=1")
     assert [t.id for t in ds.tasks] == ["ZETA_2022_10K:risk_factors"]
@@ -259,6 +286,11 @@ def test_qfs_sweep_end_to_end_with_claude_references(tree, tmp_path, monkeypatch
                      f"dataset.root={tree}", "dataset/reference_model=claude-haiku-4-5",
                      "tracking.experiment=qfs_no_key")
     assert no_key.returncode != 0 and "export ANTHROPIC_API_KEY" in no_key.stderr
+    dry = run_cli(tmp_path, "system=naive", "dataset=financebench_qfs", f"dataset.root={tree}",
+                  "dataset/reference_model=claude-sonnet-4-6", "runner.dry_run=true",
+                  "tracking.experiment=qfs_no_key")
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "[dry run] financebench_qfs needs: 2 calls to claude-sonnet-4-6" in dry.stdout
     assert with_refs.returncode == 0, with_refs.stderr[-3000:]
     assert without.returncode == 0, without.stderr[-3000:]
     client = client_for(tmp_path)

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from arag.records import Corpus, Document, Task
 
@@ -28,6 +28,18 @@ class DatasetError(ValueError):
         self.path, self.line, self.field = path, line, field_name
 
 
+class PendingCalls(Protocol):
+    """Model calls a dataset needs before it can be scored (e.g. silver references)."""
+
+    model_cfg: Any
+
+    def requests(self, dataset: Dataset) -> dict[str, dict[str, Any]]:
+        """Task id -> the ``ChatModel.complete`` arguments of its call."""
+
+    def apply(self, dataset: Dataset) -> None:
+        """Make the calls and complete the dataset's tasks, reports and notes."""
+
+
 @dataclass
 class Dataset:
     name: str
@@ -37,6 +49,8 @@ class Dataset:
     # Markdown text for people (logged as <name>.md)
     reports: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    # made by load_dataset, after the limit; a dry run only prices them
+    pending: PendingCalls | None = None
 
 
 AdapterFn = Callable[[Any, Path], Dataset]
@@ -132,7 +146,9 @@ def validate(dataset: Dataset, tasks_path: Path | None = None,
     return dataset
 
 
-def load_dataset(dataset_cfg: Any, project_root: Path) -> Dataset:
+def load_dataset(dataset_cfg: Any, project_root: Path, call_models: bool = True) -> Dataset:
+    """The validated dataset; with ``call_models=False`` (a dry run) model calls the dataset
+    still needs are left in ``Dataset.pending``."""
     import arag.datasets.adapters  # noqa: F401  (registers the built-in adapters)
 
     try:
@@ -147,6 +163,9 @@ def load_dataset(dataset_cfg: Any, project_root: Path) -> Dataset:
         dataset.tasks = dataset.tasks[: dataset_cfg.limit]
         used = {d for t in dataset.tasks for d in t.doc_ids}
         dataset.corpus = Corpus({k: v for k, v in dataset.corpus.documents.items() if k in used})
+    if dataset.pending is not None and call_models:
+        dataset.pending.apply(dataset)
+        dataset.pending = None
     return dataset
 
 

@@ -194,35 +194,40 @@ def spot_check_ids(task_ids: list[str], fraction: float) -> list[str]:
     return [t for t in task_ids if t in chosen]
 
 
-class ReferenceWriter:
-    """Silver references from the relevant pages, through the response cache."""
+class PendingReferences:
+    """The silver references still to be written, one call per task (``load_dataset`` makes
+    them; a dry run only prices them). Calls go through the response cache."""
 
-    def __init__(self, model_cfg: Any, cache_dir: Path, words: int, concurrency: int):
+    def __init__(self, model_cfg: Any, opts: Options):
         self.model_cfg = model_cfg
-        self.model = CachedModel(make_model(model_cfg), cache_dir, "read_write")
-        self.prices = Prices.from_config(model_cfg)
-        self.words = words
-        self.concurrency = concurrency
+        self.opts = opts
 
-    def write(self, tasks: list[Task], corpus: Corpus) -> tuple[dict[str, str], dict[str, Any]]:
-        """(task id -> reference, report); a failed call is reported, not raised."""
-        def one(task: Task) -> tuple[str, Any]:
+    def requests(self, dataset: Dataset) -> dict[str, dict[str, Any]]:
+        return {t.id: {"system": system_prompt("summarization", agentic=False),
+                       "messages": [{"role": "user", "content": task_prompt(
+                           t, STYLE, self.opts.reference_words,
+                           dataset.corpus.excerpt(t.gold_lines or {}))}],
+                       "max_tokens": self.model_cfg.max_output_tokens, "temperature": 0.0}
+                for t in dataset.tasks}
+
+    def apply(self, dataset: Dataset) -> None:
+        model = CachedModel(make_model(self.model_cfg), self.opts.cache_dir, "read_write")
+        prices = Prices.from_config(self.model_cfg)
+        requests = self.requests(dataset)
+
+        def one(task_id: str) -> Any:
             try:
-                return task.id, self.model.complete(
-                    system=system_prompt("summarization", agentic=False),
-                    messages=[{"role": "user", "content": task_prompt(
-                        task, STYLE, self.words, corpus.excerpt(task.gold_lines or {}))}],
-                    max_tokens=self.model_cfg.max_output_tokens, temperature=0.0)
+                return model.complete(**requests[task_id])
             except ModelError as exc:
-                return task.id, exc
+                return exc
 
         log.info("financebench_qfs: %d silver reference(s) from %s (cached under %s)",
-                 len(tasks), self.model.name, self.model.folder)
+                 len(requests), model.name, model.folder)
         references: dict[str, str] = {}
         failures: dict[str, str] = {}
         cost = 0.0
-        with ThreadPoolExecutor(self.concurrency) as pool:
-            for task_id, reply in pool.map(one, tasks):
+        with ThreadPoolExecutor(self.opts.reference_concurrency) as pool:
+            for task_id, reply in zip(requests, pool.map(one, requests), strict=True):
                 if isinstance(reply, ModelError):
                     failures[task_id] = str(reply)
                     log.warning("financebench_qfs: no reference for %s: %s", task_id, reply)
@@ -230,12 +235,33 @@ class ReferenceWriter:
                     failures[task_id] = f"the model wrote an empty reference ({reply.stop_reason})"
                 else:
                     references[task_id] = reply.text.strip()
-                    cost += 0.0 if reply.cached else self.prices.cost_usd(reply.usage)
-        report = {"model": self.model_cfg.name, "model_id": self.model_cfg.model_id,
-                  "n_written": len(references), "n_from_cache": self.model.hits,
-                  "n_failed": len(failures), "failures": failures,
-                  "cost_usd": round(cost, 6), "reference_words": self.words}
-        return references, report
+                    cost += 0.0 if reply.cached else prices.cost_usd(reply.usage)
+        dataset.reports["qfs_references"] = {
+            "model": self.model_cfg.name, "model_id": self.model_cfg.model_id,
+            "n_written": len(references), "n_from_cache": model.hits,
+            "n_failed": len(failures), "failures": failures, "cost_usd": round(cost, 6),
+            "reference_words": self.opts.reference_words}
+        if failures:
+            dataset.notes.append(f"{len(failures)} silver reference(s) could not be written "
+                                 "(see the qfs_references report); the next run asks again")
+        dataset.tasks = [with_reference(t, references.get(t.id, ""),
+                                        f"reference generation failed: {failures.get(t.id)}")
+                         for t in dataset.tasks]
+        self.spot_check(dataset)
+
+    def spot_check(self, dataset: Dataset) -> None:
+        """A share of the references, to a file for a person and to the run's artifacts."""
+        written = [t for t in dataset.tasks if t.reference]
+        ids = spot_check_ids([t.id for t in written], self.opts.spot_check_fraction)
+        if not ids:
+            return
+        text = spot_check_markdown(written, ids, self.model_cfg.name)
+        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(self.model_cfg.model_id))
+        path = self.opts.cache_dir / "financebench_qfs" / f"spot_check_{safe}.md"
+        write_atomically(path, text)
+        dataset.reports["qfs_spot_check"] = text
+        dataset.notes.append(f"{len(ids)} of {len(written)} silver references written for human "
+                             f"review to {path}")
 
 
 def spot_check_markdown(tasks: list[Task], ids: list[str], model: str) -> str:
@@ -340,44 +366,27 @@ def load_financebench_qfs(cfg: Any, project_root: Path) -> Dataset:
     if missing_sections:
         dataset.notes.append(f"{missing_sections} section(s) not found in their 10-K: no task "
                              "for them (see the sections report)")
-    dataset.tasks = attach_references(cfg, opts, tasks, dataset)
+    dataset.tasks = tasks
+    attach_references(cfg, opts, dataset)
     return validate(dataset)
 
 
-def attach_references(cfg: Any, opts: Options, tasks: list[Task], dataset: Dataset) -> list[Task]:
-    """Tasks with their silver references, or with the reason they have none."""
+def attach_references(cfg: Any, opts: Options, dataset: Dataset) -> None:
+    """References to be written by the reference model, or the reason there are none."""
     model_cfg = cfg.get("reference_model")
-    writer = None
-    if model_cfg is not None and model_cfg.provider != "none":
-        writer = ReferenceWriter(model_cfg, opts.cache_dir, opts.reference_words,
-                                 opts.reference_concurrency)
-        if not writer.model.can_judge:  # the offline model can only extract, not summarize
-            writer = None
-    if writer is None:
+    if model_cfg is None or model_cfg.provider in ("none", "offline"):
+        # the offline model can only extract, it does not write references
         dataset.notes.append(f"no silver references: {NO_MODEL}")
         dataset.reports["qfs_references"] = {"model": None, "reason": NO_MODEL}
-        return [with_reference(t, "", NO_MODEL) for t in tasks]
-    references, report = writer.write(tasks, dataset.corpus)
-    dataset.reports["qfs_references"] = report
-    if report["n_failed"]:
-        dataset.notes.append(f"{report['n_failed']} silver reference(s) could not be written "
-                             "(see the qfs_references report); the next run asks again")
-    out = [with_reference(t, references.get(t.id, ""),
-                          f"reference generation failed: {report['failures'].get(t.id)}")
-           for t in tasks]
-    written = [t for t in out if t.reference]
-    ids = spot_check_ids([t.id for t in written], opts.spot_check_fraction)
-    if ids:
-        text = spot_check_markdown(written, ids, model_cfg.name)
-        safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(model_cfg.model_id))
-        path = opts.cache_dir / "financebench_qfs" / f"spot_check_{safe}.md"
-        write_atomically(path, text)
-        dataset.reports["qfs_spot_check"] = text
-        dataset.notes.append(f"{len(ids)} of {len(written)} silver references written for human "
-                             f"review to {path}")
-    return out
+        dataset.tasks = [with_reference(t, "", NO_MODEL) for t in dataset.tasks]
+        return
+    dataset.tasks = [with_reference(t, "", f"silver reference by {model_cfg.name} not written "
+                                           "(dry run)") for t in dataset.tasks]
+    dataset.pending = PendingReferences(model_cfg, opts)
 
 
 def with_reference(task: Task, reference: str, missing_reason: str) -> Task:
-    meta = task.meta if reference else {**task.meta, "reference_missing": missing_reason}
+    meta = {k: v for k, v in task.meta.items() if k != "reference_missing"}
+    if not reference:
+        meta["reference_missing"] = missing_reason
     return replace(task, reference=reference, meta=meta)

@@ -24,6 +24,24 @@ from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
 log = logging.getLogger(__name__)
 
 
+def response_key(provider: str, model_id: str, system: str, messages: list[Message],
+                 tools: list[ToolSpec] | None = None, max_tokens: int = 1024,
+                 temperature: float = 0.0, tool_choice: str = "auto") -> str:
+    """The cache key of one request: provider, model and the full request."""
+    payload = json.dumps({
+        "provider": provider, "model": model_id, "system": system,
+        "messages": messages, "tools": [t.to_api() for t in tools or []],
+        "max_tokens": max_tokens, "temperature": temperature, "tool_choice": tool_choice,
+    }, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+def is_cached(cache_dir: str | Path, provider: str, model_id: str, **request: Any) -> bool:
+    """Whether the response cache holds an answer to this request (no model needed)."""
+    key = response_key(provider, model_id, **request)
+    return (Path(cache_dir) / "responses" / key[:2] / f"{key}.json").exists()
+
+
 class CachedModel(ChatModel):
     def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
         self.inner = inner
@@ -44,13 +62,8 @@ class CachedModel(ChatModel):
 
     def key(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
             max_tokens: int, temperature: float, tool_choice: str) -> str:
-        model_id = getattr(self.inner, "model_id", self.inner.name)
-        payload = json.dumps({
-            "provider": self.inner.provider, "model": model_id, "system": system,
-            "messages": messages, "tools": [t.to_api() for t in tools or []],
-            "max_tokens": max_tokens, "temperature": temperature, "tool_choice": tool_choice,
-        }, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+        return response_key(self.inner.provider, getattr(self.inner, "model_id", self.inner.name),
+                            system, messages, tools, max_tokens, temperature, tool_choice)
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
