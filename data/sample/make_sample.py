@@ -235,7 +235,7 @@ def write_call(c: dict, rng: random.Random) -> Call:
           "projects with the highest returns.")
     k.say("Turning to our outlook.")
     if c.get("nq_lo"):
-        k.say(f"For the {['second', 'third', 'fourth', 'first'][q % 4]} quarter, we expect "
+        k.say(f"For the {['first', 'second', 'third', 'fourth'][q % 4]} quarter, we expect "
               f"revenue in the range of {money(c['nq_lo'])} to {money(c['nq_hi'])}.",
               f"sees q{q % 4 + 1} revenue {money(c['nq_lo'])} to {money(c['nq_hi'])}.")
     fy = y if q < 4 else y + 1
