@@ -43,7 +43,7 @@ _TRANSPORT = ("max_retries", "retry_base_delay_s", "timeout_s", "requests_per_mi
               "tokens_per_minute", "base_url")
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.rerun", "runner.retry_errors",
-    "runner.dry_run", "runner.runs_dir", "tracking", "cache.mode",
+    "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "tracking", "cache.mode",
     *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
       for key in _TRANSPORT),
     # where parsed PDFs are cached and how many processes parse them: not what is computed
@@ -165,7 +165,10 @@ def run(cfg: DictConfig, parent: dict[str, str] | None = None, run_name: str | N
         sweep_id: str | None = None) -> dict[str, float]:
     if cfg.mode == "evaluate":
         validate_config(cfg)
+        require_keys(cfg)
         return rescore(cfg, parent)
+    if not cfg.runner.dry_run:
+        require_keys(cfg)
     job = prepare(cfg, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
         est = dryrun.estimate(run_name or cfg.system.name, lambda m: build_system(job, m),
@@ -225,6 +228,19 @@ def _prior_run(client, experiment_id: str, job: Job, parent: dict[str, str] | No
     return existing.info.run_id, None
 
 
+def require_keys(cfg: DictConfig) -> None:
+    """A Claude model, judge or reference model without its key stops before any run opens
+    (and before any other model call is paid for)."""
+    from arag.llm.claude import api_key
+
+    reference = cfg.dataset.get("reference_model")
+    providers = {cfg.judge.provider, reference.provider if reference else "none"}
+    if cfg.mode != "evaluate":
+        providers.add(cfg.model.provider)
+    if "anthropic" in providers:
+        api_key()
+
+
 def make_judge(cfg: DictConfig):
     """(judge model, reason) — the model is None when there is no usable judge."""
     if cfg.judge.provider == "none":
@@ -270,6 +286,7 @@ def _execute(job: Job, model, tracker: track.RunTracker) -> dict[str, float]:
     )
     if outcome.stop_reason:
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})
+        tracker.end_status = "KILLED"
     metrics = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed)})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions)
@@ -281,11 +298,14 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
                   extra: dict[str, float]) -> dict[str, float]:
     """Score predictions and log metrics, records, tables, reports and plots to the run."""
     cfg = job.cfg
+    tasks = {t.id: t for t in job.dataset.tasks}
+    for p in predictions:  # a reused prediction is scored against today's reference
+        p.ground_truth = tasks[p.id].reference
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
     judge, judge_reason = make_judge(cfg)
     scorers = build_scorers(cfg, judge, judge_reason, cache_dir=resolve(cfg.cache.dir))
     records = evaluate(
-        predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks, scorers,
+        predictions, tasks, job.dataset.corpus, chunks, scorers,
         cfg.target_length, system_kind=cfg.system.kind,
     )
     metrics = {**aggregate(records), **extra}

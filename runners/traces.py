@@ -9,6 +9,7 @@ the run through the ``mlflow.sourceRun`` metadata, so they show in the run's Tra
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from arag.records import Prediction
@@ -21,37 +22,76 @@ def _ns(pred: Prediction, ms: float) -> int:
 
 
 def log_task_traces(experiment_id: str, run_id: str, predictions: list[Prediction]) -> int:
+    """One trace per task of the run; a task whose prediction already has its trace is left
+    alone (a continued run), one whose prediction changed (a retried error) gets a new trace
+    in place of the old. Returns the number of traces written."""
     import mlflow
-    from mlflow.entities import SpanType
 
+    existing = _existing_traces(experiment_id, run_id)
+    stale: list[str] = []
     count = 0
     for pred in predictions:
-        if pred.skipped or not pred.started_at:
+        stamp = _stamp(pred)
+        old = existing.get(pred.id)
+        if old is not None and old[1] == stamp:
             continue
-        root = mlflow.start_span_no_context(
-            name=f"{pred.system}:{pred.id}",
-            span_type=SpanType.AGENT if pred.system == "arag" else SpanType.CHAIN,
-            inputs={"question": pred.question, "doc_ids": pred.doc_ids},
-            attributes={"system": pred.system, "model": pred.model, "task_id": pred.id},
-            metadata={"mlflow.sourceRun": run_id},
-            experiment_id=experiment_id,
-            start_time_ns=_ns(pred, 0.0),
-        )
-        for step in pred.trace:
-            _span(root, pred, step, SpanType)
-        root.set_outputs({"predicted": pred.predicted, "error": pred.error,
-                          "retrieved_chunk_ids": pred.retrieved_chunk_ids})
-        root.set_attributes({"loops": pred.loops, "cost_usd": pred.cost_usd,
-                             "max_loops_reached": pred.max_loops_reached})
-        if pred.error:
-            root.set_status("ERROR")
-        root.end(end_time_ns=_ns(pred, pred.latency_ms))
+        if old is not None:
+            stale.append(old[0])
+        _log_trace(experiment_id, run_id, pred, stamp)
         count += 1
     try:
         mlflow.flush_trace_async_logging()
     except Exception:  # noqa: BLE001 - older/newer MLflow without async logging
         pass
+    if stale:
+        mlflow.MlflowClient().delete_traces(experiment_id, trace_ids=stale)
     return count
+
+
+def _stamp(pred: Prediction) -> str:
+    """Which prediction of a task a trace shows (a retried task gets a new one)."""
+    return "skipped" if pred.skipped else f"{pred.started_at:.6f}"
+
+
+def _existing_traces(experiment_id: str, run_id: str) -> dict[str, tuple[str, str]]:
+    """task id -> (trace id, prediction stamp) of the traces the run already has."""
+    import mlflow
+
+    traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
+                                  include_spans=False)
+    out = {}
+    for trace in traces:
+        meta = trace.info.trace_metadata
+        if "task_id" in meta:
+            out[meta["task_id"]] = (trace.info.trace_id, meta.get("prediction", ""))
+    return out
+
+
+def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str) -> None:
+    import mlflow
+    from mlflow.entities import SpanType
+
+    # a skipped task made no call: its trace is a single span that says why, at log time
+    started = pred.started_at or time.time()
+    root = mlflow.start_span_no_context(
+        name=f"{pred.system}:{pred.id}",
+        span_type=SpanType.AGENT if pred.system == "arag" else SpanType.CHAIN,
+        inputs={"question": pred.question, "doc_ids": pred.doc_ids},
+        attributes={"system": pred.system, "model": pred.model, "task_id": pred.id},
+        metadata={"mlflow.sourceRun": run_id, "task_id": pred.id, "prediction": stamp},
+        experiment_id=experiment_id,
+        start_time_ns=int(started * 1e9),
+    )
+    for step in pred.trace:
+        _span(root, pred, step, SpanType)
+    root.set_outputs({"predicted": pred.predicted, "error": pred.error,
+                      "skipped": pred.skipped, "skip_reason": pred.skip_reason,
+                      "retrieved_chunk_ids": pred.retrieved_chunk_ids})
+    root.set_attributes({"loops": pred.loops, "cost_usd": pred.cost_usd,
+                         "max_loops_reached": pred.max_loops_reached})
+    if pred.error:
+        root.set_status("ERROR")
+    root.end(end_time_ns=int((started + pred.latency_ms / 1000.0) * 1e9))
 
 
 def _span(root: Any, pred: Prediction, step: dict[str, Any], SpanType: Any) -> None:

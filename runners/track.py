@@ -92,6 +92,9 @@ class RunTracker:
         self.client = client
         self.run_id = run_id
         self.experiment_id = experiment_id
+        # how the run ends when the job returns: KILLED when it stopped early (cost cap),
+        # so no run with tasks left undone is FINISHED and the same command continues it
+        self.end_status = "FINISHED"
 
     def log_params(self, params: dict[str, str]) -> None:
         """Log params; on a resumed run only those it lacks (cosmetic keys may differ)."""
@@ -168,7 +171,8 @@ def close_orphaned_parent(client, run, new_parent_id: str | None) -> None:
 def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
                 parent_run_id: str | None = None,
                 resume_run_id: str | None = None) -> Iterator[RunTracker]:
-    """A run that always ends: FINISHED on success, FAILED on any exception.
+    """A run that always ends: FINISHED on success (KILLED if the job stopped early), FAILED
+    on any exception.
 
     With ``resume_run_id`` the existing run is reopened (status RUNNING) and continued.
     """
@@ -181,8 +185,9 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
         resumes = int(run.data.tags.get("resumed", "0")) + 1
         for key, value in {**all_tags, "resumed": str(resumes)}.items():
             client.set_tag(resume_run_id, key, value)
-        if "error" in run.data.tags:
-            client.delete_tag(resume_run_id, "error")
+        for stale in ("error", "stopped", "n_not_run"):
+            if stale in run.data.tags:
+                client.delete_tag(resume_run_id, stale)
     else:
         run = client.create_run(experiment_id, tags=all_tags, run_name=run_name)
     tracker = RunTracker(client, run.info.run_id, experiment_id)
@@ -194,7 +199,7 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
         finally:
             client.set_terminated(run.info.run_id, "FAILED")
         raise
-    client.set_terminated(run.info.run_id, "FINISHED")
+    client.set_terminated(run.info.run_id, tracker.end_status)
 
 
 def read_parent(sweep_dir: Path) -> dict[str, str] | None:

@@ -69,3 +69,54 @@ def test_kill_9_mid_sweep_then_rerun_loses_and_repeats_nothing(tmp_path):
     assert any(r.data.tags.get("resumed") == "1" for r in runs)
     parents = [r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent"]
     assert sorted(p.info.status for p in parents) == ["FINISHED", "KILLED"]
+
+
+def test_cost_cap_leaves_the_run_killed_and_a_higher_cap_finishes_it(tmp_path):
+    """No run with tasks left undone is FINISHED; the same command with a higher cap
+    continues that run, predicts only the rest, and leaves one trace per task."""
+    import mlflow
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+
+    def naive(cap: str):
+        cmd = [sys.executable, "run.py", "system=naive", "dataset=sample", "dataset.limit=3",
+               "model=claude-haiku-4-5", f"model.base_url={fake.url}", "runner.concurrency=1",
+               f"runner.max_cost_usd={cap}", f"hydra.run.dir={tmp_path}/out",
+               *store_overrides(tmp_path)]
+        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=600, stdin=subprocess.DEVNULL)
+
+    with FakeAnthropic() as fake:
+        capped = naive("0.000001")
+        assert capped.returncode == 0, capped.stderr[-3000:]
+        (stopped,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+        n_capped = len(fake.requests)
+        more = naive("5")
+        n_more = len(fake.requests) - n_capped
+    assert more.returncode == 0, more.stderr[-3000:]
+    assert stopped.info.status == "KILLED"
+    assert stopped.data.tags["n_not_run"] == "2" and "reached" in stopped.data.tags["stopped"]
+    (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    assert (n_capped, n_more) == (1, 2)  # one task ran before the cap; the rest ran later
+    assert run.info.run_id == stopped.info.run_id
+    assert run.info.status == "FINISHED" and run.data.tags["resumed"] == "1"
+    assert "stopped" not in run.data.tags and "n_not_run" not in run.data.tags
+    assert run.data.metrics["n_tasks"] == 3 and run.data.metrics["n_not_run"] == 0
+    assert "cost cap runner.max_cost_usd=1e-06 reached" in capped.stderr
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    traces = mlflow.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id,
+                                  return_type="list", include_spans=False)
+    assert sorted(t.info.trace_metadata["task_id"] for t in traces) == [
+        "HRBK_q2_2023", "KBTX_q3_2024", "NMBS_q4_2024"]
+
+
+def test_a_claude_judge_without_a_key_stops_a_single_run_before_it_opens(tmp_path,
+                                                                          monkeypatch):
+    from tests.conftest import run_cli
+
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    for extra in (["judge=claude-haiku-4-5"], ["mode=evaluate", "source_run_id=abc",
+                                               "judge=claude-haiku-4-5"]):
+        done = run_cli(tmp_path, "system=naive", *extra, sweep=False)
+        assert done.returncode != 0 and "export ANTHROPIC_API_KEY" in done.stderr
+    assert not (tmp_path / "mlflow.db").exists() or not all_runs(tmp_path)

@@ -23,8 +23,12 @@ CLAUDE = ["model=claude-haiku-4-5", "model.max_retries=2", "model.retry_base_del
           "model.timeout_s=1"]
 
 
+DOOMED = "HRBK"  # every call about this call's task fails: some tasks surely end in error
+
+
 def _faulty(rate: float, seed: int = 7):
-    """20% of calls: 429, 529, 500, a dropped connection, a timeout or a malformed body."""
+    """20% of calls: 429, 529, 500, a dropped connection, a timeout or a malformed body; and
+    every call for the DOOMED task is overloaded, so its retries run out."""
     rng = random.Random(seed)
     lock = threading.Lock()
     policy = agent_policy()
@@ -33,6 +37,8 @@ def _faulty(rate: float, seed: int = 7):
               {"drop": True}, {"delay": 1.5}, {"malformed": True}]
 
     def handle(request, n):
+        if f"{DOOMED}'s" in json.dumps(request["messages"][0]):
+            return error(529, "overloaded_error", "Overloaded")
         with lock:
             roll, fault = rng.random(), rng.choice(faults)
         if roll < rate:
@@ -58,7 +64,7 @@ def test_twenty_percent_faults_every_task_accounted_for(tmp_path):
         runs = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
         assert len(runs) == 3 and all(r.info.status == "FINISHED" for r in runs)
         n_tasks = len((ROOT / "data/sample/tasks.jsonl").read_text().splitlines())
-        total_errors = 0
+        errored_questions = set()
         for log in (tmp_path / "runs").glob("*/predictions.jsonl"):
             preds = [json.loads(line) for line in log.read_text().splitlines()]
             system = preds[0]["system"]
@@ -67,18 +73,28 @@ def test_twenty_percent_faults_every_task_accounted_for(tmp_path):
             for p in preds:
                 assert (p["predicted"] is not None) != bool(p["error"]), p
                 assert p["error"] is None or "gave up after 3 attempts" in p["error"]
-            errors = sum(1 for p in preds if p["error"])
-            assert run.data.metrics["n_errors"] == errors
-            total_errors += errors
+            errors = [p for p in preds if p["error"]]
+            assert run.data.metrics["n_errors"] == len(errors) >= 1
+            assert any(DOOMED in p["id"] for p in errors)
+            errored_questions |= {p["question"] for p in errors}
         assert any("retry 1/2" in line for line in result.stderr.splitlines())
         # the same sweep with retry_errors against a healthy API: only errored tasks re-run
         fake.handler = agent_policy()
         seen = len(fake.requests)
         again = _claude_sweep(tmp_path, fake.url, "runner.retry_errors=true")
         assert again.returncode == 0, again.stderr[-3000:]
-        assert (len(fake.requests) - seen > 0) == (total_errors > 0)
+        retried = [json.dumps(r["json"]["messages"][0]) for r in fake.requests[seen:]]
+        assert retried and all(any(q in m for q in errored_questions) for m in retried)
+    import mlflow
+
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     for run in (r for r in all_runs(tmp_path) if r.data.tags.get("system")):
         assert run.data.metrics["n_errors"] == 0 and run.info.status == "FINISHED"
+        # one trace per task: a retried task's error trace was replaced, nothing doubled
+        traces = mlflow.search_traces(locations=[run.info.experiment_id],
+                                      run_id=run.info.run_id, return_type="list")
+        assert len(traces) == n_tasks
+        assert all(t.info.state.value == "OK" for t in traces)
 
 
 def _parent_with_three_children(tmp: Path) -> None:
