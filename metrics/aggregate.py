@@ -21,10 +21,12 @@ ERROR_CODES = ("H", "N", "O", "P", "IR", "IC", "V")
 BOOTSTRAP_SAMPLES = 1000
 
 
-def bootstrap_ci(values: list[float], seed: int = 0) -> tuple[float, float]:
+def bootstrap_ci(values: list[float], seed: int = 0) -> tuple[float, float] | None:
+    """95% percentile-bootstrap interval of the mean; None for fewer than two values (one
+    value says nothing about spread)."""
     data = np.asarray(values, dtype=float)
     if len(data) < 2:
-        return float(data.mean()), float(data.mean())
+        return None
     rng = np.random.default_rng(seed)
     means = data[rng.integers(0, len(data), size=(BOOTSTRAP_SAMPLES, len(data)))].mean(axis=1)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
@@ -52,8 +54,9 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, float]:
     numeric = _numeric_fields(answered)
     for key, values in sorted(numeric.items()):
         metrics[f"{key}_mean"] = float(np.mean(values))
-        if key.startswith(QUALITY_PREFIXES):
-            metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = bootstrap_ci(values)
+        ci = bootstrap_ci(values) if key.startswith(QUALITY_PREFIXES) else None
+        if ci is not None:
+            metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = ci
         if key.startswith("geval_"):
             metrics[f"{key}_share_ge4"] = float(np.mean([v >= 4 for v in values]))
     latencies = numeric.get("latency_ms", [])

@@ -10,10 +10,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from metrics.aggregate import QUALITY_PREFIXES  # noqa: E402
 from metrics.geval import ERROR_CODES  # noqa: E402
 
-HISTOGRAMS = ("geval_faithfulness", "geval_coverage", "rouge2_f1", "bertscore_f1",
-              "retrieval_recall", "numeric_precision")
+HISTOGRAM_COLUMNS = 4
 COMPARED = ("geval_faithfulness_mean", "geval_coverage_mean", "rouge2_f1_mean",
             "bertscore_f1_mean", "retrieval_recall_mean", "retrieval_precision_mean")
 BLUE, RED = "#4C72B0", "#C44E52"
@@ -26,13 +26,24 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
+def histogram_fields(records: list[dict[str, Any]]) -> list[str]:
+    """Every score the run has at least one value of (the quality fields of aggregates)."""
+    fields = {k for r in records for k, v in r.items() if k.startswith(QUALITY_PREFIXES)
+              and isinstance(v, int | float) and not isinstance(v, bool)}
+    return sorted(fields)
+
+
 def run_plots(records: list[dict[str, Any]], folder: Path) -> list[Path]:
     """Per-run plots: score histograms and, with a judge, error-taxonomy frequencies."""
     plots = []
-    present = [f for f in HISTOGRAMS if any(r.get(f) is not None for r in records)]
+    present = histogram_fields(records)
     if present:
-        fig, axes = plt.subplots(1, len(present), figsize=(3.2 * len(present), 3), squeeze=False)
-        for ax, field in zip(axes[0], present, strict=True):
+        cols = min(HISTOGRAM_COLUMNS, len(present))
+        rows = -(-len(present) // cols)
+        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False)
+        for ax in axes.flat[len(present):]:
+            ax.set_visible(False)
+        for ax, field in zip(axes.flat, present, strict=False):
             values = [r[field] for r in records if r.get(field) is not None]
             bins = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5] if field.startswith("geval_") else 10
             ax.hist(values, bins=bins, color=BLUE, edgecolor="white")

@@ -121,3 +121,26 @@ def test_round_numbers_do_not_match_far_off_values():
     assert not gold.matches(quantities("$2 billion")[0])
     assert gold.matches(quantities("$1.58 billion")[0])
     assert quantities("8 percent")[0].matches(quantities("8.1%")[0])
+
+
+def test_one_value_has_no_confidence_interval_and_cost_per_coverage_point_is_exact():
+    one = aggregate([{"id": "a", "rouge2_f1": 0.3, "cost_usd": 0.02}])
+    assert one["rouge2_f1_mean"] == 0.3
+    assert "rouge2_f1_ci_low" not in one and "rouge2_f1_ci_high" not in one
+    judged = aggregate([{"id": "a", "geval_coverage": 4.0, "cost_usd": 0.02},
+                        {"id": "b", "geval_coverage": 2.0, "cost_usd": 0.04}])
+    assert judged["cost_per_coverage_point"] == pytest.approx(0.03 / 3.0)
+    assert judged["geval_coverage_share_ge4"] == 0.5
+
+
+def test_every_score_gets_a_histogram(tmp_path):
+    from runners.plots import histogram_fields, run_plots
+
+    records = [{"id": "a", "rouge1_f1": 0.4, "rouge2_f1": 0.2, "rougeL_f1": 0.3,
+                "bertscore_p": 0.8, "retrieval_precision": 0.5, "retrieval_recall": None,
+                "numeric_recall": 1.0, "qa_contain_match": 1.0, "geval_coverage_reasoning": "x",
+                "geval_coverage_parse_failed": False, "cost_usd": 0.0, "loops": 3}]
+    assert histogram_fields(records) == ["bertscore_p", "numeric_recall", "qa_contain_match",
+                                         "retrieval_precision", "rouge1_f1", "rouge2_f1",
+                                         "rougeL_f1"]
+    assert [p.name for p in run_plots(records, tmp_path)] == ["score_histograms.png"]
