@@ -122,8 +122,11 @@ class MLflowSweepCallback(Callback):
 
         try:
             write_sweep_report(self.client, self.parent)
-        except Exception:  # noqa: BLE001 - a report problem must not hide the sweep's result
+        except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result
             log.exception("could not build the sweep comparison")
+            # visible on the parent: rebuild with python -m runners.report <parent run id>
+            self.client.set_tag(self.parent["run_id"], "report_error",
+                                f"{type(exc).__name__}: {exc}"[:5000])
         if failures:
             self.client.set_tag(self.parent["run_id"], "failed_jobs",
                                 json.dumps(failures)[:5000])

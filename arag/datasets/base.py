@@ -139,7 +139,8 @@ def validate(dataset: Dataset, tasks_path: Path | None = None,
             bad = [g for g in gold if not 1 <= g <= len(doc.lines)]
             if bad:
                 raise DatasetError(f"gold line(s) {bad} out of range: {doc_id} has "
-                                   f"{len(doc.lines)} lines (1-based)", tasks_path, at,
+                                   f"{len(doc.lines)} lines (1-based); fix gold_lines to "
+                                   "number the document's lines from 1", tasks_path, at,
                                    "gold_lines")
     if not dataset.tasks:
         raise DatasetError(f"dataset {dataset.name!r} has no tasks", tasks_path)
