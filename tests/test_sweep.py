@@ -180,3 +180,18 @@ def test_loop_budget_sweep_draws_the_curve_and_a_single_run_gets_its_report(tmp_
     run = next(r for r in all_runs(tmp_path) if r.data.tags.get("system") == "naive")
     assert "mlflow.parentRunId" not in run.data.tags
     assert "report.md" in {a.path for a in client.list_artifacts(run.info.run_id)}
+
+
+def test_a_failing_job_does_not_stop_the_sweep(tmp_path, shared_cache):
+    """One job's bad value fails that job only: the other finishes, the parent is FAILED
+    with the failure listed, and the command exits 1 naming the job and its error."""
+    result = run_cli(tmp_path, "system=naive", "max_loops=-1,2", "dataset.limit=2",
+                     cache=shared_cache)
+    assert result.returncode == 1
+    assert "[max_loops=-1]" in result.stderr and "Fix: max_loops=" in result.stderr
+    runs = all_runs(tmp_path)
+    parent = next(r for r in runs if r.data.tags.get("role") == "sweep_parent")
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert [(c.info.run_name, c.info.status) for c in children] == [("max_loops=2", "FINISHED")]
+    assert parent.info.status == "FAILED"
+    assert json.loads(parent.data.tags["failed_jobs"])[0]["job"] == "max_loops=-1"
