@@ -2,17 +2,22 @@
 
 Step A: evaluation steps are generated once per (dimension, judge model, prompt version)
 by the judge and cached as JSON under ``<cache.dir>/geval/``; every run logs the steps it
-used. Step B: per task and dimension, one chain-of-thought call scores the prediction
-1-5 over those steps. Faithfulness is judged against the context the system actually
+used; ``regenerate_criteria`` asks the judge itself again, past the response cache.
+Step B: per task and dimension, one chain-of-thought call scores the prediction 1-5 over
+those steps. Faithfulness is judged against the context the system actually
 used (chunks read by the agent, top-k chunks for naive, the whole document for
 stuffing); coverage against the reference summary.
 
 A reply without a parseable score gives ``None`` and ``geval_<dim>_parse_failed=True``
-with the reply kept verbatim: never a default score.
+with the reply kept verbatim: never a default score, nor one cut from "3.5" or "2-3".
+Every record carries ``geval_<dim>``, ``geval_<dim>_reasoning`` and
+``geval_<dim>_parse_failed``, null when there was no reply (no judge, no answer, a failed
+call, or a failed Message Batch: each of its items null with the reason).
 
 Error taxonomy: every task scoring below 3 on either dimension gets one judge call that
 assigns codes from exactly ``ERROR_CODES``; anything else in the reply is dropped and
-logged.
+logged. A reply with no readable ``Codes:`` list, or naming only codes outside the set,
+gives null codes (``error_codes_parse_failed``), not "no errors".
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ import os
 import re
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from arag.llm.base import ChatModel, ModelError
+from arag.llm.base import ChatModel, Completion, ModelError
+from arag.llm.cache import fresh_replies
 from metrics.base import (
     Scorer,
     Scores,
@@ -66,38 +73,88 @@ ERROR_CODES = {
     "V": "verbosity or format: far off the requested length or style",
 }
 
-STRICT = re.compile(r"Final score:\s*([1-5])\b")
-TOLERANT = (
-    re.compile(r"final\s*score\s*\**\s*[:=\-]?\s*\**\s*([1-5])(?:\.0)?\s*(?:/\s*5|out of 5)?\b",
-               re.IGNORECASE),
-    re.compile(r"\bscore\s*\**\s*[:=]\s*\**\s*([1-5])(?:\.0)?\s*(?:/\s*5|out of 5)?\b",
-               re.IGNORECASE),
-    re.compile(r"\b([1-5])\s*(?:/\s*5|out of 5)\b", re.IGNORECASE),
+# A number as the judge wrote it, fraction and range included, so that "3.5", "2-3" and
+# "4 out of 10" are read whole and rejected, never cut down to a score.
+_NUMBER = r"\d+(?:\.\d+)?"
+_WRITTEN = (rf"({_NUMBER}(?:[ \t]*(?:-|–|—|to|or)[ \t]*{_NUMBER})?"
+            rf"(?:[ \t]*(?:/|out[ \t]+of)[ \t]*{_NUMBER})?)")
+_SCORE = re.compile(r"([1-5])(?:\.0+)?(?:\s*(?:/|out\s+of)\s*5(?:\.0+)?)?")
+# From the form the prompt asks for to prose; the first form present decides.
+SCORE_FORMS = (
+    re.compile(r"Final score:\s*" + _WRITTEN),
+    re.compile(r"final\s*score\s*\**\s*[:=\-]?\s*\**\s*" + _WRITTEN, re.IGNORECASE),
+    re.compile(r"\b(?:score|rating)\s*\**\s*[:=]\s*\**\s*" + _WRITTEN, re.IGNORECASE),
+    # a rating in prose, ending its clause: "I rate it 4 out of 5." is one, "it covers 4
+    # out of 5 key facts" is a count
+    re.compile(r"\b(?:rate|rated|rating|give|giving|grade|graded|score|scored)\b[^.\d\n]{0,40}?"
+               rf"(?<![\d.])({_NUMBER}[ \t]*(?:/|out[ \t]+of)[ \t]*{_NUMBER})"
+               r"(?=[ \t]*(?:[.!;,)]|\**[ \t]*$))", re.IGNORECASE | re.MULTILINE),
 )
+_CODES_LINE = re.compile(r"^[^\n:]*?\bcodes?\b[\s*`]*:\s*(.*)$", re.IGNORECASE | re.MULTILINE)
+_NO_CODES = re.compile(r"(?:none|n/?a|no|nothing)\b", re.IGNORECASE)
 
 
 def parse_score(reply: str) -> int | None:
-    """The strict ``Final score: N`` form (last one wins), then tolerant fallbacks."""
-    strict = STRICT.findall(reply)
-    if strict:
-        return int(strict[-1])
-    for pattern in TOLERANT:
-        found = pattern.findall(reply)
-        if found:
-            return int(found[-1])
+    """The score the judge wrote, or None.
+
+    The first form present decides (``Final score: N``, then ``final score N``/``**Final
+    score:** N``, then ``Score: N``, then a prose rating ``I rate it N out of 5.``) and its
+    last occurrence is the verdict. It must be a whole number from 1 to 5, on a scale of 5
+    if one is given: ``3.5``, ``2-3`` and ``4 out of 10`` are parse failures.
+    """
+    for form in SCORE_FORMS:
+        written = form.findall(reply)
+        if written:
+            score = _SCORE.fullmatch(written[-1].strip())
+            return int(score.group(1)) if score else None
     return None
 
 
-def parse_codes(reply: str) -> tuple[list[str], list[str]]:
-    """Codes from a ``Codes: H, O`` line (or the whole reply); returns (kept, dropped)."""
-    line = next((m.group(1) for m in re.finditer(r"codes?\s*:\s*(.*)", reply, re.IGNORECASE)),
-                reply)
-    tokens = [t.upper() for t in re.findall(r"[A-Za-z]+", line)]
-    if tokens and tokens[0] == "NONE":
-        return [], []
-    kept = [t for t in dict.fromkeys(tokens) if t in ERROR_CODES]
-    dropped = [t for t in dict.fromkeys(tokens) if t not in ERROR_CODES]
-    return kept, dropped
+def parse_codes(reply: str) -> tuple[list[str], list[str]] | None:
+    """Codes of the last ``Codes: H, O`` line (or of a one-line reply) as (kept, dropped).
+
+    ``none``, ``N/A``, ``no codes ...`` mean no codes; a gloss such as ``H
+    (hallucination)`` or ``H: hallucination`` is not a code. None: there is no list, or
+    it says none and names codes too.
+    """
+    lines = _CODES_LINE.findall(reply)
+    listing = lines[-1] if lines else reply if "\n" not in reply.strip() else ""
+    listing = re.sub(r"\([^)]*\)", " ", listing)
+    items = [i.strip(" \t*`'\".") for i in re.split(r"[,;]|\band\b", listing)]
+    items = [i for i in items if i]
+    heads = [re.split(r"\s*[:=\-–—]\s*", i)[0] for i in items]
+    tokens = list(dict.fromkeys(t.upper() for h in heads for t in re.findall(r"[A-Za-z]+", h)))
+    if items and _NO_CODES.match(items[0]):
+        named = [t for h in heads[1:] for t in re.findall(r"[A-Za-z]+", h.upper())]
+        return None if any(t in ERROR_CODES for t in named) else ([], [])
+    if not tokens:
+        return None
+    return [t for t in tokens if t in ERROR_CODES], [t for t in tokens if t not in ERROR_CODES]
+
+
+def judge_calls(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool = False,
+                concurrency: int = 1) -> dict[str, Completion | ModelError]:
+    """Every request's reply or ModelError, by id: as one Message Batch, or concurrent calls.
+
+    A batch that fails as a whole (create, poll or results) gives every item its error,
+    so each is recorded null with the reason instead of failing the run.
+    """
+    if batch:
+        try:
+            replies = judge.complete_batch(requests)
+        except ModelError as exc:
+            replies = dict.fromkeys(requests, ModelError(f"the message batch failed: {exc}"))
+        missing = ModelError("no result for this request in the message batch")
+        return {cid: replies.get(cid, missing) for cid in requests}
+
+    def one(request: dict[str, Any]) -> Completion | ModelError:
+        try:
+            return judge.complete(**request)
+        except ModelError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return dict(zip(requests, pool.map(one, requests.values()), strict=True))
 
 
 class CriteriaStore:
@@ -115,6 +172,10 @@ class CriteriaStore:
         return self.folder / f"criteria_{dimension}_{safe}_{PROMPT_VERSION}.json"
 
     def get(self, dimension: str) -> str:
+        """The steps of a dimension; the same ones for the whole life of the store (a run),
+        regenerated at most once."""
+        if dimension in self.used:
+            return self.used[dimension]["steps"]
         path = self.path(dimension)
         if path.exists() and not self.regenerate:
             try:
@@ -123,14 +184,17 @@ class CriteriaStore:
                 return entry["steps"]
             except (json.JSONDecodeError, KeyError):
                 log.warning("G-Eval criteria file %s is damaged; generating a new one", path)
-        completion = self.judge.complete(
-            system="You design evaluation procedures for financial summaries.",
-            messages=[{"role": "user", "content": (
-                f"Evaluation criterion:\n{DIMENSIONS[dimension]}\n\nWrite the evaluation steps "
-                "(3-6 numbered steps) a careful grader follows to score a predicted summary on "
-                "this criterion. Reply with the steps only.")}],
-            max_tokens=600, temperature=0.0,
-        )
+        # the request never changes, so regenerating must ask the judge, not the response
+        # cache (the new reply replaces the cached one)
+        with fresh_replies(self.judge) if self.regenerate else nullcontext():
+            completion = self.judge.complete(
+                system="You design evaluation procedures for financial summaries.",
+                messages=[{"role": "user", "content": (
+                    f"Evaluation criterion:\n{DIMENSIONS[dimension]}\n\nWrite the evaluation "
+                    "steps (3-6 numbered steps) a careful grader follows to score a predicted "
+                    "summary on this criterion. Reply with the steps only.")}],
+                max_tokens=600, temperature=0.0,
+            )
         entry = {"dimension": dimension, "judge": self.judge_id, "prompt_version": PROMPT_VERSION,
                  "definition": DIMENSIONS[dimension], "steps": completion.text.strip()}
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -188,58 +252,50 @@ class GEvalScorer(Scorer):
         out = [Scores() for _ in items]
         if self.judge is None or self.criteria is None:
             for s in out:
-                s.null(self.fields + ["error_codes"], self.no_judge_reason)
+                _no_reply(s, list(DIMENSIONS), self.no_judge_reason)
+                s.null(["error_codes"], self.no_judge_reason)
             return out
         steps = {d: self.criteria.get(d) for d in DIMENSIONS}
         todo = []
         for i, (item, s) in enumerate(zip(items, out, strict=True)):
             why = answered(item)
             if why:
-                s.null(self.fields + ["error_codes"], why)
+                _no_reply(s, list(DIMENSIONS), why)
+                s.null(["error_codes"], why)
             else:
                 todo.append((i, item, s))
         # Step B: every (task, dimension) scoring call, then the taxonomy for low scorers;
         # coverage is judged against the reference, so a task without one is not sent
         dims = {i: [d for d in DIMENSIONS if d != "coverage" or not missing_reference(item)]
                 for i, item, _ in todo}
-        scoring = {f"{i}:{d}": _request(_SCORER_SYSTEM, scoring_prompt(d, steps[d], item), 700)
+        scoring = {f"{i}:{d}": judge_request(_SCORER_SYSTEM, scoring_prompt(d, steps[d], item),
+                                             700)
                    for i, item, _ in todo for d in dims[i]}
         replies = self._run(scoring)
         low = []
         for i, item, s in todo:
             if "coverage" not in dims[i]:
-                s.null(["geval_coverage"], missing_reference(item) or "")
-                s.values["geval_coverage_reasoning"] = None
+                _no_reply(s, ["coverage"], missing_reference(item) or "")
             reasons = self._apply_scores(s, {d: replies[f"{i}:{d}"] for d in dims[i]})
             if self._needs_codes(s):
                 low.append((i, item, s, reasons))
-        codes = self._run({str(i): _request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons), 100)
+        codes = self._run({str(i): judge_request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons),
+                                                 100)
                            for i, item, _, reasons in low})
         for i, item, s, _ in low:
             self._apply_codes(item, s, codes[str(i)])
         return out
 
-    def _run(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        """All requests as one Message Batch, or concurrent single calls."""
-        if self.batch:
-            return self.judge.complete_batch(requests)
+    def _run(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
+        return judge_calls(self.judge, requests, self.batch, self.concurrency)
 
-        def one(request: dict[str, Any]) -> Any:
-            try:
-                return self.judge.complete(**request)
-            except ModelError as exc:
-                return exc
-
-        with ThreadPoolExecutor(max_workers=max(1, self.concurrency)) as pool:
-            return dict(zip(requests, pool.map(one, requests.values()), strict=True))
-
-    def _apply_scores(self, s: Scores, replies: dict[str, Any]) -> dict[str, str]:
+    def _apply_scores(self, s: Scores, replies: dict[str, Completion | ModelError]
+                      ) -> dict[str, str]:
         reasons: dict[str, str] = {}
         for dim, reply in replies.items():
             field = f"geval_{dim}"
             if isinstance(reply, ModelError):
-                s.null([field], f"judge call failed: {reply}")
-                s.values[f"{field}_reasoning"] = None
+                _no_reply(s, [dim], f"judge call failed: {reply}")
                 continue
             text = reply.text
             score = parse_score(text)
@@ -265,20 +321,38 @@ class GEvalScorer(Scorer):
         if isinstance(reply, ModelError):
             s.null(["error_codes"], f"judge call failed: {reply}")
             return
-        kept, dropped = parse_codes(reply.text)
+        parsed = parse_codes(reply.text)
+        s.values["error_codes_reply"] = reply.text
+        s.values["error_codes_parse_failed"] = parsed is None
+        if parsed is None:
+            s.null(["error_codes"], "the judge's reply has no readable 'Codes:' line")
+            return
+        kept, dropped = parsed
         if dropped:
             log.warning("task %s: judge gave codes outside %s, dropped: %s", item.task.id,
                         sorted(ERROR_CODES), dropped)
             self.dropped_codes.extend(dropped)
+        if dropped and not kept:  # not "no errors": the judge named none we can count
+            s.null(["error_codes"], f"the judge named only codes outside the taxonomy: "
+                                    f"{', '.join(dropped)}")
+            return
         s.values["error_codes"] = kept
-        s.values["error_codes_reply"] = reply.text
+
+
+def _no_reply(s: Scores, dimensions: list[str], reason: str) -> None:
+    """No judge reply for these dimensions: every field of theirs present, null, with why."""
+    for dim in dimensions:
+        s.null([f"geval_{dim}"], reason)
+        s.values[f"geval_{dim}_reasoning"] = None
+        s.values[f"geval_{dim}_parse_failed"] = None
 
 
 _SCORER_SYSTEM = "You are a strict, careful grader of financial summaries."
 _TAXONOMY_SYSTEM = "You classify errors in financial summaries."
 
 
-def _request(system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
+def judge_request(system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
+    """The keyword arguments of one judge call (``complete``, or an item of a batch)."""
     return {"system": system, "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens, "temperature": 0.0}
 

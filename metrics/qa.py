@@ -6,7 +6,9 @@ number of the gold answer appears among the prediction's numbers (normalised as 
 the normalised prediction. ``qa_judge_score`` follows a 3-point rubric (correct = 1,
 partially correct = 0.5, incorrect = 0) from the judge's ``Verdict:`` line, and
 ``qa_judge_correct`` is 1 only for "correct". Means of these are the run's accuracies.
-An unparseable verdict is null and counted, never guessed.
+An unparseable verdict is null and counted, never guessed. Verdict calls run concurrently,
+or as one Message Batch with ``judge.batch=true`` (a failed batch: every verdict null
+with the reason).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ import logging
 import re
 from typing import Any
 
-from arag.llm.base import ChatModel, ModelError
+from arag.llm.base import ChatModel, Completion, ModelError
 from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.geval import judge_calls, judge_request
 from metrics.numeric import quantities
 
 log = logging.getLogger(__name__)
@@ -58,49 +61,63 @@ def verdict_prompt(item: ScoringItem) -> str:
 class QAScorer(Scorer):
     name = "qa"
     fields = ["qa_contain_match", "qa_judge_score", "qa_judge_correct"]
+    judged = ["qa_judge_score", "qa_judge_correct"]
 
-    def __init__(self, judge: ChatModel | None, no_judge_reason: str):
+    def __init__(self, judge: ChatModel | None, no_judge_reason: str, batch: bool = False,
+                 concurrency: int = 1):
         self.judge = judge
         self.no_judge_reason = no_judge_reason
+        self.batch = batch
+        self.concurrency = concurrency
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
-        out = []
-        for item in items:
-            s = Scores()
-            why = answered(item)
-            if item.task.task_type != "qa":
-                s.null(self.fields, "not a QA task")
-            elif why:
-                s.null(self.fields, why)
+        out = [Scores() for _ in items]
+        todo: dict[str, tuple[ScoringItem, Scores]] = {}
+        for i, (item, s) in enumerate(zip(items, out, strict=True)):
+            why = "not a QA task" if item.task.task_type != "qa" else answered(item)
+            if why:
+                _unjudged(s, self.fields, why)
+                continue
+            s.values["qa_contain_match"] = float(contain_match(item.task.reference,
+                                                               item.prediction.predicted))
+            if self.judge is None:
+                _unjudged(s, self.judged, self.no_judge_reason)
             else:
-                s.values["qa_contain_match"] = float(contain_match(item.task.reference,
-                                                                   item.prediction.predicted))
-                self._judge(item, s)
-            out.append(s)
+                todo[str(i)] = (item, s)
+        if todo:
+            replies = judge_calls(self.judge, {i: judge_request(_SYSTEM, verdict_prompt(item), 400)
+                                               for i, (item, _) in todo.items()},
+                                  self.batch, self.concurrency)
+            for i, (_, s) in todo.items():
+                self._apply_verdict(s, replies[i])
         return out
 
-    def _judge(self, item: ScoringItem, s: Scores) -> None:
-        judged = ["qa_judge_score", "qa_judge_correct"]
-        if self.judge is None:
-            s.null(judged, self.no_judge_reason)
-            return
-        try:
-            reply = self.judge.complete(
-                system="You grade answers to questions about financial filings.",
-                messages=[{"role": "user", "content": verdict_prompt(item)}], max_tokens=400)
-        except ModelError as exc:
-            s.null(judged, f"judge call failed: {exc}")
+    def _apply_verdict(self, s: Scores, reply: Completion | ModelError) -> None:
+        if isinstance(reply, ModelError):
+            _unjudged(s, self.judged, f"judge call failed: {reply}")
             return
         score = parse_verdict(reply.text)
         s.values["qa_judge_reasoning"] = reply.text
         s.values["qa_judge_parse_failed"] = score is None
         if score is None:
-            s.null(judged, "the judge's reply has no 'Verdict:' line")
+            s.null(self.judged, "the judge's reply has no 'Verdict:' line")
         else:
             s.values["qa_judge_score"] = score
             s.values["qa_judge_correct"] = float(score == 1.0)
 
 
+_SYSTEM = "You grade answers to questions about financial filings."
+
+
+def _unjudged(s: Scores, fields: list[str], reason: str) -> None:
+    """Fields null with the reason; the judge's reply fields present and null."""
+    s.null(fields, reason)
+    s.values["qa_judge_reasoning"] = None
+    s.values["qa_judge_parse_failed"] = None
+
+
 @register_scorer("qa")
 def _qa(cfg: Any, judge: ChatModel | None = None, judge_reason: str = "", **_: Any) -> Scorer:
-    return QAScorer(judge, judge_reason or "no judge configured (judge=none)")
+    return QAScorer(judge, judge_reason or "no judge configured (judge=none)",
+                    batch=bool(cfg.judge.get("batch", False)),
+                    concurrency=cfg.runner.concurrency)

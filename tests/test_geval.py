@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from arag.llm.base import ChatModel, Completion, Usage
+from arag.llm.base import ChatModel, Completion, ModelError, Usage
+from arag.llm.cache import CachedModel, MeteredModel
+from arag.llm.pricing import Prices
 from arag.records import Prediction, Task
 from metrics import ScoringItem, aggregate
 from metrics.geval import GEvalScorer, parse_codes, parse_score
+from metrics.qa import QAScorer
 
 REF = "q3 revenue rose 8.1 percent to $452.2 million.\nsees fy revenue $1.8 billion."
 CONTEXT = "Third quarter revenue rose 8.1 percent to $452.2 million. We expect $1.8 billion."
@@ -29,10 +34,54 @@ def test_score_formats_judges_produce(reply, score):
     assert parse_score(reply) == score
 
 
+@pytest.mark.parametrize("reply", [
+    "Final score: 3.5",
+    "Final Score: 4.5/5",
+    "Final score: 2-3",
+    "Final score: 3 or 4",
+    "Final score: 4/10",
+    "Score: 4 out of 10",
+    "The summary covers 4 out of 5 key facts.",
+    "I rate it 3.5 out of 5.",
+    "I rate it 4 out of 5 key facts.",
+    "Final score: 3.5\nOverall I rate it 4 out of 5.",  # the final score decides, unreadable
+])
+def test_scores_the_judge_did_not_write_are_parse_failures(reply):
+    assert parse_score(reply) is None
+
+
+@pytest.mark.parametrize("reply,score", [
+    ("Final score: 4.0", 4),
+    ("Final score: **4**", 4),
+    ("Rating: 3/5", 3),
+    ("I would give this summary a 4/5.", 4),
+    ("Final score: 4\n- 3 figures are wrong", 4),  # a list below is not a range
+])
+def test_whole_scores_on_a_scale_of_5_are_read(reply, score):
+    assert parse_score(reply) == score
+
+
 def test_codes_outside_the_taxonomy_are_dropped():
     assert parse_codes("Codes: H, O") == (["H", "O"], [])
     assert parse_codes("Codes: none") == ([], [])
     assert parse_codes("Codes: H, X, IR, hallucination") == (["H", "IR"], ["X", "HALLUCINATION"])
+
+
+@pytest.mark.parametrize("reply,parsed", [
+    ("Codes: N/A", ([], [])),
+    ("Codes: n/a", ([], [])),
+    ("Codes: None of the above apply", ([], [])),
+    ("Codes: no errors apply.", ([], [])),
+    ("Codes: H (hallucination), O", (["H", "O"], [])),
+    ("Error codes: H: hallucination; N - numeric", (["H", "N"], [])),
+    ("Codes: **H**, **O**.", (["H", "O"], [])),
+    ("The figures are off.\nCodes: H, N", (["H", "N"], [])),
+    ("Codes:\nH, O", (["H", "O"], [])),
+    ("Codes: none, H", None),  # says none and names a code: unreadable
+    ("The summary has several problems.\nMostly wrong numbers.", None),  # no list at all
+])
+def test_no_codes_and_glosses_are_not_read_as_codes(reply, parsed):
+    assert parse_codes(reply) == parsed
 
 
 class RuleJudge(ChatModel):
@@ -173,3 +222,157 @@ def test_omitted_guidance_lowers_coverage_and_is_coded_as_omission(judge, tmp_pa
     assert s.values["error_codes"] == ["O"]
     taxonomy = next(c for c in judge.calls if "Assign the error codes" in c)
     assert "The fy guidance is omitted." in taxonomy  # the judge sees the G-Eval reasoning
+
+
+@pytest.mark.parametrize("codes_reply,reason", [
+    ("The summary has several problems.\nMostly wrong numbers.", "no readable 'Codes:'"),
+    ("I cannot determine.", "only codes outside the taxonomy"),
+])
+def test_a_taxonomy_reply_without_codes_is_null_not_no_errors(judge, tmp_path, codes_reply,
+                                                               reason):
+    judge.codes = codes_reply
+    (s,) = GEvalScorer(judge, "fake/rule", tmp_path).score([_item(HALLUCINATED)])
+    assert s.values["error_codes"] is None and reason in s.null_reasons["error_codes"]
+    assert s.values["error_codes_reply"] == codes_reply
+    record = {**s.values, "error": None, "skipped": False}
+    assert "error_rate_H" not in aggregate([record])  # not counted as assessed, error-free
+
+
+class StepsJudge(RuleJudge):
+    """Writes new evaluation steps at every call for them: version N at the N-th call."""
+
+    def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                 tool_choice="auto"):
+        prompt = messages[-1]["content"]
+        if "Write the evaluation steps" not in prompt:
+            return super().complete(system, messages, tools, max_tokens, temperature,
+                                    tool_choice)
+        self.calls.append(prompt)
+        version = sum("Write the evaluation steps" in c for c in self.calls)
+        return Completion([{"type": "text", "text": f"1. Steps, version {version}."}],
+                          "end_turn", Usage(10, 5), self.name)
+
+
+def test_regenerate_criteria_asks_the_judge_past_the_response_cache(judge, tmp_path):
+    inner = StepsJudge(judge.scores)
+    cached = CachedModel(inner, tmp_path, "read_write")
+    metered = MeteredModel(cached, Prices())  # as runners.experiment.make_judge wraps it
+
+    def steps_calls() -> int:
+        return sum("Write the evaluation steps" in c for c in inner.calls)
+
+    first = GEvalScorer(metered, "fake/rule", tmp_path)
+    first.score([_item(PERFECT)])
+    assert steps_calls() == 2 and first.criteria.used["coverage"]["steps"].endswith("2.")
+    (tmp_path / "geval").joinpath(first.criteria.path("coverage").name).unlink()
+    again = GEvalScorer(metered, "fake/rule", tmp_path)  # lost file: the cached reply is fine
+    again.score([_item(PERFECT)])
+    assert steps_calls() == 2 and again.criteria.used["coverage"]["steps"].endswith("2.")
+    fresh = GEvalScorer(metered, "fake/rule", tmp_path, regenerate_criteria=True)
+    fresh.score([_item(PERFECT)])
+    fresh.score([_item(OMITTED)])  # regenerated once: one set of steps for the whole run
+    assert steps_calls() == 4
+    assert fresh.criteria.used["coverage"]["steps"] == "1. Steps, version 4."
+    assert json.loads(fresh.criteria.path("coverage").read_text())["steps"].endswith("4.")
+    later = GEvalScorer(metered, "fake/rule", tmp_path)
+    later.criteria.path("coverage").unlink()  # the new reply replaced the cached one
+    later.score([_item(PERFECT)])
+    assert steps_calls() == 4 and later.criteria.used["coverage"]["steps"].endswith("4.")
+    assert cached.hits > 0  # scoring calls outside the block still read the cache
+
+
+class BrokenBatchJudge(RuleJudge):
+    def complete_batch(self, requests):
+        self.calls.append(f"batch of {len(requests)}")
+        raise ModelError("rule-judge: gave up after 3 attempts; last error: HTTP 500")
+
+
+def test_a_failed_message_batch_nulls_every_item_with_the_reason(judge, tmp_path):
+    broken = BrokenBatchJudge(judge.scores)
+    perfect, bad = GEvalScorer(broken, "fake/rule", tmp_path, batch=True).score(
+        [_item(PERFECT), _item(HALLUCINATED)])
+    assert "batch of 4" in broken.calls
+    for s in (perfect, bad):
+        for dim in ("faithfulness", "coverage"):
+            assert s.values[f"geval_{dim}"] is None
+            assert s.values[f"geval_{dim}_reasoning"] is None
+            reason = s.null_reasons[f"geval_{dim}"]
+            assert "message batch failed" in reason and "HTTP 500" in reason
+        assert s.values["error_codes"] is None
+
+
+def test_cached_replies_survive_a_failed_message_batch(judge, tmp_path):
+    request = {"system": "s", "messages": [{"role": "user", "content": "Score: cached"}],
+               "max_tokens": 50}
+    CachedModel(RuleJudge(judge.scores, codes="Codes: H"), tmp_path).complete(
+        **{**request, "messages": [{"role": "user", "content": "Assign the error codes"}]})
+    cached = CachedModel(BrokenBatchJudge(judge.scores), tmp_path)
+    out = cached.complete_batch({
+        "hit": {**request, "messages": [{"role": "user", "content": "Assign the error codes"}]},
+        "miss": request})
+    assert out["hit"].cached and out["hit"].text == "Codes: H"
+    assert isinstance(out["miss"], ModelError) and "message batch failed" in str(out["miss"])
+
+
+def test_every_record_carries_the_geval_reasoning_fields(judge, tmp_path):
+    keys = {f"geval_{d}{suffix}" for d in ("faithfulness", "coverage")
+            for suffix in ("", "_reasoning", "_parse_failed")}
+    (no_judge,) = GEvalScorer(None, "none/none", tmp_path).score([_item(PERFECT)])
+    failed = _item(PERFECT)
+    failed.prediction.error, failed.prediction.predicted = "HTTP 529", None
+    no_reference = _item(PERFECT)
+    no_reference.task = Task("nr", "summarization", ("D",), "Summarize Q3.", "")
+    unanswered, without_reference, answered = GEvalScorer(judge, "fake/rule", tmp_path).score(
+        [failed, no_reference, _item(PERFECT)])
+    for s in (no_judge, unanswered, without_reference, answered):
+        assert keys <= set(s.values)
+    assert no_judge.values["geval_faithfulness_reasoning"] is None
+    assert unanswered.values["geval_coverage_reasoning"] is None
+    assert without_reference.values["geval_coverage_reasoning"] is None
+    assert without_reference.values["geval_faithfulness_reasoning"] == "All figures match.\n" \
+        "Final score: 5"
+    assert answered.values["geval_coverage_reasoning"] == "**Final Score:** 5/5"
+
+
+class BatchingJudge(RuleJudge):
+    """Verdicts by batch only; a single call fails the test."""
+
+    def __init__(self, fail: bool = False):
+        super().__init__({})
+        self.fail = fail
+        self.batches: list[list[str]] = []
+
+    def complete(self, *args, **kwargs):
+        raise AssertionError("judge.batch=true: the verdict went out as a single call")
+
+    def complete_batch(self, requests):
+        self.batches.append(list(requests))
+        if self.fail:
+            raise ModelError("batch msgbatch_1 expired")
+        return {cid: Completion([{"type": "text", "text": "Verdict: correct"}], "end_turn",
+                                Usage(1, 1), "j", meta={"batch": True})
+                for cid in requests}
+
+
+def _qa_item(tid: str, predicted: str) -> ScoringItem:
+    task = Task(tid, "qa", ("D",), "What was FY2018 capex?", "$1,577 million")
+    pred = Prediction(id=tid, source="s", system="naive", model="m", task_type="qa",
+                      question=task.question, doc_ids=["D"], ground_truth=task.reference,
+                      predicted=predicted)
+    return ScoringItem(pred, task, None, "", 80, True)
+
+
+def test_qa_verdicts_honour_judge_batch():
+    items = [_qa_item("q1", "It was $1.577 billion."), _qa_item("q2", "About $2 billion."),
+             _item(PERFECT)]
+    judge = BatchingJudge()
+    one, two, summary = QAScorer(judge, "", batch=True).score(items)
+    assert judge.batches == [["0", "1"]]  # one batch, only the QA tasks
+    assert one.values["qa_judge_correct"] == 1.0 and two.values["qa_judge_score"] == 1.0
+    assert summary.values["qa_judge_reasoning"] is None
+    failing = BatchingJudge(fail=True)
+    one, two, _ = QAScorer(failing, "", batch=True).score(items)
+    for s in (one, two):
+        assert s.values["qa_judge_score"] is None and s.values["qa_judge_reasoning"] is None
+        assert "message batch failed: batch msgbatch_1 expired" in s.null_reasons["qa_judge_score"]
+        assert s.values["qa_contain_match"] is not None  # needs no judge

@@ -2,7 +2,8 @@
 
 The judge writes its score in varying formats and is sometimes unparseable; every eval
 record must hold exactly the score the judge wrote, or null and counted. Re-scoring a run
-logs a new linked run, and the second re-score makes no judge call.
+logs a new linked run, and the second re-score makes no judge call; a re-score with
+``metrics.geval.regenerate_criteria=true`` asks the judge for the criteria again.
 """
 
 from __future__ import annotations
@@ -91,9 +92,18 @@ def test_judged_sweep_then_rescoring(tmp_path):
         assert second.returncode == 0, second.stderr[-3000:]
         assert after_first - before == 0  # the sweep's judge calls were already cached
         assert len(fake.requests) == after_first
+        regenerated = cli(tmp_path, fake.url, "mode=evaluate", f"source_run_id={source}",
+                          "metrics.geval.regenerate_criteria=true")
+        assert regenerated.returncode == 0, regenerated.stderr[-3000:]
+        # the criteria requests went to the judge past the response cache; the steps came
+        # back the same, so every scoring call was still a cache hit
+        asked = [r["json"]["messages"][-1]["content"] for r in fake.requests[after_first:]]
+        assert len(asked) == 2 and all("Write the evaluation steps" in a for a in asked)
     rescored = [r for r in all_runs(tmp_path) if r.data.tags.get("source_run_id") == source]
-    assert len(rescored) == 2 and all(r.info.status == "FINISHED" for r in rescored)
+    assert len(rescored) == 3 and all(r.info.status == "FINISHED" for r in rescored)
     assert all(r.data.tags["mode"] == "evaluate" for r in rescored)
-    for r in rescored:  # every judge call came from the response cache: no judge cost
-        assert r.data.metrics["judge_cost_usd_total"] == 0.0
-        assert r.data.metrics["judge_cached_calls"] == r.data.metrics["judge_calls"] > 0
+    rescored.sort(key=lambda r: r.info.start_time)
+    for r, fresh in zip(rescored, (0, 0, 2), strict=True):  # all else from the response cache
+        calls, cached = r.data.metrics["judge_calls"], r.data.metrics["judge_cached_calls"]
+        assert calls > 0 and cached == calls - fresh
+        assert (r.data.metrics["judge_cost_usd_total"] > 0) == bool(fresh)

@@ -6,6 +6,11 @@ temperature, tool_choice). One JSON file per entry under
 completion marked ``cached=True`` (it costs nothing; ``cost_usd_uncached`` keeps what it
 would have cost). A damaged entry is ignored, refetched and overwritten. Modes:
 ``read_write``, ``read_only`` (never writes), ``off`` (not used at all).
+
+``with fresh_replies(model):`` asks the model itself again, in this thread, instead of
+reading the cache (e.g. regenerated G-Eval criteria); the fresh reply still replaces
+the cached one. A Message Batch that fails as a whole leaves cached items answered and
+maps every submitted item to the batch's error.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import logging
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
+from arag.llm.base import ChatModel, Completion, Message, ModelError, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +49,13 @@ def is_cached(cache_dir: str | Path, provider: str, model_id: str, **request: An
     return (Path(cache_dir) / "responses" / key[:2] / f"{key}.json").exists()
 
 
+def fresh_replies(model: ChatModel) -> AbstractContextManager[None]:
+    """Within the block, calls through ``model`` in this thread skip response-cache reads
+    (a fresh reply is still written); a no-op for a model with no cache around it."""
+    fresh = getattr(model, "fresh_replies", None)
+    return fresh() if fresh is not None else nullcontext()
+
+
 class CachedModel(ChatModel):
     def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
         self.inner = inner
@@ -52,6 +66,7 @@ class CachedModel(ChatModel):
         self.hits = 0
         self.misses = 0
         self._lock = threading.Lock()
+        self._skip_reads = threading.local()  # per thread: other threads keep their hits
 
     @property
     def can_judge(self) -> bool:
@@ -59,6 +74,16 @@ class CachedModel(ChatModel):
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+    @contextmanager
+    def fresh_replies(self) -> Iterator[None]:
+        """Calls made in this thread inside the block ask the model, not the cache."""
+        before = getattr(self._skip_reads, "on", False)
+        self._skip_reads.on = True
+        try:
+            yield
+        finally:
+            self._skip_reads.on = before
 
     def key(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
             max_tokens: int, temperature: float, tool_choice: str) -> str:
@@ -73,7 +98,7 @@ class CachedModel(ChatModel):
                                        tool_choice)
         key = self.key(system, messages, tools, max_tokens, temperature, tool_choice)
         path = self.folder / key[:2] / f"{key}.json"
-        hit = self._read(path)
+        hit = self._lookup(path)
         if hit is not None:
             with self._lock:
                 self.hits += 1
@@ -96,7 +121,7 @@ class CachedModel(ChatModel):
             key = self.key(r["system"], r["messages"], r.get("tools"), r.get("max_tokens", 1024),
                            r.get("temperature", 0.0), r.get("tool_choice", "auto"))
             paths[cid] = self.folder / key[:2] / f"{key}.json"
-            hit = self._read(paths[cid])
+            hit = self._lookup(paths[cid])
             if hit is not None:
                 out[cid] = hit
             else:
@@ -104,11 +129,18 @@ class CachedModel(ChatModel):
         with self._lock:
             self.hits += len(out)
             self.misses += len(missing)
-        for cid, result in self.inner.complete_batch(missing).items():
+        try:
+            fetched = self.inner.complete_batch(missing)
+        except ModelError as exc:  # the whole batch failed: the cached answers still stand
+            fetched = dict.fromkeys(missing, ModelError(f"the message batch failed: {exc}"))
+        for cid, result in fetched.items():
             out[cid] = result
             if self.mode == "read_write" and isinstance(result, Completion):
                 self._write(paths[cid], result)
         return out
+
+    def _lookup(self, path: Path) -> Completion | None:
+        return None if getattr(self._skip_reads, "on", False) else self._read(path)
 
     def _read(self, path: Path) -> Completion | None:
         if not path.exists():
@@ -147,6 +179,9 @@ class MeteredModel(ChatModel):
     @property
     def can_judge(self) -> bool:
         return self.inner.can_judge
+
+    def fresh_replies(self) -> AbstractContextManager[None]:
+        return fresh_replies(self.inner)
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
