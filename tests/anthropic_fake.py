@@ -6,22 +6,64 @@ first, then ``handler(request_json, n)`` decides. A spec is a dict with any of:
 ``delay`` (seconds before answering), ``drop`` (close the socket, no reply),
 ``malformed`` (a 200 with a broken body). Every request is recorded.
 
-Prompt caching is simulated: a request whose system block carries ``cache_control``
-reports ``cache_creation_input_tokens`` the first time that prefix is seen and
-``cache_read_input_tokens`` after.
+Prompt caching is simulated as the API does it (a token is ~4 characters of JSON): the
+prompt is tools, then system, then messages, block by block; a block carrying
+``cache_control`` is a breakpoint, and one whose prefix is shorter than the model's minimum
+cacheable prompt (``min_cache_tokens``; by default the documented minimum for the model)
+caches nothing. The longest prefix cached before, found at a breakpoint or up to 20 blocks
+before one, is ``cache_read_input_tokens``; from there to the last breakpoint is written,
+``cache_creation_input_tokens``; what follows is ``input_tokens``. As in the API, a change
+of ``tool_choice`` invalidates the cached messages but not tools and system.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
 import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NamedTuple
 
 Spec = dict[str, Any]
+# Minimum cacheable prompt length (Anthropic's prompt-caching docs); other models: 1,024.
+MIN_CACHE_TOKENS = {"claude-haiku-4-5": 4096, "claude-opus-4-6": 4096, "claude-sonnet-4-6": 1024}
+CACHE_LOOKBACK_BLOCKS = 20
+
+
+class PromptBlock(NamedTuple):
+    prefix: str  # hash of the prompt up to and including this block
+    tokens: int  # prompt tokens up to and including this block
+    breakpoint: bool
+
+
+def prompt_blocks(request: dict) -> list[PromptBlock]:
+    """The request's prompt in the order the cache sees it: tools, system, messages."""
+    digest = hashlib.sha256(str(request.get("model")).encode())
+    blocks: list[PromptBlock] = []
+    tokens = 0
+
+    def add(part: Any, block: dict) -> None:
+        nonlocal tokens
+        plain = json.dumps([part, {k: v for k, v in block.items() if k != "cache_control"}],
+                           sort_keys=True)
+        digest.update(plain.encode())
+        tokens += len(plain) // 4
+        blocks.append(PromptBlock(digest.hexdigest(), tokens, "cache_control" in block))
+
+    for tool in request.get("tools") or []:
+        add("tool", tool)
+    system = request.get("system") or []
+    for block in [{"type": "text", "text": system}] if isinstance(system, str) else system:
+        add("system", block)
+    digest.update(json.dumps(request.get("tool_choice"), sort_keys=True).encode())
+    for i, message in enumerate(request.get("messages") or []):
+        content = message["content"]
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            add([i, message["role"]], block)
+    return blocks
 
 
 def text_reply(text: str, request: dict, usage: dict | None = None,
@@ -32,13 +74,17 @@ def text_reply(text: str, request: dict, usage: dict | None = None,
                      "stop_sequence": None, "usage": usage or {}}}
 
 
-def tool_reply(name: str, tool_input: dict, request: dict, n: int, usage: dict | None = None) -> Spec:
+def tool_reply(name: str, tool_input: dict | None, request: dict, n: int,
+               usage: dict | None = None, stop_reason: str = "tool_use") -> Spec:
+    """A tool call; ``tool_input=None`` with ``stop_reason="max_tokens"`` is one cut off
+    before its input was written."""
+    use = {"type": "tool_use", "id": f"toolu_{n:04d}", "name": name}
+    if tool_input is not None:
+        use["input"] = tool_input
     return {"body": {"id": "msg_fake", "type": "message", "role": "assistant",
                      "model": request.get("model", "claude-fake"),
-                     "content": [{"type": "text", "text": "Let me look."},
-                                 {"type": "tool_use", "id": f"toolu_{n:04d}", "name": name,
-                                  "input": tool_input}],
-                     "stop_reason": "tool_use", "stop_sequence": None, "usage": usage or {}}}
+                     "content": [{"type": "text", "text": "Let me look."}, use],
+                     "stop_reason": stop_reason, "stop_sequence": None, "usage": usage or {}}}
 
 
 def error(status: int, kind: str, message: str, headers: dict | None = None) -> Spec:
@@ -67,13 +113,15 @@ def agent_policy(rounds: int = 2) -> Callable[[dict, int], Spec]:
 
 
 class FakeAnthropic:
-    def __init__(self, handler: Callable[[dict, int], Spec] | None = None, delay: float = 0.0):
+    def __init__(self, handler: Callable[[dict, int], Spec] | None = None, delay: float = 0.0,
+                 min_cache_tokens: int | None = None):
         self.handler = handler or agent_policy()
         self.queue: list[Spec] = []
         self.delay = delay
+        self.min_cache_tokens = min_cache_tokens  # None: the documented minimum of the model
         self.requests: list[dict[str, Any]] = []
         self.usages: list[dict[str, int]] = []  # usage of every successful reply
-        self._seen_prefixes: set[str] = set()
+        self._cached_prefixes: set[str] = set()
         self.batches: dict[str, dict[str, Any]] = {}
         # custom_id -> "errored" | "expired" | "canceled" for batch items that do not succeed
         self.batch_failures: dict[str, str] = {}
@@ -198,19 +246,25 @@ class FakeAnthropic:
                 else None}
 
     def _usage(self, request: dict) -> dict[str, int]:
-        system = request.get("system") or []
-        prefix = json.dumps([system, request.get("tools")])
-        cached = any(isinstance(b, dict) and b.get("cache_control") for b in system)
-        prefix_tokens = len(prefix) // 4
-        rest = len(json.dumps(request.get("messages"))) // 4
-        usage = {"input_tokens": rest + (0 if cached else prefix_tokens), "output_tokens": 20,
+        blocks = prompt_blocks(request)
+        total = blocks[-1].tokens if blocks else 0
+        minimum = self.min_cache_tokens
+        if minimum is None:
+            minimum = next((n for model, n in MIN_CACHE_TOKENS.items()
+                            if str(request.get("model", "")).startswith(model)), 1024)
+        breakpoints = [i for i, b in enumerate(blocks) if b.breakpoint and b.tokens >= minimum]
+        usage = {"input_tokens": total, "output_tokens": 20,
                  "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
-        if cached:
-            with self._lock:
-                seen = prefix in self._seen_prefixes
-                self._seen_prefixes.add(prefix)
-            usage["cache_read_input_tokens" if seen else "cache_creation_input_tokens"] = \
-                prefix_tokens
+        if not breakpoints:
+            return usage
+        looked_at = {j for i in breakpoints for j in range(max(0, i - CACHE_LOOKBACK_BLOCKS + 1), i + 1)}
+        written = blocks[breakpoints[-1]].tokens
+        with self._lock:
+            read = max((blocks[j].tokens for j in looked_at
+                        if blocks[j].prefix in self._cached_prefixes), default=0)
+            self._cached_prefixes.update(blocks[i].prefix for i in breakpoints)
+        usage.update(input_tokens=total - written, cache_read_input_tokens=read,
+                     cache_creation_input_tokens=written - read)
         return usage
 
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from arag.agent.prompts import TOOL_CALL_CUT_OFF
 from arag.datasets import load_dataset
-from arag.llm import Prices
+from arag.llm import Completion, Prices, Usage
 from arag.llm.offline import OfflineModel
 from arag.llm.scripted import ScriptedModel, ScriptExhausted
 from arag.retrieval import load_or_build_index
 from arag.systems import SystemContext, make_system
+from metrics.aggregate import aggregate
 from tests.conftest import ROOT, write_mini_dataset
 
 TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
@@ -137,3 +141,69 @@ def test_style_examples_reach_the_prompt_but_not_the_offline_summary(world):
     assert example in model.requests[0]["messages"][0]["content"]
     offline = _system("stuffing", OfflineModel(), ds, index).predict(task, "m")
     assert "99.9" not in offline.predicted
+
+
+def reply(stop_reason, *blocks):
+    """A scripted completion with a given stop reason."""
+    return Completion(content=list(blocks), stop_reason=stop_reason,
+                      usage=Usage(input_tokens=100, output_tokens=10), model="scripted")
+
+
+def text(t):
+    return {"type": "text", "text": t}
+
+
+@pytest.mark.parametrize("kind", ["arag", "naive", "stuffing"])
+def test_a_refusal_is_an_error_counted_in_n_errors_not_an_answer(world, kind):
+    ds, index = world
+    refusal = reply("refusal", text("I can't help with that."))
+    search = {"tool": "semantic_search", "input": {"query": "revenue"}}
+    model = ScriptedModel([search, refusal] if kind == "arag" else [refusal])
+    pred = _system(kind, model, ds, index).predict(ds.tasks[0], "m")
+    assert pred.error == ("ModelRefused: the model refused to answer (stop_reason=refusal): "
+                          "\"I can't help with that.\"")
+    assert pred.predicted is None and pred.stop_reason == "refusal"
+    assert pred.loops == len(model.requests)
+    assert [t for t in pred.trace if t["type"] == "llm"][-1]["refusal"] == "I can't help with that."
+    assert pred.cost_usd > 0  # the refused call was paid for
+    totals = aggregate([json.loads(pred.to_json())])
+    assert totals["n_errors"] == 1 and totals["n_answered"] == 0
+
+
+@pytest.mark.parametrize("kind", ["arag", "naive", "stuffing"])
+def test_an_answer_cut_at_max_tokens_is_kept_and_says_so(world, kind):
+    ds, index = world
+    model = ScriptedModel([reply("max_tokens", text("q3 revenue rose 8.0 percent to"))])
+    pred = _system(kind, model, ds, index).predict(ds.tasks[0], "m")
+    assert pred.error is None and pred.predicted == "q3 revenue rose 8.0 percent to"
+    assert pred.stop_reason == "max_tokens" and pred.loops == 1
+
+
+def test_a_tool_call_cut_at_max_tokens_is_sent_back_as_an_error_not_run(world):
+    ds, index = world
+    search = {"type": "tool_use", "id": "toolu_a", "name": "semantic_search",
+              "input": {"query": "revenue"}}
+    cut = {"type": "tool_use", "id": "toolu_b", "name": "chunk_read", "input": {}}
+    model = ScriptedModel([reply("max_tokens", text("Two calls."), search, cut),
+                           {"tool": "keyword_search", "input": {"keywords": ["revenue"]}},
+                           "done"])
+    pred = _system("arag", model, ds, index, max_loops=3).predict(ds.tasks[0], "m")
+    assert pred.predicted == "done" and pred.error is None and pred.loops == 3
+    complete, cut_off = model.requests[1]["messages"][-1]["content"]
+    assert complete["tool_use_id"] == "toolu_a" and complete["is_error"] is False
+    assert cut_off["tool_use_id"] == "toolu_b" and cut_off["is_error"] is True
+    assert cut_off["content"] == f"Error: {TOOL_CALL_CUT_OFF}"
+    tools = [(t["name"], t["is_error"]) for t in pred.trace if t["type"] == "tool"]
+    assert tools == [("semantic_search", False), ("chunk_read", True), ("keyword_search", False)]
+    assert not pred.retrieved_chunk_ids  # chunk_read never ran
+
+
+def test_pause_turn_sends_the_turn_back_and_the_loop_goes_on(world):
+    ds, index = world
+    paused = reply("pause_turn", text("Searching the call..."))
+    model = ScriptedModel([paused, {"tool": "semantic_search", "input": {"query": "eps"}},
+                           "done"])
+    pred = _system("arag", model, ds, index).predict(ds.tasks[0], "m")
+    assert pred.predicted == "done" and pred.loops == 3 and pred.stop_reason == "end_turn"
+    assert model.requests[1]["messages"][-1] == {"role": "assistant",
+                                                 "content": [text("Searching the call...")]}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -15,7 +16,7 @@ from arag.llm.limits import RateLimiter
 from arag.retrieval import load_or_build_index
 from arag.systems import SystemContext, make_system
 from runners.predict import predict
-from tests.anthropic_fake import FakeAnthropic, error, text_reply
+from tests.anthropic_fake import FakeAnthropic, agent_policy, error, text_reply, tool_reply
 from tests.conftest import ROOT, write_mini_dataset
 
 KEY = "sk-ant-test-not-a-real-key"
@@ -75,6 +76,140 @@ def test_prompt_caching_marks_system_and_last_tool(make_cfg, fake):
     ask(claude(make_cfg, fake.url, "model.prompt_caching=false"), tools=[TOOL])
     body = fake.requests[-1]["json"]
     assert "cache_control" not in body["system"][0] and "cache_control" not in body["tools"][0]
+
+
+def test_a_tool_loop_marks_its_newest_block_on_a_copy_of_the_messages(make_cfg, fake):
+    model = claude(make_cfg, fake.url)
+    messages = [{"role": "user", "content": "hello"},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                                                   "name": "semantic_search",
+                                                   "input": {"query": "eps"}}]},
+                {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+                                              "content": "Chunk ID: c1", "is_error": False}]}]
+    before = json.dumps(messages)
+    model.complete("You summarize.", messages, tools=[TOOL])
+    sent = fake.requests[-1]["json"]["messages"]
+    assert sent[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert sum(json.dumps(m).count("cache_control") for m in sent) == 1
+    assert json.dumps(messages) == before  # the caller's list is not touched
+    ask(model, tools=[TOOL])  # a string turn becomes a marked text block
+    assert fake.requests[-1]["json"]["messages"][-1]["content"] == [
+        {"type": "text", "text": "hello", "cache_control": {"type": "ephemeral"}}]
+    # a one-shot prompt or a forced last answer is never re-sent: no write surcharge
+    for kw in ({}, {"tools": [TOOL], "tool_choice": "none"}):
+        ask(model, **kw)
+        assert "cache_control" not in json.dumps(fake.requests[-1]["json"]["messages"])
+    ask(claude(make_cfg, fake.url, "model.prompt_caching=false"), tools=[TOOL])
+    assert "cache_control" not in json.dumps(fake.requests[-1]["json"])
+
+
+def run_arag_task(make_cfg, tmp_path, url, model_name, *extra, style_examples=()):
+    """One A-RAG task through the real SDK against ``url``: its prediction."""
+    root = write_mini_dataset(tmp_path / "d", n_docs=1)
+    cfg = make_cfg(f"dataset.root={root}", f"model={model_name}")
+    ds = load_dataset(cfg.dataset, ROOT)
+    index = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    ctx = SystemContext(model=claude(make_cfg, url, f"model={model_name}", *extra),
+                        prices=Prices.from_config(cfg.model), corpus=ds.corpus,
+                        index_loader=lambda: index, style="earnings_call", target_length=50,
+                        max_loops=8, top_k=3, scope="document",
+                        tools=["keyword_search", "semantic_search", "chunk_read"],
+                        max_tokens=512, temperature=0.0, context_limit=200_000)
+    task = replace(ds.tasks[0], meta={"style_examples": list(style_examples)})
+    return make_system("arag", "arag", ctx).predict(task, "d")
+
+
+def arag_loop(make_cfg, tmp_path, model_name, *extra, style_examples=()):
+    """A fresh fake (an empty prompt cache); the prediction and the usage of each call."""
+    with FakeAnthropic(agent_policy(rounds=3)) as server:
+        pred = run_arag_task(make_cfg, tmp_path, server.url, model_name, *extra,
+                             style_examples=style_examples)
+    assert pred.error is None and pred.loops == 7
+    return pred, [t["usage"] for t in pred.trace if t["type"] == "llm"]
+
+
+# ten reference summaries in the prompt (dataset.options.style_examples=10) put even the
+# first request above Sonnet 4.6's minimum cacheable prompt (1,024 tokens)
+STYLE_EXAMPLES = [f"q{q} revenue rose {k}.{q} percent to ${k}1{q}.4 million.\n"
+                  f"q{q} adjusted earnings per share ${k}.{q}2 versus $0.{k}8 a year ago.\n"
+                  f"sees fy{k} revenue ${k}.40 billion to ${k}.55 billion.\n"
+                  f"q{q} gross margin {40 + k}.{q} percent; operating cash flow ${k}0{q} million."
+                  for k in range(1, 6) for q in (2, 3)]
+
+
+def test_every_loop_after_the_first_reads_the_previous_turn_from_cache(make_cfg, tmp_path,
+                                                                        monkeypatch):
+    sonnet = "claude-sonnet-4-6"
+    uncached, plain = arag_loop(make_cfg, tmp_path, sonnet, "model.prompt_caching=false",
+                                style_examples=STYLE_EXAMPLES)
+    assert plain[0]["input_tokens"] >= 1024, "the first request must reach Sonnet's minimum"
+    pred, usages = arag_loop(make_cfg, tmp_path, sonnet, style_examples=STYLE_EXAMPLES)
+    assert usages[0]["cache_creation_input_tokens"] > 0
+    assert all(u["cache_read_input_tokens"] > 0 for u in usages[1:])
+    # the same prompts, split into fresh, written and read tokens
+    assert [u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
+            for u in usages] == [u["input_tokens"] for u in plain]
+    assert pred.cost_usd < uncached.cost_usd
+    llm = [t for t in pred.trace if t["type"] == "llm"]
+    assert pred.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm), rel=1e-9)
+
+    # the old placement (tools and system only, ~450 tokens) is below every model's minimum
+    import arag.llm.claude as provider
+
+    monkeypatch.setattr(provider, "_mark_last_block", lambda messages, cache: messages)
+    _, old = arag_loop(make_cfg, tmp_path, sonnet, style_examples=STYLE_EXAMPLES)
+    assert not any(u["cache_read_input_tokens"] or u["cache_creation_input_tokens"] for u in old)
+
+
+def test_nothing_is_cached_below_the_models_minimum_cacheable_prompt(make_cfg, tmp_path):
+    # Haiku 4.5 caches nothing under 4,096 tokens: this short loop never reaches it
+    pred, usages = arag_loop(make_cfg, tmp_path, "claude-haiku-4-5")
+    assert all(u["input_tokens"] < 4096 for u in usages)
+    assert not any(u["cache_read_input_tokens"] or u["cache_creation_input_tokens"]
+                   for u in usages)
+    assert pred.cost_usd == pytest.approx(
+        (pred.input_tokens * 1.0 + pred.output_tokens * 5.0) / 1e6, rel=1e-9)
+
+
+def test_stop_reasons_over_http_cut_tool_call_pause_turn_and_cut_answer(make_cfg, tmp_path):
+    with FakeAnthropic() as server:
+        server.queue = [
+            tool_reply("chunk_read", None, {}, 0, stop_reason="max_tokens"),  # no input yet
+            text_reply("Searching the call...", {}, stop_reason="pause_turn"),
+            text_reply("q3 revenue rose 8.0 percent to", {}, stop_reason="max_tokens"),
+        ]
+        pred = run_arag_task(make_cfg, tmp_path, server.url, "claude-haiku-4-5")
+        sent = [r["json"]["messages"] for r in server.requests]
+    assert pred.error is None and pred.loops == 3 and not pred.max_loops_reached
+    assert pred.predicted == "q3 revenue rose 8.0 percent to"
+    assert pred.stop_reason == "max_tokens"
+    cut_call = sent[1][-2]["content"][-1]
+    assert cut_call["type"] == "tool_use" and cut_call["input"] == {}
+    result = sent[1][-1]["content"][0]
+    assert result["is_error"] is True and "cut off at max_tokens" in result["content"]
+    assert "shorter arguments" in result["content"]
+    tools = [t for t in pred.trace if t["type"] == "tool"]
+    assert [(t["name"], t["is_error"]) for t in tools] == [("chunk_read", True)]
+    assert not pred.retrieved_chunk_ids  # the cut call was not run
+    assert sent[2][-1] == {"role": "assistant", "content": [
+        {"type": "text", "text": "Searching the call...", "cache_control": {"type": "ephemeral"}}]}
+    assert [t["stop_reason"] for t in pred.trace if t["type"] == "llm"] == [
+        "max_tokens", "pause_turn", "max_tokens"]
+
+
+def test_a_refusal_over_http_is_an_error_with_the_refusal_in_the_trace(make_cfg, tmp_path):
+    refusal = "I can't help with that request."
+    with FakeAnthropic() as server:
+        server.handler = lambda req, n: (
+            tool_reply("semantic_search", {"query": "revenue"}, req, n) if n == 0
+            else text_reply(refusal, req, stop_reason="refusal"))
+        pred = run_arag_task(make_cfg, tmp_path, server.url, "claude-haiku-4-5")
+    assert pred.error.startswith("ModelRefused: the model refused to answer "
+                                 "(stop_reason=refusal)") and refusal in pred.error
+    assert pred.predicted is None and pred.stop_reason == "refusal" and pred.loops == 2
+    llm = [t for t in pred.trace if t["type"] == "llm"]
+    assert llm[-1]["refusal"] == refusal and llm[-1]["stop_reason"] == "refusal"
+    assert pred.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm), rel=1e-9)
 
 
 def test_exact_cost_from_usage_including_cache_tokens(make_cfg, fake):
@@ -192,13 +327,15 @@ def test_agent_loop_over_http_and_a_failed_task_is_recorded(make_cfg, fake, tmp_
         return agent_policy()(req, n)
 
     fake.handler = storm_for_second_task
+    fake.min_cache_tokens = 1024  # this short loop never reaches Haiku's 4,096
     out = predict(system, ds.tasks, tmp_path / "p.jsonl", source="d", concurrency=2,
                   progress=False)
     ok, failed = out.predictions
     assert ok.error is None and ok.predicted.startswith("q3 revenue")
     assert [t["name"] for t in ok.trace if t["type"] == "tool"] == [
         "semantic_search", "chunk_read", "semantic_search", "chunk_read"]
-    assert ok.retrieved_chunk_ids and ok.cache_read_input_tokens > 0  # prefix cached
+    # the conversation is cached once past the minimum, and read back the next loop
+    assert ok.retrieved_chunk_ids and ok.cache_read_input_tokens > 0
     llm = [t for t in ok.trace if t["type"] == "llm"]
     assert ok.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm))
     assert failed.error and "529" in failed.error and failed.predicted is None

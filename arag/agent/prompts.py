@@ -34,6 +34,10 @@ AGENT_ADDENDUM = (
     "with chunk_read. Search first, read the chunks that look relevant, and answer once you "
     "have the facts. Cite nothing you have not read."
 )
+TOOL_CALL_CUT_OFF = (
+    "this tool call was cut off at max_tokens before its arguments were complete, so it was "
+    "not run. Retry it with shorter arguments (fewer or shorter queries or chunk ids)."
+)
 BUDGET_REACHED = (
     "You have reached the maximum number of tool-use rounds. Do not call tools. Write your "
     "final answer now, from what you have read."

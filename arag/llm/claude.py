@@ -7,9 +7,11 @@
   malformed replies are retried with exponential backoff and jitter up to
   ``model.max_retries``; other 4xx (400/401/403/404 ...) fail at once with the API's
   message. ``sleep`` is an attribute, so tests remove the waits.
-* Prompt caching: with ``model.prompt_caching`` the system prompt and the tool
-  definitions carry ``cache_control``, so every loop after the first reads that prefix
-  from the cache.
+* Prompt caching (``model.prompt_caching``): breakpoints on the last tool definition, the
+  system prompt and, while tools can be called, the newest block of the conversation, so
+  each agent loop reads everything up to the previous turn from the cache. The API caches
+  nothing shorter than the model's minimum cacheable prompt (4,096 tokens for Haiku 4.5
+  and Opus 4.6, 1,024 for Sonnet 4.6): tools and system alone (~450 tokens) never do.
 * ``requests_per_minute`` / ``tokens_per_minute`` are enforced before each request.
 """
 
@@ -173,6 +175,10 @@ class ClaudeModel(ChatModel):
                 specs[-1] = {**specs[-1], **cache}
             request["tools"] = specs
             request["tool_choice"] = {"type": "none" if tool_choice == "none" else "auto"}
+        # Only a conversation that goes on re-sends this prefix: a one-shot prompt marked
+        # here would pay the cache-write surcharge (1.25x) for a read that never comes.
+        if cache and tools and tool_choice != "none":
+            request["messages"] = _mark_last_block(messages, cache)
         return request
 
     def _completion(self, response: Any, started: float) -> Completion:
@@ -181,8 +187,11 @@ class ClaudeModel(ChatModel):
             if block.type == "text":
                 content.append({"type": "text", "text": block.text})
             elif block.type == "tool_use":
+                arguments = block.input
+                if arguments is None and response.stop_reason == "max_tokens":
+                    arguments = {}  # cut off before its input: the agent loop reports it
                 content.append({"type": "tool_use", "id": block.id, "name": block.name,
-                                "input": dict(block.input)})
+                                "input": dict(arguments)})
         u = response.usage
         usage = Usage(int(u.input_tokens), int(u.output_tokens),
                       int(getattr(u, "cache_read_input_tokens", 0) or 0),
@@ -190,6 +199,20 @@ class ClaudeModel(ChatModel):
         return Completion(content=content, stop_reason=str(response.stop_reason), usage=usage,
                           model=str(response.model),
                           latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def _mark_last_block(messages: list[Message], cache: dict[str, Any]) -> list[Message]:
+    """A copy of ``messages`` whose last content block carries ``cache``; the caller's list,
+    messages and blocks stay as they were."""
+    if not messages or not messages[-1].get("content"):
+        return messages
+    last = messages[-1]
+    content = last["content"]
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    if blocks[-1].get("type") == "text" and not blocks[-1].get("text"):
+        return messages  # the API refuses cache_control on an empty text block
+    blocks[-1] = {**blocks[-1], **cache}
+    return [*messages[:-1], {**last, "content": blocks}]
 
 
 def _api_message(exc: Any) -> str:

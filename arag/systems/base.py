@@ -61,6 +61,9 @@ class System(ABC):
             self.answer(task, calls, pred)
         except ModelError as exc:
             pred.error = f"{type(exc).__name__}: {exc}"
+            pred.predicted = None  # whatever a system had filled in is not an answer
+            pred.loops = calls.n_model_calls
+            pred.stop_reason = getattr(exc, "stop_reason", None)
             log.warning("task %s: %s", task.id, pred.error)
         pred.word_count = len((pred.predicted or "").split())
         pred.input_tokens = calls.usage.input_tokens
@@ -79,6 +82,7 @@ class System(ABC):
         """Fill ``pred`` (predicted, context ids, loops, ...) using ``calls`` for every call."""
 
     def one_call(self, task: Task, calls: CallLog, pred: Prediction, context: str) -> None:
+        """One call answers; an answer cut at max_tokens is kept, its stop_reason says so."""
         completion = calls.complete(
             system=system_prompt(task.task_type, agentic=False),
             messages=[{"role": "user", "content": task_prompt(
