@@ -97,6 +97,9 @@ class ModelConfig:
 class JudgeConfig(ModelConfig):
     # judge=none: no judge model; judge metrics are null with that reason
     batch: bool = False
+    # give up on a Message Batch not ended after this long (the API expires them at 24 h);
+    # its items are then recorded null with the reason
+    batch_timeout_s: float = 86_400.0
 
 
 @dataclass

@@ -125,6 +125,7 @@ class FakeAnthropic:
         self.batches: dict[str, dict[str, Any]] = {}
         # custom_id -> "errored" | "expired" | "canceled" for batch items that do not succeed
         self.batch_failures: dict[str, str] = {}
+        self.batch_polls_to_end = 1  # a batch reports "ended" at this poll
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
 
@@ -152,12 +153,20 @@ class FakeAnthropic:
                     self._send(200, lines.encode(), {"content-type": "application/x-jsonl"})
                     return
                 batch["polls"] += 1
-                self._send(200, json.dumps(fake._batch_body(batch_id, ended=batch["polls"] >= 1))
+                ended = batch["polls"] >= fake.batch_polls_to_end
+                self._send(200, json.dumps(fake._batch_body(batch_id, ended=ended))
                            .encode(), {})
 
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 length = int(self.headers.get("content-length", 0))
                 request = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.split("?")[0].endswith("/cancel"):
+                    batch_id = self.path.split("/")[4]
+                    with fake._lock:
+                        fake.requests.append({"path": self.path, "headers": {}, "json": None})
+                    self._send(200, json.dumps(fake._batch_body(batch_id, ended=False)).encode(),
+                               {})
+                    return
                 if self.path.split("?")[0].endswith("/messages/batches"):
                     with fake._lock:
                         fake.requests.append({"path": self.path, "headers": {}, "json": request})

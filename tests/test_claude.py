@@ -396,3 +396,25 @@ def test_geval_through_message_batches_records_expired_items(make_cfg, fake, tmp
     batches = [r for r in fake.requests if r["path"].endswith("/messages/batches")]
     assert len(batches) == 2  # one for all scoring calls, one for the taxonomy
     assert len(batches[0]["json"]["requests"]) == 4
+
+
+def test_a_message_batch_that_never_ends_is_cancelled_and_named(make_cfg, fake):
+    fake.handler = lambda req, n: text_reply("fine", req)
+    fake.batch_polls_to_end = 10**9
+    model = claude(make_cfg, fake.url)
+    model.batch_timeout_s = 90.0  # three 30 s polls
+    requests = {"a": {"system": "s", "messages": [{"role": "user", "content": "a"}],
+                      "max_tokens": 50}}
+    with pytest.raises(ModelError, match=r"did not end within 90 s .*batch_timeout_s"):
+        model.complete_batch(requests)
+    assert model.sleeps == [30.0, 30.0, 30.0]
+    assert fake.requests[-1]["path"].endswith("/cancel")
+
+
+def test_a_malformed_batch_item_is_an_item_error(make_cfg, fake):
+    fake.handler = lambda req, n: {"body": {"id": "msg_x", "type": "message",
+                                            "role": "assistant", "model": "m", "content": None,
+                                            "stop_reason": "end_turn", "stop_sequence": None}}
+    out = claude(make_cfg, fake.url).complete_batch(
+        {"a": {"system": "s", "messages": [{"role": "user", "content": "a"}], "max_tokens": 5}})
+    assert isinstance(out["a"], ModelError) and "batch item malformed" in str(out["a"])

@@ -79,6 +79,7 @@ class ClaudeModel(ChatModel):
         self.sleep = time.sleep  # overridable: tests remove waits
         self.base_delay, self.max_delay = float(cfg.retry_base_delay_s), 60.0
         self.batch_poll_s = 30.0  # Message Batches usually end within the hour
+        self.batch_timeout_s = float(cfg.get("batch_timeout_s", 86_400.0))
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
@@ -113,14 +114,25 @@ class ClaudeModel(ChatModel):
         batch = self._with_retries(lambda: batches.create(requests=params))
         log.info("%s: message batch %s submitted (%d requests)", self.name, batch.id, len(params))
         batch_id = batch.id
+        waited = 0.0
         while batch.processing_status != "ended":
+            if waited >= self.batch_timeout_s:
+                self._cancel_batch(batch_id)
+                raise ModelError(f"message batch {batch_id} did not end within "
+                                 f"{self.batch_timeout_s:.0f} s (judge.batch_timeout_s); "
+                                 "it was cancelled")
             self.sleep(self.batch_poll_s)
+            waited += self.batch_poll_s
             batch = self._with_retries(lambda: batches.retrieve(batch_id))
         out: dict[str, Completion | ModelError] = {}
         for entry in self._with_retries(lambda: list(batches.results(batch_id))):
             result = entry.result
             if result.type == "succeeded":
-                completion = _parse(self._completion, result.message, time.perf_counter())
+                try:
+                    completion = _parse(self._completion, result.message, time.perf_counter())
+                except MalformedResponse as exc:
+                    out[entry.custom_id] = ModelError(f"batch item malformed: {exc}")
+                    continue
                 completion.meta["batch"] = True
                 out[entry.custom_id] = completion
             else:
@@ -131,6 +143,12 @@ class ClaudeModel(ChatModel):
         for cid in requests:
             out.setdefault(cid, ModelError("batch item missing from the batch's results"))
         return out
+
+    def _cancel_batch(self, batch_id: str) -> None:
+        try:
+            self.client.messages.batches.cancel(batch_id)
+        except self._anthropic.APIError as exc:  # best effort: it expires at 24 h anyway
+            log.warning("%s: could not cancel message batch %s: %s", self.name, batch_id, exc)
 
     def _with_retries(self, call: Any) -> Any:
         last = ""
