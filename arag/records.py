@@ -34,8 +34,13 @@ class Document:
 
     @property
     def header(self) -> str:
+        return self.header_for()
+
+    def header_for(self, page: int | None = None) -> str:
+        """The metadata header; a chunk of a paginated document adds the page it is on."""
         company = self.ticker or self.company
-        return f"[COMPANY: {company} | TYPE: {self.doc_type} | PERIOD: {self.period}]"
+        fields = f"COMPANY: {company} | TYPE: {self.doc_type} | PERIOD: {self.period}"
+        return f"[{fields}]" if page is None else f"[{fields} | PAGE: {page}]"
 
     def fingerprint(self) -> str:
         return content_hash(self.doc_id, self.text, self.header)

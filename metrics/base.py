@@ -22,6 +22,8 @@ class ScoringItem:
     context_text: str  # what the system put in front of the model
     target_length: int
     system_retrieves: bool  # False for systems that read whole documents (stuffing)
+    # doc_id -> page of each line, for the task's paginated gold documents (PDF filings)
+    line_pages: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass

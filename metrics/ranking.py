@@ -6,18 +6,32 @@ list in its trace as ``{"type": "retrieval", "name": "semantic_search",
 Systems without a ranked list (A-RAG reads in its own order, stuffing reads everything)
 get nulls with a reason, as do tasks without retrieval gold.
 
-Definitions (binary relevance; a chunk is relevant when it contains a gold line, i.e. it
-is in ``ScoringItem.gold_chunk_ids``; duplicate ids in the list count once, at their
-first rank):
+The unit of gold is the **gold span**, not the chunk (a page split into five chunks is one
+piece of evidence, not five): on a paginated document (FinanceBench) a span is a page that
+holds gold lines, ``(doc, page)``; on a document without pages (ECTSum, sample) it is a gold
+line, ``(doc, line)``. A chunk covers a span when it contains one of the span's gold lines
+(chunk ids carry their line span, ``<doc>#L<first>-<last>``). Duplicate chunk ids in the
+list count once, at their first rank. With G the task's gold spans:
 
-    recall_at_k      |top-k ∩ gold| / |gold|
-    mrr_at_k         1 / rank of the first relevant chunk within the top k, else 0
-    ndcg_at_k        DCG@k / IDCG@k, DCG = Σ_{relevant rank r <= k} 1/log2(r + 1),
-                     IDCG = Σ_{r=1}^{min(|gold|, k)} 1/log2(r + 1)
-    hit_strict_at_k  1 if any top-k chunk contains a gold line, else 0
-    hit_doc_at_k     1 if any top-k chunk comes from a gold document, else 0. Gold
+    recall_at_k      share of G covered by the top-k chunks
+    mrr_at_k         1 / rank of the first chunk that covers any span, within the top k, else 0
+    ndcg_at_k        DCG@k / IDCG@k; each span is credited once, at the first chunk that
+                     covers it: DCG@k = Σ_{r <= k} new_r / log2(r + 1), new_r = the spans first
+                     covered at rank r. IDCG@k: the same sum for the best ordering of the
+                     chunks that cover gold (``ScoringItem.gold_chunk_ids``), taken greedily
+                     (most new spans first; exact when chunks do not overlap, and the ratio
+                     is capped at 1 for ``retrieval.chunk_overlap`` > 0). On paginated
+                     documents a chunk lies on one page, so new_r <= 1 and
+                     IDCG@k = Σ_{r=1}^{min(|G|, k)} 1/log2(r + 1).
+    hit_strict_at_k  1 if a top-k chunk covers a span (is on an evidence page, holds a gold
+                     line), else 0
+    hit_doc_at_k     1 if a top-k chunk comes from a gold document, else 0. Gold
                      documents: those with at least one gold line; for a task without
                      line gold, the task's own documents (so it is still computed).
+
+The pages of a document's lines come from ``ScoringItem.line_pages`` (doc_id -> page of
+each line of the task's paginated gold documents, ``Document.line_pages``), filled in by
+``runners.evaluate``; a document without pages is scored by gold lines.
 
 With ``retrieval.scope=corpus`` hit_doc shows whether the retriever even found the right
 filing. ks come from ``metrics.ranking.ks`` (default [1, 3, 5, 10]).
@@ -26,7 +40,8 @@ filing. ks come from ``metrics.ranking.ks`` (default [1, 3, 5, 10]).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from omegaconf import OmegaConf
@@ -35,6 +50,9 @@ from metrics.base import Scorer, Scores, ScoringItem, register_scorer
 
 DEFAULT_KS = (1, 3, 5, 10)
 LINE_METRICS = ("recall", "mrr", "ndcg", "hit_strict")
+CHUNK_ID = re.compile(r"(?P<doc>.+)#L(?P<first>\d+)-(?P<last>\d+)")
+
+Span = tuple[str, int]  # (doc_id, page) on a paginated document, else (doc_id, gold line)
 
 
 def ranked_chunk_ids(trace: Iterable[dict[str, Any]]) -> list[str] | None:
@@ -52,22 +70,75 @@ def chunk_doc_id(chunk_id: str) -> str:
     return chunk_id.rsplit("#L", 1)[0]
 
 
-def recall_at(ranked: list[str], gold: set[str], k: int) -> float:
-    return len(set(ranked[:k]) & gold) / len(gold)
+class GoldSpans:
+    """A task's gold spans, and which of them a chunk covers."""
+
+    def __init__(self, gold_lines: Mapping[str, Sequence[int]],
+                 line_pages: Mapping[str, Sequence[int] | None] | None = None):
+        line_pages = line_pages or {}
+        # doc_id -> gold line -> the span it belongs to
+        self.span_of_line: dict[str, dict[int, Span]] = {}
+        for doc_id, lines in gold_lines.items():
+            pages = line_pages.get(doc_id)
+            self.span_of_line[doc_id] = {
+                line: (doc_id, pages[line - 1] if pages is not None else line)
+                for line in lines}
+        self.spans: set[Span] = {s for by_line in self.span_of_line.values()
+                                 for s in by_line.values()}
+
+    def covered_by(self, chunk_id: str) -> set[Span]:
+        """The gold spans the chunk holds a gold line of (none for an unparsable id)."""
+        m = CHUNK_ID.fullmatch(chunk_id)
+        by_line = self.span_of_line.get(m["doc"]) if m else None
+        if not by_line:
+            return set()
+        first, last = int(m["first"]), int(m["last"])
+        return {span for line, span in by_line.items() if first <= line <= last}
 
 
-def mrr_at(ranked: list[str], gold: set[str], k: int) -> float:
-    for rank, cid in enumerate(ranked[:k], start=1):
-        if cid in gold:
+def newly_covered(covers: Iterable[set[Span]]) -> list[int]:
+    """How many spans each rank covers for the first time (its gain)."""
+    seen: set[Span] = set()
+    gains = []
+    for spans in covers:
+        gains.append(len(spans - seen))
+        seen |= spans
+    return gains
+
+
+def ideal_gains(covers: Iterable[set[Span]], depth: int) -> list[int]:
+    """Gains of the best ordering of the given chunks (greedy: most new spans first)."""
+    pool = [set(c) for c in covers if c]
+    seen: set[Span] = set()
+    gains = []
+    while pool and len(gains) < depth:
+        best = max(pool, key=lambda c: len(c - seen))
+        if not best - seen:
+            break
+        gains.append(len(best - seen))
+        seen |= best
+        pool.remove(best)
+    return gains
+
+
+def dcg(gains: Sequence[int], k: int) -> float:
+    return sum(g / math.log2(rank + 1) for rank, g in enumerate(gains[:k], start=1))
+
+
+def recall_at(gains: Sequence[int], n_gold: int, k: int) -> float:
+    return sum(gains[:k]) / n_gold
+
+
+def mrr_at(gains: Sequence[int], k: int) -> float:
+    # the first chunk that covers any span covers it first: its gain is the first non-zero
+    for rank, g in enumerate(gains[:k], start=1):
+        if g:
             return 1.0 / rank
     return 0.0
 
 
-def ndcg_at(ranked: list[str], gold: set[str], k: int) -> float:
-    dcg = sum(1.0 / math.log2(rank + 1)
-              for rank, cid in enumerate(ranked[:k], start=1) if cid in gold)
-    idcg = sum(1.0 / math.log2(rank + 1) for rank in range(1, min(len(gold), k) + 1))
-    return dcg / idcg
+def ndcg_at(gains: Sequence[int], ideal: Sequence[int], k: int) -> float:
+    return min(1.0, dcg(gains, k) / dcg(ideal, k))
 
 
 def hit_at(ranked: list[str], relevant, k: int) -> float:
@@ -112,17 +183,21 @@ class RankingScorer(Scorer):
         docs = gold_documents(item)
         for k in self.ks:
             s.values[f"hit_doc_at_{k}"] = hit_at(ranked, lambda c: chunk_doc_id(c) in docs, k)
-        gold = item.gold_chunk_ids
-        if gold is None:
+        if item.gold_chunk_ids is None or item.task.gold_lines is None:
             s.null(self.line_fields, "the dataset has no retrieval gold for this task")
-        elif not gold:
+            return s
+        gold = GoldSpans(item.task.gold_lines, item.line_pages)
+        ideal = ideal_gains((gold.covered_by(c) for c in sorted(item.gold_chunk_ids)),
+                            max(self.ks))
+        if not ideal:
             s.null(self.line_fields, "no gold line of this task falls in any chunk")
-        else:
-            for k in self.ks:
-                s.values[f"recall_at_{k}"] = recall_at(ranked, gold, k)
-                s.values[f"mrr_at_{k}"] = mrr_at(ranked, gold, k)
-                s.values[f"ndcg_at_{k}"] = ndcg_at(ranked, gold, k)
-                s.values[f"hit_strict_at_{k}"] = hit_at(ranked, gold.__contains__, k)
+            return s
+        gains = newly_covered(gold.covered_by(c) for c in ranked)
+        for k in self.ks:
+            s.values[f"recall_at_{k}"] = recall_at(gains, len(gold.spans), k)
+            s.values[f"mrr_at_{k}"] = mrr_at(gains, k)
+            s.values[f"ndcg_at_{k}"] = ndcg_at(gains, ideal, k)
+            s.values[f"hit_strict_at_{k}"] = hit_at(ranked, gold.covered_by, k)
         return s
 
 

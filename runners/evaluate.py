@@ -37,6 +37,12 @@ def context_text(pred: Prediction, task: Task, corpus: Corpus, chunk_by_id: dict
     return "\n\n".join(corpus.documents[d].text for d in pred.doc_ids if d in corpus.documents)
 
 
+def paged_gold_documents(task: Task, corpus: Corpus) -> dict[str, tuple[int, ...]]:
+    """The page of every line of the task's gold documents that have pages."""
+    docs = (corpus.documents.get(d) for d in (task.gold_lines or {}))
+    return {d.doc_id: d.line_pages for d in docs if d is not None and d.line_pages is not None}
+
+
 def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
              chunks: list[Chunk], scorers: list[Scorer], target_length: int,
              system_kind: str) -> list[dict[str, Any]]:
@@ -50,6 +56,7 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
             gold_chunk_ids=gold_chunk_ids(tasks[p.id], chunks_by_doc),
             context_text=context_text(p, tasks[p.id], corpus, chunk_by_id, system_kind),
             target_length=target_length, system_retrieves=system_kind in ("arag", "naive"),
+            line_pages=paged_gold_documents(tasks[p.id], corpus),
         )
         for p in predictions
     ]

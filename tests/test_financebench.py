@@ -15,6 +15,8 @@ import pytest
 
 from arag.datasets import DatasetError, load_dataset
 from arag.datasets.financebench import page_lines, split_sentences
+from arag.retrieval import chunk_document
+from runners.evaluate import gold_chunk_ids
 from tests.conftest import ROOT, SHARED
 
 FB = SHARED / "financebench"
@@ -141,6 +143,19 @@ def test_tiny_tree_tasks_documents_and_pages(make_cfg, tiny, tmp_path):
     assert problems and "page 6 is beyond" in problems[0]
 
 
+def test_chunks_are_page_aware_and_evidence_pages_map_to_their_chunks(make_cfg, tiny, tmp_path):
+    ds = load(make_cfg, tmp_path / "c", f"dataset.root={tiny}", "dataset.limit=1")
+    doc = ds.corpus.documents["ACME_2022_10K"]
+    chunks = chunk_document(doc, chunk_size=120)  # the whole filing would fit in one chunk
+    assert [c.chunk_id for c in chunks] == ["ACME_2022_10K#L1-2", "ACME_2022_10K#L3-5",
+                                            "ACME_2022_10K#L6-7"]
+    assert chunks[1].text.splitlines() == [
+        "[COMPANY: ACME | TYPE: 10K | PERIOD: FY2022 | PAGE: 2]",
+        "Net revenue was $1,200 million in 2022.", "Capital expenditure was $150 million.",
+        "Free cash flow rose 8% to $300 million."]
+    check_page_chunks(ds.tasks[0], doc, chunks)
+
+
 def test_missing_pdf_is_skipped_and_reported_per_question(make_cfg, tiny, tmp_path):
     ds = load(make_cfg, tmp_path / "c", f"dataset.root={tiny}")
     report = ds.reports["missing_pdfs"]
@@ -222,6 +237,16 @@ def check_evidence_gold(task, row, doc) -> None:
         assert len(evidence & nxt) < len(evidence & on_page), (task.id, page)
 
 
+def check_page_chunks(task, doc, chunks) -> None:
+    """Every chunk lies on one page and names it; the gold chunks are those on evidence pages."""
+    for c in chunks:
+        (page,) = set(doc.line_pages[c.line_start - 1:c.line_end])
+        assert c.header == doc.header_for(page)
+    evidence = {doc.line_pages[g - 1] for g in task.gold_lines[doc.doc_id]}
+    assert gold_chunk_ids(task, {doc.doc_id: chunks}) == {
+        c.chunk_id for c in chunks if doc.line_pages[c.line_start - 1] in evidence}
+
+
 def real_rows() -> list[dict]:
     return [json.loads(x) for x in
             (FB / "data" / "financebench_open_source.jsonl").read_text().splitlines() if x]
@@ -235,8 +260,10 @@ def test_real_data_pages_and_evidence_gold(make_cfg, shared_cache):
     doc = ds.corpus.documents["3M_2018_10K"]
     assert (doc.company, doc.doc_type, doc.period) == ("3M", "10K", "FY2018")
     assert doc.line_pages[0] == 1 and doc.line_pages[-1] == 160
+    chunks = chunk_document(doc, chunk_size=120)
     for task, row in zip(ds.tasks, real_rows()[:2], strict=True):
         check_evidence_gold(task, row, doc)
+        check_page_chunks(task, doc, chunks)
 
 
 @needs_data

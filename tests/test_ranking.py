@@ -1,4 +1,5 @@
-"""Ranked-retrieval metrics (metrics/ranking.py) against hand-computed values."""
+"""Ranked-retrieval metrics (metrics/ranking.py) against hand-computed values: gold spans
+(evidence pages, or gold lines of documents without pages), each counted once."""
 
 from __future__ import annotations
 
@@ -35,10 +36,15 @@ def item(ranked: list[str] | None, gold: set[str] | None, *, gold_lines="default
     return ScoringItem(**{k: v for k, v in values.items() if k in names})
 
 
+def with_pages(it: ScoringItem, line_pages: dict) -> ScoringItem:
+    return dataclasses.replace(it, line_pages=line_pages)
+
+
 def score(it: ScoringItem, ks=(1, 3, 5, 10)):
     return RankingScorer(ks).score([it])[0]
 
 
+# gold lines 5 and 30 (no pages: each line is a gold span), in chunks A and B.
 # ranking: a non-gold, gold chunk A at rank 2, two non-gold, gold chunk B at rank 5
 A, B = cid(DOC, 1, 10), cid(DOC, 25, 34)
 RANKED = [cid(DOC, 11, 17), A, cid(DOC, 18, 24), cid(DOC, 40, 50), B, cid(DOC, 51, 60)]
@@ -68,9 +74,76 @@ def test_perfect_ranking_scores_one_and_gold_counted_once():
     v = score(item([A, A, B, cid(DOC, 11, 17)], GOLD)).values  # A repeated: counted once
     assert v["recall_at_3"] == 1.0 and v["mrr_at_1"] == 1.0
     assert v["ndcg_at_3"] == pytest.approx(1.0) and v["ndcg_at_1"] == 1.0
-    # one gold chunk at rank 3: IDCG@k = 1, DCG = 1/log2(4) = 0.5
-    v = score(item([cid(DOC, 11, 17), cid(DOC, 18, 24), A], {A})).values
+    # one gold line, in A, at rank 3: IDCG@k = 1, DCG = 1/log2(4) = 0.5
+    v = score(item([cid(DOC, 11, 17), cid(DOC, 18, 24), A], {A}, gold_lines={DOC: (5,)})).values
     assert v["ndcg_at_3"] == pytest.approx(0.5) and v["mrr_at_3"] == pytest.approx(1 / 3)
+    assert v["recall_at_3"] == 1.0
+
+
+# a 40-line filing: page 1 = L1-10, page 2 = L11-25, page 3 = L26-30, page 4 = L31-40;
+# evidence pages 2 and 4 (gold = every line on them), split into 3 and 2 chunks
+PAGES = {DOC: (1,) * 10 + (2,) * 15 + (3,) * 5 + (4,) * 10}
+PAGE_GOLD_LINES = {DOC: tuple(range(11, 26)) + tuple(range(31, 41))}
+P1A, P1B = cid(DOC, 1, 5), cid(DOC, 6, 10)
+P2A, P2B, P2C = cid(DOC, 11, 15), cid(DOC, 16, 20), cid(DOC, 21, 25)
+P3, P4A, P4B = cid(DOC, 26, 30), cid(DOC, 31, 35), cid(DOC, 36, 40)
+PAGE_GOLD = {P2A, P2B, P2C, P4A, P4B}
+
+
+def paged(ranked: list[str]) -> ScoringItem:
+    return with_pages(item(ranked, PAGE_GOLD, gold_lines=PAGE_GOLD_LINES), PAGES)
+
+
+def test_an_evidence_page_is_one_gold_span_however_many_chunks_it_has():
+    # gains by rank: 0, 1 (page 2), 0 (page 2 again), 0, 1 (page 4), 0, 0, 0
+    v = score(paged([P1A, P2A, P2B, P3, P4B, P1B, P2C, P4A])).values
+    assert [v[f"recall_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 0.5, 1.0, 1.0]
+    assert [v[f"mrr_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 0.5, 0.5, 0.5]
+    # two spans: IDCG@k = 1 + 1/log2(3) for k >= 2; DCG@5 = 1/log2(3) + 1/log2(6)
+    idcg = 1 + 1 / math.log2(3)
+    assert v["ndcg_at_1"] == 0.0
+    assert v["ndcg_at_3"] == pytest.approx((1 / math.log2(3)) / idcg)  # 0.3869
+    assert v["ndcg_at_5"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(6)) / idcg)
+    assert v["ndcg_at_5"] == pytest.approx(0.6241, abs=1e-4)
+    assert [v[f"hit_strict_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 1.0, 1.0, 1.0]
+    assert [v[f"hit_doc_at_{k}"] for k in (1, 3, 5, 10)] == [1.0, 1.0, 1.0, 1.0]
+
+    # all three chunks of page 2 first: one span found, not three (per chunk: recall 3/5)
+    v = score(paged([P2A, P2B, P2C, P4A])).values
+    assert v["recall_at_3"] == 0.5 and v["mrr_at_1"] == 1.0
+    assert v["ndcg_at_3"] == pytest.approx(1 / idcg)  # 0.6131
+    assert v["recall_at_5"] == 1.0
+    assert v["ndcg_at_5"] == pytest.approx((1 + 1 / math.log2(5)) / idcg)  # 0.8772
+    # one page per rank is the ideal ranking
+    v = score(paged([P4B, P2C])).values
+    assert v["ndcg_at_3"] == pytest.approx(1.0) and v["recall_at_1"] == 0.5
+
+
+def test_without_pages_the_gold_lines_are_the_spans():
+    # the same ranking with no pages given: 25 gold lines, 5 in each gold chunk
+    it = item([P1A, P2A, P2B, P3, P4B], PAGE_GOLD, gold_lines=PAGE_GOLD_LINES)
+    v = score(it).values
+    assert [v["recall_at_1"], v["recall_at_3"], v["recall_at_5"]] == [0.0, 0.4, 0.6]
+
+
+def test_a_chunk_with_several_gold_lines_credits_each_once():
+    # gold lines 5, 7 (both in A) and 30 (in B): gains by rank 1 (B), 0, 2 (A)
+    it = item([B, cid(DOC, 11, 17), A, B], GOLD, gold_lines={DOC: (5, 7, 30)})
+    v = score(it).values
+    assert v["recall_at_1"] == pytest.approx(1 / 3) and v["recall_at_3"] == 1.0
+    assert v["mrr_at_1"] == 1.0
+    # ideal: A (2 lines) then B: IDCG@1 = 2, IDCG@3 = 2 + 1/log2(3); DCG@3 = 1 + 2/log2(4)
+    assert v["ndcg_at_1"] == 0.5
+    assert v["ndcg_at_3"] == pytest.approx(2 / (2 + 1 / math.log2(3)))  # 0.7602
+
+
+def test_ndcg_is_capped_at_one_when_overlapping_chunks_beat_the_greedy_ideal():
+    # gold lines 1-6; with chunk_overlap the chunks L2-5, L1-3, L4-6 exist. Greedy ideal:
+    # L2-5 (4 new lines) then 1: IDCG@2 = 4 + 1/log2(3); L1-3, L4-6 reach 3 + 3/log2(3)
+    wide, left, right = cid(DOC, 2, 5), cid(DOC, 1, 3), cid(DOC, 4, 6)
+    it = item([left, right], {wide, left, right}, gold_lines={DOC: (1, 2, 3, 4, 5, 6)})
+    v = score(it, ks=(2,)).values
+    assert v["recall_at_2"] == 1.0 and v["ndcg_at_2"] == 1.0
 
 
 def test_hit_doc_sees_wrong_document_hits():

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+import pytest
+
 from arag.datasets import load_dataset
 from arag.records import Document
 from arag.retrieval import chunk_document, load_or_build_index
@@ -33,6 +37,46 @@ def test_overlap_repeats_sentences_and_long_lines_stand_alone():
         assert b.line_start == a.line_end
     long = Document("L", ("word " * 100, "short line"), period="Q1")
     assert [c.line_end - c.line_start + 1 for c in chunk_document(long, 20)] == [1, 1]
+
+
+def test_documents_without_pages_chunk_as_before():
+    # the ids and text earlier versions gave, so index caches and gold mappings stay valid
+    chunks = chunk_document(_doc(), chunk_size=40, overlap=1)
+    assert [c.chunk_id for c in chunks] == [f"DOC_q1_2024#L{a}-{a + 3}" for a in range(1, 26, 3)] + [
+        "DOC_q1_2024#L28-30"]
+    assert all(c.header == "[COMPANY: DOC | TYPE: EARNINGS_CALL | PERIOD: Q1 2024]" for c in chunks)
+
+
+def _paged_doc() -> Document:
+    doc = _doc(12)  # 9 words a line
+    return Document("ACME_2022_10K", doc.lines, company="ACME", doc_type="10K", period="FY2022",
+                    line_pages=(1, 1, 1, 1, 1, 2, 2, 4, 4, 4, 4, 4))
+
+
+def test_chunks_of_a_paginated_document_stay_on_one_page_and_name_it():
+    doc = _paged_doc()
+    chunks = chunk_document(doc, chunk_size=40, overlap=0)
+    # page 1 (5 lines, 45 words) needs two chunks; page 2 fits one; page 3 has no text
+    assert [c.chunk_id for c in chunks] == ["ACME_2022_10K#L1-4", "ACME_2022_10K#L5-5",
+                                            "ACME_2022_10K#L6-7", "ACME_2022_10K#L8-11",
+                                            "ACME_2022_10K#L12-12"]
+    for c in chunks:
+        pages = set(doc.line_pages[c.line_start - 1:c.line_end])
+        assert len(pages) == 1
+        assert c.header == f"[COMPANY: ACME | TYPE: 10K | PERIOD: FY2022 | PAGE: {pages.pop()}]"
+        assert c.lines == doc.lines[c.line_start - 1:c.line_end]
+    assert chunks[2].text.startswith("[COMPANY: ACME | TYPE: 10K | PERIOD: FY2022 | PAGE: 2]\n")
+    # without the page break lines 5-7 would share a chunk; overlap stays within a page
+    overlapped = chunk_document(doc, chunk_size=40, overlap=2)
+    assert [(c.line_start, c.line_end) for c in overlapped] == [
+        (1, 4), (3, 5), (6, 7), (8, 11), (10, 12)]
+
+
+def test_bad_line_pages_are_named():
+    doc = _paged_doc()
+    bad = Document(doc.doc_id, doc.lines, line_pages=doc.line_pages[:-1])
+    with pytest.raises(ValueError, match="ACME_2022_10K: line_pages has 11 entries for 12"):
+        chunk_document(bad, 40)
 
 
 def _sample(make_cfg, tmp_path, mini_dataset):
@@ -77,6 +121,14 @@ def test_cache_key_changes_with_content_and_config(make_cfg, tmp_path, mini_data
     ds.corpus.documents["T0X_q3_2024"] = Document(doc.doc_id, doc.lines[:-1], doc.company,
                                                   doc.doc_type, doc.period, doc.ticker)
     assert index_key(ds.corpus, cfg.retrieval) != base
+    # chunks follow the pages: pagination is part of the key
+    unpaged = index_key(ds.corpus, cfg.retrieval)
+    doc = ds.corpus.documents["T0X_q3_2024"]
+    for last_page in (1, 2):
+        pages = (1,) * (len(doc.lines) - 1) + (last_page,)
+        ds.corpus.documents["T0X_q3_2024"] = replace(doc, line_pages=pages)
+        assert index_key(ds.corpus, cfg.retrieval) not in (base, unpaged)
+        unpaged = index_key(ds.corpus, cfg.retrieval)
 
 
 def test_semantic_and_keyword_search_find_the_fact_within_scope(make_cfg, tmp_path, mini_dataset):

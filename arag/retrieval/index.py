@@ -136,10 +136,15 @@ class SearchIndex:
 
 def index_key(corpus: Corpus, retrieval_cfg) -> str:
     emb = retrieval_cfg.embedder
-    return content_hash(
-        "index", INDEX_FORMAT, corpus.fingerprint(), retrieval_cfg.chunk_size,
-        retrieval_cfg.chunk_overlap, emb.name, Path(resolve_embedder_path(emb.path)).name,
-    )
+    parts = ["index", INDEX_FORMAT, corpus.fingerprint(), retrieval_cfg.chunk_size,
+             retrieval_cfg.chunk_overlap, emb.name, Path(resolve_embedder_path(emb.path)).name]
+    pages = {d.doc_id: d.line_pages for d in corpus.documents.values()
+             if d.line_pages is not None}
+    if pages:
+        # chunks follow the pages (never cross one; the page is in the header), so the
+        # pagination is part of the key; a corpus without pages keeps the keys it had
+        parts.append(content_hash(sorted(pages.items())))
+    return content_hash(*parts)
 
 
 def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
