@@ -4,7 +4,7 @@ Runs the same A-RAG predictions (real SDK, real HTTP, real tools and FAISS) at
 concurrency 1 and at 16, in one process, and prints both wall times and the speedup.
 The response cache is off so both runs make every call. Target: >= 12x.
 
-    .venv/bin/python bench/concurrency.py [--tasks 50] [--delay 0.2] [--high 16]
+    .venv/bin/python bench/concurrency.py [--tasks 64] [--delay 0.2] [--high 16]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def timed_run(cfg, out: Path, concurrency: int) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", type=int, default=50)
+    parser.add_argument("--tasks", type=int, default=64)  # 4 full waves of 16
     parser.add_argument("--delay", type=float, default=0.2, help="seconds per API call")
     parser.add_argument("--high", type=int, default=16, help="the concurrent run's concurrency")
     args = parser.parse_args()
