@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.installed-dev
 
-.PHONY: run test test-fast ui lint bench clean-runs chromium
+.PHONY: run test test-all ui lint bench clean-runs chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,11 +30,13 @@ chromium:
 run: $(STAMP)
 	$(BIN)/python run.py -m system=arag,naive,stuffing dataset=sample
 
+# the fast suite (a few minutes); with CI set, or `make test-all`, the slow end-to-end
+# sweeps too (about 20 minutes on 2 cores)
 test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-test-fast: $(DEV)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+test-all: $(DEV) chromium
+	$(BIN)/python -m pytest --runslow $(PYTEST_ARGS)
 
 lint: $(DEV)
 	$(BIN)/ruff check .

@@ -24,15 +24,20 @@ os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
 def pytest_addoption(parser):
     parser.addoption("--runapi", action="store_true", default=False,
                      help="run live tests against the real Anthropic API (needs ANTHROPIC_API_KEY)")
+    parser.addoption("--runslow", action="store_true", default=False,
+                     help="run the slow end-to-end tests too (always on when CI is set)")
 
 
 def pytest_collection_modifyitems(config, items):
-    if config.getoption("--runapi") and os.environ.get("ANTHROPIC_API_KEY"):
-        return
-    skip = pytest.mark.skip(reason="live API test: pass --runapi and set ANTHROPIC_API_KEY")
+    run_api = config.getoption("--runapi") and os.environ.get("ANTHROPIC_API_KEY")
+    run_slow = config.getoption("--runslow") or os.environ.get("CI")
+    skip_api = pytest.mark.skip(reason="live API test: pass --runapi and set ANTHROPIC_API_KEY")
+    skip_slow = pytest.mark.skip(reason="slow end-to-end test: pass --runslow (CI runs them)")
     for item in items:
-        if "api" in item.keywords:
-            item.add_marker(skip)
+        if "api" in item.keywords and not run_api:
+            item.add_marker(skip_api)
+        elif "slow" in item.keywords and not run_slow:
+            item.add_marker(skip_slow)
 
 
 @pytest.fixture(scope="session")

@@ -52,13 +52,35 @@ def cli(tmp: Path, url: str, *args: str):
                           stdin=subprocess.DEVNULL)
 
 
+def check_judged_report(tmp: Path, client) -> None:
+    """The parent's report with a judge: G-Eval columns, the taxonomy table and chart, the
+    worst failure with the judge's reasoning; and it can be rebuilt from the command line."""
+    parent = next(r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent")
+    text = Path(client.download_artifacts(parent.info.run_id, "report.md",
+                                          str(tmp / "report"))).read_text()
+    assert "Comparison metric: `geval_coverage`" in text
+    assert "No judge" not in text and "no judge" not in text
+    taxonomy = text.split("## Error taxonomy", 1)[1].split("##", 1)[0]
+    assert "| system=arag |" in taxonomy and "error_taxonomy_by_system.png" in taxonomy
+    assert "### A failure" in text and "Judge's reasoning:" in text
+    plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
+    assert "plots/error_taxonomy_by_system.png" in plots
+    rebuilt = subprocess.run([sys.executable, "-m", "runners.report", parent.info.run_id,
+                              "--tracking-uri", f"sqlite:///{tmp}/mlflow.db"], cwd=ROOT,
+                             capture_output=True, text=True, timeout=300,
+                             stdin=subprocess.DEVNULL)
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    assert f"report logged to run {parent.info.run_id}" in rebuilt.stdout
+
+
 def test_judged_sweep_then_rescoring(tmp_path):
     with FakeAnthropic(judge) as fake:
-        sweep = cli(tmp_path, fake.url, "-m", "system=naive,stuffing", "dataset=sample")
+        sweep = cli(tmp_path, fake.url, "-m", "system=arag,naive,stuffing", "dataset=sample")
         assert sweep.returncode == 0, sweep.stderr[-3000:]
         client = client_for(tmp_path)
         runs = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
-        assert len(runs) == 2
+        assert len(runs) == 3
+        check_judged_report(tmp_path, client)
         for run in runs:
             path = client.download_artifacts(run.info.run_id, "predictions.eval.jsonl",
                                              str(tmp_path / run.info.run_id))
