@@ -195,3 +195,21 @@ def test_a_failing_job_does_not_stop_the_sweep(tmp_path, shared_cache):
     assert [(c.info.run_name, c.info.status) for c in children] == [("max_loops=2", "FINISHED")]
     assert parent.info.status == "FAILED"
     assert json.loads(parent.data.tags["failed_jobs"])[0]["job"] == "max_loops=-1"
+
+
+def test_a_skipped_task_still_has_a_trace_that_says_why(tmp_path, shared_cache):
+    import mlflow
+
+    result = run_cli(tmp_path, "system=stuffing", "model.context_limit=1500", "dataset.limit=2",
+                     cache=shared_cache, sweep=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    assert run.info.status == "FINISHED" and run.data.metrics["n_skipped"] == 2
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    traces = mlflow.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id,
+                                  return_type="list")
+    assert len(traces) == 2
+    for trace in traces:
+        (root,) = trace.data.spans
+        assert root.outputs["skipped"] is True
+        assert "exceeds the model's context" in root.outputs["skip_reason"]
