@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, ModelError
 from arag.llm.cache import fresh_replies
 from metrics.base import (
@@ -197,11 +196,7 @@ class CriteriaStore:
             )
         entry = {"dimension": dimension, "judge": self.judge_id, "prompt_version": PROMPT_VERSION,
                  "definition": DIMENSIONS[dimension], "steps": completion.text.strip()}
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(entry, f, indent=2)
-        os.replace(tmp, path)
+        write_text_atomically(path, json.dumps(entry, indent=2))
         self.used[dimension] = entry
         return entry["steps"]
 

@@ -54,7 +54,6 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -69,6 +68,7 @@ from arag.datasets.base import (
     resolve_root,
     validate,
 )
+from arag.files import write_text_atomically
 from arag.records import Corpus, Document, Task
 
 log = logging.getLogger(__name__)
@@ -168,14 +168,10 @@ def parse_to_cache(pdf: Path, sha: str, file: Path) -> None:
     import pypdf
 
     pages, seconds = extract_pages(pdf)
-    file.parent.mkdir(parents=True, exist_ok=True)
     payload = {"format": CACHE_FORMAT, "sha256": sha, "source": pdf.name,
                "parser": f"pypdf {pypdf.__version__}", "parse_seconds": round(seconds, 2),
                "pages": pages}
-    fd, tmp = tempfile.mkstemp(prefix=f".{file.stem}.", dir=file.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(payload, f, ensure_ascii=False)
-    os.replace(tmp, file)
+    write_text_atomically(file, json.dumps(payload, ensure_ascii=False))
 
 
 def _parse_in_subprocess(pdf: Path, sha: str, file: Path) -> None:

@@ -45,9 +45,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import os
 import re
-import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -62,6 +60,7 @@ from arag.datasets.financebench import (
     open_root,
     parse_options,
 )
+from arag.files import write_text_atomically
 from arag.llm import ModelError, Prices, make_model
 from arag.llm.cache import CachedModel
 from arag.records import Corpus, Document, Task
@@ -258,7 +257,7 @@ class PendingReferences:
         text = spot_check_markdown(written, ids, self.model_cfg.name)
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(self.model_cfg.model_id))
         path = self.opts.cache_dir / "financebench_qfs" / f"spot_check_{safe}.md"
-        write_atomically(path, text)
+        write_text_atomically(path, text)
         dataset.reports["qfs_spot_check"] = text
         dataset.notes.append(f"{len(ids)} of {len(written)} silver references written for human "
                              f"review to {path}")
@@ -277,14 +276,6 @@ def spot_check_markdown(tasks: list[Task], ids: list[str], model: str) -> str:
                      f"({task.meta['section']})\n- question: {task.question}\n\n"
                      f"{task.reference}\n")
     return "\n".join(parts)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 def section_task(doc: Document, pages: list[str], section: Section, max_pages: int,

@@ -18,14 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, Message, ModelError, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
@@ -154,13 +153,9 @@ class CachedModel(ChatModel):
             return None
 
     def _write(self, path: Path, completion: Completion) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         data = {"content": completion.content, "stop_reason": completion.stop_reason,
                 "usage": vars(completion.usage), "model": completion.model}
-        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False)
-        os.replace(tmp, path)
+        write_text_atomically(path, json.dumps(data, ensure_ascii=False))
 
 
 class MeteredModel(ChatModel):
