@@ -27,22 +27,20 @@ def _check_keys(config: DictConfig) -> None:
     """A Claude model, judge or reference model without ANTHROPIC_API_KEY stops the sweep first."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from arag.llm.claude import MissingAPIKey, api_key
+    from arag.llm.claude import MissingAPIKey
+    from runners.experiment import require_keys
 
-    reference_model = config.dataset.get("reference_model")
-    providers = {config.model.provider, config.judge.provider,
-                 reference_model.provider if reference_model else "none"}
+    swept: set[str] = set()
     for o in OverridesParser.create().parse_overrides(list(config.hydra.overrides.task)):
         if o.key_or_group in ("model", "judge", "dataset/reference_model"):
             for choice in (o.sweep_string_iterator() if o.is_sweep_override()
                            else [o.value()]):
-                providers.add(_provider_of(o.key_or_group, str(choice)))
-    if "anthropic" in providers:
-        try:
-            api_key()
-        except MissingAPIKey as exc:
-            log.error("%s", exc)
-            raise SystemExit(2) from None
+                swept.add(_provider_of(o.key_or_group, str(choice)))
+    try:
+        require_keys(config, swept)
+    except MissingAPIKey as exc:
+        log.error("%s", exc)
+        raise SystemExit(2) from None
 
 
 def _provider_of(group: str, choice: str) -> str:

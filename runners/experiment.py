@@ -228,13 +228,16 @@ def _prior_run(client, experiment_id: str, job: Job, parent: dict[str, str] | No
     return existing.info.run_id, None
 
 
-def require_keys(cfg: DictConfig) -> None:
+def require_keys(cfg: DictConfig, more_providers: set[str] | frozenset[str] = frozenset()
+                 ) -> None:
     """A Claude model, judge or reference model without its key stops before any run opens
-    (and before any other model call is paid for)."""
+    (and before any other model call is paid for); ``more_providers``: those a sweep's other
+    jobs choose."""
     from arag.llm.claude import api_key
 
     reference = cfg.dataset.get("reference_model")
-    providers = {cfg.judge.provider, reference.provider if reference else "none"}
+    providers = {cfg.judge.provider, reference.provider if reference else "none",
+                 *more_providers}
     if cfg.mode != "evaluate":
         providers.add(cfg.model.provider)
     if "anthropic" in providers:
