@@ -38,8 +38,10 @@ test: $(DEV) chromium
 test-all: $(DEV) chromium
 	$(BIN)/python -m pytest --runslow $(PYTEST_ARGS)
 
+# ruff over the whole tree, mypy over arag/, metrics/ and runners/ (pyproject.toml)
 lint: $(DEV)
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 ui: $(STAMP)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --host 127.0.0.1 --port 5000

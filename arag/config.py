@@ -40,7 +40,8 @@ class CacheMode(str, Enum):
 @dataclass
 class SystemConfig:
     name: str = MISSING
-    # which implementation answers: arag | naive | stuffing (oracle, closed_book later)
+    # which registered System class answers (arag.systems): arag | naive | stuffing | oracle
+    # | closed_book, or any system registered in a module of arag/systems/
     kind: str = MISSING
     tools: list[str] = field(default_factory=list)
     top_k: int | None = None  # None: use retrieval.top_k
@@ -74,7 +75,7 @@ class OfflineModelOptions:
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    provider: str = MISSING  # offline | anthropic | scripted
+    provider: str = MISSING  # a registered provider (arag.llm): offline | anthropic | scripted
     model_id: str = MISSING
     context_limit: int = 200_000
     max_output_tokens: int = 1024
@@ -91,6 +92,8 @@ class ModelConfig:
     tokens_per_minute: int | None = None
     prompt_caching: bool = True
     offline: OfflineModelOptions = field(default_factory=OfflineModelOptions)
+    # settings of a provider that the fields above do not cover (read by its factory)
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -10,6 +10,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from arag.trace import Step, step_from_dict
+
 
 def content_hash(*parts: Any, length: int = 16) -> str:
     """Stable short hash of JSON-serialisable parts (ids, cache keys, config hashes)."""
@@ -124,10 +126,11 @@ class Prediction:
     retrieved_chunk_ids: list[str] = field(default_factory=list)
     # what the system put in front of the model: chunks read/retrieved, or the whole doc
     context_chunk_ids: list[str] = field(default_factory=list)
-    trace: list[dict[str, Any]] = field(default_factory=list)
+    trace: list[Step] = field(default_factory=list)
     skipped: bool = False
     skip_reason: str | None = None
     error: str | None = None
+    error_kind: str | None = None  # rate_limit, overloaded, auth, refusal, ... (ModelError.kind)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), ensure_ascii=False)
@@ -135,4 +138,6 @@ class Prediction:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Prediction:
         known = {f for f in cls.__dataclass_fields__}
-        return cls(**{k: v for k, v in data.items() if k in known})
+        values = {k: v for k, v in data.items() if k in known}
+        values["trace"] = [step_from_dict(s) for s in values.get("trace") or []]
+        return cls(**values)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from arag.llm import make_model  # noqa: E402
-from runners.experiment import build_system, prepare  # noqa: E402
+from runners.job import build_system, prepare  # noqa: E402
 from runners.predict import predict  # noqa: E402
 from tests.conftest import compose_cfg, store_overrides, write_mini_dataset  # noqa: E402
 

@@ -1,24 +1,29 @@
 """Scorers and aggregates. Scorers never call a system; they score its predictions."""
 
-from metrics import geval, numeric, qa, ranking, retrieval, text  # noqa: F401  (registers scorers)
-from metrics.aggregate import aggregate
-from metrics.base import SCORERS, Scorer, Scores, ScoringItem, register_scorer
+from typing import Any
+
+from metrics.aggregate import aggregate, bootstrap_ci
+from metrics.base import SCORERS, Metric, Scorer, ScorerEnv, Scores, ScoringItem, register_scorer
 
 
-def build_scorers(cfg, judge=None, judge_reason: str = "", cache_dir=None) -> list[Scorer]:
-    """The scorers ``metrics.scorers`` names, built from the full run config.
-
-    ``judge`` is the judge model (None: judge metrics are null with ``judge_reason``);
-    ``cache_dir`` is the resolved cache folder (G-Eval criteria live there).
-    """
-    scorers = []
-    for name in cfg.metrics.scorers:
-        if name not in SCORERS:
-            raise ValueError(f"metrics.scorers names {name!r}; known scorers: {sorted(SCORERS)}")
-        scorers.append(SCORERS[name](cfg, judge=judge, judge_reason=judge_reason,
-                                     cache_dir=cache_dir))
-    return scorers
+def build_scorers(metrics_cfg: Any, env: ScorerEnv) -> list[Scorer]:
+    """The scorers ``metrics.scorers`` names, each from its ``metrics.<name>`` options."""
+    return [SCORERS.get(name).from_config(metrics_cfg.get(name), env)
+            for name in metrics_cfg.scorers]
 
 
-__all__ = ["SCORERS", "Scorer", "Scores", "ScoringItem", "aggregate", "build_scorers",
+def default_scorers() -> list[Scorer]:
+    """Every registered scorer with its default options and no judge."""
+    env = ScorerEnv()
+    return [cls.from_config(cls.Options() if cls.Options else None, env)
+            for _, cls in SCORERS.items()]
+
+
+def declared_metrics() -> list[Metric]:
+    """What every registered scorer declares (default options)."""
+    return [m for s in default_scorers() for m in s.metrics]
+
+
+__all__ = ["SCORERS", "Metric", "Scorer", "ScorerEnv", "Scores", "ScoringItem", "aggregate",
+           "bootstrap_ci", "build_scorers", "declared_metrics", "default_scorers",
            "register_scorer"]

@@ -1,23 +1,24 @@
-"""Run-level aggregates from per-task eval records.
+"""Run-level aggregates from per-task eval records, as the scorers declare them.
 
-For every numeric per-task field: ``<field>_mean`` over tasks that have a value (nulls are
-not zeros). Quality scores also get a bootstrap 95% confidence interval
-(``_ci_low``/``_ci_high``, 1,000 resamples, fixed seed); G-Eval scores the share of tasks
-scoring 4 or more (``_share_ge4``). Plus latency percentiles, cost totals, counts, judge
-parse failures, error-taxonomy rates and cost per coverage point.
+For every numeric per-task field: ``<field>_mean`` over answered tasks that have a value
+(nulls are not zeros). A declared metric with ``ci`` also gets a bootstrap 95% confidence
+interval (``_ci_low``/``_ci_high``, 1,000 resamples, fixed seed) and one with
+``share_at_least`` the share of tasks at or above it (``_share_ge<N>``). Plus latency
+percentiles, cost totals, counts, and what each scorer adds (``Scorer.aggregate``: e.g.
+judge parse failures, error-taxonomy rates, cost per coverage point).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-QUALITY_PREFIXES = ("rouge", "bertscore", "geval_", "retrieval_", "numeric_", "recall_at",
-                    "mrr_at", "ndcg_at", "hit_", "qa_")
+from metrics.base import Scorer
+
 NOT_AVERAGED = ("started_at",)
-ERROR_CODES = ("H", "N", "O", "P", "IR", "IC", "V")
 BOOTSTRAP_SAMPLES = 1000
 
 
@@ -43,7 +44,15 @@ def _numeric_fields(records: list[dict[str, Any]]) -> dict[str, list[float]]:
     return numeric
 
 
-def aggregate(records: list[dict[str, Any]]) -> dict[str, float]:
+def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = None
+              ) -> dict[str, float]:
+    """The run's metrics; ``scorers``: those that wrote the records (None: every registered
+    scorer with its default options)."""
+    if scorers is None:
+        from metrics import default_scorers
+
+        scorers = default_scorers()
+    declared = {m.name: m for s in scorers for m in s.metrics}
     metrics: dict[str, float] = {
         "n_tasks": float(len(records)),
         "n_errors": float(sum(1 for r in records if r.get("error"))),
@@ -54,11 +63,15 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, float]:
     numeric = _numeric_fields(answered)
     for key, values in sorted(numeric.items()):
         metrics[f"{key}_mean"] = float(np.mean(values))
-        ci = bootstrap_ci(values) if key.startswith(QUALITY_PREFIXES) else None
+        metric = declared.get(key)
+        if metric is None:
+            continue
+        ci = bootstrap_ci(values) if metric.ci else None
         if ci is not None:
             metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = ci
-        if key.startswith("geval_"):
-            metrics[f"{key}_share_ge4"] = float(np.mean([v >= 4 for v in values]))
+        if metric.share_at_least is not None:
+            metrics[metric.share_key] = float(np.mean([v >= metric.share_at_least
+                                                         for v in values]))
     latencies = numeric.get("latency_ms", [])
     if latencies:
         for q in (50, 90, 99):
@@ -69,14 +82,6 @@ def aggregate(records: list[dict[str, Any]]) -> dict[str, float]:
     if answered and any("max_loops_reached" in r for r in answered):
         metrics["max_loops_reached_rate"] = float(
             np.mean([bool(r.get("max_loops_reached")) for r in answered]))
-    for key in sorted({k for r in records for k in r if k.endswith("_parse_failed")}):
-        metrics[key.replace("_parse_failed", "_parse_failures")] = float(
-            sum(1 for r in records if r.get(key)))
-    assessed = [r["error_codes"] for r in answered if isinstance(r.get("error_codes"), list)]
-    if assessed:
-        for code in ERROR_CODES:
-            metrics[f"error_rate_{code}"] = float(np.mean([code in c for c in assessed]))
-    coverage = metrics.get("geval_coverage_mean")
-    if coverage:
-        metrics["cost_per_coverage_point"] = metrics.get("cost_usd_mean", 0.0) / coverage
+    for scorer in scorers:
+        metrics.update(scorer.aggregate(answered, records))
     return metrics

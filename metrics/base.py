@@ -1,7 +1,16 @@
-"""Scorers: small registered factories, each computing named per-task fields.
+"""Scorers: registered classes, each declaring the per-task metrics it writes, how runs
+aggregate them, and its options.
+
+* ``metrics``: one ``Metric`` per numeric field: whether it gets a bootstrap CI, a share
+  of tasks at or above a threshold, a histogram, a column in the report, and whether the
+  sweep report may compare systems on it. Aggregation, plots and the report read these.
+* ``Options``: a dataclass, the config node ``metrics.<name>`` (type-checked at compose time).
+* ``aggregate``: run-level numbers beyond means and CIs (e.g. error-taxonomy rates).
+* ``artifacts``: files to log with the run (e.g. the G-Eval criteria used).
 
 A field that cannot be computed is None with a reason in ``null_reasons``; no scorer
-ever substitutes a default number.
+ever substitutes a default number. A new scorer is one module in this package
+(``@register_scorer("name")`` on its class) and its name in ``metrics.scorers``.
 """
 
 from __future__ import annotations
@@ -9,9 +18,38 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
+from arag.llm.base import ChatModel
 from arag.records import Prediction, Task
+from arag.registry import Registry
+
+NO_JUDGE = "no judge configured (judge=none)"
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A numeric per-task field a scorer writes, and how a run aggregates and shows it."""
+
+    name: str
+    label: str = ""
+    ci: bool = True  # bootstrap 95% CI of the mean
+    share_at_least: float | None = None  # also the share of tasks scoring at least this
+    histogram: bool = True
+    bins: tuple[float, ...] | None = None  # histogram bins (None: 10 equal bins)
+    report: bool = False  # a column of the report's quality table
+    # the sweep report compares systems on the present metric with the lowest number
+    compare_priority: int | None = None
+
+    @property
+    def title(self) -> str:
+        return self.label or self.name
+
+    @property
+    def share_key(self) -> str:
+        """The run metric holding the share at or above ``share_at_least``."""
+        return f"{self.name}_share_ge{self.share_at_least:g}"
 
 
 @dataclass
@@ -19,16 +57,18 @@ class ScoringItem:
     prediction: Prediction
     task: Task
     gold_chunk_ids: set[str] | None  # None: the dataset has no retrieval gold
-    context_text: str  # what the system put in front of the model
+    context_text: str  # what the system put in front of the model (System.judged_context)
     target_length: int
-    system_retrieves: bool  # False for systems that read whole documents (stuffing)
+    retrieves: bool  # the system declares it picks chunks (System.retrieves)
     # doc_id -> page of each line, for the task's paginated gold documents (PDF filings)
     line_pages: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # the system's ranking of chunks, best first (System.ranking); None: it does not rank
+    ranking: list[str] | None = None
 
 
 @dataclass
 class Scores:
-    values: dict[str, float | None] = field(default_factory=dict)
+    values: dict[str, Any] = field(default_factory=dict)
     null_reasons: dict[str, str] = field(default_factory=dict)
 
     def null(self, fields: list[str], reason: str) -> None:
@@ -37,13 +77,44 @@ class Scores:
             self.null_reasons[f] = reason
 
 
+@dataclass
+class ScorerEnv:
+    """What scorers get from the run beyond their own options."""
+
+    judge: ChatModel | None = None
+    judge_reason: str = NO_JUDGE  # why there is no judge, when there is none
+    judge_id: str = "none"  # provider/model id: keys the G-Eval criteria
+    judge_batch: bool = False  # Message Batches for judge calls
+    cache_dir: Path = Path("data/cache")
+    concurrency: int = 4
+
+
 class Scorer(ABC):
-    name: str
-    fields: list[str]
+    name: ClassVar[str]
+    Options: ClassVar[type | None] = None
+    metrics: list[Metric]
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        """The scorer for its ``metrics.<name>`` options and the run's environment."""
+        return cls()
+
+    @property
+    def fields(self) -> list[str]:
+        return [m.name for m in self.metrics]
 
     @abstractmethod
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         """One Scores per item, in order (batched: BERTScore runs one model pass)."""
+
+    def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> dict[str, float]:
+        """Run-level numbers beyond means and CIs, from the answered and all records."""
+        return {}
+
+    def artifacts(self) -> dict[str, Any]:
+        """JSON-serialisable files to log with the run, name -> data."""
+        return {}
 
 
 class PerTaskScorer(Scorer):
@@ -74,14 +145,13 @@ class PerTaskScorer(Scorer):
         return out
 
 
-ScorerFactory = Callable[[Any], Scorer]
-SCORERS: dict[str, ScorerFactory] = {}
+SCORERS: Registry[type[Scorer]] = Registry("scorer", "metrics.scorers", "metrics")
 
 
-def register_scorer(name: str) -> Callable[[ScorerFactory], ScorerFactory]:
-    def decorate(factory: ScorerFactory) -> ScorerFactory:
-        SCORERS[name] = factory
-        return factory
+def register_scorer(name: str) -> Callable[[type[Scorer]], type[Scorer]]:
+    def decorate(cls: type[Scorer]) -> type[Scorer]:
+        cls.name = name
+        return SCORERS.register(name)(cls)
 
     return decorate
 
@@ -104,3 +174,10 @@ def missing_reference(item: ScoringItem) -> str | None:
     if item.task.reference.strip():
         return None
     return item.task.meta.get("reference_missing") or "the task has no reference"
+
+
+def count_flags(records: list[dict[str, Any]], flags: list[str]) -> dict[str, float]:
+    """``<field>_parse_failures``: how many records set each ``<field>_parse_failed`` flag."""
+    return {f.replace("_parse_failed", "_parse_failures"): float(sum(1 for r in records
+                                                                    if r.get(f)))
+            for f in flags if any(f in r for r in records)}

@@ -27,17 +27,24 @@ import logging
 import re
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, ModelError
 from arag.llm.cache import fresh_replies
 from metrics.base import (
+    NO_JUDGE,
+    Metric,
     Scorer,
+    ScorerEnv,
     Scores,
     ScoringItem,
     answered,
+    count_flags,
     missing_reference,
     register_scorer,
 )
@@ -228,13 +235,30 @@ def taxonomy_prompt(item: ScoringItem, reasons: dict[str, str]) -> str:
     )
 
 
+@dataclass
+class GEvalOptions:
+    regenerate_criteria: bool = False  # ask the judge for new evaluation steps
+
+
+LIKERT_BINS = (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)
+
+
+@register_scorer("geval")
 class GEvalScorer(Scorer):
-    name = "geval"
-    fields = ["geval_faithfulness", "geval_coverage"]
+    Options = GEvalOptions
+    metrics = [Metric("geval_faithfulness", "G-Eval faithfulness", share_at_least=4,
+                      bins=LIKERT_BINS, report=True, compare_priority=2),
+               Metric("geval_coverage", "G-Eval coverage", share_at_least=4, bins=LIKERT_BINS,
+                      report=True, compare_priority=1)]
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        return cls(env.judge, env.judge_id, env.cache_dir, options.regenerate_criteria,
+                   env.concurrency, env.judge_reason, batch=env.judge_batch)
 
     def __init__(self, judge: ChatModel | None, judge_id: str, cache_dir: Path,
                  regenerate_criteria: bool = False, concurrency: int = 4,
-                 no_judge_reason: str = "no judge configured (judge=none)", batch: bool = False):
+                 no_judge_reason: str = NO_JUDGE, batch: bool = False):
         self.judge = judge
         self.criteria = CriteriaStore(judge, judge_id, cache_dir, regenerate_criteria) \
             if judge else None
@@ -282,7 +306,29 @@ class GEvalScorer(Scorer):
         return out
 
     def _run(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
+        assert self.judge is not None
         return judge_calls(self.judge, requests, self.batch, self.concurrency)
+
+    def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> dict[str, float]:
+        """Parse failures, error-taxonomy rates over judged tasks, cost per coverage point."""
+        out = count_flags(records, [f"geval_{d}_parse_failed" for d in DIMENSIONS]
+                          + ["error_codes_parse_failed"])
+        assessed = [r["error_codes"] for r in answered if isinstance(r.get("error_codes"), list)]
+        if assessed:
+            for code in ERROR_CODES:
+                out[f"error_rate_{code}"] = float(np.mean([code in c for c in assessed]))
+        coverage = [r["geval_coverage"] for r in answered if r.get("geval_coverage") is not None]
+        if coverage and np.mean(coverage):
+            cost = [r["cost_usd"] for r in answered if r.get("cost_usd") is not None]
+            out["cost_per_coverage_point"] = (float(np.mean(cost)) if cost else 0.0) / float(
+                np.mean(coverage))
+        return out
+
+    def artifacts(self) -> dict[str, Any]:
+        if self.criteria is not None and self.criteria.used:
+            return {"geval_criteria.json": self.criteria.used}
+        return {}
 
     def _apply_scores(self, s: Scores, replies: dict[str, Completion | ModelError]
                       ) -> dict[str, str]:
@@ -350,13 +396,3 @@ def judge_request(system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
     """The keyword arguments of one judge call (``complete``, or an item of a batch)."""
     return {"system": system, "messages": [{"role": "user", "content": prompt}],
             "max_tokens": max_tokens, "temperature": 0.0}
-
-
-@register_scorer("geval")
-def _geval(cfg: Any, judge: ChatModel | None = None, judge_reason: str = "",
-           cache_dir: Path | None = None, **_: Any) -> Scorer:
-    return GEvalScorer(judge, f"{cfg.judge.provider}/{cfg.judge.model_id}",
-                       cache_dir or Path(cfg.cache.dir),
-                       cfg.metrics.geval.regenerate_criteria, cfg.runner.concurrency,
-                       judge_reason or "no judge configured (judge=none)",
-                       batch=bool(cfg.judge.get("batch", False)))

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
-from metrics.base import PerTaskScorer, Scorer, Scores, ScoringItem, register_scorer
+from metrics.base import Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 
 SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9,
           "bn": 1e9, "b": 1e9, "trillion": 1e12}
@@ -78,13 +77,14 @@ def share_found(needles: list[Quantity], haystack: list[Quantity]) -> float | No
     return sum(any(n.matches(h) for h in haystack) for n in needles) / len(needles)
 
 
+@register_scorer("numeric")
 class NumericScorer(PerTaskScorer):
-    name = "numeric"
-    fields = ["numeric_precision", "numeric_recall"]
+    metrics = [Metric("numeric_precision", "numeric P", report=True),
+               Metric("numeric_recall", "numeric R", report=True)]
     reference_fields = ("numeric_recall",)
 
     def score_one(self, item: ScoringItem) -> Scores:
-        summary = quantities(item.prediction.predicted)
+        summary = quantities(item.prediction.predicted or "")
         precision = share_found(summary, quantities(item.context_text))
         recall = share_found(quantities(item.task.reference), summary)
         s = Scores({"numeric_precision": precision, "numeric_recall": recall})
@@ -93,8 +93,3 @@ class NumericScorer(PerTaskScorer):
         if recall is None:
             s.null_reasons["numeric_recall"] = "the reference states no numbers"
         return s
-
-
-@register_scorer("numeric")
-def _numeric(cfg: Any, **_: Any) -> Scorer:
-    return NumericScorer()

@@ -18,7 +18,16 @@ import re
 from typing import Any
 
 from arag.llm.base import ChatModel, Completion, ModelError
-from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.base import (
+    Metric,
+    Scorer,
+    ScorerEnv,
+    Scores,
+    ScoringItem,
+    answered,
+    count_flags,
+    register_scorer,
+)
 from metrics.geval import judge_calls, judge_request
 from metrics.numeric import quantities
 
@@ -58,10 +67,21 @@ def verdict_prompt(item: ScoringItem) -> str:
     )
 
 
+@register_scorer("qa")
 class QAScorer(Scorer):
-    name = "qa"
-    fields = ["qa_contain_match", "qa_judge_score", "qa_judge_correct"]
+    metrics = [Metric("qa_contain_match", "QA contain-match"),
+               Metric("qa_judge_score", "QA judge score"),
+               Metric("qa_judge_correct", "QA judged correct")]
     judged = ["qa_judge_score", "qa_judge_correct"]
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        return cls(env.judge, env.judge_reason, batch=env.judge_batch,
+                   concurrency=env.concurrency)
+
+    def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> dict[str, float]:
+        return count_flags(records, ["qa_judge_parse_failed"])
 
     def __init__(self, judge: ChatModel | None, no_judge_reason: str, batch: bool = False,
                  concurrency: int = 1):
@@ -73,18 +93,18 @@ class QAScorer(Scorer):
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
         todo: dict[str, tuple[ScoringItem, Scores]] = {}
-        for i, (item, s) in enumerate(zip(items, out, strict=True)):
+        for n, (item, s) in enumerate(zip(items, out, strict=True)):
             why = "not a QA task" if item.task.task_type != "qa" else answered(item)
             if why:
                 _unjudged(s, self.fields, why)
                 continue
             s.values["qa_contain_match"] = float(contain_match(item.task.reference,
-                                                               item.prediction.predicted))
+                                                               item.prediction.predicted or ""))
             if self.judge is None:
                 _unjudged(s, self.judged, self.no_judge_reason)
             else:
-                todo[str(i)] = (item, s)
-        if todo:
+                todo[str(n)] = (item, s)
+        if todo and self.judge is not None:
             replies = judge_calls(self.judge, {i: judge_request(_SYSTEM, verdict_prompt(item), 400)
                                                for i, (item, _) in todo.items()},
                                   self.batch, self.concurrency)
@@ -114,10 +134,3 @@ def _unjudged(s: Scores, fields: list[str], reason: str) -> None:
     s.null(fields, reason)
     s.values["qa_judge_reasoning"] = None
     s.values["qa_judge_parse_failed"] = None
-
-
-@register_scorer("qa")
-def _qa(cfg: Any, judge: ChatModel | None = None, judge_reason: str = "", **_: Any) -> Scorer:
-    return QAScorer(judge, judge_reason or "no judge configured (judge=none)",
-                    batch=bool(cfg.judge.get("batch", False)),
-                    concurrency=cfg.runner.concurrency)

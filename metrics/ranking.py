@@ -1,10 +1,9 @@
-"""Ranked-retrieval metrics of the naive retriever: Recall@k, MRR@k, nDCG@k, hits.
+"""Ranked-retrieval metrics: Recall@k, MRR@k, nDCG@k, hits.
 
-The naive system ranks deeper than it reads (``RANK_DEPTH``) and records the full ranked
-list in its trace as ``{"type": "retrieval", "name": "semantic_search",
-"result_chunk_ids": [...]}``; these metrics score that list, so one pass yields every k.
-Systems without a ranked list (A-RAG reads in its own order, stuffing reads everything)
-get nulls with a reason, as do tasks without retrieval gold.
+Every system that declares ``ranks`` gives its ranking of chunks (``System.ranking``, in
+``ScoringItem.ranking``); the naive retriever ranks deeper than it reads (``RANK_DEPTH``),
+so one pass yields every k. Systems that do not rank get nulls with a reason, as do tasks
+without retrieval gold.
 
 The unit of gold is the **gold span**, not the chunk (a page split into five chunks is one
 piece of evidence, not five): on a paginated document (FinanceBench) a span is a page that
@@ -41,28 +40,17 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from omegaconf import OmegaConf
-
-from metrics.base import Scorer, Scores, ScoringItem, register_scorer
+from metrics.base import Metric, Scorer, ScorerEnv, Scores, ScoringItem, register_scorer
 
 DEFAULT_KS = (1, 3, 5, 10)
 LINE_METRICS = ("recall", "mrr", "ndcg", "hit_strict")
 CHUNK_ID = re.compile(r"(?P<doc>.+)#L(?P<first>\d+)-(?P<last>\d+)")
 
 Span = tuple[str, int]  # (doc_id, page) on a paginated document, else (doc_id, gold line)
-
-
-def ranked_chunk_ids(trace: Iterable[dict[str, Any]]) -> list[str] | None:
-    """The first semantic_search ranking in a prediction's trace (deduplicated), or None."""
-    for entry in trace or []:
-        if (isinstance(entry, dict) and entry.get("type") == "retrieval"
-                and entry.get("name") == "semantic_search"
-                and isinstance(entry.get("result_chunk_ids"), list)):
-            return list(dict.fromkeys(entry["result_chunk_ids"]))
-    return None
 
 
 def chunk_doc_id(chunk_id: str) -> str:
@@ -90,7 +78,7 @@ class GoldSpans:
         """The gold spans the chunk holds a gold line of (none for an unparsable id)."""
         m = CHUNK_ID.fullmatch(chunk_id)
         by_line = self.span_of_line.get(m["doc"]) if m else None
-        if not by_line:
+        if m is None or not by_line:
             return set()
         first, last = int(m["first"]), int(m["last"])
         return {span for line, span in by_line.items() if first <= line <= last}
@@ -99,7 +87,7 @@ class GoldSpans:
 def newly_covered(covers: Iterable[set[Span]]) -> list[int]:
     """How many spans each rank covers for the first time (its gain)."""
     seen: set[Span] = set()
-    gains = []
+    gains: list[int] = []
     for spans in covers:
         gains.append(len(spans - seen))
         seen |= spans
@@ -110,7 +98,7 @@ def ideal_gains(covers: Iterable[set[Span]], depth: int) -> list[int]:
     """Gains of the best ordering of the given chunks (greedy: most new spans first)."""
     pool = [set(c) for c in covers if c]
     seen: set[Span] = set()
-    gains = []
+    gains: list[int] = []
     while pool and len(gains) < depth:
         best = max(pool, key=lambda c: len(c - seen))
         if not best - seen:
@@ -141,7 +129,7 @@ def ndcg_at(gains: Sequence[int], ideal: Sequence[int], k: int) -> float:
     return min(1.0, dcg(gains, k) / dcg(ideal, k))
 
 
-def hit_at(ranked: list[str], relevant, k: int) -> float:
+def hit_at(ranked: list[str], relevant: Callable[[str], Any], k: int) -> float:
     return 1.0 if any(relevant(cid) for cid in ranked[:k]) else 0.0
 
 
@@ -154,8 +142,18 @@ def gold_documents(item: ScoringItem) -> set[str]:
     return set(item.task.doc_ids)
 
 
+@dataclass
+class RankingOptions:
+    ks: list[int] = field(default_factory=lambda: list(DEFAULT_KS))
+
+
+@register_scorer("ranking")
 class RankingScorer(Scorer):
-    name = "ranking"
+    Options = RankingOptions
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        return cls(list(options.ks))
 
     def __init__(self, ks: Iterable[int] = DEFAULT_KS):
         ks = sorted(set(ks))
@@ -164,7 +162,7 @@ class RankingScorer(Scorer):
         self.ks = ks
         self.line_fields = [f"{m}_at_{k}" for m in LINE_METRICS for k in ks]
         self.doc_fields = [f"hit_doc_at_{k}" for k in ks]
-        self.fields = self.line_fields + self.doc_fields
+        self.metrics = [Metric(f, f.replace("_at_", "@")) for f in self.line_fields + self.doc_fields]
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         return [self.score_one(item) for item in items]
@@ -175,10 +173,10 @@ class RankingScorer(Scorer):
         if p.skipped or p.error:
             s.null(self.fields, f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}")
             return s
-        ranked = ranked_chunk_ids(p.trace)
+        ranked = item.ranking
         if ranked is None:
-            s.null(self.fields, "no ranked retrieval list in the trace (only the naive "
-                                "retriever records one; A-RAG and stuffing do not rank)")
+            s.null(self.fields, "this system does not rank chunks (its class declares "
+                                "ranks=False)")
             return s
         docs = gold_documents(item)
         for k in self.ks:
@@ -199,9 +197,3 @@ class RankingScorer(Scorer):
             s.values[f"ndcg_at_{k}"] = ndcg_at(gains, ideal, k)
             s.values[f"hit_strict_at_{k}"] = hit_at(ranked, gold.covered_by, k)
         return s
-
-
-@register_scorer("ranking")
-def _ranking(cfg: Any, **_: Any) -> Scorer:
-    ks = OmegaConf.select(cfg, "metrics.ranking.ks", default=None) if cfg is not None else None
-    return RankingScorer(list(ks) if ks is not None else DEFAULT_KS)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from metrics.base import Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.base import Metric, Scorer, Scores, ScoringItem, answered, register_scorer
 
 
 def precision_recall(read: list[str], gold: set[str]) -> tuple[float | None, float | None]:
@@ -16,9 +14,13 @@ def precision_recall(read: list[str], gold: set[str]) -> tuple[float | None, flo
     return precision, recall
 
 
+@register_scorer("retrieval")
 class RetrievalScorer(Scorer):
-    name = "retrieval"
-    fields = ["retrieval_precision", "retrieval_recall"]
+    """Chunks the system used vs chunks holding gold lines; for systems that retrieve."""
+
+    metrics = [Metric("retrieval_precision", "retrieval precision", report=True,
+                      compare_priority=5),
+               Metric("retrieval_recall", "retrieval recall", report=True)]
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = []
@@ -28,7 +30,7 @@ class RetrievalScorer(Scorer):
             if p.skipped or p.error:
                 why = f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}"
                 s.null(self.fields, why)
-            elif not item.system_retrieves:
+            elif not item.retrieves:
                 s.null(self.fields, "this system does not retrieve (whole documents, the gold, "
                        "or nothing)")
             elif item.gold_chunk_ids is None:
@@ -44,9 +46,10 @@ class RetrievalScorer(Scorer):
         return out
 
 
+@register_scorer("length")
 class LengthScorer(Scorer):
-    name = "length"
-    fields = ["word_count", "length_ratio"]
+    metrics = [Metric("word_count", "words", ci=False, histogram=False),
+               Metric("length_ratio", "length / target", ci=False, histogram=False)]
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = []
@@ -61,13 +64,3 @@ class LengthScorer(Scorer):
                             "length_ratio": words / item.target_length}
             out.append(s)
         return out
-
-
-@register_scorer("retrieval")
-def _retrieval(cfg: Any, **_: Any) -> Scorer:
-    return RetrievalScorer()
-
-
-@register_scorer("length")
-def _length(cfg: Any, **_: Any) -> Scorer:
-    return LengthScorer()

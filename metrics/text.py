@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import logging
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from arag.retrieval.embedder import resolve_embedder_path
 from metrics.base import (
+    Metric,
     PerTaskScorer,
     Scorer,
+    ScorerEnv,
     Scores,
     ScoringItem,
     answered,
@@ -20,10 +23,22 @@ from metrics.base import (
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class RougeOptions:
+    use_stemmer: bool = True
+
+
+@register_scorer("rouge")
 class RougeScorer(PerTaskScorer):
-    name = "rouge"
-    fields = ["rouge1_f1", "rouge2_f1", "rougeL_f1"]
-    reference_fields = tuple(fields)
+    Options = RougeOptions
+    metrics = [Metric("rouge1_f1", "ROUGE-1"),
+               Metric("rouge2_f1", "ROUGE-2", report=True, compare_priority=3),
+               Metric("rougeL_f1", "ROUGE-L")]
+    reference_fields = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        return cls(options.use_stemmer)
 
     def __init__(self, use_stemmer: bool = True):
         from rouge_score import rouge_scorer
@@ -37,16 +52,29 @@ class RougeScorer(PerTaskScorer):
                        "rougeL_f1": r["rougeL"].fmeasure})
 
 
+@dataclass
+class BertScoreOptions:
+    model_path: str | None = None  # None: the packaged MiniLM (offline)
+    num_layers: int = 6
+    batch_size: int = 32
+
+
+@register_scorer("bertscore")
 class BertScoreScorer(Scorer):
-    name = "bertscore"
-    fields = ["bertscore_p", "bertscore_r", "bertscore_f1"]
+    Options = BertScoreOptions
+    metrics = [Metric("bertscore_p", "BERTScore P"), Metric("bertscore_r", "BERTScore R"),
+               Metric("bertscore_f1", "BERTScore F1", report=True, compare_priority=4)]
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        return cls(options.model_path, options.num_layers, options.batch_size)
 
     def __init__(self, model_path: str | None, num_layers: int, batch_size: int = 32):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.model_path = resolve_embedder_path(model_path)
         self.num_layers = num_layers
         self.batch_size = batch_size
-        self._scorer = None
+        self._scorer: Any = None
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
@@ -71,14 +99,3 @@ class BertScoreScorer(Scorer):
         for (s, _), pv, rv, fv in zip(todo, p.tolist(), r.tolist(), f.tolist(), strict=True):
             s.values = {"bertscore_p": pv, "bertscore_r": rv, "bertscore_f1": fv}
         return out
-
-
-@register_scorer("rouge")
-def _rouge(cfg: Any, **_: Any) -> Scorer:
-    return RougeScorer(cfg.metrics.rouge.use_stemmer)
-
-
-@register_scorer("bertscore")
-def _bertscore(cfg: Any, **_: Any) -> Scorer:
-    b = cfg.metrics.bertscore
-    return BertScoreScorer(b.model_path, b.num_layers, b.batch_size)

@@ -24,43 +24,48 @@ log = logging.getLogger(__name__)
 
 
 def _check_keys(config: DictConfig) -> None:
-    """A Claude model, judge or reference model without ANTHROPIC_API_KEY stops the sweep first."""
+    """A model, judge or reference model of any job whose provider lacks its credentials
+    stops the sweep before its parent run opens."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    from arag.llm.claude import MissingAPIKey
-    from runners.experiment import require_keys
+    from arag.llm.base import MissingCredentials
+    from runners.validation import require_keys
 
-    swept: set[str] = set()
+    chosen: dict[str, Any] = {}
     for o in OverridesParser.create().parse_overrides(list(config.hydra.overrides.task)):
         if o.key_or_group in ("model", "judge", "dataset/reference_model"):
             for choice in (o.sweep_string_iterator() if o.is_sweep_override()
                            else [o.value()]):
-                swept.add(_provider_of(o.key_or_group, str(choice)))
+                node = _model_node(o.key_or_group, str(choice))
+                if node is not None:
+                    chosen[f"{o.key_or_group}={choice}"] = node
     try:
-        require_keys(config, swept)
-    except MissingAPIKey as exc:
+        require_keys(config, chosen)
+    except MissingCredentials as exc:
         log.error("%s", exc)
         raise SystemExit(2) from None
 
 
-def _provider_of(group: str, choice: str) -> str:
-    """The provider a model/judge option names (judge options reuse a model's file)."""
+def _model_node(group: str, choice: str) -> DictConfig | None:
+    """The model config a model/judge option names (judge options reuse a model's file)."""
     from omegaconf import OmegaConf
 
     from runners.paths import PROJECT_ROOT
 
     path = PROJECT_ROOT / "conf" / group / f"{choice}.yaml"
     if not path.exists():
-        return "unknown"
+        return None
     node = OmegaConf.load(path)
+    if not isinstance(node, DictConfig):
+        return None
     if "provider" in node:
-        return str(node.provider)
+        return node
     for entry in node.get("defaults", []):
         if isinstance(entry, dict | DictConfig):
             for key, value in entry.items():
                 if str(key).startswith("/model"):
-                    return _provider_of("model", str(value))
-    return "unknown"
+                    return _model_node("model", str(value))
+    return None
 
 
 def swept_keys(overrides: list[str]) -> list[str]:
@@ -73,8 +78,8 @@ def swept_keys(overrides: list[str]) -> list[str]:
 
 class MLflowSweepCallback(Callback):
     def __init__(self) -> None:
-        self.parent: dict[str, str] | None = None
-        self.client = None
+        self.parent: dict[str, Any] | None = None
+        self.client: Any = None
         self.sweep_dir: Path | None = None
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -118,6 +123,7 @@ class MLflowSweepCallback(Callback):
     def _close_parent(self, failures: list[dict[str, str]]) -> None:
         from runners.report import write_sweep_report
 
+        assert self.parent is not None
         try:
             write_sweep_report(self.client, self.parent)
         except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result

@@ -6,7 +6,7 @@ group option and override is type-checked at compose time.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, make_dataclass
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -41,37 +41,21 @@ class RunnerConfig:
     retry_errors: bool = False
 
 
-@dataclass
-class RougeConfig:
-    use_stemmer: bool = True
+def metrics_config() -> type:
+    """``metrics``: which scorers run, and one node of options per scorer that declares them
+    (``Scorer.Options``), so a new scorer's options are type-checked with no edit here."""
+    from metrics import SCORERS
+
+    options = [(name, cls.Options, field(default_factory=cls.Options))
+               for name, cls in SCORERS.items() if cls.Options is not None]
+    names = SCORERS.names()
+    # importable as runners.config.MetricsConfig, so configs pickle by reference (joblib)
+    return make_dataclass("MetricsConfig", [
+        ("scorers", list[str], field(default_factory=lambda: list(names))), *options],
+        namespace={"__module__": __name__})
 
 
-@dataclass
-class BertScoreConfig:
-    model_path: str | None = None  # None: the packaged MiniLM (offline)
-    num_layers: int = 6
-    batch_size: int = 32
-
-
-@dataclass
-class GEvalConfig:
-    regenerate_criteria: bool = False
-
-
-@dataclass
-class RankingConfig:
-    ks: list[int] = field(default_factory=lambda: [1, 3, 5, 10])
-
-
-@dataclass
-class MetricsConfig:
-    scorers: list[str] = field(
-        default_factory=lambda: ["rouge", "bertscore", "retrieval", "ranking", "length",
-                                 "numeric", "geval", "qa"])
-    rouge: RougeConfig = field(default_factory=RougeConfig)
-    bertscore: BertScoreConfig = field(default_factory=BertScoreConfig)
-    geval: GEvalConfig = field(default_factory=GEvalConfig)
-    ranking: RankingConfig = field(default_factory=RankingConfig)
+MetricsConfig = metrics_config()
 
 
 @dataclass
@@ -81,7 +65,7 @@ class RunConfig:
     model: ModelConfig = MISSING
     judge: JudgeConfig = MISSING
     retrieval: RetrievalConfig = MISSING
-    metrics: MetricsConfig = MISSING
+    metrics: MetricsConfig = MISSING  # type: ignore[valid-type]
     tracking: TrackingConfig = MISSING
     cache: CacheConfig = MISSING
     runner: RunnerConfig = field(default_factory=RunnerConfig)

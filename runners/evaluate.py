@@ -1,11 +1,15 @@
-"""Score predictions: scorers -> one EvalRecord per task (``predictions.eval.jsonl``)."""
+"""Score predictions: scorers -> one EvalRecord per task (``predictions.eval.jsonl``).
+
+What a system is comes from its class's declarations (``retrieves``, ``ranking``,
+``judged_context``), never from its name.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from arag.records import Chunk, Corpus, Prediction, Task
-from arag.systems.builtin import gold_passages
+from arag.systems import Sources, System
 from metrics import Scorer, ScoringItem
 
 PASSTHROUGH = ("loops", "max_loops_reached", "cost_usd", "cost_usd_uncached", "latency_ms",
@@ -25,18 +29,6 @@ def gold_chunk_ids(task: Task, chunks_by_doc: dict[str, list[Chunk]]) -> set[str
     return gold
 
 
-def context_text(pred: Prediction, task: Task, corpus: Corpus, chunk_by_id: dict[str, Chunk],
-                 system_kind: str) -> str:
-    """What the system put in front of the model: chunks it read, gold lines, or documents."""
-    if system_kind in ("arag", "naive"):
-        return "\n\n".join(chunk_by_id[c].text for c in pred.context_chunk_ids if c in chunk_by_id)
-    if system_kind == "oracle":
-        return gold_passages(task, corpus)
-    if system_kind == "closed_book":
-        return ""
-    return "\n\n".join(corpus.documents[d].text for d in pred.doc_ids if d in corpus.documents)
-
-
 def paged_gold_documents(task: Task, corpus: Corpus) -> dict[str, tuple[int, ...]]:
     """The page of every line of the task's gold documents that have pages."""
     docs = (corpus.documents.get(d) for d in (task.gold_lines or {}))
@@ -45,18 +37,19 @@ def paged_gold_documents(task: Task, corpus: Corpus) -> dict[str, tuple[int, ...
 
 def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
              chunks: list[Chunk], scorers: list[Scorer], target_length: int,
-             system_kind: str) -> list[dict[str, Any]]:
+             system: type[System]) -> list[dict[str, Any]]:
     chunks_by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         chunks_by_doc.setdefault(c.doc_id, []).append(c)
-    chunk_by_id = {c.chunk_id: c for c in chunks}
+    sources = Sources(corpus, {c.chunk_id: c for c in chunks})
     items = [
         ScoringItem(
             prediction=p, task=tasks[p.id],
             gold_chunk_ids=gold_chunk_ids(tasks[p.id], chunks_by_doc),
-            context_text=context_text(p, tasks[p.id], corpus, chunk_by_id, system_kind),
-            target_length=target_length, system_retrieves=system_kind in ("arag", "naive"),
+            context_text=system.judged_context(p, tasks[p.id], sources),
+            target_length=target_length, retrieves=system.retrieves,
             line_pages=paged_gold_documents(tasks[p.id], corpus),
+            ranking=system.ranking(p) if system.ranks else None,
         )
         for p in predictions
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -10,13 +11,19 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from metrics.aggregate import QUALITY_PREFIXES  # noqa: E402
+from metrics import Metric, Scorer, default_scorers  # noqa: E402
 from metrics.geval import ERROR_CODES  # noqa: E402
 
 HISTOGRAM_COLUMNS = 4
-COMPARED = ("geval_faithfulness_mean", "geval_coverage_mean", "rouge2_f1_mean",
-            "bertscore_f1_mean", "retrieval_recall_mean", "retrieval_precision_mean")
 BLUE, RED = "#4C72B0", "#C44E52"
+
+
+def compared() -> list[str]:
+    """The run means the comparison plots show: every metric declared for the report,
+    comparison metrics first."""
+    from runners.report import report_metrics
+
+    return [f"{m.name}_mean" for m in report_metrics()]
 
 
 def _save(fig: Any, path: Path) -> Path:
@@ -26,28 +33,37 @@ def _save(fig: Any, path: Path) -> Path:
     return path
 
 
-def histogram_fields(records: list[dict[str, Any]]) -> list[str]:
-    """Every score the run has at least one value of (the quality fields of aggregates)."""
-    fields = {k for r in records for k, v in r.items() if k.startswith(QUALITY_PREFIXES)
-              and isinstance(v, int | float) and not isinstance(v, bool)}
-    return sorted(fields)
+def _histogram_metrics(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None
+                       ) -> list[Metric]:
+    declared = [m for s in (default_scorers() if scorers is None else scorers) for m in s.metrics
+                if m.histogram]
+    present = {k for r in records for k, v in r.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)}
+    return sorted((m for m in declared if m.name in present), key=lambda m: m.name)
 
 
-def run_plots(records: list[dict[str, Any]], folder: Path) -> list[Path]:
+def histogram_fields(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = None
+                     ) -> list[str]:
+    """Every declared score the run has at least one value of."""
+    return [m.name for m in _histogram_metrics(records, scorers)]
+
+
+def run_plots(records: list[dict[str, Any]], folder: Path,
+              scorers: Sequence[Scorer] | None = None) -> list[Path]:
     """Per-run plots: score histograms and, with a judge, error-taxonomy frequencies."""
     plots = []
-    present = histogram_fields(records)
+    present = _histogram_metrics(records, scorers)
     if present:
         cols = min(HISTOGRAM_COLUMNS, len(present))
         rows = -(-len(present) // cols)
         fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False)
         for ax in axes.flat[len(present):]:
             ax.set_visible(False)
-        for ax, field in zip(axes.flat, present, strict=False):
-            values = [r[field] for r in records if r.get(field) is not None]
-            bins = [0.5, 1.5, 2.5, 3.5, 4.5, 5.5] if field.startswith("geval_") else 10
-            ax.hist(values, bins=bins, color=BLUE, edgecolor="white")
-            ax.set_title(f"{field} (n={len(values)})", fontsize=9)
+        for ax, metric in zip(axes.flat, present, strict=False):
+            values = [r[metric.name] for r in records if r.get(metric.name) is not None]
+            ax.hist(values, bins=list(metric.bins) if metric.bins else 10, color=BLUE,
+                    edgecolor="white")
+            ax.set_title(f"{metric.name} (n={len(values)})", fontsize=9)
         plots.append(_save(fig, folder / "score_histograms.png"))
     assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
     if assessed:
@@ -62,7 +78,7 @@ def run_plots(records: list[dict[str, Any]], folder: Path) -> list[Path]:
 
 def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     """One panel per metric, one bar per run with its 95% CI; hatched: not applicable."""
-    metrics = [m for m in COMPARED if any(r.get(m) is not None for r in rows)]
+    metrics = [m for m in compared() if any(r.get(m) is not None for r in rows)]
     if not rows or not metrics:
         return None
     fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.6), squeeze=False)
@@ -118,17 +134,18 @@ def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | N
 
 def loop_budget_curve(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     points = sorted((int(r["max_loops"]), r) for r in rows
-                    if r.get("system") == "arag" and r.get("max_loops") is not None)
+                    if r.get("agentic") and r.get("max_loops") is not None)
     if len({p for p, _ in points}) < 2:
         return None
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [p for p, _ in points]
-    for metric in COMPARED:
+    for metric in compared():
         ys = [r.get(metric) for _, r in points]
         if all(y is not None for y in ys):
-            ax.plot(xs, ys, marker="o", label=metric.replace("_mean", ""))
+            ax.plot(xs, [float(y) for y in ys if y is not None], marker="o",
+                    label=metric.replace("_mean", ""))
     ax.set_xlabel("max_loops")
     ax.set_ylabel("score")
-    ax.set_title("A-RAG loop-budget curve")
+    ax.set_title("Loop-budget curve of the agentic system")
     ax.legend(fontsize=8)
     return _save(fig, folder / "loop_budget_curve.png")

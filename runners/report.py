@@ -16,22 +16,37 @@ import json
 import logging
 import tempfile
 from collections import Counter
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from metrics import Metric, declared_metrics
 from runners import plots
 from runners.track import REUSED_RUNS_FILE
 
 log = logging.getLogger(__name__)
-# the score to compare on: the first that any run has (retrieval precision last: a sweep
-# whose tasks have no references and no judge still gets a finding)
-QUALITY = ("geval_coverage", "geval_faithfulness", "rouge2_f1", "bertscore_f1",
-           "retrieval_precision")
 
 
-def child_runs(client, parent: dict[str, str]) -> list[Any]:
+def comparison_order() -> list[str]:
+    """The scores a sweep may compare on, in the order the scorers declare: the first that
+    any run has is used (G-Eval coverage when judged, ROUGE-2 with references, retrieval
+    precision last, so a sweep with neither references nor a judge still gets a finding)."""
+    ranked = [m for m in declared_metrics() if m.compare_priority is not None]
+    return [m.name for m in sorted(ranked, key=lambda m: m.compare_priority or 0)]
+
+
+def report_metrics() -> list[Metric]:
+    """The quality table's columns: what scorers declare for the report, comparison
+    metrics first."""
+    order = {name: i for i, name in enumerate(comparison_order())}
+    return sorted((m for m in declared_metrics() if m.report),
+                  key=lambda m: (order.get(m.name, len(order)), m.name))
+
+
+def child_runs(client, parent: dict[str, Any]) -> list[Any]:
     """The sweep's job runs: its children plus finished runs it reused unchanged."""
     runs = client.search_runs(
         [parent["experiment_id"]],
@@ -48,8 +63,11 @@ def child_runs(client, parent: dict[str, str]) -> list[Any]:
 
 def _row(run: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict(run.data.metrics)
+    tags = run.data.tags
     row.update(run=run.info.run_name, run_id=run.info.run_id, status=run.info.status,
-               system=run.data.tags.get("system", ""), judge=run.data.params.get("judge.name"),
+               system=tags.get("system", ""), agentic=tags.get("system_agentic") == "true",
+               retrieves=tags.get("system_retrieves") == "true",
+               judge=run.data.params.get("judge.name"),
                max_loops=run.data.params.get("max_loops"),
                target_length=run.data.params.get("target_length"))
     return row
@@ -85,6 +103,10 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _get(row: dict[str, Any], key: str) -> Any:
+    return row.get(key)
+
+
 def _with_ci(row: dict[str, Any], key: str) -> str:
     mean = row.get(f"{key}_mean")
     if mean is None:
@@ -94,11 +116,15 @@ def _with_ci(row: dict[str, Any], key: str) -> str:
 
 
 def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
-    """The quality score to compare on: G-Eval coverage when judged, else ROUGE-2, ..."""
-    for key in QUALITY:
-        if any(r.get(key) is not None for recs in records_by_run.values() for r in recs):
+    """The quality score to compare on: the first of ``comparison_order`` any run has."""
+    order = comparison_order()
+    records = [r for recs in records_by_run.values() for r in recs]
+    for key in order:
+        if any(r.get(key) is not None for r in records):
             return key
-    return "rouge2_f1"
+    # nothing scored: the first the records say why they lack, so the finding can say it
+    why = [key for key in order if any(key in r.get("null_reasons", {}) for r in records)]
+    return (why or order)[0]
 
 
 def paired(a: list[dict], b: list[dict], key: str, seed: int = 0) -> dict[str, Any] | None:
@@ -137,16 +163,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("## Quality\n")
     no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
     out.append(f"Means over answered tasks with bootstrap 95% CIs. {no_judge}\n")
-    out.append(_table(
-        ["run", "G-Eval faithfulness", "≥4", "G-Eval coverage", "≥4", "retrieval recall",
-         "retrieval precision", "ROUGE-2", "BERTScore F1", "numeric P", "numeric R",
-         "words (target)"],
-        [[r["run"], _with_ci(r, "geval_faithfulness"), r.get("geval_faithfulness_share_ge4"),
-          _with_ci(r, "geval_coverage"), r.get("geval_coverage_share_ge4"),
-          _with_ci(r, "retrieval_recall"), _with_ci(r, "retrieval_precision"),
-          _with_ci(r, "rouge2_f1"), _with_ci(r, "bertscore_f1"),
-          r.get("numeric_precision_mean"), r.get("numeric_recall_mean"),
-          f"{_fmt(r.get('word_count_mean'), 1)} ({r.get('target_length')})"] for r in finished]))
+    out.append(_quality_table(finished))
     out.append("\n![comparison](plots/comparison.png)\n")
 
     out.append("## Cost and latency\n")
@@ -171,15 +188,15 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
 
     out.append("\n## Retrieval and the loop budget\n")
     arag_points = [(float(x["loops"]), float(x["retrieval_recall"]))
-                   for r in finished if r["system"] == "arag"
+                   for r in finished if r["agentic"]
                    for x in records_by_run.get(r["run_id"], [])
                    if x.get("retrieval_recall") is not None and x.get("loops") is not None]
     out.append("![recall vs loops](plots/recall_vs_loops.png)\n" if arag_points
-               else "No A-RAG run with retrieval gold in this sweep.\n")
-    budgets = {r.get("max_loops") for r in finished if r["system"] == "arag"}
+               else "No agentic run with retrieval gold in this sweep.\n")
+    budgets = {r.get("max_loops") for r in finished if r["agentic"]}
     if len(budgets) > 1:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
-        curve = sorted((int(r["max_loops"]), r) for r in finished if r["system"] == "arag")
+        curve = sorted((int(r["max_loops"]), r) for r in finished if r["agentic"])
         out.append(_table(["max_loops", key, "retrieval recall", "mean loops", "mean cost ($)"],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
                             r.get("loops_mean"), r.get("cost_usd_mean")] for m, r in curve]))
@@ -204,8 +221,20 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     return "\n".join(out), {"arag_points": arag_points}
 
 
-def _by_system(finished: list[dict[str, Any]], system: str) -> dict[str, Any] | None:
-    return next((r for r in finished if r["system"] == system), None)
+def _quality_table(finished: list[dict[str, Any]]) -> str:
+    """One column per declared report metric (mean [95% CI]), the share at or above its
+    threshold where it declares one, and words against the target."""
+    header: list[str] = ["run"]
+    cells: list[Callable[[dict[str, Any]], Any]] = []
+    for m in report_metrics():
+        header.append(m.title)
+        cells.append(partial(_with_ci, key=m.name))
+        if m.share_at_least is not None:
+            header.append(f"≥{m.share_at_least:g}")
+            cells.append(partial(_get, key=m.share_key))
+    header.append("words (target)")
+    cells.append(lambda r: f"{_fmt(r.get('word_count_mean'), 1)} ({r.get('target_length')})")
+    return _table(header, [[r["run"], *(cell(r) for cell in cells)] for r in finished])
 
 
 def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict]],
@@ -245,9 +274,10 @@ def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[d
 
 def examples(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict]],
              key: str) -> str:
-    by_id = {r["system"]: {x["id"]: x for x in records_by_run.get(r["run_id"], [])}
-             for r in finished}
-    arag, naive, stuff = by_id.get("arag", {}), by_id.get("naive", {}), by_id.get("stuffing", {})
+    """Tasks where an agentic run beats every other run by the widest margin, one where a
+    run without retrieval beats every run that retrieves, and the sweep's worst task."""
+    tables = {r["run_id"]: {x["id"]: x for x in records_by_run.get(r["run_id"], [])}
+              for r in finished}
     out = []
 
     def block(title: str, rec: dict[str, Any], note: str) -> None:
@@ -255,27 +285,38 @@ def examples(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict
                    f"\n\n**Reference:**\n\n```\n{rec.get('reference')}\n```\n\n**Predicted "
                    f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
 
-    def score(table: dict[str, dict], tid: str) -> float | None:
-        return (table.get(tid) or {}).get(key)
+    def score(run: dict[str, Any], tid: str) -> float | None:
+        return (tables[run["run_id"]].get(tid) or {}).get(key)
 
-    if arag and naive and stuff:
-        margins = []
-        for tid in arag:
-            a, n, s = score(arag, tid), score(naive, tid), score(stuff, tid)
-            if None not in (a, n, s) and a > n and a > s:
-                margins.append((a - max(n, s), tid))
-        for margin, tid in sorted(margins, reverse=True)[:2]:
-            block("A-RAG beats both baselines", arag[tid],
-                  f"`{key}`: arag {score(arag, tid):.3f}, naive {score(naive, tid):.3f}, "
-                  f"stuffing {score(stuff, tid):.3f} (margin {margin:.3f}).")
-        wins = [(score(stuff, t) - max(score(arag, t), score(naive, t)), t) for t in stuff
-                if None not in (score(stuff, t), score(arag, t), score(naive, t))
-                and score(stuff, t) > max(score(arag, t), score(naive, t))]
+    def margins(run: dict[str, Any], rivals: list[dict[str, Any]]) -> list[tuple[float, str]]:
+        """(margin over the best rival, task) where ``run`` beats every rival."""
+        found = []
+        for tid in tables[run["run_id"]]:
+            mine, theirs = score(run, tid), [score(r, tid) for r in rivals]
+            if mine is not None and theirs and all(t is not None for t in theirs):
+                best = max(t for t in theirs if t is not None)
+                if mine > best:
+                    found.append((mine - best, tid))
+        return sorted(found, reverse=True)
+
+    def scores_note(tid: str, extra: str = "") -> str:
+        listed = ", ".join(f"{r['run']} {score(r, tid):.3f}" for r in finished
+                           if score(r, tid) is not None)
+        return f"`{key}`: {listed}{extra}."
+
+    agentic = next((r for r in finished if r.get("agentic")), None)
+    others = [r for r in finished if r is not agentic]
+    if agentic is not None and others:
+        for margin, tid in margins(agentic, others)[:2]:
+            block(f"{agentic['run']} beats every other run", tables[agentic["run_id"]][tid],
+                  scores_note(tid, f" (margin {margin:.3f})"))
+    retrieving = [r for r in finished if r.get("retrieves")]
+    for run in (r for r in finished if not r.get("retrieves")):
+        wins = margins(run, retrieving) if retrieving else []
         if wins:
-            margin, tid = max(wins)
-            block("Stuffing wins", stuff[tid],
-                  f"`{key}`: stuffing {score(stuff, tid):.3f}, arag {score(arag, tid):.3f}, "
-                  f"naive {score(naive, tid):.3f}.")
+            block(f"{run['run']}, without retrieval, wins", tables[run["run_id"]][wins[0][1]],
+                  scores_note(wins[0][1]))
+            break
     failures = [x for recs in records_by_run.values() for x in recs if x.get(key) is not None]
     if failures:
         worst = min(failures, key=lambda x: x[key])
@@ -305,7 +346,7 @@ def write_run_report(client, run_id: str) -> None:
     _write_report(client, run_id, [run], f"Run report: {run.info.run_name}")
 
 
-def write_sweep_report(client, parent: dict[str, str]) -> None:
+def write_sweep_report(client, parent: dict[str, Any]) -> None:
     """Build the report for a parent run and log it there (report.md, report.html, plots)."""
     _write_report(client, parent["run_id"], child_runs(client, parent),
                   f"Sweep report: {parent.get('sweep_id', parent['run_id'])}")

@@ -1,6 +1,7 @@
 """One MLflow trace per task, rebuilt from the prediction's call log.
 
-Spans: a root span for the task (AGENT for A-RAG, CHAIN otherwise), a CHAT_MODEL span for
+Spans: a root span for the task (AGENT for a system that declares itself agentic, CHAIN
+otherwise), a CHAT_MODEL span for
 every model call (token usage, cost, cached or not) and a TOOL or RETRIEVER span for every
 tool call (arguments, returned chunk ids), at their recorded times. Traces are linked to
 the run through the ``mlflow.sourceRun`` metadata, so they show in the run's Traces tab.
@@ -13,6 +14,7 @@ import time
 from typing import Any
 
 from arag.records import Prediction
+from arag.trace import ModelCall, Retrieval, Step
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +23,8 @@ def _ns(pred: Prediction, ms: float) -> int:
     return int((pred.started_at + ms / 1000.0) * 1e9)
 
 
-def log_task_traces(experiment_id: str, run_id: str, predictions: list[Prediction]) -> int:
+def log_task_traces(experiment_id: str, run_id: str, predictions: list[Prediction],
+                    agentic: bool = False) -> int:
     """One trace per task of the run; a task whose prediction already has its trace is left
     alone (a continued run), one whose prediction changed (a retried error) gets a new trace
     in place of the old. Returns the number of traces written."""
@@ -37,7 +40,7 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
             continue
         if old is not None:
             stale.append(old[0])
-        _log_trace(experiment_id, run_id, pred, stamp)
+        _log_trace(experiment_id, run_id, pred, stamp, agentic)
         count += 1
     try:
         mlflow.flush_trace_async_logging()
@@ -67,7 +70,8 @@ def _existing_traces(experiment_id: str, run_id: str) -> dict[str, tuple[str, st
     return out
 
 
-def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str) -> None:
+def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
+               agentic: bool) -> None:
     import mlflow
     from mlflow.entities import SpanType
 
@@ -75,7 +79,7 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str) ->
     started = pred.started_at or time.time()
     root = mlflow.start_span_no_context(
         name=f"{pred.system}:{pred.id}",
-        span_type=SpanType.AGENT if pred.system == "arag" else SpanType.CHAIN,
+        span_type=SpanType.AGENT if agentic else SpanType.CHAIN,
         inputs={"question": pred.question, "doc_ids": pred.doc_ids},
         attributes={"system": pred.system, "model": pred.model, "task_id": pred.id},
         metadata={"mlflow.sourceRun": run_id, "task_id": pred.id, "prediction": stamp},
@@ -94,28 +98,27 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str) ->
     root.end(end_time_ns=int((started + pred.latency_ms / 1000.0) * 1e9))
 
 
-def _span(root: Any, pred: Prediction, step: dict[str, Any], SpanType: Any) -> None:
+def _span(root: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
     import mlflow
 
-    kind = step.get("type")
-    start = step.get("start_ms", 0.0)
-    if kind == "llm":
+    start = step.start_ms
+    if isinstance(step, ModelCall):
+        attributes: dict[str, Any] = {"usage": step.usage, "cost_usd": step.cost_usd,
+                                      "cached": step.cached, "stop_reason": step.stop_reason}
         span = mlflow.start_span_no_context(
-            name=f"llm:{step.get('model')}", span_type=SpanType.CHAT_MODEL, parent_span=root,
+            name=f"llm:{step.model}", span_type=SpanType.CHAT_MODEL, parent_span=root,
             start_time_ns=_ns(pred, start),
-            attributes={"usage": step.get("usage"), "cost_usd": step.get("cost_usd"),
-                        "cached": step.get("cached"), "stop_reason": step.get("stop_reason")},
+            attributes=attributes,
         )
-        span.set_outputs({"stop_reason": step.get("stop_reason"),
-                          "tool_calls": step.get("tool_calls")})
+        span.set_outputs({"stop_reason": step.stop_reason, "tool_calls": step.tool_calls})
     else:
-        span_type = SpanType.RETRIEVER if kind == "retrieval" else SpanType.TOOL
+        span_type = SpanType.RETRIEVER if isinstance(step, Retrieval) else SpanType.TOOL
         span = mlflow.start_span_no_context(
-            name=str(step.get("name")), span_type=span_type, parent_span=root,
-            start_time_ns=_ns(pred, start), inputs=step.get("arguments"),
+            name=step.name, span_type=span_type, parent_span=root,
+            start_time_ns=_ns(pred, start), inputs=step.arguments,
         )
-        span.set_outputs({"chunk_ids": step.get("result_chunk_ids"),
-                          "error": step.get("error")})
-        if step.get("is_error"):
+        error = None if isinstance(step, Retrieval) else step.error
+        span.set_outputs({"chunk_ids": step.result_chunk_ids, "error": error})
+        if error is not None:
             span.set_status("ERROR")
-    span.end(end_time_ns=_ns(pred, start + step.get("latency_ms", 0.0)))
+    span.end(end_time_ns=_ns(pred, start + step.latency_ms))

@@ -1,4 +1,7 @@
-"""The only module that talks to MLflow.
+"""A job's MLflow run: connecting to the store, creating, continuing and closing runs, and
+logging params, tags, metrics and artifacts. (Traces are written by ``runners.traces``, the
+sweep's parent run by ``runners.callbacks``, reports by ``runners.report``; ``arag`` and
+``metrics`` never import MLflow.)
 
 Runs are created and closed explicitly with ``MlflowClient`` (no global active run), so
 jobs of an in-process sweep cannot leak state into each other and a failing job is
@@ -71,6 +74,14 @@ def git_commit() -> str:
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def system_tags(name: str, system_class: Any) -> dict[str, str]:
+    """The system's name and what its class declares, so the report and the MLflow UI can
+    tell agentic, retrieving and ranking runs apart without knowing any system's name."""
+    return {"system": name, "system_kind": getattr(system_class, "__name__", ""),
+            **{f"system_{flag}": str(bool(getattr(system_class, flag))).lower()
+               for flag in ("retrieves", "ranks", "agentic")}}
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:
@@ -202,7 +213,7 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
     client.set_terminated(run.info.run_id, tracker.end_status)
 
 
-def read_parent(sweep_dir: Path) -> dict[str, str] | None:
+def read_parent(sweep_dir: Path) -> dict[str, Any] | None:
     path = sweep_dir / PARENT_FILE
     if not path.exists():
         return None

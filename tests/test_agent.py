@@ -13,6 +13,7 @@ from arag.llm.offline import OfflineModel
 from arag.llm.scripted import ScriptedModel, ScriptExhausted
 from arag.retrieval import load_or_build_index
 from arag.systems import SystemContext, make_system
+from arag.trace import ModelCall, step_to_dict
 from metrics.aggregate import aggregate
 from tests.conftest import ROOT, write_mini_dataset
 
@@ -58,7 +59,7 @@ def test_bad_tool_arguments_go_back_to_the_model_and_the_loop_goes_on(world):
     assert pred.predicted == "done" and not pred.error and not pred.max_loops_reached
     error_result = model.requests[1]["messages"][-1]["content"][0]
     assert error_result["is_error"] is True and "Error:" in error_result["content"]
-    tools = [t for t in pred.trace if t["type"] == "tool"]
+    tools = [t for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
     assert tools[0]["is_error"] and not tools[1]["is_error"]
     assert tools[1]["result_chunk_ids"], "search result ids are traced"
 
@@ -73,7 +74,7 @@ def test_usage_and_cost_add_up_over_calls(world):
     ds, index = world
     model = ScriptedModel([{"tool": "semantic_search", "input": {"query": "eps"}}, "answer"])
     pred = _system("arag", model, ds, index).predict(ds.tasks[0], "mini")
-    llm = [t for t in pred.trace if t["type"] == "llm"]
+    llm = [t for t in map(step_to_dict, pred.trace) if t["type"] == "llm"]
     assert len(llm) == 2
     assert pred.input_tokens == sum(t["usage"]["input_tokens"] for t in llm)
     expected = (pred.input_tokens * 1.0 + pred.output_tokens * 5.0) / 1e6
@@ -84,7 +85,7 @@ def test_usage_and_cost_add_up_over_calls(world):
 def test_offline_agent_searches_then_reads_and_summarizes_what_it_read(world):
     ds, index = world
     pred = _system("arag", OfflineModel(max_chunks_read=4), ds, index).predict(ds.tasks[0], "m")
-    names = [t["name"] for t in pred.trace if t["type"] == "tool"]
+    names = [t["name"] for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
     assert names[:2] == ["semantic_search", "keyword_search"] and "chunk_read" in names
     assert len(pred.retrieved_chunk_ids) == 4
     assert "$452.0 million" in pred.predicted and "$1.10" in pred.predicted
@@ -164,7 +165,8 @@ def test_a_refusal_is_an_error_counted_in_n_errors_not_an_answer(world, kind):
                           "\"I can't help with that.\"")
     assert pred.predicted is None and pred.stop_reason == "refusal"
     assert pred.loops == len(model.requests)
-    assert [t for t in pred.trace if t["type"] == "llm"][-1]["refusal"] == "I can't help with that."
+    assert [t for t in pred.trace if isinstance(t, ModelCall)][-1].refusal == \
+        "I can't help with that."
     assert pred.cost_usd > 0  # the refused call was paid for
     totals = aggregate([json.loads(pred.to_json())])
     assert totals["n_errors"] == 1 and totals["n_answered"] == 0
@@ -193,7 +195,7 @@ def test_a_tool_call_cut_at_max_tokens_is_sent_back_as_an_error_not_run(world):
     assert complete["tool_use_id"] == "toolu_a" and complete["is_error"] is False
     assert cut_off["tool_use_id"] == "toolu_b" and cut_off["is_error"] is True
     assert cut_off["content"] == f"Error: {TOOL_CALL_CUT_OFF}"
-    tools = [(t["name"], t["is_error"]) for t in pred.trace if t["type"] == "tool"]
+    tools = [(t["name"], t["is_error"]) for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
     assert tools == [("semantic_search", False), ("chunk_read", True), ("keyword_search", False)]
     assert not pred.retrieved_chunk_ids  # chunk_read never ran
 

@@ -9,12 +9,12 @@ import pytest
 
 from arag.datasets import load_dataset
 from arag.llm import ModelError, Prices, make_model
-from arag.llm.base import ToolSpec
+from arag.llm.base import MissingCredentials, ToolSpec
 from arag.llm.cache import CachedModel
-from arag.llm.claude import MissingAPIKey
 from arag.llm.limits import RateLimiter
 from arag.retrieval import load_or_build_index
 from arag.systems import SystemContext, make_system
+from arag.trace import step_to_dict
 from runners.predict import predict
 from tests.anthropic_fake import FakeAnthropic, agent_policy, error, text_reply, tool_reply
 from tests.conftest import ROOT, write_mini_dataset
@@ -125,7 +125,7 @@ def arag_loop(make_cfg, tmp_path, model_name, *extra, style_examples=()):
         pred = run_arag_task(make_cfg, tmp_path, server.url, model_name, *extra,
                              style_examples=style_examples)
     assert pred.error is None and pred.loops == 7
-    return pred, [t["usage"] for t in pred.trace if t["type"] == "llm"]
+    return pred, [t["usage"] for t in map(step_to_dict, pred.trace) if t["type"] == "llm"]
 
 
 # ten reference summaries in the prompt (dataset.options.style_examples=10) put even the
@@ -150,7 +150,7 @@ def test_every_loop_after_the_first_reads_the_previous_turn_from_cache(make_cfg,
     assert [u["input_tokens"] + u["cache_read_input_tokens"] + u["cache_creation_input_tokens"]
             for u in usages] == [u["input_tokens"] for u in plain]
     assert pred.cost_usd < uncached.cost_usd
-    llm = [t for t in pred.trace if t["type"] == "llm"]
+    llm = [t for t in map(step_to_dict, pred.trace) if t["type"] == "llm"]
     assert pred.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm), rel=1e-9)
 
     # the old placement (tools and system only, ~450 tokens) is below every model's minimum
@@ -188,12 +188,12 @@ def test_stop_reasons_over_http_cut_tool_call_pause_turn_and_cut_answer(make_cfg
     result = sent[1][-1]["content"][0]
     assert result["is_error"] is True and "cut off at max_tokens" in result["content"]
     assert "shorter arguments" in result["content"]
-    tools = [t for t in pred.trace if t["type"] == "tool"]
+    tools = [t for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
     assert [(t["name"], t["is_error"]) for t in tools] == [("chunk_read", True)]
     assert not pred.retrieved_chunk_ids  # the cut call was not run
     assert sent[2][-1] == {"role": "assistant", "content": [
         {"type": "text", "text": "Searching the call...", "cache_control": {"type": "ephemeral"}}]}
-    assert [t["stop_reason"] for t in pred.trace if t["type"] == "llm"] == [
+    assert [t["stop_reason"] for t in map(step_to_dict, pred.trace) if t["type"] == "llm"] == [
         "max_tokens", "pause_turn", "max_tokens"]
 
 
@@ -207,7 +207,7 @@ def test_a_refusal_over_http_is_an_error_with_the_refusal_in_the_trace(make_cfg,
     assert pred.error.startswith("ModelRefused: the model refused to answer "
                                  "(stop_reason=refusal)") and refusal in pred.error
     assert pred.predicted is None and pred.stop_reason == "refusal" and pred.loops == 2
-    llm = [t for t in pred.trace if t["type"] == "llm"]
+    llm = [t for t in map(step_to_dict, pred.trace) if t["type"] == "llm"]
     assert llm[-1]["refusal"] == refusal and llm[-1]["stop_reason"] == "refusal"
     assert pred.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm), rel=1e-9)
 
@@ -262,7 +262,7 @@ def test_timeouts_dropped_connections_and_malformed_bodies_are_retried(make_cfg,
 
 def test_missing_key_says_how_to_set_it(make_cfg, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    with pytest.raises(MissingAPIKey, match="export ANTHROPIC_API_KEY="):
+    with pytest.raises(MissingCredentials, match="export ANTHROPIC_API_KEY="):
         make_model(make_cfg("model=claude-sonnet-4-6").model)
 
 
@@ -332,11 +332,11 @@ def test_agent_loop_over_http_and_a_failed_task_is_recorded(make_cfg, fake, tmp_
                   progress=False)
     ok, failed = out.predictions
     assert ok.error is None and ok.predicted.startswith("q3 revenue")
-    assert [t["name"] for t in ok.trace if t["type"] == "tool"] == [
+    assert [t["name"] for t in map(step_to_dict, ok.trace) if t["type"] == "tool"] == [
         "semantic_search", "chunk_read", "semantic_search", "chunk_read"]
     # the conversation is cached once past the minimum, and read back the next loop
     assert ok.retrieved_chunk_ids and ok.cache_read_input_tokens > 0
-    llm = [t for t in ok.trace if t["type"] == "llm"]
+    llm = [t for t in map(step_to_dict, ok.trace) if t["type"] == "llm"]
     assert ok.cost_usd == pytest.approx(sum(t["cost_usd"] for t in llm))
     assert failed.error and "529" in failed.error and failed.predicted is None
 

@@ -6,7 +6,8 @@ import pytest
 from hydra.errors import ConfigCompositionException, MissingConfigException
 from omegaconf.errors import ConfigKeyError, ValidationError
 
-from runners.experiment import ConfigError, config_hash, predictions_hash, validate_config
+from runners.identity import config_hash, predictions_hash
+from runners.validation import ConfigError, validate_config
 from tests.conftest import ROOT
 
 

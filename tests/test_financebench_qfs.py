@@ -21,7 +21,7 @@ from metrics import ScoringItem
 from metrics.geval import GEvalScorer
 from metrics.numeric import NumericScorer
 from metrics.text import BertScoreScorer, RougeScorer
-from runners.experiment import config_hash, predictions_hash
+from runners.identity import config_hash, predictions_hash
 from tests.anthropic_fake import FakeAnthropic, error, text_reply
 from tests.conftest import ROOT, SHARED, all_runs, client_for, run_cli
 from tests.test_financebench import write_upstream_tree

@@ -256,7 +256,7 @@ class StepsJudge(RuleJudge):
 def test_regenerate_criteria_asks_the_judge_past_the_response_cache(judge, tmp_path):
     inner = StepsJudge(judge.scores)
     cached = CachedModel(inner, tmp_path, "read_write")
-    metered = MeteredModel(cached, Prices())  # as runners.experiment.make_judge wraps it
+    metered = MeteredModel(cached, Prices())  # as runners.job.make_judge wraps it
 
     def steps_calls() -> int:
         return sum("Write the evaluation steps" in c for c in inner.calls)

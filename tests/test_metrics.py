@@ -7,7 +7,7 @@ from omegaconf import OmegaConf
 from rouge_score import rouge_scorer
 
 from arag.records import Prediction, Task
-from metrics import ScoringItem, aggregate, build_scorers
+from metrics import ScorerEnv, ScoringItem, aggregate, build_scorers
 from metrics.retrieval import LengthScorer, RetrievalScorer, precision_recall
 
 REF = "q3 revenue rose 8.1 percent to $452.2 million.\nq3 adjusted eps $1.12."
@@ -24,7 +24,7 @@ def _item(predicted="q3 revenue rose 8.1 percent to $452.2 million.", gold=froze
 
 def test_rouge_matches_rouge_score_with_stemming():
     cfg = OmegaConf.create({"metrics": {"scorers": ["rouge"], "rouge": {"use_stemmer": True}}})
-    (scorer,) = build_scorers(cfg)
+    (scorer,) = build_scorers(cfg.metrics, ScorerEnv())
     item = _item()
     got = scorer.score([item])[0].values
     want = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True).score(REF, item.prediction.predicted)
@@ -35,7 +35,7 @@ def test_rouge_matches_rouge_score_with_stemming():
 def test_bertscore_on_the_local_minilm_ranks_paraphrase_over_unrelated():
     cfg = OmegaConf.create({"metrics": {"scorers": ["bertscore"], "bertscore": {
         "model_path": None, "num_layers": 6, "batch_size": 8}}})
-    (scorer,) = build_scorers(cfg)
+    (scorer,) = build_scorers(cfg.metrics, ScorerEnv())
     same, close, far = scorer.score([_item(predicted=REF),
                                      _item(predicted="revenue grew 8.1% to $452.2 million"),
                                      _item(predicted="the weather was sunny in paris")])

@@ -9,8 +9,10 @@ import math
 import pytest
 
 from arag.records import Prediction, Task
-from metrics.base import SCORERS, ScoringItem
-from metrics.ranking import RankingScorer, ranked_chunk_ids
+from arag.systems import SYSTEMS, NaiveRAG
+from arag.trace import Retrieval, ToolCall
+from metrics.base import SCORERS, ScorerEnv, ScoringItem
+from metrics.ranking import RankingScorer
 
 DOC, OTHER = "AAN_q3_2021", "ZZZ_q1_2020"
 
@@ -21,19 +23,18 @@ def cid(doc: str, a: int, b: int) -> str:
 
 def item(ranked: list[str] | None, gold: set[str] | None, *, gold_lines="default",
          system="naive", **pred_fields) -> ScoringItem:
-    trace = [{"type": "llm", "name": "complete"}]
+    """A task scored as its system would be: the system class declares the ranking."""
+    trace: list = []
     if ranked is not None:
-        trace.append({"type": "retrieval", "name": "semantic_search",
-                      "arguments": {"query": "q", "top_k": 10}, "result_chunk_ids": ranked})
+        trace.append(Retrieval("semantic_search", {"query": "q", "top_k": 10}, ranked))
     pred = Prediction(id="t", source="s", system=system, model="offline", task_type="summarization",
                       question="q", doc_ids=[DOC], ground_truth="r", predicted="an answer",
                       trace=trace, **pred_fields)
     task = Task(id="t", task_type="summarization", doc_ids=(DOC,), question="q", reference="r",
                 gold_lines={DOC: (5, 30)} if gold_lines == "default" else gold_lines)
-    values = {"prediction": pred, "task": task, "gold_chunk_ids": gold, "context_text": "",
-              "target_length": 50, "system_retrieves": True, "system_kind": system}
-    names = {f.name for f in dataclasses.fields(ScoringItem)}
-    return ScoringItem(**{k: v for k, v in values.items() if k in names})
+    cls = SYSTEMS[system]
+    return ScoringItem(pred, task, gold, "", 50, cls.retrieves,
+                       ranking=cls.ranking(pred) if cls.ranks else None)
 
 
 def with_pages(it: ScoringItem, line_pages: dict) -> ScoringItem:
@@ -156,7 +157,7 @@ def test_hit_doc_sees_wrong_document_hits():
 def test_null_with_reason_without_ranked_list_or_gold():
     s = score(item(None, GOLD, system="arag"))
     assert all(v is None for v in s.values.values()) and len(s.values) == 20
-    assert "no ranked retrieval list" in s.null_reasons["recall_at_5"]
+    assert "does not rank" in s.null_reasons["recall_at_5"]
 
     s = score(item(RANKED, None, gold_lines=None))
     assert s.values["recall_at_5"] is None and s.values["ndcg_at_1"] is None
@@ -171,16 +172,22 @@ def test_null_with_reason_without_ranked_list_or_gold():
     assert s.values["hit_doc_at_1"] is None and "too long" in s.null_reasons["hit_doc_at_1"]
 
 
-def test_first_semantic_search_entry_is_used():
-    trace = [{"type": "tool", "name": "keyword_search", "result_chunk_ids": ["x#L1-2"]},
-             {"type": "retrieval", "name": "semantic_search", "result_chunk_ids": ["a", "b"]},
-             {"type": "retrieval", "name": "semantic_search", "result_chunk_ids": ["c"]}]
-    assert ranked_chunk_ids(trace) == ["a", "b"]
-    assert ranked_chunk_ids([]) is None
+def test_naive_ranking_is_its_first_retrieval_deduplicated():
+    def ranking(trace):
+        pred = Prediction(id="t", source="s", system="naive", model="m", task_type="qa",
+                          question="q", doc_ids=[], ground_truth="", trace=trace)
+        return NaiveRAG.ranking(pred)
+
+    trace = [ToolCall("keyword_search", {}, ["x#L1-2"], False, None, 0.0, 0.0),
+             Retrieval("semantic_search", {}, ["a", "b", "a"]),
+             Retrieval("semantic_search", {}, ["c"])]
+    assert ranking(trace) == ["a", "b"]
+    assert ranking([]) is None
 
 
 def test_factory_reads_ks_from_config(make_cfg):
-    scorer = SCORERS["ranking"](make_cfg())
+    cfg = make_cfg()
+    scorer = SCORERS["ranking"].from_config(cfg.metrics.ranking, ScorerEnv())
     assert scorer.ks == [1, 3, 5, 10]
     assert "ndcg_at_10" in scorer.fields and "hit_doc_at_1" in scorer.fields
     assert RankingScorer([5, 2]).fields[:2] == ["recall_at_2", "recall_at_5"]

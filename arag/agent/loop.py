@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from arag.agent.prompts import BUDGET_REACHED, TOOL_CALL_CUT_OFF
+from arag.calls import CallLog
 from arag.llm.base import Completion
-
-if TYPE_CHECKING:  # arag.systems imports this module: no import cycle at run time
-    from arag.systems.calls import CallLog
-    from arag.tools.toolset import Toolset
+from arag.tools.toolset import Toolset
 
 
 @dataclass

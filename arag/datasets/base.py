@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from arag.records import Corpus, Document, Task
+from arag.registry import Registry, UnknownName
 
 
 class DatasetError(ValueError):
@@ -54,15 +55,9 @@ class Dataset:
 
 
 AdapterFn = Callable[[Any, Path], Dataset]
-ADAPTERS: dict[str, AdapterFn] = {}
-
-
-def register_adapter(name: str) -> Callable[[AdapterFn], AdapterFn]:
-    def decorate(fn: AdapterFn) -> AdapterFn:
-        ADAPTERS[name] = fn
-        return fn
-
-    return decorate
+# a new adapter is one module in arag/datasets/ (``@register_adapter("name")``) and one YAML
+ADAPTERS: Registry[AdapterFn] = Registry("dataset adapter", "dataset.adapter", "arag.datasets")
+register_adapter = ADAPTERS.register
 
 
 def read_utf8(path: Path, missing: str) -> str:
@@ -150,13 +145,10 @@ def validate(dataset: Dataset, tasks_path: Path | None = None,
 def load_dataset(dataset_cfg: Any, project_root: Path, call_models: bool = True) -> Dataset:
     """The validated dataset; with ``call_models=False`` (a dry run) model calls the dataset
     still needs are left in ``Dataset.pending``."""
-    import arag.datasets.adapters  # noqa: F401  (registers the built-in adapters)
-
     try:
-        adapter = ADAPTERS[dataset_cfg.adapter]
-    except KeyError:
-        raise DatasetError(f"dataset.adapter={dataset_cfg.adapter!r} is unknown; choose one of "
-                           f"{sorted(ADAPTERS)}") from None
+        adapter = ADAPTERS.get(dataset_cfg.adapter)
+    except UnknownName as exc:
+        raise DatasetError(str(exc)) from None
     dataset = adapter(dataset_cfg, project_root)
     if dataset_cfg.limit is not None:
         if dataset_cfg.limit <= 0:

@@ -170,7 +170,7 @@ def read_options(cfg: Any, project_root: Path) -> Options:
     fraction = opts.get("spot_check_fraction", 0.1)
     checks = [("spot_check_fraction", isinstance(fraction, int | float) and 0 < fraction <= 1,
                "a share between 0 (exclusive) and 1", 0.1)]
-    values = {}
+    values: dict[str, Any] = {}
     for key, default, minimum in (("max_section_pages", 40, 1), ("reference_words", 120, 10),
                                   ("reference_concurrency", 4, 1)):
         value = opts.get(key) if opts.get(key) is not None else default

@@ -61,7 +61,33 @@ class Completion:
 
 
 class ModelError(RuntimeError):
-    """A model call failed for good (retries exhausted, or a non-retryable API error)."""
+    """A model call failed for good (retries exhausted, or a non-retryable API error).
+
+    ``kind`` names the failure (``rate_limit``, ``overloaded``, ``server``, ``connection``,
+    ``timeout``, ``malformed``, ``auth``, ``bad_request``, ``refusal``, ...), so a run can
+    count its errors by kind.
+    """
+
+    def __init__(self, message: str, kind: str = "error"):
+        super().__init__(message)
+        self.kind = kind
+
+
+class MissingCredentials(ModelError):
+    """A provider's credentials are not in the environment; the message names the variable."""
+
+    def __init__(self, message: str):
+        super().__init__(message, kind="credentials")
+
+
+@dataclass(frozen=True)
+class APIFailure:
+    """What a failed call's exception means, as the provider that raised it reads it."""
+
+    kind: str
+    message: str
+    retryable: bool
+    retry_after_s: float | None = None  # the server's own wait (e.g. retry-after), if any
 
 
 class ChatModel(ABC):
@@ -103,3 +129,11 @@ class ChatModel(ABC):
     @property
     def can_judge(self) -> bool:
         return True
+
+    def classify_error(self, exc: Exception) -> APIFailure | None:
+        """Whether an exception of a call is an API failure, and whether to retry it.
+
+        None: not an API failure (a bug), raised as it is. Providers override this; the
+        retry loop (``arag.llm.retry``) is shared.
+        """
+        return None

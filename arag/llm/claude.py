@@ -1,12 +1,13 @@
 """The Anthropic provider: Claude through the official SDK (2.x, on httpx2).
 
-* The key comes only from ``ANTHROPIC_API_KEY``; it is never a config value and never
+* The key comes only from ``ANTHROPIC_API_KEY`` (declared with the provider, so the
+  credential check before a run asks the catalogue); it is never a config value and never
   logged. ``model.base_url`` points the SDK elsewhere (a proxy, or the tests' fake server).
-* Retries are ours (the SDK's own are off, so behaviour is explicit and testable): 429
-  (honouring ``retry-after``), 529 overloaded, any 5xx, connection errors, timeouts and
-  malformed replies are retried with exponential backoff and jitter up to
-  ``model.max_retries``; other 4xx (400/401/403/404 ...) fail at once with the API's
-  message. ``sleep`` is an attribute, so tests remove the waits.
+* Retries run in the shared loop (``arag.llm.retry``; the SDK's own are off, so behaviour
+  is explicit and testable); ``classify_error`` says what is retried: 429 (honouring
+  ``retry-after``), 529 overloaded, any 5xx, connection errors, timeouts and malformed
+  replies, up to ``model.max_retries``; other 4xx (400/401/403/404 ...) fail at once with
+  the API's message. ``sleep`` is an attribute, so tests remove the waits.
 * Prompt caching (``model.prompt_caching``): breakpoints on the last tool definition, the
   system prompt and, while tools can be called, the newest block of the conversation, so
   each agent loop reads everything up to the previous turn from the cache. The API caches
@@ -20,21 +21,28 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import time
 from typing import Any
 
-from arag.llm.base import ChatModel, Completion, Message, ModelError, ToolSpec, Usage
+from arag.llm.base import (
+    APIFailure,
+    ChatModel,
+    Completion,
+    Message,
+    MissingCredentials,
+    ModelError,
+    ToolSpec,
+    Usage,
+)
 from arag.llm.limits import RateLimiter
 from arag.llm.registry import register_provider
+from arag.llm.retry import RetryPolicy, call_with_retries
 
 log = logging.getLogger(__name__)
 KEY_ENV = "ANTHROPIC_API_KEY"
-RETRYABLE_STATUS = {408, 409, 429, 529}
-
-
-class MissingAPIKey(ModelError):
-    pass
+RETRYABLE_STATUS = {408: "timeout", 409: "conflict", 429: "rate_limit", 529: "overloaded"}
+FATAL_STATUS = {400: "bad_request", 401: "auth", 403: "permission", 404: "not_found",
+                413: "request_too_large"}
 
 
 class MalformedResponse(Exception):
@@ -52,10 +60,9 @@ def _parse(build: Any, response: Any, started: float) -> Completion:
 def api_key() -> str:
     key = os.environ.get(KEY_ENV, "").strip()
     if not key:
-        raise MissingAPIKey(
-            f"model.provider=anthropic needs an API key in the environment: "
-            f"export {KEY_ENV}=sk-ant-... (it is never read from a config file), or use "
-            "model=offline")
+        raise MissingCredentials(
+            f"provider anthropic needs an API key in the environment: export {KEY_ENV}=sk-ant-... "
+            "(it is never read from a config file), or use model=offline")
     return key
 
 
@@ -77,7 +84,7 @@ class ClaudeModel(ChatModel):
                                           max_retries=0, timeout=float(cfg.timeout_s))
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits
-        self.base_delay, self.max_delay = float(cfg.retry_base_delay_s), 60.0
+        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s))
         self.batch_poll_s = 30.0  # Message Batches usually end within the hour
         self.batch_timeout_s = float(cfg.get("batch_timeout_s", 86_400.0))
 
@@ -106,7 +113,7 @@ class ClaudeModel(ChatModel):
         """
         if not requests:
             return {}
-        params = [{"custom_id": cid, "params": self._request(
+        params: list[Any] = [{"custom_id": cid, "params": self._request(
             r["system"], r["messages"], r.get("tools"), r.get("max_tokens", 1024),
             r.get("temperature", 0.0), r.get("tool_choice", "auto"))}
             for cid, r in requests.items()]
@@ -151,33 +158,29 @@ class ClaudeModel(ChatModel):
             log.warning("%s: could not cancel message batch %s: %s", self.name, batch_id, exc)
 
     def _with_retries(self, call: Any) -> Any:
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            try:
-                return call()
-            except self._anthropic.APIStatusError as exc:
-                status = exc.status_code
-                message = _api_message(exc)
-                if status not in RETRYABLE_STATUS and status < 500:
-                    raise ModelError(f"Anthropic API error {status}: {message}") from None
-                last = f"HTTP {status}: {message}"
-                wait = _retry_after(exc) or self._backoff(attempt)
-            except self._anthropic.APIConnectionError as exc:  # includes APITimeoutError
-                last = f"{type(exc).__name__}: {exc}"
-                wait = self._backoff(attempt)
-            except (self._anthropic.APIResponseValidationError, MalformedResponse,
-                    json.JSONDecodeError) as exc:
-                last = f"malformed response: {type(exc).__name__}: {exc}"[:300]
-                wait = self._backoff(attempt)
-            if attempt < self.max_retries:
-                log.info("%s: %s; retry %d/%d in %.1fs", self.name, last, attempt + 1,
-                         self.max_retries, wait)
-                self.sleep(wait)
-        raise ModelError(f"{self.name}: gave up after {self.max_retries + 1} attempts; last "
-                         f"error: {last}")
+        return call_with_retries(call, self.classify_error, self.retry, self.name,
+                                 lambda seconds: self.sleep(seconds))
 
-    def _backoff(self, attempt: int) -> float:
-        return min(self.max_delay, self.base_delay * 2 ** attempt) * (0.5 + random.random() / 2)
+    def classify_error(self, exc: Exception) -> APIFailure | None:
+        """429 (with its retry-after), 529, 408/409, any 5xx, connection errors, timeouts and
+        malformed replies are retried; other 4xx fail at once with the API's message."""
+        anthropic = self._anthropic
+        if isinstance(exc, anthropic.APIStatusError):
+            status, message = exc.status_code, _api_message(exc)
+            if status not in RETRYABLE_STATUS and status < 500:
+                return APIFailure(FATAL_STATUS.get(status, f"http_{status}"),
+                                  f"Anthropic API error {status}: {message}", retryable=False)
+            return APIFailure(RETRYABLE_STATUS.get(status, "server"), f"HTTP {status}: {message}",
+                              retryable=True, retry_after_s=_retry_after(exc))
+        if isinstance(exc, anthropic.APITimeoutError):
+            return APIFailure("timeout", f"{type(exc).__name__}: {exc}", retryable=True)
+        if isinstance(exc, anthropic.APIConnectionError):
+            return APIFailure("connection", f"{type(exc).__name__}: {exc}", retryable=True)
+        if isinstance(exc, anthropic.APIResponseValidationError | MalformedResponse
+                      | json.JSONDecodeError):
+            return APIFailure("malformed", f"malformed response: {type(exc).__name__}: {exc}"[:300],
+                              retryable=True)
+        return None
 
     def _request(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
                  max_tokens: int, temperature: float, tool_choice: str) -> dict[str, Any]:
@@ -251,6 +254,6 @@ def _retry_after(exc: Any) -> float | None:
         return None
 
 
-@register_provider("anthropic")
+@register_provider("anthropic", env_vars=(KEY_ENV,))
 def _claude(cfg: Any) -> ChatModel:
     return ClaudeModel(cfg)

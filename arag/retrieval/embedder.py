@@ -40,7 +40,7 @@ class Embedder:
         self._lock = threading.Lock()
         get_dim = getattr(self._model, "get_embedding_dimension", None) or \
             self._model.get_sentence_embedding_dimension
-        self.dim = int(get_dim())
+        self.dim = int(get_dim() or 0)
         self.sentences_encoded = 0
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:

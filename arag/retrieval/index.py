@@ -118,6 +118,7 @@ class SearchIndex:
         ranges = [self._doc_rows[d] for d in doc_ids if d in self._doc_rows]
         if not ranges:
             return None, 0
+        sel: faiss.IDSelector
         if len(ranges) == 1:
             sel = faiss.IDSelectorRange(*ranges[0])
         else:

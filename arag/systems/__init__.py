@@ -1,17 +1,7 @@
-"""Systems under evaluation: question -> Prediction."""
+"""Systems under evaluation: question -> Prediction. Each declares what it is (see base)."""
 
-from arag.systems.base import System, SystemContext
-from arag.systems.builtin import SYSTEMS, AgenticRAG, NaiveRAG, Stuffing
-from arag.systems.calls import CallLog
+from arag.systems.base import SYSTEMS, Sources, System, SystemContext, make_system, register_system
+from arag.systems.builtin import AgenticRAG, ClosedBook, NaiveRAG, Oracle, Stuffing, gold_passages
 
-
-def make_system(kind: str, name: str, ctx: SystemContext) -> System:
-    try:
-        cls = SYSTEMS[kind]
-    except KeyError:
-        raise ValueError(f"system.kind={kind!r} is unknown; choose one of {sorted(SYSTEMS)}") from None
-    return cls(name, ctx)
-
-
-__all__ = ["SYSTEMS", "AgenticRAG", "CallLog", "NaiveRAG", "Stuffing", "System",
-           "SystemContext", "make_system"]
+__all__ = ["SYSTEMS", "AgenticRAG", "ClosedBook", "NaiveRAG", "Oracle", "Sources", "Stuffing",
+           "System", "SystemContext", "gold_passages", "make_system", "register_system"]

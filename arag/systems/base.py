@@ -1,17 +1,34 @@
-"""A system turns a task into a prediction; systems differ only in how they get context."""
+"""A system turns a task into a prediction; systems differ only in how they get context.
+
+Each system declares what it is, once, on its class; the runner, the scorers, the traces
+and the report ask these declarations and never the system's name:
+
+* ``retrieves``: it answers from chunks it picks from the index (retrieval precision and
+  recall apply; the index is loaded before the task clock starts);
+* ``ranks``: it produces a ranking of chunks (``ranking``), scored by Recall/MRR/nDCG@k;
+* ``agentic``: the model decides what to search and read, in a loop of tool calls;
+* ``judged_context``: the text G-Eval faithfulness and numeric precision are judged
+  against, i.e. what the system put in front of the model.
+
+A new system is one module in this package (``@register_system("name")`` on its class)
+and one YAML in ``conf/system/`` whose ``kind`` names it.
+"""
 
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from arag.agent.prompts import system_prompt, task_prompt
+from arag.calls import CallLog
 from arag.llm.base import ChatModel, ModelError
 from arag.llm.pricing import Prices
-from arag.records import Corpus, Prediction, Task
+from arag.records import Chunk, Corpus, Prediction, Task
+from arag.registry import Registry
 from arag.retrieval.index import SearchIndex
-from arag.systems.calls import CallLog
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +40,7 @@ class SystemContext:
     model: ChatModel
     prices: Prices
     corpus: Corpus
-    index_loader: object  # () -> SearchIndex, called only by systems that search
+    index_loader: Callable[[], SearchIndex]  # called only by systems that search
     style: str
     target_length: int
     max_loops: int
@@ -36,19 +53,41 @@ class SystemContext:
     snippet_words: int = 40
 
     def index(self) -> SearchIndex:
-        return self.index_loader()  # type: ignore[operator]
+        return self.index_loader()
 
     def scope_doc_ids(self, task: Task) -> list[str] | None:
         return list(task.doc_ids) if self.scope == "document" else None
 
 
+@dataclass
+class Sources:
+    """What a judged context is assembled from: the corpus and its chunks by id."""
+
+    corpus: Corpus
+    chunks: dict[str, Chunk]
+
+
 class System(ABC):
+    retrieves: ClassVar[bool] = False
+    ranks: ClassVar[bool] = False
+    agentic: ClassVar[bool] = False
+
     name: str
-    agentic = False
 
     def __init__(self, name: str, ctx: SystemContext):
         self.name = name
         self.ctx = ctx
+
+    @classmethod
+    def ranking(cls, pred: Prediction) -> list[str] | None:
+        """The chunk ids the system ranked, best first (None: it does not rank)."""
+        return None
+
+    @classmethod
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
+        """What the system put in front of the model; by default the chunks it used."""
+        return "\n\n".join(sources.chunks[c].text for c in pred.context_chunk_ids
+                           if c in sources.chunks)
 
     def predict(self, task: Task, source: str) -> Prediction:
         calls = CallLog(self.ctx.model, self.ctx.prices)
@@ -61,6 +100,7 @@ class System(ABC):
             self.answer(task, calls, pred)
         except ModelError as exc:
             pred.error = f"{type(exc).__name__}: {exc}"
+            pred.error_kind = exc.kind
             pred.predicted = None  # whatever a system had filled in is not an answer
             pred.loops = calls.n_model_calls
             pred.stop_reason = getattr(exc, "stop_reason", None)
@@ -92,3 +132,11 @@ class System(ABC):
         pred.predicted = completion.text.strip()
         pred.loops = 1
         pred.stop_reason = completion.stop_reason
+
+
+SYSTEMS: Registry[type[System]] = Registry("system", "system.kind", "arag.systems")
+register_system = SYSTEMS.register
+
+
+def make_system(kind: str, name: str, ctx: SystemContext) -> System:
+    return SYSTEMS.get(kind)(name, ctx)

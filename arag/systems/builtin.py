@@ -1,25 +1,29 @@
-"""The compared systems: A-RAG, naive top-k RAG, long-context stuffing."""
+"""The compared systems: A-RAG, naive top-k RAG, long-context stuffing, and the oracle and
+closed-book bounds."""
 
 from __future__ import annotations
 
 from arag.agent.loop import run_agent
 from arag.agent.prompts import system_prompt, task_prompt
+from arag.calls import CallLog
 from arag.records import Corpus, Prediction, Task
-from arag.systems.base import System
-from arag.systems.calls import CallLog
+from arag.systems.base import Sources, System, register_system
 from arag.tools.toolset import Toolset
+from arag.trace import Retrieval
 
 RANK_DEPTH = 10
 
 
+@register_system("arag")
 class AgenticRAG(System):
     """A ReAct agent that searches and reads chunks within a loop budget."""
 
+    retrieves = True
     agentic = True
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         toolset = Toolset(self.ctx.index(), self.ctx.scope_doc_ids(task), self.ctx.tools,
-                          self.ctx.snippet_words)
+                          self.ctx.snippet_words, default_top_k=self.ctx.top_k)
         result = run_agent(
             calls, toolset, system_prompt(task.task_type, agentic=True),
             task_prompt(task, self.ctx.style, self.ctx.target_length),
@@ -33,29 +37,45 @@ class AgenticRAG(System):
         pred.context_chunk_ids = list(toolset.read_order)
 
 
+@register_system("naive")
 class NaiveRAG(System):
     """Top-k semantic search over the task's documents, one call."""
+
+    retrieves = True
+    ranks = True
+
+    @classmethod
+    def ranking(cls, pred: Prediction) -> list[str] | None:
+        """Its one search, ranked deeper than it reads (``RANK_DEPTH``), deduplicated."""
+        for step in pred.trace:
+            if isinstance(step, Retrieval):
+                return list(dict.fromkeys(step.result_chunk_ids))
+        return None
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         index = self.ctx.index()
         # rank deeper than k once, so Recall@k/MRR@k/nDCG@k come from the same pass
         depth = max(self.ctx.top_k, RANK_DEPTH)
-        hits = index.semantic_search(task.question, depth, self.ctx.scope_doc_ids(task))
-        ranked = [h.chunk_id for h in hits]
-        ids = ranked[: self.ctx.top_k]
+        hits = calls.retrieve("semantic_search", {"query": task.question, "top_k": depth},
+                              lambda: index.semantic_search(task.question, depth,
+                                                            self.ctx.scope_doc_ids(task)))
+        ids = [h.chunk_id for h in hits][: self.ctx.top_k]
         context = "\n\n".join(
             f'<chunk id="{cid}">\n{index.by_id[cid].text}\n</chunk>' for cid in ids
         )
-        calls.trace.append({"type": "retrieval", "name": "semantic_search",
-                            "arguments": {"query": task.question, "top_k": depth},
-                            "result_chunk_ids": ranked})
         pred.retrieved_chunk_ids = ids
         pred.context_chunk_ids = ids
         self.one_call(task, calls, pred, context)
 
 
+@register_system("stuffing")
 class Stuffing(System):
     """The whole document(s) in one prompt; skipped when it would not fit the context."""
+
+    @classmethod
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
+        docs = sources.corpus.documents
+        return "\n\n".join(docs[d].text for d in pred.doc_ids if d in docs)
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         docs = [self.ctx.corpus.documents[d] for d in task.doc_ids]
@@ -78,8 +98,13 @@ def gold_passages(task: Task, corpus: Corpus) -> str:
     return corpus.excerpt(task.gold_lines or {})
 
 
+@register_system("oracle")
 class Oracle(System):
     """The ceiling: the gold key sentences (or evidence pages) given to one call."""
+
+    @classmethod
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
+        return gold_passages(task, sources.corpus)
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         if not task.gold_lines:
@@ -89,12 +114,13 @@ class Oracle(System):
         self.one_call(task, calls, pred, gold_passages(task, self.ctx.corpus))
 
 
+@register_system("closed_book")
 class ClosedBook(System):
     """The floor: no context at all, one call."""
 
+    @classmethod
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
+        return ""
+
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         self.one_call(task, calls, pred, "")
-
-
-SYSTEMS: dict[str, type[System]] = {"arag": AgenticRAG, "naive": NaiveRAG, "stuffing": Stuffing,
-                                    "oracle": Oracle, "closed_book": ClosedBook}

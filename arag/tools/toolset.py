@@ -13,7 +13,7 @@ loop sends its message back to the model as an ``is_error`` tool result.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from arag.llm.base import ToolSpec
@@ -85,16 +85,21 @@ class Toolset:
     scope_doc_ids: list[str] | None  # None: the whole corpus
     names: list[str]
     snippet_words: int = 40
+    default_top_k: int = 5  # retrieval.top_k: what a search returns when the model names no top_k
     read_order: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.names if n not in TOOL_SPECS]
         if unknown:
             raise ValueError(f"unknown tools {unknown} in system.tools; known: {sorted(TOOL_SPECS)}")
+        if not 1 <= self.default_top_k <= MAX_TOP_K:
+            raise ValueError(f"retrieval.top_k={self.default_top_k}: the search tools return 1 to "
+                             f"{MAX_TOP_K} chunks")
 
     @property
     def specs(self) -> list[ToolSpec]:
-        return [TOOL_SPECS[n] for n in self.names]
+        """The tools' specs, their top_k default being this run's retrieval.top_k."""
+        return [_with_default_top_k(TOOL_SPECS[n], self.default_top_k) for n in self.names]
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         if name not in self.names:
@@ -103,12 +108,13 @@ class Toolset:
             raise ToolError(f"{name} takes a JSON object of arguments")
         return getattr(self, f"_{name}")(**_checked(name, arguments))
 
-    def _keyword_search(self, keywords: list[str], top_k: int = 5) -> ToolResult:
-        hits = self.index.keyword_search(keywords, top_k, self.scope_doc_ids)
+    def _keyword_search(self, keywords: list[str], top_k: int | None = None) -> ToolResult:
+        hits = self.index.keyword_search(keywords, top_k or self.default_top_k,
+                                         self.scope_doc_ids)
         return self._render_hits(hits, f"keywords {keywords}")
 
-    def _semantic_search(self, query: str, top_k: int = 5) -> ToolResult:
-        hits = self.index.semantic_search(query, top_k, self.scope_doc_ids)
+    def _semantic_search(self, query: str, top_k: int | None = None) -> ToolResult:
+        hits = self.index.semantic_search(query, top_k or self.default_top_k, self.scope_doc_ids)
         return self._render_hits(hits, f"query {query!r}")
 
     def _chunk_read(self, chunk_ids: list[str]) -> ToolResult:
@@ -141,6 +147,15 @@ class Toolset:
             snippet = " ".join(words[: self.snippet_words]) + more
             lines.append(f"Chunk ID: {h.chunk_id}\nScore: {h.score:.3f}\nSnippet: {snippet}")
         return ToolResult("\n\n".join(lines), [h.chunk_id for h in hits])
+
+
+def _with_default_top_k(spec: ToolSpec, top_k: int) -> ToolSpec:
+    props = spec.input_schema["properties"]
+    if "top_k" not in props or props["top_k"].get("default") == top_k:
+        return spec
+    schema = {**spec.input_schema, "properties": {**props, "top_k": {**props["top_k"],
+                                                                     "default": top_k}}}
+    return replace(spec, input_schema=schema)
 
 
 def _checked(name: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,58 @@
+"""The retry loop every provider shares: exponential backoff with jitter, the server's own
+wait when it names one, and a clear error when the attempts run out.
+
+A provider only says what an exception means (``ChatModel.classify_error``): retryable or
+not, and its kind. Everything else (how often, how long, what the final error says) is here.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from arag.llm.base import APIFailure, ModelError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 6
+    base_delay_s: float = 1.0
+    max_delay_s: float = 60.0
+
+    def backoff(self, attempt: int) -> float:
+        """``base * 2**attempt``, at most ``max_delay_s``, times a jitter in [0.5, 1)."""
+        return min(self.max_delay_s, self.base_delay_s * 2 ** attempt) * (0.5 + random.random() / 2)
+
+
+def call_with_retries(call: Callable[[], T], classify: Callable[[Exception], APIFailure | None],
+                      policy: RetryPolicy, label: str, sleep: Callable[[float], object]) -> T:
+    """``call()``, retried while ``classify`` says its failure is retryable.
+
+    A non-retryable failure raises ModelError at once with the API's message; an exception
+    ``classify`` does not recognise is raised unchanged (it is a bug, not an outage).
+    """
+    last: APIFailure | None = None
+    for attempt in range(policy.max_retries + 1):
+        try:
+            return call()
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            if not failure.retryable:
+                raise ModelError(failure.message, kind=failure.kind) from None
+            last = failure
+        if attempt < policy.max_retries:
+            wait = last.retry_after_s if last.retry_after_s is not None else policy.backoff(attempt)
+            log.info("%s: %s; retry %d/%d in %.1fs", label, last.message, attempt + 1,
+                     policy.max_retries, wait)
+            sleep(wait)
+    assert last is not None
+    raise ModelError(f"{label}: gave up after {policy.max_retries + 1} attempts; last error: "
+                     f"{last.message}", kind=last.kind)

@@ -1,0 +1,72 @@
+"""Typed steps of a prediction's trace: every model call, tool call and retrieval of a task.
+
+They are stored in ``predictions.jsonl`` as JSON objects with a ``type`` field (``llm``,
+``tool``, ``retrieval``); ``step_from_dict`` reads them back, so traces round-trip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass
+class ModelCall:
+    """One model call: its tokens, cost, and the tools it asked for."""
+
+    type: str = field(default="llm", init=False)
+    model: str
+    start_ms: float
+    latency_ms: float
+    stop_reason: str
+    usage: dict[str, int]
+    cost_usd: float
+    cached: bool
+    tool_calls: list[str] = field(default_factory=list)
+    refusal: str | None = None  # the model's text when it refused (stop_reason refusal)
+
+
+@dataclass
+class ToolCall:
+    """One tool call the model made: its arguments and the chunks it named or returned."""
+
+    type: str = field(default="tool", init=False)
+    name: str
+    arguments: Any
+    result_chunk_ids: list[str]
+    is_error: bool
+    error: str | None
+    start_ms: float
+    latency_ms: float
+
+
+@dataclass
+class Retrieval:
+    """A search the system itself ran (not the model): the ranked chunk ids it returned."""
+
+    type: str = field(default="retrieval", init=False)
+    name: str
+    arguments: dict[str, Any]
+    result_chunk_ids: list[str]
+    start_ms: float = 0.0
+    latency_ms: float = 0.0
+
+
+Step = ModelCall | ToolCall | Retrieval
+_STEP_TYPES: dict[str, type[ModelCall] | type[ToolCall] | type[Retrieval]] = {
+    "llm": ModelCall, "tool": ToolCall, "retrieval": Retrieval}
+
+
+def step_from_dict(data: dict[str, Any]) -> Step:
+    """A step read back from JSON; unknown keys (from a newer writer) are ignored."""
+    try:
+        cls = _STEP_TYPES[data["type"]]
+    except KeyError:
+        raise ValueError(f"trace step of unknown type {data.get('type')!r}; expected one of "
+                         f"{sorted(_STEP_TYPES)}") from None
+    known = {f for f in cls.__dataclass_fields__ if f != "type"}
+    return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def step_to_dict(step: Step) -> dict[str, Any]:
+    return asdict(step)

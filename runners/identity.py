@@ -1,0 +1,63 @@
+"""What identifies a run and its predictions: hashes of the resolved config.
+
+``config_hash`` names a run (tag ``config_hash``): a re-run of the same config continues or
+reuses it. ``predictions_hash`` names the folder of its predictions: only keys that can
+change what the systems answer, so a new judge or new references re-score the same
+predictions.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from arag.records import content_hash
+
+# keys that change how a run is executed or recorded, not what it computes
+# how a model is reached, not which model answers
+_TRANSPORT = ("max_retries", "retry_base_delay_s", "timeout_s", "requests_per_minute",
+              "tokens_per_minute", "base_url")
+COSMETIC_KEYS = (
+    "runner.concurrency", "runner.progress", "runner.rerun", "runner.retry_errors",
+    "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "tracking", "cache.mode",
+    *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
+      for key in _TRANSPORT),
+    # where parsed PDFs are cached and how many processes parse them: not what is computed
+    "dataset.options.cache_dir", "dataset.options.parse_workers",
+    "dataset.options.reference_concurrency",
+)
+# keys that decide the predictions (scoring settings are not among them)
+PREDICTION_KEYS = ("system", "dataset", "model", "retrieval", "max_loops", "task_type",
+                   "summarization_style", "target_length")
+# ...except these: what the references are scored against, not what the systems see
+REFERENCE_KEYS = ("dataset.reference_model", "dataset.options.reference_words",
+                  "dataset.options.spot_check_fraction")
+
+
+def resolved(cfg: DictConfig) -> dict[str, Any]:
+    return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
+
+
+def _without(data: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:
+    data = json.loads(json.dumps(data))
+    for key in dotted:
+        node: Any = data
+        *parents, last = key.split(".")
+        for p in parents:
+            node = node.get(p) if isinstance(node, dict) else None
+        if isinstance(node, dict):  # a null node (no reference model) has nothing to drop
+            node.pop(last, None)
+    return data
+
+
+def config_hash(cfg: DictConfig) -> str:
+    """Identity of a run: the resolved config without cosmetic keys."""
+    return content_hash("run", _without(resolved(cfg), COSMETIC_KEYS))
+
+
+def predictions_hash(cfg: DictConfig) -> str:
+    """Identity of a run's predictions: only what can change them."""
+    data = _without(resolved(cfg), COSMETIC_KEYS + REFERENCE_KEYS)
+    return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS})

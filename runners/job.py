@@ -1,0 +1,112 @@
+"""One job's objects, built from its config before any MLflow run opens: the dataset, the
+system with its model, the index (loaded once), the judge and the scorers."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from arag.datasets import Dataset, load_dataset
+from arag.llm import ChatModel, Prices, make_model
+from arag.llm.cache import CachedModel, MeteredModel
+from arag.retrieval import SearchIndex, load_or_build_index
+from arag.systems import SYSTEMS, System, SystemContext, make_system
+from metrics import Scorer, ScorerEnv, build_scorers
+from metrics.base import NO_JUDGE
+from runners.identity import config_hash, predictions_hash
+from runners.paths import resolve
+from runners.validation import ConfigError, validate_config
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Job:
+    """Everything one run needs, built before any MLflow run is opened."""
+
+    cfg: DictConfig
+    dataset: Dataset
+    config_hash: str
+    predictions_path: Path
+    _index: SearchIndex | None = field(default=None, init=False, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def system_class(self) -> type[System]:
+        return SYSTEMS.get(self.cfg.system.kind)
+
+    def index_loader(self) -> SearchIndex:
+        """The search index, loaded (or built) once, on first use."""
+        with self._lock:
+            if self._index is None:
+                self._index = load_or_build_index(self.dataset.corpus, self.cfg.retrieval,
+                                                  resolve(self.cfg.cache.dir),
+                                                  self.cfg.cache.mode)
+            return self._index
+
+
+def prepare(cfg: DictConfig, call_models: bool = True) -> Job:
+    validate_config(cfg)
+    dataset = load_dataset(cfg.dataset, resolve("."), call_models)
+    for note in dataset.notes:
+        log.info("dataset %s: %s", dataset.name, note)
+    wanted = str(cfg.task_type.value if hasattr(cfg.task_type, "value") else cfg.task_type)
+    tasks = [t for t in dataset.tasks if t.task_type == wanted]
+    if not tasks:
+        raise ConfigError(f"task_type={wanted!r}: dataset {dataset.name!r} has no tasks of that "
+                          "type; set task_type to the dataset's type")
+    if len(tasks) < len(dataset.tasks):
+        log.info("task_type=%s: %d of %d tasks", wanted, len(tasks), len(dataset.tasks))
+    dataset.tasks = tasks
+    runs_dir = resolve(cfg.runner.runs_dir)
+    return Job(cfg, dataset, config_hash(cfg),
+               runs_dir / predictions_hash(cfg) / "predictions.jsonl")
+
+
+def cached(model: ChatModel, cfg: DictConfig) -> ChatModel:
+    """Every model and judge call goes through the content-addressed response cache."""
+    mode = str(cfg.cache.mode.value if hasattr(cfg.cache.mode, "value") else cfg.cache.mode)
+    if mode == "off" or model.provider == "offline":
+        return model  # the offline model is deterministic and free: nothing to save
+    return CachedModel(model, resolve(cfg.cache.dir), mode)
+
+
+def make_judge(cfg: DictConfig) -> tuple[MeteredModel | None, str]:
+    """(judge model, reason) — the model is None when there is no usable judge."""
+    if cfg.judge.provider == "none":
+        return None, NO_JUDGE
+    judge = make_model(cfg.judge)
+    if not judge.can_judge:
+        return None, f"judge={cfg.judge.name}: the offline model is not a judge"
+    return MeteredModel(cached(judge, cfg), Prices.from_config(cfg.judge)), ""
+
+
+def make_scorers(cfg: DictConfig) -> tuple[list[Scorer], MeteredModel | None]:
+    """The run's scorers, and the judge they share (None without one)."""
+    judge, reason = make_judge(cfg)
+    env = ScorerEnv(judge=judge, judge_reason=reason or NO_JUDGE,
+                    judge_id=f"{cfg.judge.provider}/{cfg.judge.model_id}",
+                    judge_batch=bool(cfg.judge.get("batch", False)),
+                    cache_dir=resolve(cfg.cache.dir), concurrency=cfg.runner.concurrency)
+    return build_scorers(cfg.metrics, env), judge
+
+
+def build_system(job: Job, model: ChatModel) -> System:
+    cfg = job.cfg
+    ctx = SystemContext(
+        model=model, prices=Prices.from_config(cfg.model), corpus=job.dataset.corpus,
+        index_loader=job.index_loader, style=str(cfg.summarization_style.value),
+        target_length=cfg.target_length, max_loops=cfg.max_loops,
+        top_k=cfg.system.top_k or cfg.retrieval.top_k, scope=str(cfg.retrieval.scope.value),
+        tools=list(cfg.system.tools), max_tokens=cfg.system.max_tokens,
+        temperature=cfg.system.temperature, context_limit=cfg.model.context_limit,
+        snippet_words=cfg.retrieval.snippet_words,
+    )
+    system = make_system(cfg.system.kind, cfg.system.name, ctx)
+    if system.retrieves:
+        ctx.index()  # load before the clock starts: task latency excludes index loading
+    return system

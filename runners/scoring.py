@@ -1,0 +1,124 @@
+"""Score a job's predictions and log everything to its run; re-score a past run.
+
+Only what the system declares decides how it is scored: whether it retrieves, its ranking
+and the context its faithfulness is judged against (``arag.systems.base``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from arag.records import Prediction
+from arag.retrieval import build_chunks
+from metrics import aggregate
+from runners import track
+from runners.config import RunConfig
+from runners.evaluate import evaluate
+from runners.identity import config_hash, resolved
+from runners.job import Job, make_scorers, prepare
+from runners.plots import run_plots
+from runners.validation import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTracker,
+                  extra: dict[str, float]) -> dict[str, float]:
+    """Score predictions and log metrics, records, tables, reports and plots to the run."""
+    cfg = job.cfg
+    tasks = {t.id: t for t in job.dataset.tasks}
+    for p in predictions:  # a reused prediction is scored against today's reference
+        p.ground_truth = tasks[p.id].reference
+    chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
+    scorers, judge = make_scorers(cfg)
+    records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
+                       cfg.target_length, job.system_class)
+    metrics = {**aggregate(records, scorers), **extra}
+    if judge is not None:
+        metrics.update(judge_calls=float(judge.calls), judge_cached_calls=float(judge.cached_calls),
+                       judge_cost_usd_total=judge.cost_usd)
+    tracker.log_metrics(metrics)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, lines in (("predictions.jsonl", [p.to_json() for p in predictions]),
+                            ("predictions.eval.jsonl",
+                             [json.dumps(r, ensure_ascii=False) for r in records])):
+            file = Path(tmp) / name
+            file.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            tracker.log_artifact(file)
+        for plot in run_plots(records, Path(tmp), scorers):
+            tracker.log_artifact(plot, "plots")
+    tracker.log_table(_table_rows(predictions, records), "eval_table.json")
+    for name, report in job.dataset.reports.items():
+        if isinstance(report, str):  # Markdown for people to read (e.g. a spot-check list)
+            tracker.log_text(report, f"{name}.md")
+        else:
+            tracker.log_json(report, f"{name}.json")
+    if job.dataset.notes:
+        tracker.log_text("".join(f"- {n}\n" for n in job.dataset.notes), "dataset_notes.md")
+    for scorer in scorers:
+        for name, data in scorer.artifacts().items():
+            tracker.log_json(data, name)
+    return metrics
+
+
+def _table_rows(predictions: list[Prediction], records: list[dict[str, Any]]
+                ) -> list[dict[str, Any]]:
+    rows = []
+    for p, r in zip(predictions, records, strict=True):
+        row = {"id": p.id, "question": p.question, "predicted": p.predicted,
+               "reference": p.ground_truth}
+        row.update({k: v for k, v in r.items() if k not in ("id", "null_reasons", "system")})
+        rows.append(row)
+    return rows
+
+
+def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, float]:
+    """Score an existing run's predictions again (e.g. with a judge); no system is run.
+
+    The source run's own config decides the dataset, chunking and system; this command's
+    ``judge``, ``metrics``, ``cache`` and ``runner`` apply. The result is a new run tagged
+    with ``source_run_id``.
+    """
+    client = track.connect(cfg.tracking)
+    try:
+        source = client.get_run(cfg.source_run_id)
+    except Exception:  # noqa: BLE001 - MLflow raises several types for a missing run
+        raise ConfigError(f"source_run_id={cfg.source_run_id!r} is not a run in "
+                          f"tracking.uri={cfg.tracking.uri!r}; copy a run id from the MLflow "
+                          "UI") from None
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            src_cfg = OmegaConf.load(client.download_artifacts(source.info.run_id, "config.yaml",
+                                                               tmp))
+            preds_path = Path(client.download_artifacts(source.info.run_id,
+                                                        "predictions.jsonl", tmp))
+        except Exception as exc:  # noqa: BLE001
+            raise ConfigError(f"run {cfg.source_run_id} has no config.yaml/predictions.jsonl "
+                              f"artifacts to re-score ({exc})") from None
+        predictions = [Prediction.from_dict(json.loads(line))
+                       for line in preds_path.read_text(encoding="utf-8").splitlines() if line]
+    merged = OmegaConf.merge(OmegaConf.structured(RunConfig), src_cfg, {
+        k: OmegaConf.to_container(cfg[k], resolve=True) for k in ("judge", "metrics", "cache",
+                                                                 "runner", "tracking")})
+    assert isinstance(merged, DictConfig)
+    merged.mode, merged.source_run_id = "evaluate", cfg.source_run_id
+    job = prepare(merged)
+    tags = {**track.system_tags(merged.system.name, job.system_class),
+            "dataset": merged.dataset.name, "model": merged.model.name,
+            "judge": merged.judge.name, "mode": "evaluate", "source_run_id": cfg.source_run_id,
+            "config_hash": config_hash(merged), "git_commit": track.git_commit(),
+            "sweep_id": (parent or {}).get("sweep_id", "")}
+    name = f"rescore {source.info.run_name} judge={merged.judge.name}"
+    with track.tracked_run(client, source.info.experiment_id, name, tags,
+                           (parent or {}).get("run_id")) as tracker:
+        tracker.log_params(track.flatten(resolved(merged)))
+        tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
+        metrics = score_and_log(job, predictions, tracker, {})
+    log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
+    return metrics

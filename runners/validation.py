@@ -1,0 +1,56 @@
+"""Checks before any run opens: config values the schema's types cannot express, and the
+credentials of every provider the run will call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from arag.llm.registry import require_credentials
+from arag.systems import SYSTEMS
+
+
+class ConfigError(ValueError):
+    """An invalid config value; the message names the key and the fix."""
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Value checks the schema's types cannot express; each names the key and the fix."""
+    checks = [
+        ("max_loops", cfg.max_loops >= 1, "a positive integer, the agent's model-call budget",
+         "max_loops=6"),
+        ("target_length", cfg.target_length >= 1, "a positive number of words",
+         "target_length=50"),
+        ("runner.concurrency", cfg.runner.concurrency >= 1, "at least 1", "runner.concurrency=4"),
+        ("retrieval.top_k", cfg.retrieval.top_k >= 1, "at least 1", "retrieval.top_k=5"),
+        ("retrieval.chunk_size", cfg.retrieval.chunk_size >= 1, "a positive number of words",
+         "retrieval.chunk_size=120"),
+        ("retrieval.chunk_overlap", cfg.retrieval.chunk_overlap >= 0, "0 or more sentences",
+         "retrieval.chunk_overlap=0"),
+        ("runner.max_cost_usd", cfg.runner.max_cost_usd is None or cfg.runner.max_cost_usd > 0,
+         "a positive amount in USD, or null for no cap", "runner.max_cost_usd=5"),
+        ("system.kind", SYSTEMS.has(cfg.system.kind), f"a registered system, one of "
+         f"{SYSTEMS.names()}", "system=arag"),
+        ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
+        ("source_run_id", cfg.mode != "evaluate" or bool(cfg.source_run_id),
+         "the id of the MLflow run to re-score when mode=evaluate",
+         "mode=evaluate source_run_id=<run id from the MLflow UI>"),
+    ]
+    for key, ok, must, example in checks:
+        if not ok:
+            value = OmegaConf.select(cfg, key)
+            raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
+
+
+def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
+    """The model, judge and reference model of this run (and ``more``: those a sweep's
+    other jobs choose, choice -> config with a ``provider``) have their credentials, so a
+    missing key stops everything before any run opens or any call is paid for."""
+    nodes: dict[str, Any] = {f"judge={cfg.judge.name}": cfg.judge}
+    if cfg.mode != "evaluate":
+        nodes[f"model={cfg.model.name}"] = cfg.model
+    reference = cfg.dataset.get("reference_model")
+    if reference is not None:
+        nodes[f"dataset/reference_model={reference.name}"] = reference
+    require_credentials({**nodes, **(more or {})})
