@@ -22,18 +22,18 @@ class ContextScorer(Scorer):
                Metric("context_tokens", "context tokens", histogram=False, report=True)]
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
-        out = []
-        for item in items:
-            s = Scores()
-            p = item.prediction
-            if p.skipped or p.error:
-                s.null(self.fields, f"skipped: {p.skip_reason}" if p.skipped
-                       else f"error: {p.error}")
-            elif item.context_chunks is None:
-                s.null(self.fields, "the system did not say what its context was")
-            else:
-                s.values = {"context_chunks": float(item.context_chunks),
-                            "context_tokens": float(estimate_tokens(item.context_text)
-                                                    if item.context_text else 0)}
-            out.append(s)
-        return out
+        return [self.score_one(item) for item in items]
+
+    def score_one(self, item: ScoringItem) -> Scores:
+        p = item.prediction
+        if p.skipped or p.error:
+            why = f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}"
+        elif item.context_chunks is None:
+            why = "the system did not say what its context was"
+        else:
+            tokens = estimate_tokens(item.context_text) if item.context_text else 0
+            return Scores({"context_chunks": float(item.context_chunks),
+                           "context_tokens": float(tokens)})
+        s = Scores()
+        s.null(self.fields, why)
+        return s
