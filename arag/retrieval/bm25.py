@@ -3,8 +3,9 @@
 Tokens: lower-cased words (hyphenated words and tickers kept whole, a possessive ``'s``
 dropped) and figures kept as written (``8.1%``, ``452.2``, ``1,200``), so an exact figure
 or ticker in a query matches it in a chunk. English stopwords are removed and words are
-Snowball-stemmed (``PyStemmer``): on ECTSum val and FinanceBench this beat no stemming and
-keeping stopwords (``bench/retrieval.py --tokenizers``, figures in ``bench/README.md``).
+Snowball-stemmed (``PyStemmer``), the usual BM25 setup; ``bench/retrieval.py --tokenizers``
+compares the variants (on the first 40 ECTSum val calls the plain tokenizer ranked slightly
+better, within noise; figures in ``bench/README.md``).
 
 The BM25 index is built in memory from the chunks of a ``SearchIndex`` the first time a run
 asks for it (about a second for the ECTSum val corpus); with
