@@ -31,6 +31,17 @@ class Scope(str, Enum):
     corpus = "corpus"
 
 
+class RetrievalMethod(str, Enum):
+    dense = "dense"  # MiniLM sentence embeddings in FAISS (a chunk scores its best sentence)
+    bm25 = "bm25"  # BM25 over chunk texts (bm25s)
+    hybrid = "hybrid"  # reciprocal-rank fusion of dense and bm25
+
+
+class Rerank(str, Enum):
+    none = "none"
+    model = "model"  # the run's model reorders the first-stage candidates (one call a task)
+
+
 class CacheMode(str, Enum):
     read_write = "read_write"
     read_only = "read_only"
@@ -68,7 +79,9 @@ class OfflineModelOptions:
     """Knobs of the embedded deterministic model (see arag/llm/offline.py)."""
 
     chunks_per_read: int = 2
-    max_chunks_read: int = 6
+    # None: read up to the context budget the chunk_read tool declares (retrieval.top_k,
+    # or retrieval.context_budget), so A-RAG and naive get the same number of chunks
+    max_chunks_read: int | None = None
     search_top_k: int = 5
 
 
@@ -122,6 +135,20 @@ class RetrievalConfig:
     scope: Scope = Scope.document
     snippet_words: int = 40
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    # how chunks are ranked: naive's search and A-RAG's semantic_search (keyword_search
+    # keeps its exact-match semantics)
+    method: RetrievalMethod = RetrievalMethod.dense
+    fusion_k: int = 60  # reciprocal-rank fusion constant: weight / (fusion_k + rank)
+    dense_weight: float = 0.5  # hybrid: share of the fused score from dense (bm25: the rest)
+    neighbors: int = 0  # naive: add the ±N neighbouring chunks of each hit (same document)
+    # embed and BM25-index each sentence/chunk with its metadata header (part of the index key)
+    contextual_headers: bool = False
+    rerank: Rerank = Rerank.none
+    rerank_candidates: int = 20  # first-stage chunks the reranker orders
+    hyde: bool = False  # naive: search with a hypothetical answer the model writes
+    # chunks any retrieving system may put in front of the model: naive's hits plus their
+    # neighbours, the chunks A-RAG reads; None: top_k
+    context_budget: int | None = None
 
 
 @dataclass

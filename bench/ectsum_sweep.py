@@ -14,7 +14,11 @@ directory, or ``--workdir``), then runs the same command again. Reports:
   hash and reused, predictions resume, the index loads from the cache; with
   ``--warm-rerun`` the warm pass adds ``runner.rerun=true`` and predicts again, served by
   the response cache);
-- per system, ROUGE-1/2/L and retrieval recall/precision as logged in MLflow.
+- per system, ROUGE-1/2/L, retrieval recall/precision, Recall@5 and the context it was
+  given (chunks, tokens) as logged in MLflow;
+- paired differences between every two systems on the tasks both answered (mean, paired
+  bootstrap 95% CI, Wilcoxon p: ``runners.report.paired``, as the sweep report computes them)
+  for ROUGE-1/2/L and retrieval recall, from each run's ``predictions.eval.jsonl``.
 
 Extra Hydra overrides go after ``--``: ``bench/ectsum_sweep.py --limit 5 -- model=offline``.
 """
@@ -34,9 +38,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 BUILT = re.compile(r"index (\S+): built in ([\d.]+)s")
 LOADED = re.compile(r"index (\S+): loaded from cache")
 REUSED = re.compile(r"already FINISHED as run")
+PAIRED = ("rouge1_f1", "rouge2_f1", "rougeL_f1", "retrieval_recall")
 METRICS = ("n_tasks", "rouge1_f1_mean", "rouge2_f1_mean", "rougeL_f1_mean",
            "retrieval_recall_mean", "retrieval_precision_mean", "recall_at_5_mean",
            "cost_usd_total", "latency_ms_p50")
@@ -98,22 +104,56 @@ def run_pass(name: str, cmd: list[str], work: Path, echo: bool) -> Pass:
     return result
 
 
-def logged_metrics(work: Path) -> dict[str, dict[str, float]]:
-    """system -> metrics of its latest child run in the ectsum experiment."""
+def latest_runs(work: Path) -> dict[str, object]:
+    """system -> its latest child run in the ectsum experiment."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(f"sqlite:///{work}/mlflow.db")
     experiment = client.get_experiment_by_name("ectsum")
     if experiment is None:
         return {}
-    latest: dict[str, tuple[int, dict[str, float]]] = {}
+    latest: dict[str, object] = {}
     for run in client.search_runs([experiment.experiment_id], max_results=1000):
         system = run.data.tags.get("system")
         if not system or run.data.tags.get("role") == "sweep_parent":
             continue
-        if system not in latest or run.info.start_time > latest[system][0]:
-            latest[system] = (run.info.start_time, dict(run.data.metrics))
-    return {system: metrics for system, (_, metrics) in sorted(latest.items())}
+        if system not in latest or run.info.start_time > latest[system].info.start_time:
+            latest[system] = run
+    return dict(sorted(latest.items()))
+
+
+def logged_metrics(runs: dict[str, object]) -> dict[str, dict[str, float]]:
+    return {system: dict(run.data.metrics) for system, run in runs.items()}
+
+
+def paired_differences(work: Path, runs: dict[str, object]) -> list[str]:
+    """Every two systems, every PAIRED metric: a - b on the tasks both scored."""
+    import json
+
+    from mlflow.tracking import MlflowClient
+
+    from runners.report import paired
+
+    client = MlflowClient(f"sqlite:///{work}/mlflow.db")
+    records = {}
+    for system, run in runs.items():
+        path = client.download_artifacts(run.info.run_id, "predictions.eval.jsonl",
+                                         str(work / "paired" / system))
+        records[system] = [json.loads(line) for line in Path(path).read_text().splitlines()
+                           if line]
+    out = ["| pair | metric | tasks | mean diff | 95% CI | Wilcoxon p | wins/losses |",
+           "|---|---|---|---|---|---|---|"]
+    systems = list(records)
+    for i, a in enumerate(systems):
+        for b in systems[i + 1:]:
+            for key in PAIRED:
+                res = paired(records[a], records[b], key)
+                if res is None:
+                    continue
+                out.append(f"| {a} − {b} | {key} | {res['n']} | {res['mean_diff']:+.4f} | "
+                           f"[{res['ci_low']:+.4f}, {res['ci_high']:+.4f}] | {res['p']:.2g} | "
+                           f"{res['wins']}/{res['losses']} |")
+    return out
 
 
 def fmt(value: float | None, digits: int = 4) -> str:
@@ -133,8 +173,10 @@ def report(args, passes: list[Pass], children_peak_mb: float,
     out.append(f"peak RSS over all children (RUSAGE_CHILDREN): {children_peak_mb:.0f} MB")
     out.append("")
     cols = ("n_tasks", "rouge1_f1_mean", "rouge2_f1_mean", "rougeL_f1_mean",
-            "retrieval_recall_mean", "retrieval_precision_mean", "recall_at_5_mean")
-    heads = ("n", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ret.recall", "ret.prec", "R@5")
+            "retrieval_recall_mean", "retrieval_precision_mean", "recall_at_5_mean",
+            "context_chunks_mean", "context_tokens_mean")
+    heads = ("n", "ROUGE-1", "ROUGE-2", "ROUGE-L", "ret.recall", "ret.prec", "R@5", "ctx.chunks",
+             "ctx.tokens")
     out.append(f"{'system':<10}" + "".join(f"{h:>11}" for h in heads))
     for system, m in metrics.items():
         out.append(f"{system:<10}" + "".join(f"{fmt(m.get(c)):>11}" for c in cols))
@@ -170,7 +212,10 @@ def main(argv: list[str] | None = None) -> int:
         warm_cmd = cmd + (["runner.rerun=true"] if args.warm_rerun else [])
         warm = run_pass("warm", warm_cmd, work, args.verbose)
         children_peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        print(report(args, [cold, warm], children_peak, logged_metrics(work)), flush=True)
+        runs = latest_runs(work)
+        print(report(args, [cold, warm], children_peak, logged_metrics(runs)), flush=True)
+        if len(runs) > 1:
+            print("\n" + "\n".join(paired_differences(work, runs)), flush=True)
         for p in (cold, warm):
             if p.returncode:
                 tail = "\n".join(p.lines[-15:])

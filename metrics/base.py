@@ -64,6 +64,8 @@ class ScoringItem:
     line_pages: dict[str, tuple[int, ...]] = field(default_factory=dict)
     # the system's ranking of chunks, best first (System.ranking); None: it does not rank
     ranking: list[str] | None = None
+    # how many chunks the context amounts to (System.context_chunks)
+    context_chunks: int | None = None
 
 
 @dataclass

@@ -50,6 +50,7 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
             target_length=target_length, retrieves=system.retrieves,
             line_pages=paged_gold_documents(tasks[p.id], corpus),
             ranking=system.ranking(p) if system.ranks else None,
+            context_chunks=system.context_chunks(p, tasks[p.id], sources),
         )
         for p in predictions
     ]

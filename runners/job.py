@@ -13,7 +13,7 @@ from omegaconf import DictConfig
 from arag.datasets import Dataset, load_dataset
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel
-from arag.retrieval import SearchIndex, load_or_build_index
+from arag.retrieval import RetrievalSettings, SearchIndex, load_or_build_index
 from arag.systems import SYSTEMS, System, SystemContext, make_system
 from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
@@ -105,6 +105,7 @@ def build_system(job: Job, model: ChatModel) -> System:
         tools=list(cfg.system.tools), max_tokens=cfg.system.max_tokens,
         temperature=cfg.system.temperature, context_limit=cfg.model.context_limit,
         snippet_words=cfg.retrieval.snippet_words,
+        retrieval=RetrievalSettings.from_config(cfg.retrieval),
     )
     system = make_system(cfg.system.kind, cfg.system.name, ctx)
     if system.retrieves:

@@ -28,6 +28,20 @@ def validate_config(cfg: DictConfig) -> None:
          "retrieval.chunk_size=120"),
         ("retrieval.chunk_overlap", cfg.retrieval.chunk_overlap >= 0, "0 or more sentences",
          "retrieval.chunk_overlap=0"),
+        ("retrieval.fusion_k", cfg.retrieval.fusion_k >= 1, "at least 1 (60 is usual)",
+         "retrieval.fusion_k=60"),
+        ("retrieval.dense_weight", 0.0 <= cfg.retrieval.dense_weight <= 1.0,
+         "a share from 0 (bm25 only) to 1 (dense only)", "retrieval.dense_weight=0.5"),
+        ("retrieval.neighbors", cfg.retrieval.neighbors >= 0, "0 or more chunks each side",
+         "retrieval.neighbors=1"),
+        ("retrieval.rerank_candidates", cfg.retrieval.rerank_candidates >= 1,
+         "at least 1 chunk for the reranker to order", "retrieval.rerank_candidates=20"),
+        ("retrieval.context_budget", cfg.retrieval.context_budget is None
+         or cfg.retrieval.context_budget >= 1, "at least 1 chunk, or null for retrieval.top_k",
+         "retrieval.context_budget=null"),
+        ("model.offline.max_chunks_read", cfg.model.offline.max_chunks_read is None
+         or cfg.model.offline.max_chunks_read >= 1,
+         "at least 1 chunk, or null for the context budget", "model.offline.max_chunks_read=null"),
         ("runner.max_cost_usd", cfg.runner.max_cost_usd is None or cfg.runner.max_cost_usd > 0,
          "a positive amount in USD, or null for no cap", "runner.max_cost_usd=5"),
         ("system.kind", SYSTEMS.has(cfg.system.kind), f"a registered system, one of "

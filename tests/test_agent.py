@@ -11,7 +11,7 @@ from arag.datasets import load_dataset
 from arag.llm import Completion, Prices, Usage
 from arag.llm.offline import OfflineModel
 from arag.llm.scripted import ScriptedModel, ScriptExhausted
-from arag.retrieval import load_or_build_index
+from arag.retrieval import RetrievalSettings, load_or_build_index
 from arag.systems import SystemContext, make_system
 from arag.trace import ModelCall, step_to_dict
 from metrics.aggregate import aggregate
@@ -29,11 +29,12 @@ def world(make_cfg, tmp_path):
     return ds, index
 
 
-def _system(kind, model, ds, index, max_loops=6, context_limit=200_000):
+def _system(kind, model, ds, index, max_loops=6, context_limit=200_000, budget=None):
     ctx = SystemContext(model=model, prices=Prices(1.0, 5.0, 0.1, 1.25), corpus=ds.corpus,
                         index_loader=lambda: index, style="earnings_call", target_length=50,
                         max_loops=max_loops, top_k=3, scope="document", tools=TOOLS,
-                        max_tokens=512, temperature=0.0, context_limit=context_limit)
+                        max_tokens=512, temperature=0.0, context_limit=context_limit,
+                        retrieval=RetrievalSettings(context_budget=budget))
     return make_system(kind, kind, ctx)
 
 
@@ -84,13 +85,13 @@ def test_usage_and_cost_add_up_over_calls(world):
 
 def test_offline_agent_searches_then_reads_and_summarizes_what_it_read(world):
     ds, index = world
-    pred = _system("arag", OfflineModel(max_chunks_read=4), ds, index).predict(ds.tasks[0], "m")
+    pred = _system("arag", OfflineModel(), ds, index, budget=4).predict(ds.tasks[0], "m")
     names = [t["name"] for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
     assert names[:2] == ["semantic_search", "keyword_search"] and "chunk_read" in names
     assert len(pred.retrieved_chunk_ids) == 4
     assert "$452.0 million" in pred.predicted and "$1.10" in pred.predicted
     assert pred.word_count <= 50
-    again = _system("arag", OfflineModel(max_chunks_read=4), ds, index).predict(ds.tasks[0], "m")
+    again = _system("arag", OfflineModel(), ds, index, budget=4).predict(ds.tasks[0], "m")
     assert again.predicted == pred.predicted and again.retrieved_chunk_ids == pred.retrieved_chunk_ids
 
 

@@ -9,7 +9,7 @@ import math
 import pytest
 
 from arag.records import Prediction, Task
-from arag.systems import SYSTEMS, NaiveRAG
+from arag.systems import SYSTEMS, AgenticRAG, NaiveRAG
 from arag.trace import Retrieval, ToolCall
 from metrics.base import SCORERS, ScorerEnv, ScoringItem
 from metrics.ranking import RankingScorer
@@ -155,7 +155,7 @@ def test_hit_doc_sees_wrong_document_hits():
 
 
 def test_null_with_reason_without_ranked_list_or_gold():
-    s = score(item(None, GOLD, system="arag"))
+    s = score(item(None, GOLD, system="stuffing"))
     assert all(v is None for v in s.values.values()) and len(s.values) == 20
     assert "does not rank" in s.null_reasons["recall_at_5"]
 
@@ -172,17 +172,28 @@ def test_null_with_reason_without_ranked_list_or_gold():
     assert s.values["hit_doc_at_1"] is None and "too long" in s.null_reasons["hit_doc_at_1"]
 
 
-def test_naive_ranking_is_its_first_retrieval_deduplicated():
+def test_naive_ranking_is_its_last_retrieval_deduplicated():
     def ranking(trace):
         pred = Prediction(id="t", source="s", system="naive", model="m", task_type="qa",
                           question="q", doc_ids=[], ground_truth="", trace=trace)
         return NaiveRAG.ranking(pred)
 
+    # the search, then the reranked list: the final order is the ranking
     trace = [ToolCall("keyword_search", {}, ["x#L1-2"], False, None, 0.0, 0.0),
-             Retrieval("semantic_search", {}, ["a", "b", "a"]),
-             Retrieval("semantic_search", {}, ["c"])]
-    assert ranking(trace) == ["a", "b"]
+             Retrieval("semantic_search", {}, ["a", "b", "c"]),
+             Retrieval("rerank", {}, ["c", "a", "c", "b"])]
+    assert ranking(trace) == ["c", "a", "b"]
     assert ranking([]) is None
+
+
+def test_arag_ranks_the_chunks_in_the_order_it_first_read_them():
+    read = [A, cid(DOC, 11, 17), A, B]  # A read again later counts once, at rank 1
+    pred = Prediction(id="t", source="s", system="arag", model="m", task_type="qa",
+                      question="q", doc_ids=[DOC], ground_truth="", retrieved_chunk_ids=read)
+    assert AgenticRAG.ranks and AgenticRAG.ranking(pred) == [A, cid(DOC, 11, 17), B]
+    it = dataclasses.replace(item(None, GOLD, system="arag"), ranking=AgenticRAG.ranking(pred))
+    v = score(it).values
+    assert v["mrr_at_10"] == 1.0 and v["recall_at_3"] == 1.0 and v["recall_at_1"] == 0.5
 
 
 def test_factory_reads_ks_from_config(make_cfg):

@@ -90,6 +90,11 @@ class APIFailure:
     retry_after_s: float | None = None  # the server's own wait (e.g. retry-after), if any
 
 
+def estimate_tokens(text: str) -> int:
+    """Tokens of a text, estimated locally: about 4 characters a token."""
+    return max(1, len(text) // 4)
+
+
 class ChatModel(ABC):
     """One abstract call. Providers translate messages; everything else is shared."""
 
@@ -124,7 +129,7 @@ class ChatModel(ABC):
 
     def count_tokens(self, text: str) -> int:
         """Local estimate (≈4 characters a token) for budgets and dry runs."""
-        return max(1, len(text) // 4)
+        return estimate_tokens(text)
 
     @property
     def can_judge(self) -> bool:

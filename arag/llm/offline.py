@@ -6,8 +6,15 @@ It reads the conversation exactly as a remote model would and acts on it:
   ``semantic_search`` with the question and ``keyword_search`` with the key financial
   terms. Later turns: ``chunk_read`` of the best unread chunks named in search results
   (ranked by reciprocal-rank fusion over all searches), ``chunks_per_read`` at a time,
-  until it has read ``max_chunks_read`` chunks or no candidate is left; then it answers.
+  until it has read ``max_chunks_read`` chunks (None: the context budget the chunk_read
+  tool declares, "at most N chunks in total") or no candidate is left; then it answers.
   Facet searches (guidance, margins, cash) widen the candidate pool when it runs dry.
+* Asked for a retrieval step (``<retrieval_step>`` in the request, ``arag.retrieval.query``):
+  for ``hypothetical_answer`` (HyDE) it writes the question followed by one fixed sentence
+  naming the figures a financial summary reports (``HYDE_PASSAGE``), i.e. a deterministic
+  query expansion; for ``rerank`` it orders the candidates by the summed extractive
+  score (``arag.llm.extractive.score_sentence``) of their three best sentences, ties in
+  the order given, and replies with their ids one per line.
 * Without tools, or once it stops searching, it answers with an extractive summary
   (``arag.llm.extractive``) of every ``<chunk>``/``<document>`` passage in the
   conversation, in the style and length the prompt asks for.
@@ -22,7 +29,7 @@ import re
 from typing import Any
 
 from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
-from arag.llm.extractive import summarize
+from arag.llm.extractive import content_words, score_sentence, summarize
 from arag.llm.registry import register_provider
 
 PASSAGE = re.compile(r"<(chunk|document)\b[^>]*>\n?(.*?)</\1>", re.DOTALL)
@@ -38,13 +45,19 @@ FACETS = (
     "free cash flow, dividends and share repurchases",
 )
 KEYWORDS = ["revenue", "earnings per share", "guidance", "margin", "net income"]
+RETRIEVAL_STEP = re.compile(r"<retrieval_step>(\w+)</retrieval_step>")
+CANDIDATE = re.compile(r'<candidate id="([^"]+)">\n?(.*?)</candidate>', re.DOTALL)
+READ_BUDGET = re.compile(r"at most (\d+) chunks in total")
+HYDE_PASSAGE = ("Revenue, earnings per share, net income and margins rose or fell by a stated "
+                "percentage to a stated amount in million dollars, and the company gave "
+                "guidance for the next quarter and the full year.")
 
 
 class OfflineModel(ChatModel):
     provider = "offline"
 
     def __init__(self, name: str = "offline", chunks_per_read: int = 2,
-                 max_chunks_read: int = 6, search_top_k: int = 5):
+                 max_chunks_read: int | None = None, search_top_k: int = 5):
         self.name = name
         self.chunks_per_read = chunks_per_read
         self.max_chunks_read = max_chunks_read
@@ -65,7 +78,10 @@ class OfflineModel(ChatModel):
     ) -> Completion:
         transcript = _all_text(system, messages)
         tool_names = {t.name for t in tools or []} if tool_choice != "none" else set()
-        content = self._next_action(messages, transcript, tool_names)
+        first = messages[0]["content"] if messages else ""
+        step = _first(RETRIEVAL_STEP, first) if isinstance(first, str) else ""
+        content = [{"type": "text", "text": _retrieval_step(step, transcript)}] if step else \
+            self._next_action(messages, transcript, tool_names, tools or [])
         if content is None:
             content = [{"type": "text", "text": self._answer(transcript)}]
         out_text = str(content)
@@ -75,10 +91,11 @@ class OfflineModel(ChatModel):
         return Completion(content=content, stop_reason=stop, usage=usage, model=self.name)
 
     # --- retrieval policy -------------------------------------------------------------
-    def _next_action(self, messages: list[Message], transcript: str,
-                     tool_names: set[str]) -> list[dict[str, Any]] | None:
+    def _next_action(self, messages: list[Message], transcript: str, tool_names: set[str],
+                     tools: list[ToolSpec]) -> list[dict[str, Any]] | None:
         if not tool_names:
             return None
+        budget = self._read_budget(tools)
         question = _first(QUESTION, transcript)
         calls = [b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
                  for b in m["content"] if b.get("type") == "tool_use"]
@@ -90,11 +107,11 @@ class OfflineModel(ChatModel):
                 first.append(("keyword_search", {"keywords": KEYWORDS, "top_k": self.search_top_k}))
             return _tool_uses(first, len(calls)) if first else None
         read = [cid for c in calls if c["name"] == "chunk_read" for cid in c["input"]["chunk_ids"]]
-        if len(read) >= self.max_chunks_read or "chunk_read" not in tool_names:
+        if len(read) >= budget or "chunk_read" not in tool_names:
             return None
         candidates = [c for c in _ranked_candidates(messages) if c not in read]
         if candidates:
-            batch = candidates[: min(self.chunks_per_read, self.max_chunks_read - len(read))]
+            batch = candidates[: min(self.chunks_per_read, budget - len(read))]
             return _tool_uses([("chunk_read", {"chunk_ids": batch})], len(calls))
         searched = {c["input"].get("query") for c in calls if c["name"] == "semantic_search"}
         facet = next((f for f in FACETS if f not in searched), None)
@@ -102,6 +119,14 @@ class OfflineModel(ChatModel):
             return _tool_uses([("semantic_search", {"query": facet, "top_k": self.search_top_k})],
                               len(calls))
         return None
+
+    def _read_budget(self, tools: list[ToolSpec]) -> int:
+        """``max_chunks_read``, or else the budget chunk_read declares (else no limit)."""
+        if self.max_chunks_read is not None:
+            return self.max_chunks_read
+        declared = [int(m) for t in tools if t.name == "chunk_read"
+                    for m in READ_BUDGET.findall(t.description)]
+        return declared[0] if declared else 10**9
 
     def _answer(self, transcript: str) -> str:
         sentences = [
@@ -112,6 +137,24 @@ class OfflineModel(ChatModel):
         style = _first(STYLE, transcript) or "earnings_call"
         summary = summarize(sentences, _first(QUESTION, transcript), target, style)
         return summary or "The provided context contains no information to answer from."
+
+
+def _retrieval_step(step: str, transcript: str) -> str:
+    question = _first(QUESTION, transcript)
+    if step == "hypothetical_answer":
+        return f"{question} {HYDE_PASSAGE}"
+    if step == "rerank":
+        q_words = content_words(question)
+        candidates = CANDIDATE.findall(transcript)
+
+        def score(body: str) -> float:
+            lines = [ln for ln in body.splitlines() if ln.strip() and not HEADER.match(ln.strip())]
+            return sum(sorted((score_sentence(ln, q_words) for ln in lines), reverse=True)[:3])
+
+        scores = [score(body) for _, body in candidates]
+        order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
+        return "\n".join(candidates[i][0] for i in order)
+    return f"unknown retrieval step {step!r}"
 
 
 def _all_text(system: str, messages: list[Message]) -> str:

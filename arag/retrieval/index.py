@@ -43,6 +43,9 @@ def build_chunks(corpus: Corpus, chunk_size: int, overlap: int) -> list[Chunk]:
 
 
 class SearchIndex:
+    # sentences were embedded (and chunks are BM25-indexed) under their metadata header
+    contextual_headers: bool = False
+
     def __init__(self, chunks: list[Chunk], flat: faiss.Index, row_chunk: np.ndarray,
                  embedder: Embedder | None, key: str):
         self.chunks = chunks
@@ -145,7 +148,17 @@ def index_key(corpus: Corpus, retrieval_cfg) -> str:
         # chunks follow the pages (never cross one; the page is in the header), so the
         # pagination is part of the key; a corpus without pages keeps the keys it had
         parts.append(content_hash(sorted(pages.items())))
+    if getattr(retrieval_cfg, "contextual_headers", False):
+        parts.append("contextual_headers")  # other texts are embedded; default keys unchanged
     return content_hash(*parts)
+
+
+def embedded_texts(chunks: list[Chunk], contextual_headers: bool) -> list[str]:
+    """What is embedded, one text per sentence: the sentence, or its chunk's metadata header
+    and the sentence (``retrieval.contextual_headers``)."""
+    if contextual_headers:
+        return [f"{c.header} {line}" for c in chunks for line in c.lines]
+    return [line for c in chunks for line in c.lines]
 
 
 def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
@@ -153,12 +166,14 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
     """Load the index for this corpus and config from the cache, or build (and store) it."""
     mode = CacheMode(mode)
     key = index_key(corpus, retrieval_cfg)
+    headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
     emb_cfg = retrieval_cfg.embedder
     embedder = get_embedder(emb_cfg.path, emb_cfg.batch_size, emb_cfg.device)
     folder = Path(cache_dir) / "index" / key
     if mode != CacheMode.off and folder.exists():
         try:
             index = _load(folder, embedder, key)
+            index.contextual_headers = headers
             log.info("index %s: loaded from cache %s (%d chunks, %d vectors, no embedding pass)",
                      key, folder, len(index.chunks), index.n_vectors)
             return index
@@ -166,13 +181,14 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
             log.warning("index cache %s is unreadable (%s); rebuilding it", folder, exc)
     started = time.perf_counter()
     chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
-    sentences = [line for c in chunks for line in c.lines]
+    sentences = embedded_texts(chunks, headers)
     row_chunk = np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
     log.info("index %s: embedding %d sentences of %d chunks", key, len(sentences), len(chunks))
     vectors = embedder.encode(sentences, progress=len(sentences) > 2000)
     flat = faiss.IndexFlatIP(embedder.dim)
     flat.add(vectors)
     index = SearchIndex(chunks, flat, row_chunk, embedder, key)
+    index.contextual_headers = headers
     log.info("index %s: built in %.1fs", key, time.perf_counter() - started)
     if mode == CacheMode.read_write:
         _store(folder, index)

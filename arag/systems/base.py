@@ -8,7 +8,9 @@ and the report ask these declarations and never the system's name:
 * ``ranks``: it produces a ranking of chunks (``ranking``), scored by Recall/MRR/nDCG@k;
 * ``agentic``: the model decides what to search and read, in a loop of tool calls;
 * ``judged_context``: the text G-Eval faithfulness and numeric precision are judged
-  against, i.e. what the system put in front of the model.
+  against, i.e. what the system put in front of the model;
+* ``context_chunks``: how many chunks that context amounts to (``context_chunks`` on every
+  record, beside ``context_tokens``), so budgets can be compared across systems.
 
 A new system is one module in this package (``@register_system("name")`` on its class)
 and one YAML in ``conf/system/`` whose ``kind`` names it.
@@ -19,7 +21,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar
 
 from arag.agent.prompts import system_prompt, task_prompt
@@ -29,6 +31,7 @@ from arag.llm.pricing import Prices
 from arag.records import Chunk, Corpus, Prediction, Task
 from arag.registry import Registry
 from arag.retrieval.index import SearchIndex
+from arag.retrieval.search import RetrievalSettings
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +54,16 @@ class SystemContext:
     temperature: float
     context_limit: int
     snippet_words: int = 40
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
 
     def index(self) -> SearchIndex:
         return self.index_loader()
+
+    @property
+    def budget(self) -> int:
+        """Chunks a retrieving system may put in front of the model (retrieval.context_budget,
+        else top_k): the same for naive's hits and neighbours and for what A-RAG reads."""
+        return self.retrieval.context_budget or self.top_k
 
     def scope_doc_ids(self, task: Task) -> list[str] | None:
         return list(task.doc_ids) if self.scope == "document" else None
@@ -88,6 +98,11 @@ class System(ABC):
         """What the system put in front of the model; by default the chunks it used."""
         return "\n\n".join(sources.chunks[c].text for c in pred.context_chunk_ids
                            if c in sources.chunks)
+
+    @classmethod
+    def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
+        """How many chunks the model was given; by default those in ``context_chunk_ids``."""
+        return len(dict.fromkeys(pred.context_chunk_ids))
 
     def predict(self, task: Task, source: str) -> Prediction:
         calls = CallLog(self.ctx.model, self.ctx.prices)

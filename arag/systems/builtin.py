@@ -8,22 +8,28 @@ from arag.agent.prompts import system_prompt, task_prompt
 from arag.calls import CallLog
 from arag.records import Corpus, Prediction, Task
 from arag.systems.base import Sources, System, register_system
+from arag.systems.retriever import retrieve
 from arag.tools.toolset import Toolset
 from arag.trace import Retrieval
-
-RANK_DEPTH = 10
 
 
 @register_system("arag")
 class AgenticRAG(System):
-    """A ReAct agent that searches and reads chunks within a loop budget."""
+    """A ReAct agent that searches and reads chunks within a loop budget and the context
+    budget; its ranking is the chunks in the order it first read them."""
 
     retrieves = True
+    ranks = True
     agentic = True
+
+    @classmethod
+    def ranking(cls, pred: Prediction) -> list[str] | None:
+        return list(dict.fromkeys(pred.retrieved_chunk_ids))
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         toolset = Toolset(self.ctx.index(), self.ctx.scope_doc_ids(task), self.ctx.tools,
-                          self.ctx.snippet_words, default_top_k=self.ctx.top_k)
+                          self.ctx.snippet_words, default_top_k=self.ctx.top_k,
+                          method=self.ctx.retrieval.method, read_budget=self.ctx.budget)
         result = run_agent(
             calls, toolset, system_prompt(task.task_type, agentic=True),
             task_prompt(task, self.ctx.style, self.ctx.target_length),
@@ -39,27 +45,22 @@ class AgenticRAG(System):
 
 @register_system("naive")
 class NaiveRAG(System):
-    """Top-k semantic search over the task's documents, one call."""
+    """Top-k search over the task's documents (``retrieval.method``; optional HyDE, rerank
+    and neighbours: ``arag.systems.retriever``), one call."""
 
     retrieves = True
     ranks = True
 
     @classmethod
     def ranking(cls, pred: Prediction) -> list[str] | None:
-        """Its one search, ranked deeper than it reads (``RANK_DEPTH``), deduplicated."""
-        for step in pred.trace:
-            if isinstance(step, Retrieval):
-                return list(dict.fromkeys(step.result_chunk_ids))
-        return None
+        """Its final ranked list (the last retrieval step: after rerank and neighbours),
+        ranked deeper than it reads (``RANK_DEPTH``), deduplicated."""
+        steps = [step for step in pred.trace if isinstance(step, Retrieval)]
+        return list(dict.fromkeys(steps[-1].result_chunk_ids)) if steps else None
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         index = self.ctx.index()
-        # rank deeper than k once, so Recall@k/MRR@k/nDCG@k come from the same pass
-        depth = max(self.ctx.top_k, RANK_DEPTH)
-        hits = calls.retrieve("semantic_search", {"query": task.question, "top_k": depth},
-                              lambda: index.semantic_search(task.question, depth,
-                                                            self.ctx.scope_doc_ids(task)))
-        ids = [h.chunk_id for h in hits][: self.ctx.top_k]
+        ids = retrieve(self.ctx, task, calls).context
         context = "\n\n".join(
             f'<chunk id="{cid}">\n{index.by_id[cid].text}\n</chunk>' for cid in ids
         )
@@ -71,6 +72,12 @@ class NaiveRAG(System):
 @register_system("stuffing")
 class Stuffing(System):
     """The whole document(s) in one prompt; skipped when it would not fit the context."""
+
+    @classmethod
+    def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
+        """Every chunk of its documents: the whole document is the context."""
+        docs = set(pred.doc_ids)
+        return sum(1 for c in sources.chunks.values() if c.doc_id in docs)
 
     @classmethod
     def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
@@ -103,6 +110,13 @@ class Oracle(System):
     """The ceiling: the gold key sentences (or evidence pages) given to one call."""
 
     @classmethod
+    def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
+        """The chunks holding its gold lines: what a retriever would need to give."""
+        gold = task.gold_lines or {}
+        return sum(1 for c in sources.chunks.values()
+                   if any(c.covers(line) for line in gold.get(c.doc_id, ())))
+
+    @classmethod
     def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
         return gold_passages(task, sources.corpus)
 
@@ -117,6 +131,10 @@ class Oracle(System):
 @register_system("closed_book")
 class ClosedBook(System):
     """The floor: no context at all, one call."""
+
+    @classmethod
+    def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
+        return 0
 
     @classmethod
     def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:

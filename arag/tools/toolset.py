@@ -1,9 +1,11 @@
 """The agent's tools, A-RAG semantics (arXiv 2602.03442).
 
 * ``keyword_search(keywords, top_k)``: exact keyword matches, scored by count × length.
-* ``semantic_search(query, top_k)``: chunks ranked by their best-matching sentence.
+* ``semantic_search(query, top_k)``: chunks ranked by their best-matching sentence, or by
+  ``retrieval.method`` (bm25, hybrid; ``arag.retrieval.search``).
 * ``chunk_read(chunk_ids)``: full chunks with their metadata header; a chunk already read
-  returns a marker instead of its text again.
+  returns a marker instead of its text again. At most ``read_budget`` chunks are read in
+  all (the context budget every retrieving system shares; the tool's description says so).
 
 Search results name chunks as ``Chunk ID: <id>`` with a one-sentence snippet. Tools are
 read-only and scoped: under ``scope=document`` they see only the task's documents,
@@ -18,6 +20,7 @@ from typing import Any
 
 from arag.llm.base import ToolSpec
 from arag.retrieval.index import Hit, SearchIndex
+from arag.retrieval.search import Method, rank_chunks
 
 MAX_TOP_K = 20
 MAX_READ = 10
@@ -86,6 +89,8 @@ class Toolset:
     names: list[str]
     snippet_words: int = 40
     default_top_k: int = 5  # retrieval.top_k: what a search returns when the model names no top_k
+    method: Method = field(default_factory=Method)  # how semantic_search ranks (retrieval.method)
+    read_budget: int | None = None  # chunks chunk_read returns in all (None: no limit)
     read_order: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -98,8 +103,14 @@ class Toolset:
 
     @property
     def specs(self) -> list[ToolSpec]:
-        """The tools' specs, their top_k default being this run's retrieval.top_k."""
-        return [_with_default_top_k(TOOL_SPECS[n], self.default_top_k) for n in self.names]
+        """The tools' specs, their top_k default being this run's retrieval.top_k and
+        chunk_read naming the read budget."""
+        specs = [_with_default_top_k(TOOL_SPECS[n], self.default_top_k) for n in self.names]
+        if self.read_budget is None:
+            return specs
+        note = f" You can read at most {self.read_budget} chunks in total."
+        return [replace(s, description=s.description + note) if s.name == "chunk_read" else s
+                for s in specs]
 
     def call(self, name: str, arguments: Any) -> ToolResult:
         if name not in self.names:
@@ -114,25 +125,32 @@ class Toolset:
         return self._render_hits(hits, f"keywords {keywords}")
 
     def _semantic_search(self, query: str, top_k: int | None = None) -> ToolResult:
-        hits = self.index.semantic_search(query, top_k or self.default_top_k, self.scope_doc_ids)
+        hits = rank_chunks(self.index, query, top_k or self.default_top_k, self.scope_doc_ids,
+                           self.method)
         return self._render_hits(hits, f"query {query!r}")
 
     def _chunk_read(self, chunk_ids: list[str]) -> ToolResult:
         parts: list[str] = []
         returned: list[str] = []
         allowed = set(self.scope_doc_ids) if self.scope_doc_ids is not None else None
+        known = False  # an id that exists, even if not returned (read before, over budget)
         for cid in chunk_ids:
             chunk = self.index.by_id.get(cid)
             if chunk is None or (allowed is not None and chunk.doc_id not in allowed):
                 parts.append(f"[chunk {cid} does not exist in the searchable documents]")
                 continue
+            known = True
             if cid in self.read_order:
                 parts.append(f"[chunk {cid} was already read above; its text is not repeated]")
+                continue
+            if self.read_budget is not None and len(self.read_order) >= self.read_budget:
+                parts.append(f"[chunk {cid} not read: the context budget of {self.read_budget} "
+                             "chunks is spent; answer from what you have read]")
                 continue
             self.read_order.append(cid)
             returned.append(cid)
             parts.append(f'<chunk id="{cid}">\n{chunk.text}\n</chunk>')
-        if not returned and not any("already read" in p for p in parts):
+        if not known:
             raise ToolError("none of the chunk ids exist; use ids exactly as search results "
                             "print them after 'Chunk ID:'")
         return ToolResult("\n".join(parts), returned)

@@ -1,0 +1,54 @@
+"""The one-shot retriever behind naive RAG: optional HyDE, a search by ``retrieval.method``,
+optional model reranking, then neighbours within the context budget.
+
+Every step is a traced call: model calls (HyDE, rerank) through the task's call log (costed,
+cached), searches as ``Retrieval`` steps. The last ``Retrieval`` step is the system's
+ranking (``NaiveRAG.ranking``): the ranked chunks, reordered by the reranker, widened by
+neighbours, ``RANK_DEPTH`` deep at least.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arag.calls import CallLog
+from arag.records import Task
+from arag.retrieval.index import Hit
+from arag.retrieval.query import hyde_query, hyde_request, rerank_request, reranked
+from arag.retrieval.search import rank_chunks, with_neighbors
+from arag.systems.base import SystemContext
+
+RANK_DEPTH = 10
+
+
+@dataclass
+class Retrieved:
+    ranking: list[str]  # best first, RANK_DEPTH deep at least (neighbours included)
+    context: list[str]  # what the model gets: top_k hits and neighbours, within the budget
+
+
+def retrieve(ctx: SystemContext, task: Task, calls: CallLog) -> Retrieved:
+    settings, index = ctx.retrieval, ctx.index()
+    query = task.question
+    if settings.hyde:
+        query = hyde_query(task.question, calls.complete(**hyde_request(task.question)).text)
+    # rank deeper than k once, so Recall@k/MRR@k/nDCG@k come from the same pass
+    depth = max(ctx.top_k, RANK_DEPTH, settings.rerank_candidates if settings.rerank else 0)
+    method = settings.method
+    name = "semantic_search" if method.name == "dense" else f"{method.name}_search"
+    hits = calls.retrieve(name, {"query": query, "top_k": depth, "method": method.name},
+                          lambda: rank_chunks(index, query, depth, ctx.scope_doc_ids(task),
+                                              method))
+    if settings.rerank and hits:
+        pool = hits[:settings.rerank_candidates]
+        reply = calls.complete(**rerank_request(task.question, pool, index)).text
+        order = reranked(reply, pool) + hits[len(pool):]
+        hits = calls.retrieve("rerank", {"candidates": len(pool)}, lambda: order)
+    ranked = [h.chunk_id for h in hits]
+    context = with_neighbors(index, ranked[:ctx.top_k], settings.neighbors, ctx.budget)
+    if settings.neighbors:
+        widened = with_neighbors(index, ranked, settings.neighbors, max(RANK_DEPTH, ctx.budget))
+        calls.retrieve("neighbors", {"neighbors": settings.neighbors},
+                       lambda: [Hit(cid, 0.0, "") for cid in widened])
+        ranked = widened
+    return Retrieved(ranked, context)

@@ -1,0 +1,214 @@
+"""Retrieval options on the sample corpus: BM25, hybrid fusion, neighbours, contextual headers,
+rerank and HyDE (priced and cached), and one context budget for every retrieving system."""
+
+from __future__ import annotations
+
+import pytest
+from hydra.errors import ConfigCompositionException
+
+from arag.datasets import load_dataset
+from arag.llm import Prices
+from arag.llm.cache import CachedModel
+from arag.llm.offline import OfflineModel
+from arag.llm.scripted import ScriptedModel
+from arag.retrieval import (
+    Method,
+    RetrievalSettings,
+    bm25_for,
+    fuse,
+    index_key,
+    load_or_build_index,
+    rank_chunks,
+    with_neighbors,
+)
+from arag.retrieval.index import Hit, embedded_texts
+from arag.retrieval.query import hyde_query
+from arag.systems import NaiveRAG, SystemContext, make_system
+from arag.trace import ModelCall, Retrieval
+from runners.identity import predictions_hash
+from runners.validation import ConfigError, validate_config
+from tests.conftest import ROOT, compose_cfg, store_overrides, write_mini_dataset
+
+TOOLS = ["keyword_search", "semantic_search", "chunk_read"]
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory, shared_cache):
+    tmp = tmp_path_factory.mktemp("options")
+    cfg = compose_cfg(store_overrides(tmp, shared_cache))  # the sample index other tests use
+    ds = load_dataset(cfg.dataset, ROOT)
+    return cfg, ds, load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+
+
+def _ctx(model, ds, index, top_k=5, **settings) -> SystemContext:
+    return SystemContext(model=model, prices=Prices(1.0, 5.0, 0.1, 1.25), corpus=ds.corpus,
+                         index_loader=lambda: index, style="earnings_call", target_length=50,
+                         max_loops=22, top_k=top_k, scope="document", tools=TOOLS,
+                         max_tokens=512, temperature=0.0, context_limit=200_000,
+                         retrieval=RetrievalSettings(**settings))
+
+
+def test_bm25_ranks_the_chunk_with_an_exact_figure_first(sample):
+    _, ds, index = sample
+    task = ds.tasks[0]
+    figure = "612.4"  # KBTX's revenue, in one sentence of its call
+    holding = [c.chunk_id for c in index.chunks_of(list(task.doc_ids)) if figure in c.body]
+    assert len(holding) == 1
+    hits = rank_chunks(index, f"revenue of {figure} million", 5, list(task.doc_ids),
+                       Method("bm25"))
+    assert hits[0].chunk_id == holding[0] and figure in hits[0].snippet
+    assert all(h.chunk_id.startswith(task.doc_ids[0]) for h in hits)  # scoped to the task
+    # a query sharing no term with the corpus finds nothing rather than arbitrary chunks
+    assert rank_chunks(index, "zzyzx qwertyuiop", 5, None, Method("bm25")) == []
+
+
+def test_hybrid_fusion_is_deterministic_and_follows_the_formula(sample):
+    _, ds, index = sample
+    doc_ids = list(ds.tasks[1].doc_ids)
+    hybrid = Method("hybrid", fusion_k=60, dense_weight=0.5)
+    first = rank_chunks(index, ds.tasks[1].question, 8, doc_ids, hybrid)
+    assert [h.chunk_id for h in first] == [
+        h.chunk_id for h in rank_chunks(index, ds.tasks[1].question, 8, doc_ids, hybrid)]
+    a, b, c = (index.chunks[i].chunk_id for i in (0, 1, 2))
+    fused = fuse([[Hit(a, 1, "x"), Hit(b, 1, "y")], [Hit(b, 9, "z"), Hit(c, 9, "w")]],
+                 [0.5, 0.5], 60, index)
+    assert [h.chunk_id for h in fused] == [b, a, c]
+    assert fused[0].score == pytest.approx(0.5 / 62 + 0.5 / 61)
+    # equal scores: the chunk that comes first in the index wins, whatever the list order
+    tied = fuse([[Hit(c, 1, "")], [Hit(a, 1, "")]], [0.5, 0.5], 60, index)
+    assert [h.chunk_id for h in tied] == [a, c]
+    # the weight moves the order: dense only vs bm25 only
+    dense_only = rank_chunks(index, ds.tasks[1].question, 5, doc_ids, Method("hybrid", 60, 1.0))
+    assert [h.chunk_id for h in dense_only] == [
+        h.chunk_id for h in rank_chunks(index, ds.tasks[1].question, 5, doc_ids, Method())]
+
+
+def test_neighbours_stay_in_the_document_and_count_in_the_budget(sample):
+    _, ds, index = sample
+    first_of_second_doc = next(i for i, c in enumerate(index.chunks)
+                               if c.doc_id != index.chunks[0].doc_id)
+    hit = index.chunks[first_of_second_doc]
+    widened = with_neighbors(index, [hit.chunk_id], neighbors=1, budget=5)
+    assert widened == [hit.chunk_id, index.chunks[first_of_second_doc + 1].chunk_id]
+    assert all(index.by_id[c].doc_id == hit.doc_id for c in widened)
+    middle = index.chunks[first_of_second_doc + 2]
+    assert len(with_neighbors(index, [middle.chunk_id], 2, budget=3)) == 3  # hit, -1, +1
+    # naive with neighbours: the budget (top_k) holds the hits and their neighbours
+    task = ds.tasks[0]
+    pred = NaiveRAG("naive", _ctx(OfflineModel(), ds, index, neighbors=1)).predict(task, "s")
+    assert len(pred.context_chunk_ids) == 5 and len(set(pred.context_chunk_ids)) == 5
+    assert all(index.by_id[c].doc_id in task.doc_ids for c in pred.context_chunk_ids)
+    plain = NaiveRAG("naive", _ctx(OfflineModel(), ds, index)).predict(task, "s")
+    assert pred.context_chunk_ids != plain.context_chunk_ids
+    steps = [s.name for s in pred.trace if isinstance(s, Retrieval)]
+    assert steps == ["semantic_search", "neighbors"]
+    assert NaiveRAG.ranking(pred)[:5] == pred.context_chunk_ids
+
+
+def test_contextual_headers_change_the_index_key_and_what_is_indexed(make_cfg, tmp_path):
+    root = write_mini_dataset(tmp_path / "mini", filler=20)  # small: it is embedded twice
+    cfg = make_cfg(f"dataset.root={root}")
+    headed = make_cfg(f"dataset.root={root}", "retrieval.contextual_headers=true")
+    ds = load_dataset(cfg.dataset, ROOT)
+    assert index_key(ds.corpus, headed.retrieval) != index_key(ds.corpus, cfg.retrieval)
+    index = load_or_build_index(ds.corpus, cfg.retrieval, tmp_path)
+    with_headers = load_or_build_index(ds.corpus, headed.retrieval, tmp_path)
+    assert with_headers.contextual_headers and not index.contextual_headers
+    chunk = with_headers.chunks[0]
+    assert embedded_texts([chunk], True)[0] == f"{chunk.header} {chunk.lines[0]}"
+    assert embedded_texts([chunk], False)[0] == chunk.lines[0]
+    # BM25 sees the header too: the ticker (only in headers) now finds the company's chunks
+    ticker = ds.corpus.documents[ds.tasks[0].doc_ids[0]].ticker
+    assert not any(ticker.lower() in c.body.lower() for c in index.chunks_of(
+        list(ds.tasks[0].doc_ids)))
+    assert bm25_for(index).search(ticker, 3) == []
+    found = bm25_for(with_headers).search(ticker, 3)
+    assert found and all(with_headers.chunks[p].doc_id == ds.tasks[0].doc_ids[0]
+                         for p, _ in found)
+    # a reloaded index remembers what it embedded
+    assert load_or_build_index(ds.corpus, headed.retrieval, tmp_path).contextual_headers
+
+
+def test_rerank_and_hyde_are_priced_traced_and_cached(sample, tmp_path):
+    _, ds, index = sample
+    task = ds.tasks[0]
+    passage = "A hypothetical passage: revenue rose 14 percent."
+    query = hyde_query(task.question, passage)
+    pool = [h.chunk_id for h in rank_chunks(index, query, 4, list(task.doc_ids), Method())]
+    script = [passage, "\n".join(reversed(pool)), "the answer"]
+    settings = {"hyde": True, "rerank": True, "rerank_candidates": 4}
+
+    def run():
+        model = CachedModel(ScriptedModel(list(script)), tmp_path)
+        return NaiveRAG("naive", _ctx(model, ds, index, **settings)).predict(task, "s")
+
+    pred = run()
+    calls = [s for s in pred.trace if isinstance(s, ModelCall)]
+    assert len(calls) == 3 and not any(c.cached for c in calls)  # HyDE, rerank, answer
+    assert all(c.cost_usd > 0 for c in calls)
+    assert pred.cost_usd == pytest.approx(sum(c.cost_usd for c in calls))
+    searched = next(s for s in pred.trace if isinstance(s, Retrieval))
+    assert "hypothetical passage" in searched.arguments["query"]
+    assert NaiveRAG.ranking(pred)[:4] == list(reversed(searched.result_chunk_ids[:4]))
+    assert pred.context_chunk_ids[0] == searched.result_chunk_ids[3]
+    again = run()  # same requests: served by the response cache, free
+    assert all(c.cached for c in again.trace if isinstance(c, ModelCall))
+    assert again.cost_usd == 0 and again.cost_usd_uncached == pytest.approx(pred.cost_usd)
+    assert again.context_chunk_ids == pred.context_chunk_ids
+
+
+def test_offline_stand_ins_for_rerank_and_hyde_are_deterministic(sample):
+    _, ds, index = sample
+    task = ds.tasks[2]
+    runs = [NaiveRAG("naive", _ctx(OfflineModel(), ds, index, hyde=True, rerank=True))
+            .predict(task, "s") for _ in range(2)]
+    assert runs[0].context_chunk_ids == runs[1].context_chunk_ids
+    assert runs[0].predicted == runs[1].predicted
+    first_stage = next(s for s in runs[0].trace if isinstance(s, Retrieval))
+    reranked = NaiveRAG.ranking(runs[0])
+    assert sorted(reranked[:20]) == sorted(first_stage.result_chunk_ids[:20])
+    assert reranked != first_stage.result_chunk_ids[:len(reranked)]  # it did reorder
+    assert sum(isinstance(s, ModelCall) for s in runs[0].trace) == 3
+    assert runs[0].input_tokens > runs[0].trace[-1].usage["input_tokens"]  # the extra calls count
+
+
+@pytest.mark.parametrize("method", ["dense", "bm25", "hybrid"])
+def test_one_context_budget_for_naive_and_arag(sample, method):
+    _, ds, index = sample
+    for task in ds.tasks:
+        ctx = _ctx(OfflineModel(), ds, index, method=Method(method))
+        naive = make_system("naive", "naive", ctx).predict(task, "s")
+        arag = make_system("arag", "arag", ctx).predict(task, "s")
+        assert len(naive.context_chunk_ids) == 5
+        assert 0 < len(arag.context_chunk_ids) <= 5
+    # the budget can be raised for both at once; an explicit offline cap stays below it
+    wide = _ctx(OfflineModel(), ds, index, context_budget=7)
+    assert len(make_system("arag", "arag", wide).predict(ds.tasks[0], "s")
+               .context_chunk_ids) == 7
+    capped = make_system("arag", "arag", _ctx(OfflineModel(max_chunks_read=3), ds, index))
+    assert len(capped.predict(ds.tasks[0], "s").context_chunk_ids) == 3
+
+
+def test_options_are_validated_naming_the_key(make_cfg):
+    with pytest.raises(ConfigCompositionException, match="retrieval.method"):
+        make_cfg("retrieval.method=sparse")
+    with pytest.raises(ConfigCompositionException, match="retrieval.rerank"):
+        make_cfg("retrieval.rerank=cross_encoder")
+    for override, key in (("retrieval.neighbors=-1", "retrieval.neighbors"),
+                          ("retrieval.fusion_k=0", "retrieval.fusion_k"),
+                          ("retrieval.dense_weight=1.5", "retrieval.dense_weight"),
+                          ("retrieval.context_budget=0", "retrieval.context_budget")):
+        with pytest.raises(ConfigError, match=rf"{key}=.* Fix: {key}="):
+            validate_config(make_cfg(override))
+
+
+def test_query_options_change_the_predictions_not_the_index(make_cfg):
+    base = make_cfg()
+    cfgs = [make_cfg(o) for o in ("retrieval.method=bm25", "retrieval.neighbors=1",
+                                  "retrieval.rerank=model", "retrieval.hyde=true",
+                                  "retrieval.context_budget=8")]
+    ds = load_dataset(base.dataset, ROOT)
+    hashes = {predictions_hash(c) for c in cfgs} | {predictions_hash(base)}
+    assert len(hashes) == len(cfgs) + 1
+    assert {index_key(ds.corpus, c.retrieval) for c in cfgs} == {index_key(ds.corpus,
+                                                                          base.retrieval)}
