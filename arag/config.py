@@ -72,6 +72,8 @@ class DatasetConfig:
     # the model that writes silver references (dataset=financebench_qfs; group
     # dataset/reference_model); None for datasets that ship their references
     reference_model: ModelConfig | None = None
+    # invented documents (the shipped sample): the sweep report says its figures prove nothing
+    synthetic: bool = False
 
 
 @dataclass
@@ -116,6 +118,12 @@ class JudgeConfig(ModelConfig):
     # give up on a Message Batch not ended after this long (the API expires them at 24 h);
     # its items are then recorded null with the reason
     batch_timeout_s: float = 86_400.0
+    # independent judge replies per item and G-Eval dimension; the item's score is their
+    # mean and their spread is logged (geval_<dim>_judge_sd)
+    samples: int = 1
+    # further judges (conf/judge options, e.g. [claude-sonnet-4-6]) scoring the same items
+    # with the same prompts; their agreement with this judge is logged (judge_agreement_<dim>)
+    panel: list[str] = field(default_factory=list)
 
 
 @dataclass

@@ -4,7 +4,9 @@ For every numeric per-task field: ``<field>_mean`` over answered tasks that have
 (nulls are not zeros). A declared metric with ``ci`` also gets a bootstrap 95% confidence
 interval (``_ci_low``/``_ci_high``, 1,000 resamples, fixed seed) and one with
 ``share_at_least`` the share of tasks at or above it (``_share_ge<N>``). Plus latency
-percentiles, cost totals, counts, and what each scorer adds (``Scorer.aggregate``: e.g.
+percentiles (answered tasks; errored tasks' latency apart, ``latency_ms_errors_p50``/
+``_max``), cost totals and ``cost_usd_per_task`` (the total over every task the system ran,
+errored ones included: their calls were paid), counts, and what each scorer adds (``Scorer.aggregate``: e.g.
 judge parse failures, error-taxonomy rates, cost per coverage point).
 """
 
@@ -76,7 +78,15 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
     if latencies:
         for q in (50, 90, 99):
             metrics[f"latency_ms_p{q}"] = float(np.percentile(latencies, q))
+    errored = [float(r["latency_ms"]) for r in records
+               if r.get("error") and isinstance(r.get("latency_ms"), int | float)]
+    if errored:
+        metrics["latency_ms_errors_p50"] = float(np.percentile(errored, 50))
+        metrics["latency_ms_errors_max"] = float(max(errored))
     metrics["cost_usd_total"] = float(sum(r.get("cost_usd") or 0.0 for r in records))
+    ran = sum(1 for r in records if not r.get("skipped"))
+    if ran:
+        metrics["cost_usd_per_task"] = metrics["cost_usd_total"] / ran
     metrics["cost_usd_uncached_total"] = float(sum(r.get("cost_usd_uncached") or 0.0
                                                    for r in records))
     if answered and any("max_loops_reached" in r for r in answered):

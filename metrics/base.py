@@ -66,6 +66,7 @@ class ScoringItem:
     ranking: list[str] | None = None
     # how many chunks the context amounts to (System.context_chunks)
     context_chunks: int | None = None
+    agentic: bool = False  # the system declares a model-driven loop (System.agentic)
 
 
 @dataclass
@@ -87,6 +88,8 @@ class ScorerEnv:
     judge_reason: str = NO_JUDGE  # why there is no judge, when there is none
     judge_id: str = "none"  # provider/model id: keys the G-Eval criteria
     judge_batch: bool = False  # Message Batches for judge calls
+    judge_samples: int = 1  # independent replies per G-Eval item and dimension
+    panel: dict[str, ChatModel] = field(default_factory=dict)  # further judges, by option name
     cache_dir: Path = Path("data/cache")
     concurrency: int = 4
 
@@ -116,6 +119,11 @@ class Scorer(ABC):
 
     def artifacts(self) -> dict[str, Any]:
         """JSON-serialisable files to log with the run, name -> data."""
+        return {}
+
+    def provenance(self) -> dict[str, str]:
+        """Run params naming what the scores were computed with that the config does not
+        spell out (e.g. the resolved path of a model)."""
         return {}
 
 

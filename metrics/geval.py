@@ -14,10 +14,21 @@ Every record carries ``geval_<dim>``, ``geval_<dim>_reasoning`` and
 ``geval_<dim>_parse_failed``, null when there was no reply (no judge, no answer, a failed
 call, or a failed Message Batch: each of its items null with the reason).
 
+Samples (``judge.samples=N``): each (task, dimension) is asked N times (each sample a
+response-cache entry of its own); the score is the mean of the parsed samples, every
+parsed score is kept (``geval_<dim>_samples``) and their SD is the judge's own spread
+(``geval_<dim>_judge_sd``; the run logs its mean). Panel (``judge.panel``): further judges
+score the same items with the same prompts and criteria (``geval_panel``); the run logs
+Krippendorff's alpha (ordinal) of all judges per dimension (``judge_agreement_<dim>``, with
+a bootstrap CI) and each panel judge's mean and parse failures.
+
 Error taxonomy: every task scoring below 3 on either dimension gets one judge call that
-assigns codes from exactly ``ERROR_CODES``; anything else in the reply is dropped and
-logged. A reply with no readable ``Codes:`` list, or naming only codes outside the set,
-gives null codes (``error_codes_parse_failed``), not "no errors".
+assigns codes from exactly ``ERROR_CODES`` (the evaluation plan's: P is premature
+termination, IC incoherence), defined in the request; anything else in the reply is
+dropped and logged. A reply with no readable ``Codes:`` list, or naming only codes outside
+the set, gives null codes (``error_codes_parse_failed``), not "no errors". P is also
+flagged mechanically for agentic systems (``premature_stop``: answered with loops left and
+coverage below 3), so the report shows the judge's P beside the flag.
 """
 
 from __future__ import annotations
@@ -25,7 +36,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,9 +58,11 @@ from metrics.base import (
     missing_reference,
     register_scorer,
 )
+from metrics.judging import Sampled, judge_calls, judge_request
+from metrics.stats import agreement
 
 log = logging.getLogger(__name__)
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"  # judge prompts: the criteria cache and every run identity
 
 DIMENSIONS = {
     "faithfulness": (
@@ -67,15 +79,18 @@ DIMENSIONS = {
         "not raise it."
     ),
 }
+# The evaluation plan's taxonomy, defined to the judge exactly so.
 ERROR_CODES = {
-    "H": "hallucination: a fact or figure not supported by the context",
-    "N": "numeric error: a figure misstated (value, unit, sign, or scale)",
-    "O": "omission: a key fact of the reference is missing",
-    "P": "period or entity mix-up: a right figure attributed to the wrong quarter, year, "
-         "segment or company",
-    "IR": "irrelevant retrieval: the summary relies on context about another company or "
-          "document",
-    "IC": "incomplete context: the context the system read lacked facts the summary needed",
+    "H": "hallucination: a fact or figure not supported by the source context",
+    "N": "numeric error: a figure misstated (value, unit, sign, scale or period)",
+    "O": "omission: a key fact of the reference summary is missing",
+    "P": "premature termination: the system answered after fewer retrieval steps than the "
+         "task needed, without covering the document's relevant sections, so whole parts "
+         "of the reference are missing",
+    "IR": "irrelevant retrieval: the summary relies on context about another company, "
+          "period or document",
+    "IC": "incoherence: the summary is internally contradictory or broken (statements that "
+          "conflict, garbled or unfinished sentences)",
     "V": "verbosity or format: far off the requested length or style",
 }
 
@@ -136,31 +151,6 @@ def parse_codes(reply: str) -> tuple[list[str], list[str]] | None:
     if not tokens:
         return None
     return [t for t in tokens if t in ERROR_CODES], [t for t in tokens if t not in ERROR_CODES]
-
-
-def judge_calls(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool = False,
-                concurrency: int = 1) -> dict[str, Completion | ModelError]:
-    """Every request's reply or ModelError, by id: as one Message Batch, or concurrent calls.
-
-    A batch that fails as a whole (create, poll or results) gives every item its error,
-    so each is recorded null with the reason instead of failing the run.
-    """
-    if batch:
-        try:
-            replies = judge.complete_batch(requests)
-        except ModelError as exc:
-            replies = dict.fromkeys(requests, ModelError(f"the message batch failed: {exc}"))
-        missing = ModelError("no result for this request in the message batch")
-        return {cid: replies.get(cid, missing) for cid in requests}
-
-    def one(request: dict[str, Any]) -> Completion | ModelError:
-        try:
-            return judge.complete(**request)
-        except ModelError as exc:
-            return exc
-
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
-        return dict(zip(requests, pool.map(one, requests.values()), strict=True))
 
 
 class CriteriaStore:
@@ -241,6 +231,14 @@ class GEvalOptions:
 
 
 LIKERT_BINS = (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)
+PRIMARY = "primary"
+
+
+@dataclass
+class _Judged:
+    """One judge's samples for every (task, dimension) it was asked about."""
+
+    replies: dict[tuple[int, str], Sampled]
 
 
 @register_scorer("geval")
@@ -249,69 +247,97 @@ class GEvalScorer(Scorer):
     metrics = [Metric("geval_faithfulness", "G-Eval faithfulness", share_at_least=4,
                       bins=LIKERT_BINS, report=True, compare_priority=2),
                Metric("geval_coverage", "G-Eval coverage", share_at_least=4, bins=LIKERT_BINS,
-                      report=True, compare_priority=1)]
+                      report=True, compare_priority=1),
+               *(Metric(f"geval_{d}_judge_sd", f"judge SD ({d})", histogram=False)
+                 for d in DIMENSIONS),
+               Metric("premature_stop", "premature stop (flagged)", ci=False, histogram=False)]
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
         return cls(env.judge, env.judge_id, env.cache_dir, options.regenerate_criteria,
-                   env.concurrency, env.judge_reason, batch=env.judge_batch)
+                   env.concurrency, env.judge_reason, batch=env.judge_batch,
+                   samples=env.judge_samples, panel=env.panel)
 
     def __init__(self, judge: ChatModel | None, judge_id: str, cache_dir: Path,
                  regenerate_criteria: bool = False, concurrency: int = 4,
-                 no_judge_reason: str = NO_JUDGE, batch: bool = False):
+                 no_judge_reason: str = NO_JUDGE, batch: bool = False, samples: int = 1,
+                 panel: dict[str, ChatModel] | None = None):
         self.judge = judge
         self.criteria = CriteriaStore(judge, judge_id, cache_dir, regenerate_criteria) \
             if judge else None
         self.concurrency = concurrency
         self.no_judge_reason = no_judge_reason
         self.batch = batch
+        self.samples = max(1, samples)
+        self.panel = dict(panel or {}) if judge else {}
         self.dropped_codes: list[str] = []
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
         if self.judge is None or self.criteria is None:
             for s in out:
-                _no_reply(s, list(DIMENSIONS), self.no_judge_reason)
-                s.null(["error_codes"], self.no_judge_reason)
+                self._unjudged(s, self.no_judge_reason)
             return out
         steps = {d: self.criteria.get(d) for d in DIMENSIONS}
         todo = []
         for i, (item, s) in enumerate(zip(items, out, strict=True)):
             why = answered(item)
             if why:
-                _no_reply(s, list(DIMENSIONS), why)
-                s.null(["error_codes"], why)
+                self._unjudged(s, why)
             else:
                 todo.append((i, item, s))
-        # Step B: every (task, dimension) scoring call, then the taxonomy for low scorers;
-        # coverage is judged against the reference, so a task without one is not sent
+        # Step B: every (task, dimension, sample) scoring call, by every judge; then the
+        # taxonomy for low scorers. Coverage is judged against the reference, so a task
+        # without one is not sent.
         dims = {i: [d for d in DIMENSIONS if d != "coverage" or not missing_reference(item)]
                 for i, item, _ in todo}
-        scoring = {f"{i}:{d}": judge_request(_SCORER_SYSTEM, scoring_prompt(d, steps[d], item),
-                                             700)
-                   for i, item, _ in todo for d in dims[i]}
-        replies = self._run(scoring)
+        primary = self._ask(self.judge, todo, dims, steps)
+        panel = {name: self._ask(judge, todo, dims, steps) for name, judge in self.panel.items()}
         low = []
         for i, item, s in todo:
             if "coverage" not in dims[i]:
                 _no_reply(s, ["coverage"], missing_reference(item) or "")
-            reasons = self._apply_scores(s, {d: replies[f"{i}:{d}"] for d in dims[i]})
+            reasons = self._apply_scores(s, {d: primary.replies[(i, d)] for d in dims[i]})
+            if self.panel:
+                s.values["geval_panel"] = {name: _panel_entry({d: judged.replies[(i, d)]
+                                                               for d in dims[i]})
+                                           for name, judged in panel.items()}
+            _flag_premature_stop(item, s)
             if self._needs_codes(s):
                 low.append((i, item, s, reasons))
-        codes = self._run({str(i): judge_request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons),
-                                                 100)
-                           for i, item, _, reasons in low})
+        codes = self._run(self.judge, {
+            str(i): judge_request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons), 100)
+            for i, item, _, reasons in low})
         for i, item, s, _ in low:
             self._apply_codes(item, s, codes[str(i)])
         return out
 
-    def _run(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
-        assert self.judge is not None
-        return judge_calls(self.judge, requests, self.batch, self.concurrency)
+    def _ask(self, judge: ChatModel, todo: list[tuple[int, ScoringItem, Scores]],
+             dims: dict[int, list[str]], steps: dict[str, str]) -> _Judged:
+        """``judge.samples`` independent replies per (task, dimension) from one judge."""
+        requests = {f"{i}-{d}-{k}": judge_request(_SCORER_SYSTEM,
+                                                  scoring_prompt(d, steps[d], item), 700,
+                                                  sample=k)
+                    for i, item, _ in todo for d in dims[i] for k in range(self.samples)}
+        replies = self._run(judge, requests)
+        return _Judged({(i, d): Sampled.read([replies[f"{i}-{d}-{k}"]
+                                              for k in range(self.samples)], parse_score)
+                        for i, _, _ in todo for d in dims[i]})
+
+    def _run(self, judge: ChatModel, requests: dict[str, dict[str, Any]]
+             ) -> dict[str, Completion | ModelError]:
+        return judge_calls(judge, requests, self.batch, self.concurrency)
+
+    def _unjudged(self, s: Scores, reason: str) -> None:
+        _no_reply(s, list(DIMENSIONS), reason)
+        s.null(["error_codes", "premature_stop"], reason)
+        if self.panel:
+            s.values["geval_panel"] = None
 
     def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
                   ) -> dict[str, float]:
-        """Parse failures, error-taxonomy rates over judged tasks, cost per coverage point."""
+        """Parse failures (per judge), error-taxonomy rates over judged tasks, cost per
+        coverage point, and the panel's agreement with the primary judge."""
         out = count_flags(records, [f"geval_{d}_parse_failed" for d in DIMENSIONS]
                           + ["error_codes_parse_failed"])
         assessed = [r["error_codes"] for r in answered if isinstance(r.get("error_codes"), list)]
@@ -323,6 +349,11 @@ class GEvalScorer(Scorer):
             cost = [r["cost_usd"] for r in answered if r.get("cost_usd") is not None]
             out["cost_per_coverage_point"] = (float(np.mean(cost)) if cost else 0.0) / float(
                 np.mean(coverage))
+        if self.samples > 1:
+            for d in DIMENSIONS:
+                out[f"geval_{d}_sample_parse_failures"] = float(sum(
+                    r.get(f"geval_{d}_sample_parse_failures") or 0 for r in records))
+        out.update(panel_aggregates(answered, list(self.panel)))
         return out
 
     def artifacts(self) -> dict[str, Any]:
@@ -330,22 +361,30 @@ class GEvalScorer(Scorer):
             return {"geval_criteria.json": self.criteria.used}
         return {}
 
-    def _apply_scores(self, s: Scores, replies: dict[str, Completion | ModelError]
-                      ) -> dict[str, str]:
+    def _apply_scores(self, s: Scores, replies: dict[str, Sampled]) -> dict[str, str]:
+        """The primary judge's scores (mean of its samples), its own spread, and the first
+        reply of each dimension as its reasoning (what the taxonomy call is shown)."""
         reasons: dict[str, str] = {}
-        for dim, reply in replies.items():
+        for dim, sampled in replies.items():
             field = f"geval_{dim}"
-            if isinstance(reply, ModelError):
-                _no_reply(s, [dim], f"judge call failed: {reply}")
+            if not sampled.answered:
+                _no_reply(s, [dim], f"judge call failed: {sampled.errors[0]}")
                 continue
-            text = reply.text
-            score = parse_score(text)
-            reasons[dim] = text
-            s.values[field] = float(score) if score is not None else None
-            s.values[f"{field}_reasoning"] = text
-            s.values[f"{field}_parse_failed"] = score is None
-            if score is None:
+            reasons[dim] = sampled.first_reply or ""
+            s.values[field] = sampled.score
+            s.values[f"{field}_reasoning"] = sampled.first_reply
+            s.values[f"{field}_parse_failed"] = sampled.score is None
+            if sampled.score is None:
                 s.null_reasons[field] = "the judge's reply has no parseable 'Final score'"
+            if self.samples > 1:
+                s.values[f"{field}_samples"] = sampled.scores
+                s.values[f"{field}_replies"] = sampled.replies
+                s.values[f"{field}_sample_parse_failures"] = sampled.parse_failures
+            s.values[f"{field}_judge_sd"] = sampled.spread
+            if sampled.spread is None:
+                s.null_reasons[f"{field}_judge_sd"] = (
+                    "one judge reply per item (judge.samples=1)" if self.samples == 1
+                    else "fewer than two of the judge's samples have a score")
         return reasons
 
     def _needs_codes(self, s: Scores) -> bool:
@@ -380,19 +419,68 @@ class GEvalScorer(Scorer):
         s.values["error_codes"] = kept
 
 
+def _panel_entry(replies: dict[str, Sampled]) -> dict[str, Any]:
+    """A panel judge's view of one task: per dimension its score (mean of its samples),
+    whether its replies had none, and its first reply."""
+    entry: dict[str, Any] = {}
+    for dim, sampled in replies.items():
+        entry[dim] = sampled.score
+        entry[f"{dim}_parse_failed"] = sampled.answered and sampled.score is None
+        entry[f"{dim}_reasoning"] = sampled.first_reply
+        if not sampled.answered:
+            entry[f"{dim}_error"] = sampled.errors[0]
+    return entry
+
+
+def panel_aggregates(answered: list[dict[str, Any]], panel: list[str]) -> dict[str, float]:
+    """Per panel judge: mean scores and parse failures; per dimension: Krippendorff's alpha
+    (ordinal) of every judge's item scores, with its bootstrap CI and how many items."""
+    out: dict[str, float] = {}
+    if not panel:
+        return out
+    for dim in DIMENSIONS:
+        views = [[r.get(f"geval_{dim}") for r in answered]]
+        for name in panel:
+            entries = [((r.get("geval_panel") or {}).get(name) or {}) for r in answered]
+            scores = [e.get(dim) for e in entries]
+            views.append(scores)
+            out[f"panel_{name}_geval_{dim}_parse_failures"] = float(
+                sum(1 for e in entries if e.get(f"{dim}_parse_failed")))
+            if any(v is not None for v in scores):
+                out[f"panel_{name}_geval_{dim}_mean"] = float(
+                    np.mean([v for v in scores if v is not None]))
+        ratings = np.array([[np.nan if v is None else v for v in view] for view in views],
+                           dtype=float)
+        found = agreement(ratings) if ratings.size else None
+        if found is not None:
+            out[f"judge_agreement_{dim}"] = found.alpha
+            out[f"judge_agreement_{dim}_n"] = float(found.n_items)
+            if found.ci_low is not None and found.ci_high is not None:
+                out[f"judge_agreement_{dim}_ci_low"] = found.ci_low
+                out[f"judge_agreement_{dim}_ci_high"] = found.ci_high
+    return out
+
+
+def _flag_premature_stop(item: ScoringItem, s: Scores) -> None:
+    """The mechanical P: an agentic system that answered with loops left and covered the
+    reference poorly (G-Eval coverage below 3) stopped too early."""
+    coverage = s.values.get("geval_coverage")
+    if not item.agentic:
+        s.null(["premature_stop"], "the system is not agentic: it has no loop to end early")
+    elif coverage is None:
+        s.null(["premature_stop"], "no G-Eval coverage score for this task")
+    else:
+        s.values["premature_stop"] = float(not item.prediction.max_loops_reached
+                                           and coverage < 3)
+
+
 def _no_reply(s: Scores, dimensions: list[str], reason: str) -> None:
     """No judge reply for these dimensions: every field of theirs present, null, with why."""
     for dim in dimensions:
-        s.null([f"geval_{dim}"], reason)
+        s.null([f"geval_{dim}", f"geval_{dim}_judge_sd"], reason)
         s.values[f"geval_{dim}_reasoning"] = None
         s.values[f"geval_{dim}_parse_failed"] = None
 
 
 _SCORER_SYSTEM = "You are a strict, careful grader of financial summaries."
 _TAXONOMY_SYSTEM = "You classify errors in financial summaries."
-
-
-def judge_request(system: str, prompt: str, max_tokens: int) -> dict[str, Any]:
-    """The keyword arguments of one judge call (``complete``, or an item of a batch)."""
-    return {"system": system, "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": max_tokens, "temperature": 0.0}

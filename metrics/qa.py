@@ -28,7 +28,7 @@ from metrics.base import (
     count_flags,
     register_scorer,
 )
-from metrics.geval import judge_calls, judge_request
+from metrics.judging import judge_calls, judge_request
 from metrics.numeric import quantities
 
 log = logging.getLogger(__name__)

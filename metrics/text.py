@@ -1,4 +1,9 @@
-"""Reference-based text metrics: ROUGE (rouge-score) and BERTScore (bert-score)."""
+"""Reference-based text metrics: ROUGE (rouge-score) and BERTScore (bert-score).
+
+``rougeL_f1`` is the LCS over the whole text; ``rougeLsum_f1`` is the summary-level LCS
+over newline-split sentences (each reference bullet a sentence), which is what published
+summarization numbers report (ECTSum's were computed so, with py-rouge).
+"""
 
 from __future__ import annotations
 
@@ -33,8 +38,9 @@ class RougeScorer(PerTaskScorer):
     Options = RougeOptions
     metrics = [Metric("rouge1_f1", "ROUGE-1"),
                Metric("rouge2_f1", "ROUGE-2", report=True, compare_priority=3),
-               Metric("rougeL_f1", "ROUGE-L")]
-    reference_fields = ("rouge1_f1", "rouge2_f1", "rougeL_f1")
+               Metric("rougeL_f1", "ROUGE-L"),
+               Metric("rougeLsum_f1", "ROUGE-Lsum")]
+    reference_fields = ("rouge1_f1", "rouge2_f1", "rougeL_f1", "rougeLsum_f1")
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
@@ -43,13 +49,13 @@ class RougeScorer(PerTaskScorer):
     def __init__(self, use_stemmer: bool = True):
         from rouge_score import rouge_scorer
 
-        self._scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"],
+        self._scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"],
                                                 use_stemmer=use_stemmer)
 
     def score_one(self, item: ScoringItem) -> Scores:
         r = self._scorer.score(item.task.reference, item.prediction.predicted)
         return Scores({"rouge1_f1": r["rouge1"].fmeasure, "rouge2_f1": r["rouge2"].fmeasure,
-                       "rougeL_f1": r["rougeL"].fmeasure})
+                       "rougeL_f1": r["rougeL"].fmeasure, "rougeLsum_f1": r["rougeLsum"].fmeasure})
 
 
 @dataclass
@@ -75,6 +81,10 @@ class BertScoreScorer(Scorer):
         self.num_layers = num_layers
         self.batch_size = batch_size
         self._scorer: Any = None
+
+    def provenance(self) -> dict[str, str]:
+        return {"bertscore_model_path_used": str(self.model_path),
+                "bertscore_num_layers_used": str(self.num_layers)}
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]

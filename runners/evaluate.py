@@ -1,7 +1,13 @@
 """Score predictions: scorers -> one EvalRecord per task (``predictions.eval.jsonl``).
 
 What a system is comes from its class's declarations (``retrieves``, ``ranking``,
-``judged_context``), never from its name.
+``agentic``, ``judged_context``), never from its name.
+
+Each record also carries what its retrieval scores were computed from, so they can be
+recomputed from the run's own artifacts: the task's gold (``gold_lines``: doc id -> 1-based
+line numbers; ``gold_chunk_ids``: the chunks holding one, sorted) and the chunks the
+system read (``retrieved_chunk_ids``), plus the length of the task's documents in tokens
+(``document_tokens``, ≈4 characters a token) for the report's breakdown by length.
 """
 
 from __future__ import annotations
@@ -50,7 +56,7 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
             target_length=target_length, retrieves=system.retrieves,
             line_pages=paged_gold_documents(tasks[p.id], corpus),
             ranking=system.ranking(p) if system.ranks else None,
-            context_chunks=system.context_chunks(p, tasks[p.id], sources),
+            context_chunks=system.context_chunks(p, tasks[p.id], sources), agentic=system.agentic,
         )
         for p in predictions
     ]
@@ -63,7 +69,20 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
     for record, why, item in zip(records, reasons, items, strict=True):
         for key in PASSTHROUGH:
             record[key] = getattr(item.prediction, key)
-        record["n_gold_chunks"] = (len(item.gold_chunk_ids)
-                                   if item.gold_chunk_ids is not None else None)
+        record.update(provenance(item, corpus))
         record["null_reasons"] = why
     return records
+
+
+def provenance(item: ScoringItem, corpus: Corpus) -> dict[str, Any]:
+    """What a record's retrieval scores rest on, and how long its documents are."""
+    gold, task = item.gold_chunk_ids, item.task
+    docs = [corpus.documents[d] for d in task.doc_ids if d in corpus.documents]
+    return {
+        "gold_lines": ({d: list(lines) for d, lines in task.gold_lines.items()}
+                       if task.gold_lines is not None else None),
+        "gold_chunk_ids": sorted(gold) if gold is not None else None,
+        "n_gold_chunks": len(gold) if gold is not None else None,
+        "retrieved_chunk_ids": list(item.prediction.retrieved_chunk_ids),
+        "document_tokens": sum(len(d.text) for d in docs) // 4,
+    }

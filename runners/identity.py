@@ -13,7 +13,9 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from arag.agent import PROMPT_VERSION
 from arag.records import content_hash
+from metrics.geval import PROMPT_VERSION as JUDGE_PROMPT_VERSION
 
 # keys that change how a run is executed or recorded, not what it computes
 # how a model is reached, not which model answers
@@ -52,12 +54,19 @@ def _without(data: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:
     return data
 
 
+def prompt_versions() -> dict[str, str]:
+    """The versions of the prompts a run sends: logged as params, part of its identity."""
+    return {"prompt_version": PROMPT_VERSION, "judge_prompt_version": JUDGE_PROMPT_VERSION}
+
+
 def config_hash(cfg: DictConfig) -> str:
-    """Identity of a run: the resolved config without cosmetic keys."""
-    return content_hash("run", _without(resolved(cfg), COSMETIC_KEYS))
+    """Identity of a run: the resolved config without cosmetic keys, and its prompts."""
+    return content_hash("run", _without(resolved(cfg), COSMETIC_KEYS), prompt_versions())
 
 
 def predictions_hash(cfg: DictConfig) -> str:
-    """Identity of a run's predictions: only what can change them."""
+    """Identity of a run's predictions: only what can change them, the systems' prompts
+    included."""
     data = _without(resolved(cfg), COSMETIC_KEYS + REFERENCE_KEYS)
-    return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS})
+    return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS},
+                        PROMPT_VERSION)

@@ -18,6 +18,7 @@ from arag.systems import SYSTEMS, System, SystemContext, make_system
 from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
 from runners.identity import config_hash, predictions_hash
+from runners.judges import panel_configs
 from runners.paths import resolve
 from runners.validation import ConfigError, validate_config
 
@@ -85,14 +86,24 @@ def make_judge(cfg: DictConfig) -> tuple[MeteredModel | None, str]:
     return MeteredModel(cached(judge, cfg), Prices.from_config(cfg.judge)), ""
 
 
-def make_scorers(cfg: DictConfig) -> tuple[list[Scorer], MeteredModel | None]:
-    """The run's scorers, and the judge they share (None without one)."""
+def make_panel(cfg: DictConfig) -> dict[str, MeteredModel]:
+    """The further judges ``judge.panel`` names, each cached and metered like the judge."""
+    return {name: MeteredModel(cached(make_model(node), cfg), Prices.from_config(node))
+            for name, node in panel_configs(cfg).items()}
+
+
+def make_scorers(cfg: DictConfig) -> tuple[list[Scorer], dict[str, MeteredModel]]:
+    """The run's scorers, and the judges they share by option name (the primary judge
+    first, then its panel; empty without a judge)."""
     judge, reason = make_judge(cfg)
+    panel = make_panel(cfg) if judge is not None else {}
     env = ScorerEnv(judge=judge, judge_reason=reason or NO_JUDGE,
                     judge_id=f"{cfg.judge.provider}/{cfg.judge.model_id}",
                     judge_batch=bool(cfg.judge.get("batch", False)),
+                    judge_samples=int(cfg.judge.get("samples", 1)), panel=dict(panel),
                     cache_dir=resolve(cfg.cache.dir), concurrency=cfg.runner.concurrency)
-    return build_scorers(cfg.metrics, env), judge
+    judges = {cfg.judge.name: judge, **panel} if judge is not None else {}
+    return build_scorers(cfg.metrics, env), judges
 
 
 def build_system(job: Job, model: ChatModel) -> System:

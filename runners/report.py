@@ -11,7 +11,6 @@ Every sentence is assembled from measured values; no model writes any of it.
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import logging
 import tempfile
@@ -21,11 +20,21 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from metrics import Metric, declared_metrics
+from metrics.geval import ERROR_CODES
 from runners import plots
+from runners.sections import caveats, examples, judge_section, length_breakdown
 from runners.track import REUSED_RUNS_FILE
+from runners.verdict import (
+    TaskSets,
+    common_rows,
+    key_finding,
+    paired_section,
+    task_set_section,
+    task_sets,
+)
+from runners.verdict import fmt as _fmt
+from runners.verdict import table as _table
 
 log = logging.getLogger(__name__)
 
@@ -64,12 +73,17 @@ def child_runs(client, parent: dict[str, Any]) -> list[Any]:
 def _row(run: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict(run.data.metrics)
     tags = run.data.tags
+    params = run.data.params
     row.update(run=run.info.run_name, run_id=run.info.run_id, status=run.info.status,
                system=tags.get("system", ""), agentic=tags.get("system_agentic") == "true",
                retrieves=tags.get("system_retrieves") == "true",
-               judge=run.data.params.get("judge.name"),
-               max_loops=run.data.params.get("max_loops"),
-               target_length=run.data.params.get("target_length"))
+               judge=params.get("judge.name"), judge_provider=params.get("judge.provider"),
+               judge_samples=params.get("judge.samples", "1"),
+               judge_panel=json.loads(params.get("judge.panel") or "[]"),
+               model_provider=params.get("model.provider"),
+               synthetic=params.get("dataset.synthetic") == "True",
+               max_loops=params.get("max_loops"),
+               target_length=params.get("target_length"))
     return row
 
 
@@ -87,20 +101,6 @@ def _records(client, run: Any, folder: Path) -> list[dict[str, Any]]:
         r.update(predicted=p.get("predicted"), reference=p.get("ground_truth"),
                  question=p.get("question"))
     return evals
-
-
-def _fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def _get(row: dict[str, Any], key: str) -> Any:
@@ -127,65 +127,96 @@ def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
     return (why or order)[0]
 
 
-def paired(a: list[dict], b: list[dict], key: str, seed: int = 0) -> dict[str, Any] | None:
-    """Paired difference a - b on tasks both scored: mean, bootstrap 95% CI, Wilcoxon p."""
-    from scipy.stats import wilcoxon
-
-    bv = {r["id"]: r.get(key) for r in b}
-    pairs = [(r[key], bv[r["id"]]) for r in a
-             if r.get(key) is not None and bv.get(r["id"]) is not None]
-    if len(pairs) < 2:
-        return None
-    diff = np.array([x - y for x, y in pairs])
-    rng = np.random.default_rng(seed)
-    boots = diff[rng.integers(0, len(diff), size=(2000, len(diff)))].mean(axis=1)
-    p = float(wilcoxon(diff).pvalue) if np.any(diff != 0) else 1.0
-    low, high = np.percentile(boots, [2.5, 97.5])
-    return {"n": len(diff), "mean_diff": float(diff.mean()), "ci_low": float(low),
-            "ci_high": float(high), "p": p, "wins": int((diff > 0).sum()),
-            "losses": int((diff < 0).sum())}
-
-
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                  title: str) -> tuple[str, dict[str, Any]]:
-    """Markdown report and the plot data it refers to."""
+    """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
+    means over the common tasks, which the comparison plot draws)."""
     judged = any(r.get("geval_coverage_mean") is not None for r in rows)
     key = primary_metric(records_by_run)
-    out = [f"# {title}\n"]
     finished = [r for r in rows if r["status"] == "FINISHED"]
+    sets = task_sets(finished, records_by_run)
+    out = [f"# {title}\n"]
+    banner = caveats(finished)
+    if banner:
+        out.append(banner)
     out.append(f"Runs: {len(finished)} finished"
                + (f", {len(rows) - len(finished)} not finished ("
                   + ", ".join(f"{r['run']}: {r['status']}" for r in rows
                               if r["status"] != "FINISHED") + ")" if len(finished) < len(rows)
                   else "") + f". Comparison metric: `{key}`.\n")
-    out.append("## Key finding\n\n" + key_finding(finished, records_by_run, key) + "\n")
-
+    out.append("## Task sets\n\n" + task_set_section(sets))
+    out.append("## Key finding\n\n" + key_finding(sets, key, _null_reason(records_by_run, key))
+               + "\n")
+    shown = [m.name for m in report_metrics()]
+    common = common_rows(sets, shown)
     out.append("## Quality\n")
     no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
-    out.append(f"Means over answered tasks with bootstrap 95% CIs. {no_judge}\n")
-    out.append(_quality_table(finished))
+    out.append(f"On the {len(sets.common)} common tasks (means with bootstrap 95% CIs; a column "
+               f"with fewer scored tasks says its n). {no_judge}\n")
+    out.append(_quality_table(common, sets))
     out.append("\n![comparison](plots/comparison.png)\n")
+    out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
+               "whose task sets differ):\n")
+    out.append(_quality_table(finished))
+    if judged:
+        out.append("\n## The judge\n\n" + judge_section(finished, sets))
+    out.append("\n## Cost and latency\n")
+    out.append(_cost_table(finished, judged))
+    out.append("\n## Error taxonomy\n")
+    out.append(_taxonomy(finished) if judged else
+               "No judge: the error taxonomy needs `judge=...`.\n")
+    out.append("\n## By document length\n\n" + length_breakdown(
+        sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
+                                                    for r in finished)][:3]))
+    arag_points = _loop_section(out, finished, records_by_run, key)
+    out.append("\n## Paired comparisons\n")
+    out.append(paired_section(sets, key))
+    out.append("\n## Examples chosen from the numbers\n")
+    out.append(examples(sets, key))
+    return "\n".join(out), {"arag_points": arag_points, "common_rows": common}
 
-    out.append("## Cost and latency\n")
-    out.append(_table(
-        ["run", "tasks", "errors", "skipped", "mean cost / task ($)", "total cost ($)",
-         "P50 latency (ms)", "P90", "P99", "cost per coverage point", "mean loops"],
+
+def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> str:
+    reasons = Counter(x.get("null_reasons", {}).get(key) for recs in records_by_run.values()
+                      for x in recs)
+    reasons.pop(None, None)
+    return f": {reasons.most_common(1)[0][0]}" if reasons else ""
+
+
+def _cost_table(finished: list[dict[str, Any]], judged: bool) -> str:
+    note = ("Cost per task counts every task a run ran, errored ones included (their calls "
+            "were paid); latency percentiles are over answered tasks, errored tasks' latency "
+            "is shown apart.\n\n")
+    return note + _table(
+        ["run", "tasks", "errors", "skipped", "cost / task ($)", "total cost ($)",
+         "P50 latency (ms)", "P90", "P99", "errored: P50 latency (ms)", "cost per coverage point",
+         "mean loops"],
         [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
-          int(r.get("n_skipped", 0)), _fmt(r.get("cost_usd_mean"), 5),
+          int(r.get("n_skipped", 0)), _fmt(r.get("cost_usd_per_task", r.get("cost_usd_mean")), 5),
           _fmt(r.get("cost_usd_total"), 4), _fmt(r.get("latency_ms_p50"), 0),
           _fmt(r.get("latency_ms_p90"), 0), _fmt(r.get("latency_ms_p99"), 0),
+          _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
           _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
-          _fmt(r.get("loops_mean"), 1)] for r in finished]))
+          _fmt(r.get("loops_mean"), 1)] for r in finished])
 
-    out.append("\n## Error taxonomy\n")
-    if judged:
-        out.append(_table(["run"] + [f"{c}" for c in plots.ERROR_CODES],
-                          [[r["run"]] + [r.get(f"error_rate_{c}") for c in plots.ERROR_CODES]
-                           for r in finished]))
-        out.append("\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
-    else:
-        out.append("No judge: the error taxonomy needs `judge=...`.\n")
 
+def _taxonomy(finished: list[dict[str, Any]]) -> str:
+    """The judge's codes per run, beside the mechanical premature-stop flag."""
+    defs = "; ".join(f"**{c}** {d.split(':')[0]}" for c, d in ERROR_CODES.items())
+    rows = [[r["run"], *(r.get(f"error_rate_{c}") for c in ERROR_CODES),
+             r.get("premature_stop_mean") if r.get("agentic") else "not agentic"]
+            for r in finished]
+    return (f"Share of judged tasks with each code ({defs}), as the judge assigned them to "
+            "tasks scoring below 3. **P flagged**: the mechanical check for agentic runs "
+            "(answered with loops left and G-Eval coverage below 3), over tasks with a "
+            "coverage score.\n\n"
+            + _table(["run", *ERROR_CODES, "P flagged"], rows)
+            + "\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
+
+
+def _loop_section(out: list[str], finished: list[dict[str, Any]],
+                  records_by_run: dict[str, list[dict[str, Any]]], key: str
+                  ) -> list[tuple[float, float]]:
     out.append("\n## Retrieval and the loop budget\n")
     arag_points = [(float(x["loops"]), float(x["retrieval_recall"]))
                    for r in finished if r["agentic"]
@@ -200,133 +231,35 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(_table(["max_loops", key, "retrieval recall", "mean loops", "mean cost ($)"],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
                             r.get("loops_mean"), r.get("cost_usd_mean")] for m, r in curve]))
-
-    out.append("\n## Paired comparisons\n")
-    out.append(f"On `{key}`, over the tasks both runs scored: mean difference (first minus "
-               "second) with a paired bootstrap 95% CI (2,000 resamples) and a two-sided "
-               "Wilcoxon signed-rank p-value.\n\n")
-    pair_rows = []
-    for a, b in itertools.combinations(finished, 2):
-        res = paired(records_by_run.get(a["run_id"], []), records_by_run.get(b["run_id"], []),
-                     key)
-        if res:
-            pair_rows.append([f"{a['run']} vs {b['run']}", res["n"], res["mean_diff"],
-                              f"[{res['ci_low']:.3f}, {res['ci_high']:.3f}]", res["p"],
-                              f"{res['wins']}/{res['losses']}"])
-    out.append(_table(["pair", "tasks", "mean diff", "95% CI", "Wilcoxon p", "wins/losses"],
-                      pair_rows) if pair_rows else "Fewer than two runs share scored tasks.\n")
-
-    out.append("\n## Examples chosen from the numbers\n")
-    out.append(examples(finished, records_by_run, key))
-    return "\n".join(out), {"arag_points": arag_points}
+    return arag_points
 
 
-def _quality_table(finished: list[dict[str, Any]]) -> str:
+def _quality_table(rows: list[dict[str, Any]], sets: TaskSets | None = None) -> str:
     """One column per declared report metric (mean [95% CI]), the share at or above its
-    threshold where it declares one, and words against the target."""
-    header: list[str] = ["run"]
-    cells: list[Callable[[dict[str, Any]], Any]] = []
+    threshold where it declares one, and words against the target; over the common tasks
+    (``sets``: a cell with fewer scored tasks says its n) or each run's own answered tasks."""
+    header: list[str] = ["run", "tasks"]
+    cells: list[Callable[[dict[str, Any]], Any]] = [
+        (lambda r: len(sets.common)) if sets is not None else
+        (lambda r: int(r.get("n_answered", 0)))]
     for m in report_metrics():
         header.append(m.title)
-        cells.append(partial(_with_ci, key=m.name))
-        if m.share_at_least is not None:
+        cells.append(partial(_with_n, key=m.name, sets=sets))
+        if m.share_at_least is not None and sets is None:
             header.append(f"≥{m.share_at_least:g}")
             cells.append(partial(_get, key=m.share_key))
     header.append("words (target)")
     cells.append(lambda r: f"{_fmt(r.get('word_count_mean'), 1)} ({r.get('target_length')})")
-    return _table(header, [[r["run"], *(cell(r) for cell in cells)] for r in finished])
+    return _table(header, [[r["run"], *(cell(r) for cell in cells)] for r in rows])
 
 
-def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict]],
-                key: str) -> str:
-    scored = [r for r in finished if r.get(f"{key}_mean") is not None]
-    if not scored:
-        reasons = Counter(x.get("null_reasons", {}).get(key) for recs in records_by_run.values()
-                          for x in recs)
-        reasons.pop(None, None)
-        why = f": {reasons.most_common(1)[0][0]}" if reasons else ""
-        return f"No run has `{key}` scores{why}."
-    best = max(scored, key=lambda r: r[f"{key}_mean"])
-    cheapest = min(scored, key=lambda r: r.get("cost_usd_mean") or 0.0)
-    others = [r for r in scored if r is not best]
-    runner_up = max(others, key=lambda r: r[f"{key}_mean"]) if others else None
-    tied = runner_up is not None and runner_up[f"{key}_mean"] == best[f"{key}_mean"]
-    text = (f"On {int(best.get('n_answered', 0))} tasks, **{best['run']}** "
-            f"{'ties for the highest' if tied else 'scores highest on'} `{key}` "
-            f"({best[f'{key}_mean']:.3f}")
-    if runner_up is not None:
-        res = paired(records_by_run.get(best["run_id"], []),
-                     records_by_run.get(runner_up["run_id"], []), key)
-        text += f" vs {runner_up['run']} {runner_up[f'{key}_mean']:.3f}"
-        if res:
-            verdict = "significant" if res["p"] < 0.05 else "not significant"
-            text += (f"; paired difference {res['mean_diff']:+.3f}, 95% CI "
-                     f"[{res['ci_low']:.3f}, {res['ci_high']:.3f}], Wilcoxon p={res['p']:.3g}, "
-                     f"{verdict} at 0.05")
-    text += (f") at ${best.get('cost_usd_mean') or 0.0:.5f} per task and "
-             f"{best.get('latency_ms_p50') or 0.0:.0f} ms median latency.")
-    if cheapest is not best:
-        text += (f" The cheapest, {cheapest['run']}, costs "
-                 f"${cheapest.get('cost_usd_mean') or 0:.5f} per task for "
-                 f"{cheapest[f'{key}_mean']:.3f}.")
-    return text
-
-
-def examples(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict]],
-             key: str) -> str:
-    """Tasks where an agentic run beats every other run by the widest margin, one where a
-    run without retrieval beats every run that retrieves, and the sweep's worst task."""
-    tables = {r["run_id"]: {x["id"]: x for x in records_by_run.get(r["run_id"], [])}
-              for r in finished}
-    out = []
-
-    def block(title: str, rec: dict[str, Any], note: str) -> None:
-        out.append(f"### {title}: `{rec['id']}`\n\n{note}\n\n**Question:** {rec.get('question')}"
-                   f"\n\n**Reference:**\n\n```\n{rec.get('reference')}\n```\n\n**Predicted "
-                   f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
-
-    def score(run: dict[str, Any], tid: str) -> float | None:
-        return (tables[run["run_id"]].get(tid) or {}).get(key)
-
-    def margins(run: dict[str, Any], rivals: list[dict[str, Any]]) -> list[tuple[float, str]]:
-        """(margin over the best rival, task) where ``run`` beats every rival."""
-        found = []
-        for tid in tables[run["run_id"]]:
-            mine, theirs = score(run, tid), [score(r, tid) for r in rivals]
-            if mine is not None and theirs and all(t is not None for t in theirs):
-                best = max(t for t in theirs if t is not None)
-                if mine > best:
-                    found.append((mine - best, tid))
-        return sorted(found, reverse=True)
-
-    def scores_note(tid: str, extra: str = "") -> str:
-        listed = ", ".join(f"{r['run']} {score(r, tid):.3f}" for r in finished
-                           if score(r, tid) is not None)
-        return f"`{key}`: {listed}{extra}."
-
-    agentic = next((r for r in finished if r.get("agentic")), None)
-    others = [r for r in finished if r is not agentic]
-    if agentic is not None and others:
-        for margin, tid in margins(agentic, others)[:2]:
-            block(f"{agentic['run']} beats every other run", tables[agentic["run_id"]][tid],
-                  scores_note(tid, f" (margin {margin:.3f})"))
-    retrieving = [r for r in finished if r.get("retrieves")]
-    for run in (r for r in finished if not r.get("retrieves")):
-        wins = margins(run, retrieving) if retrieving else []
-        if wins:
-            block(f"{run['run']}, without retrieval, wins", tables[run["run_id"]][wins[0][1]],
-                  scores_note(wins[0][1]))
-            break
-    failures = [x for recs in records_by_run.values() for x in recs if x.get(key) is not None]
-    if failures:
-        worst = min(failures, key=lambda x: x[key])
-        reasoning = worst.get("geval_coverage_reasoning") or worst.get(
-            "geval_faithfulness_reasoning")
-        note = f"Lowest `{key}` of the sweep: {worst[key]:.3f}."
-        if reasoning:
-            note += "\n\nJudge's reasoning:\n\n> " + "\n> ".join(reasoning.splitlines())
-        block("A failure", worst, note)
-    return "\n".join(out) if out else "Not enough scored tasks to choose examples.\n"
+def _with_n(row: dict[str, Any], key: str, sets: TaskSets | None) -> str:
+    text = _with_ci(row, key)
+    if sets is None or text == "–":
+        return text
+    run = next(r for r in sets.runs if r["run_id"] == row["run_id"])
+    n = len(sets.values(run, key))
+    return text if n == len(sets.common) else f"{text} (n={n})"
 
 
 def to_html(markdown_text: str, title: str) -> str:
@@ -367,10 +300,10 @@ def _write_report(client, target_run_id: str, runs: list[Any], title: str) -> No
         plot_dir = folder / "plots"
         plot_dir.mkdir()
         finished = [r for r in rows if r["status"] == "FINISHED"]
-        made = [plots.comparison_plot(finished, plot_dir),
+        made = [plots.comparison_plot(data["common_rows"], plot_dir),
                 plots.taxonomy_by_system(finished, plot_dir),
                 plots.recall_vs_loops(data["arag_points"], plot_dir),
-                plots.loop_budget_curve(finished, plot_dir)]
+                plots.loop_budget_curve(data["common_rows"], plot_dir)]
         client.log_artifact(target_run_id, str(folder / "report.md"))
         client.log_artifact(target_run_id, str(folder / "report.html"))
         for path in made:

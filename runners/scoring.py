@@ -14,13 +14,16 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from arag.agent import prompt_texts
+from arag.llm.cache import MeteredModel
 from arag.records import Prediction
 from arag.retrieval import build_chunks
+from arag.retrieval.embedder import resolve_embedder_path
 from metrics import aggregate
 from runners import track
 from runners.config import RunConfig
 from runners.evaluate import evaluate
-from runners.identity import config_hash, resolved
+from runners.identity import config_hash, prompt_versions, resolved
 from runners.job import Job, make_scorers, prepare
 from runners.plots import run_plots
 from runners.validation import ConfigError
@@ -36,14 +39,13 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     for p in predictions:  # a reused prediction is scored against today's reference
         p.ground_truth = tasks[p.id].reference
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
-    scorers, judge = make_scorers(cfg)
+    scorers, judges = make_scorers(cfg)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class)
-    metrics = {**aggregate(records, scorers), **extra}
-    if judge is not None:
-        metrics.update(judge_calls=float(judge.calls), judge_cached_calls=float(judge.cached_calls),
-                       judge_cost_usd_total=judge.cost_usd)
+    metrics = {**aggregate(records, scorers), **extra, **judge_metrics(judges)}
     tracker.log_metrics(metrics)
+    tracker.log_params(used_models(cfg, scorers))
+    tracker.log_json(prompt_texts(), "prompts.json")
     with tempfile.TemporaryDirectory() as tmp:
         for name, lines in (("predictions.jsonl", [p.to_json() for p in predictions]),
                             ("predictions.eval.jsonl",
@@ -65,6 +67,30 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
         for name, data in scorer.artifacts().items():
             tracker.log_json(data, name)
     return metrics
+
+
+def judge_metrics(judges: dict[str, MeteredModel]) -> dict[str, float]:
+    """Judge calls, cached calls and cost over every judge of the run (extra samples and
+    the panel included), and each panel judge's own."""
+    if not judges:
+        return {}
+    out = {"judge_calls": float(sum(j.calls for j in judges.values())),
+           "judge_cached_calls": float(sum(j.cached_calls for j in judges.values())),
+           "judge_cost_usd_total": sum(j.cost_usd for j in judges.values())}
+    for name, judge in list(judges.items())[1:]:
+        out.update({f"panel_{name}_judge_calls": float(judge.calls),
+                    f"panel_{name}_judge_cost_usd_total": judge.cost_usd})
+    return out
+
+
+def used_models(cfg: DictConfig, scorers: list[Any]) -> dict[str, str]:
+    """Params naming the files the run's numbers came from (the embedder the index was built
+    with, the BERTScore model), so an outside script can recompute every metric."""
+    used = {"embedder_path_used": str(resolve_embedder_path(cfg.retrieval.embedder.path)),
+            **prompt_versions()}
+    for scorer in scorers:
+        used.update(scorer.provenance())
+    return used
 
 
 def _table_rows(predictions: list[Prediction], records: list[dict[str, Any]]

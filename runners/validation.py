@@ -50,11 +50,16 @@ def validate_config(cfg: DictConfig) -> None:
         ("source_run_id", cfg.mode != "evaluate" or bool(cfg.source_run_id),
          "the id of the MLflow run to re-score when mode=evaluate",
          "mode=evaluate source_run_id=<run id from the MLflow UI>"),
+        ("judge.samples", cfg.judge.get("samples", 1) >= 1,
+         "at least 1 independent judge reply per item", "judge.samples=3"),
     ]
     for key, ok, must, example in checks:
         if not ok:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
+    from runners.judges import panel_configs
+
+    panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
 
 
 def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
@@ -67,4 +72,12 @@ def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
     reference = cfg.dataset.get("reference_model")
     if reference is not None:
         nodes[f"dataset/reference_model={reference.name}"] = reference
+    from runners.judges import panel_configs
+
+    try:
+        panel = panel_configs(cfg)
+    except ConfigError:  # validate_config reports it, naming the fix, before the job runs
+        panel = {}
+    for name, node in panel.items():
+        nodes[f"judge.panel={name}"] = node
     require_credentials({**nodes, **(more or {})})

@@ -13,6 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Message = dict[str, Any]
+# A request as a dict (an item of ``complete_batch``) may carry ``sample``: which of several
+# independent replies to the same request it asks for (judge.samples). Only the response
+# cache reads it (it keys on it); the model is sent the request without it.
+SAMPLE = "sample"
+
+
+def call_arguments(request: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of ``complete`` in a request dict (without ``sample``)."""
+    return {k: v for k, v in request.items() if k != SAMPLE}
 
 
 @dataclass(frozen=True)
@@ -122,7 +131,7 @@ class ChatModel(ABC):
         out: dict[str, Completion | ModelError] = {}
         for custom_id, request in requests.items():
             try:
-                out[custom_id] = self.complete(**request)
+                out[custom_id] = self.complete(**call_arguments(request))
             except ModelError as exc:
                 out[custom_id] = exc
         return out

@@ -9,8 +9,11 @@ would have cost). A damaged entry is ignored, refetched and overwritten. Modes:
 
 ``with fresh_replies(model):`` asks the model itself again, in this thread, instead of
 reading the cache (e.g. regenerated G-Eval criteria); the fresh reply still replaces
-the cached one. A Message Batch that fails as a whole leaves cached items answered and
-maps every submitted item to the batch's error.
+the cached one. ``with reply_sample(model, i):`` (or ``sample: i`` in a batch request) asks
+for the i-th independent reply to a request: the key adds the index from 1 on, so each
+sample of ``judge.samples`` is paid once and sample 0 is the plain request's entry.
+A Message Batch that fails as a whole leaves cached items answered and maps every
+submitted item to the batch's error.
 """
 
 from __future__ import annotations
@@ -25,20 +28,33 @@ from pathlib import Path
 from typing import Any
 
 from arag.files import write_text_atomically
-from arag.llm.base import ChatModel, Completion, Message, ModelError, ToolSpec, Usage
+from arag.llm.base import (
+    SAMPLE,
+    ChatModel,
+    Completion,
+    Message,
+    ModelError,
+    ToolSpec,
+    Usage,
+    call_arguments,
+)
 
 log = logging.getLogger(__name__)
 
 
 def response_key(provider: str, model_id: str, system: str, messages: list[Message],
                  tools: list[ToolSpec] | None = None, max_tokens: int = 1024,
-                 temperature: float = 0.0, tool_choice: str = "auto") -> str:
-    """The cache key of one request: provider, model and the full request."""
-    payload = json.dumps({
+                 temperature: float = 0.0, tool_choice: str = "auto", sample: int = 0) -> str:
+    """The cache key of one request: provider, model, the full request and, from the second
+    independent sample on, the sample's index."""
+    fields: dict[str, Any] = {
         "provider": provider, "model": model_id, "system": system,
         "messages": messages, "tools": [t.to_api() for t in tools or []],
         "max_tokens": max_tokens, "temperature": temperature, "tool_choice": tool_choice,
-    }, sort_keys=True, ensure_ascii=False, default=str)
+    }
+    if sample:
+        fields[SAMPLE] = sample
+    payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
@@ -46,6 +62,13 @@ def is_cached(cache_dir: str | Path, provider: str, model_id: str, **request: An
     """Whether the response cache holds an answer to this request (no model needed)."""
     key = response_key(provider, model_id, **request)
     return (Path(cache_dir) / "responses" / key[:2] / f"{key}.json").exists()
+
+
+def reply_sample(model: ChatModel, index: int) -> AbstractContextManager[None]:
+    """Within the block, calls through ``model`` in this thread ask for the ``index``-th
+    independent reply (a response-cache entry of its own); a no-op without a cache."""
+    sample = getattr(model, "reply_sample", None)
+    return sample(index) if sample is not None else nullcontext()
 
 
 def fresh_replies(model: ChatModel) -> AbstractContextManager[None]:
@@ -66,6 +89,7 @@ class CachedModel(ChatModel):
         self.misses = 0
         self._lock = threading.Lock()
         self._skip_reads = threading.local()  # per thread: other threads keep their hits
+        self._sample = threading.local()  # per thread: which independent reply is asked for
 
     @property
     def can_judge(self) -> bool:
@@ -84,10 +108,21 @@ class CachedModel(ChatModel):
         finally:
             self._skip_reads.on = before
 
+    @contextmanager
+    def reply_sample(self, index: int) -> Iterator[None]:
+        """Calls made in this thread inside the block ask for the ``index``-th sample."""
+        before = getattr(self._sample, "index", 0)
+        self._sample.index = index
+        try:
+            yield
+        finally:
+            self._sample.index = before
+
     def key(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
-            max_tokens: int, temperature: float, tool_choice: str) -> str:
+            max_tokens: int, temperature: float, tool_choice: str, sample: int = 0) -> str:
         return response_key(self.inner.provider, getattr(self.inner, "model_id", self.inner.name),
-                            system, messages, tools, max_tokens, temperature, tool_choice)
+                            system, messages, tools, max_tokens, temperature, tool_choice,
+                            sample)
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
@@ -95,7 +130,8 @@ class CachedModel(ChatModel):
         if self.mode == "off":
             return self.inner.complete(system, messages, tools, max_tokens, temperature,
                                        tool_choice)
-        key = self.key(system, messages, tools, max_tokens, temperature, tool_choice)
+        key = self.key(system, messages, tools, max_tokens, temperature, tool_choice,
+                       getattr(self._sample, "index", 0))
         path = self.folder / key[:2] / f"{key}.json"
         hit = self._lookup(path)
         if hit is not None:
@@ -112,19 +148,20 @@ class CachedModel(ChatModel):
 
     def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if self.mode == "off":
-            return self.inner.complete_batch(requests)
+            return self.inner.complete_batch({c: call_arguments(r) for c, r in requests.items()})
         out: dict[str, Any] = {}
         missing: dict[str, dict[str, Any]] = {}
         paths: dict[str, Path] = {}
         for cid, r in requests.items():
             key = self.key(r["system"], r["messages"], r.get("tools"), r.get("max_tokens", 1024),
-                           r.get("temperature", 0.0), r.get("tool_choice", "auto"))
+                           r.get("temperature", 0.0), r.get("tool_choice", "auto"),
+                           r.get(SAMPLE, 0))
             paths[cid] = self.folder / key[:2] / f"{key}.json"
             hit = self._lookup(paths[cid])
             if hit is not None:
                 out[cid] = hit
             else:
-                missing[cid] = r
+                missing[cid] = call_arguments(r)
         with self._lock:
             self.hits += len(out)
             self.misses += len(missing)
@@ -177,6 +214,9 @@ class MeteredModel(ChatModel):
 
     def fresh_replies(self) -> AbstractContextManager[None]:
         return fresh_replies(self.inner)
+
+    def reply_sample(self, index: int) -> AbstractContextManager[None]:
+        return reply_sample(self.inner, index)
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,

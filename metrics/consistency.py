@@ -1,0 +1,125 @@
+"""Factual consistency: the judge checks every numerical claim against the used context.
+
+String matching of numbers (``metrics.numeric``) misses a right number in the wrong place
+or a wrong unit. Here the judge lists each numerical claim of the summary and marks it
+``verified`` (the context states this figure for this metric, entity and period),
+``unsupported`` (the context does not say) or ``contradicted`` (the context says
+otherwise), against the context the system actually used (``System.judged_context``).
+
+``factual_consistency`` = verified claims / all claims. The claims with their verdicts are
+kept (``factual_consistency_claims``), and the reply verbatim. A summary with no numerical
+claim is null with that reason (nothing to verify is not 100%); a reply with neither claim
+lines nor ``Claims: none`` is a parse failure, null and counted. Without a judge every
+field is null with the reason. Calls go through the response cache and honour
+``judge.batch``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from arag.llm.base import ChatModel, Completion, ModelError
+from metrics.base import (
+    Metric,
+    Scorer,
+    ScorerEnv,
+    Scores,
+    ScoringItem,
+    answered,
+    count_flags,
+    register_scorer,
+)
+from metrics.judging import judge_calls, judge_request
+
+VERDICTS = ("verified", "unsupported", "contradicted")
+CLAIM = re.compile(r"^[\s*\-\d.)]*claim\s*:\s*(?P<claim>.+?)\s*\|\s*verdict\s*:\s*\**\s*"
+                   r"(?P<verdict>verified|unsupported|contradicted)\b", re.IGNORECASE | re.MULTILINE)
+NO_CLAIMS = re.compile(r"^\s*claims\s*:\s*none\b", re.IGNORECASE | re.MULTILINE)
+_SYSTEM = "You verify the figures in financial summaries against their sources."
+
+
+def claims_prompt(item: ScoringItem) -> str:
+    return (
+        "Check the numerical claims of a predicted summary against the source context it was "
+        f"written from.\n\nSource context:\n{item.context_text or '(the system read no context)'}"
+        f"\n\nPredicted summary:\n{item.prediction.predicted}\n\nList every numerical claim the "
+        "summary makes (each statement of an amount, percentage, per-share value, count, "
+        "growth rate or range). Judge each against the source context only:\n"
+        "- verified: the context states this figure for this metric, entity and period;\n"
+        "- unsupported: the context neither states nor contradicts it;\n"
+        "- contradicted: the context states a different figure, unit, period or entity.\n"
+        "Reply with one line per claim, exactly 'Claim: <the claim> | Verdict: verified' "
+        "(or unsupported, or contradicted). If the summary makes no numerical claim, reply "
+        "with the single line 'Claims: none'."
+    )
+
+
+def parse_claims(reply: str) -> list[dict[str, str]] | None:
+    """The claims and verdicts of a reply; [] for 'Claims: none'; None: unreadable."""
+    claims = [{"claim": m.group("claim").strip(), "verdict": m.group("verdict").lower()}
+              for m in CLAIM.finditer(reply)]
+    if claims:
+        return claims
+    return [] if NO_CLAIMS.search(reply) else None
+
+
+@register_scorer("factual_consistency")
+class FactualConsistencyScorer(Scorer):
+    metrics = [Metric("factual_consistency", "factual consistency", report=True)]
+    extra = ("factual_consistency_claims", "factual_consistency_reply",
+             "factual_consistency_parse_failed")
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        return cls(env.judge, env.judge_reason, env.judge_batch, env.concurrency)
+
+    def __init__(self, judge: ChatModel | None, no_judge_reason: str, batch: bool = False,
+                 concurrency: int = 1):
+        self.judge = judge
+        self.no_judge_reason = no_judge_reason
+        self.batch = batch
+        self.concurrency = concurrency
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        out = [Scores() for _ in items]
+        todo: dict[str, Scores] = {}
+        requests: dict[str, dict[str, Any]] = {}
+        for n, (item, s) in enumerate(zip(items, out, strict=True)):
+            why = self.no_judge_reason if self.judge is None else answered(item)
+            if why:
+                self._unjudged(s, why)
+            else:
+                todo[str(n)] = s
+                requests[str(n)] = judge_request(_SYSTEM, claims_prompt(item), 1200)
+        if self.judge is not None and requests:
+            replies = judge_calls(self.judge, requests, self.batch, self.concurrency)
+            for cid, scores in todo.items():
+                self._apply(scores, replies[cid])
+        return out
+
+    def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> dict[str, float]:
+        return count_flags(records, ["factual_consistency_parse_failed"])
+
+    def _unjudged(self, s: Scores, reason: str) -> None:
+        s.null(["factual_consistency"], reason)
+        for key in self.extra:
+            s.values[key] = None
+
+    def _apply(self, s: Scores, reply: Completion | ModelError) -> None:
+        if isinstance(reply, ModelError):
+            self._unjudged(s, f"judge call failed: {reply}")
+            return
+        claims = parse_claims(reply.text)
+        s.values.update(factual_consistency_reply=reply.text,
+                        factual_consistency_claims=claims,
+                        factual_consistency_parse_failed=claims is None)
+        if claims is None:
+            s.null(["factual_consistency"], "the judge's reply lists no 'Claim: ... | Verdict: "
+                                            "...' line and does not say 'Claims: none'")
+        elif not claims:
+            s.null(["factual_consistency"], "the summary makes no numerical claim to verify")
+        else:
+            s.values["factual_consistency"] = (
+                sum(c["verdict"] == "verified" for c in claims) / len(claims))

@@ -1,0 +1,108 @@
+"""Asking a judge: requests, concurrent or batched calls, and several independent samples.
+
+Every scorer that asks a judge (G-Eval, the error taxonomy, factual consistency, QA
+verdicts) goes through ``judge_calls``, so each honours ``judge.batch`` and the response
+cache the same way. ``judge_request(..., sample=i)`` asks for the i-th independent reply
+to the same request (``judge.samples``): the response cache keeps each sample apart, so
+every one is paid once and a re-run is free.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
+from arag.llm.cache import reply_sample
+
+
+def judge_request(system: str, prompt: str, max_tokens: int, sample: int = 0) -> dict[str, Any]:
+    """The keyword arguments of one judge call (``complete``, or an item of a batch), with
+    the index of the independent sample it asks for from the second on."""
+    request: dict[str, Any] = {"system": system, "messages": [{"role": "user", "content": prompt}],
+                               "max_tokens": max_tokens, "temperature": 0.0}
+    if sample:
+        request[SAMPLE] = sample
+    return request
+
+
+def judge_calls(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool = False,
+                concurrency: int = 1) -> dict[str, Completion | ModelError]:
+    """Every request's reply or ModelError, by id: as one Message Batch, or concurrent calls.
+
+    A batch that fails as a whole (create, poll or results) gives every item its error,
+    so each is recorded null with the reason instead of failing the run. Ids must be
+    valid batch custom ids (letters, digits, ``_`` and ``-``).
+    """
+    if batch:
+        try:
+            replies = judge.complete_batch(requests)
+        except ModelError as exc:
+            replies = dict.fromkeys(requests, ModelError(f"the message batch failed: {exc}"))
+        missing = ModelError("no result for this request in the message batch")
+        return {cid: replies.get(cid, missing) for cid in requests}
+
+    def one(request: dict[str, Any]) -> Completion | ModelError:
+        try:
+            with reply_sample(judge, request.get(SAMPLE, 0)):
+                return judge.complete(**call_arguments(request))
+        except ModelError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+        return dict(zip(requests, pool.map(one, requests.values()), strict=True))
+
+
+@dataclass
+class Sampled:
+    """A judge's replies to the samples of one request, read by ``parse``."""
+
+    scores: list[float | None]  # per sample: the parsed score (None: failed call or parse)
+    replies: list[str | None]  # per sample: the reply verbatim (None: the call failed)
+    errors: list[str] = field(default_factory=list)  # failed calls
+
+    @classmethod
+    def read(cls, replies: list[Completion | ModelError], parse: Any) -> Sampled:
+        out = cls([], [])
+        for reply in replies:
+            if isinstance(reply, ModelError):
+                out.scores.append(None)
+                out.replies.append(None)
+                out.errors.append(str(reply))
+            else:
+                score = parse(reply.text)
+                out.scores.append(float(score) if score is not None else None)
+                out.replies.append(reply.text)
+        return out
+
+    @property
+    def parsed(self) -> list[float]:
+        return [s for s in self.scores if s is not None]
+
+    @property
+    def answered(self) -> bool:
+        """At least one call came back (else: the judge call failed)."""
+        return any(r is not None for r in self.replies)
+
+    @property
+    def score(self) -> float | None:
+        """The item's score: the mean of the parsed samples."""
+        return float(np.mean(self.parsed)) if self.parsed else None
+
+    @property
+    def spread(self) -> float | None:
+        """The judge's own SD over its parsed samples (ddof=1); None below two."""
+        return float(np.std(self.parsed, ddof=1)) if len(self.parsed) >= 2 else None
+
+    @property
+    def first_reply(self) -> str | None:
+        return next((r for r in self.replies if r is not None), None)
+
+    @property
+    def parse_failures(self) -> int:
+        """Samples the judge answered without a readable score."""
+        return sum(1 for s, r in zip(self.scores, self.replies, strict=True)
+                   if r is not None and s is None)

@@ -1,0 +1,208 @@
+"""Report sections beyond the verdict: caveats, results by document length, how far the
+judge can be trusted, and examples chosen from the numbers (all on the common tasks)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from metrics.geval import DIMENSIONS
+from runners.verdict import Row, TaskSets, fmt, is_answered, table
+
+JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
+REASONING_CHARS = 1500
+
+
+def caveats(rows: list[Row]) -> str:
+    """A banner when the numbers below cannot carry a real verdict."""
+    notes = []
+    offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"})
+    if offline:
+        notes.append(f"The model is `offline` ({', '.join(offline)}): a deterministic extractive "
+                     "stand-in, not an LLM. Its numbers compare retrieval (which chunks reach "
+                     "the model), not how an LLM would summarize.")
+    unjudged = sorted({r["run"] for r in rows
+                       if r.get("judge_provider") in JUDGES_THAT_DO_NOT_JUDGE})
+    if unjudged:
+        notes.append(f"No judge ({', '.join(unjudged)}): G-Eval faithfulness and coverage, the "
+                     "error taxonomy and factual consistency are missing; the comparison "
+                     "falls back to reference overlap. Run with `judge=claude-haiku-4-5`.")
+    if any(r.get("synthetic") for r in rows):
+        notes.append("The dataset is synthetic (invented companies and figures, a handful of "
+                     "tasks): it shows the harness works, not which system is better.")
+    if not notes:
+        return ""
+    return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
+        f"> - {n}" for n in notes) + "\n"
+
+
+def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
+    """Main metrics per run by document-length tercile (tokens), with n per cell, over each
+    run's answered tasks (a run that skips long documents shows n = 0 there)."""
+    lengths: dict[str, float] = {}
+    for recs in sets.tables.values():
+        for tid, rec in recs.items():
+            if rec.get("document_tokens") is not None:
+                lengths.setdefault(tid, float(rec["document_tokens"]))
+    if len(lengths) < 3 or not metrics:
+        return "Too few tasks with a known document length to split into terciles.\n"
+    low, high = np.quantile(list(lengths.values()), [1 / 3, 2 / 3])
+    bins = [(f"short (≤ {low:,.0f} tokens)", lambda n: n <= low),
+            (f"medium ({low:,.0f}–{high:,.0f})", lambda n: low < n <= high),
+            (f"long (> {high:,.0f})", lambda n: n > high)]
+    sizes = [sum(1 for n in lengths.values() if test(n)) for _, test in bins]
+    out = ["Tasks split into terciles of their documents' length in tokens (≈4 characters a "
+           f"token): {sizes[0]} / {sizes[1]} / {sizes[2]} tasks. Each cell: mean over the run's "
+           "answered tasks in that tercile (n).\n"]
+    for metric in metrics:
+        rows = []
+        for run in sets.runs:
+            cells = []
+            for _, test in bins:
+                values = [rec[metric] for tid, rec in sets.tables[run["run_id"]].items()
+                          if is_answered(rec) and rec.get(metric) is not None
+                          and tid in lengths and test(lengths[tid])]
+                cells.append(f"{np.mean(values):.3f} (n={len(values)})" if values else "– (n=0)")
+            rows.append([run["run"], *cells])
+        out.append(f"**`{metric}`**\n\n" + table(["run", *(b[0] for b in bins)], rows))
+    return "\n".join(out)
+
+
+def judge_section(rows: list[Row], sets: TaskSets) -> str:
+    """The judge's own spread over samples, the panel's agreement, and where judges differ."""
+    out = [_self_consistency(rows), _agreement(rows)]
+    disagreements = _disagreements(sets)
+    if disagreements:
+        out.append(disagreements)
+    return "\n".join(out)
+
+
+def _self_consistency(rows: list[Row]) -> str:
+    sampled = [r for r in rows if any(r.get(f"geval_{d}_judge_sd_mean") is not None
+                                      for d in DIMENSIONS)]
+    if not sampled:
+        return ("**Judge self-consistency:** one judge reply per item (`judge.samples=1`), so "
+                "the judge's own spread is not measured; `judge.samples=3` measures it.\n")
+    header = ["run", "samples", *(f"judge SD ({d})" for d in DIMENSIONS)]
+    return ("**Judge self-consistency:** each item was scored by independent judge samples "
+            "and its score is their mean; the judge's SD per item, averaged over items (on a "
+            "1-5 scale; 0 means the judge always agreed with itself).\n\n"
+            + table(header, [[r["run"], r.get("judge_samples"),
+                              *(r.get(f"geval_{d}_judge_sd_mean") for d in DIMENSIONS)]
+                             for r in sampled]))
+
+
+def _agreement(rows: list[Row]) -> str:
+    paneled = [r for r in rows if r.get("judge_panel")]
+    if not paneled:
+        return ("**Judge agreement:** no panel (`judge.panel=[claude-sonnet-4-6]` adds a "
+                "second judge and measures how far the verdict depends on the judge).\n")
+    body = []
+    for r in paneled:
+        cells = []
+        for d in DIMENSIONS:
+            alpha = r.get(f"judge_agreement_{d}")
+            lo, hi = r.get(f"judge_agreement_{d}_ci_low"), r.get(f"judge_agreement_{d}_ci_high")
+            n = r.get(f"judge_agreement_{d}_n")
+            cells.append("– (undefined: too few items or one value throughout)" if alpha is None
+                         else f"{alpha:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
+                         + f" (n={int(n or 0)})")
+        failures = ", ".join(f"{name}: {int(sum(r.get(f'panel_{name}_geval_{d}_parse_failures') or 0 for d in DIMENSIONS))}"  # noqa: E501
+                             for name in r["judge_panel"])
+        body.append([r["run"], f"{r.get('judge')} + {', '.join(r['judge_panel'])}", *cells,
+                     failures])
+    return ("**Judge agreement:** Krippendorff's alpha (ordinal) between the primary judge and "
+            "the panel on the same items, with a 95% bootstrap CI over items (1 is perfect "
+            "agreement, 0 is chance; below about 0.67 a verdict resting on one judge is "
+            "fragile). Parse failures per panel judge are null scores, not counted in alpha.\n\n"
+            + table(["run", "judges", *(f"alpha ({d})" for d in DIMENSIONS),
+                     "panel parse failures"], body))
+
+
+def _disagreements(sets: TaskSets, top: int = 3) -> str:
+    found = []
+    for run in sets.runs:
+        for tid in sets.common:
+            rec = sets.tables[run["run_id"]][tid]
+            for name, view in (rec.get("geval_panel") or {}).items():
+                for d in DIMENSIONS:
+                    mine, theirs = rec.get(f"geval_{d}"), (view or {}).get(d)
+                    if mine is not None and theirs is not None and mine != theirs:
+                        found.append((abs(mine - theirs), run, rec, name, view, d))
+    if not found:
+        return ""
+    found.sort(key=lambda f: (-f[0], f[1]["run"], f[2]["id"], f[4].get(f[5]) or 0))
+    out = ["**Where the judges disagree most:**\n"]
+    for gap, run, rec, name, view, d in found[:top]:
+        out.append(f"- `{rec['id']}` ({run['run']}), {d}: primary judge {rec[f'geval_{d}']:.2f}, "
+                   f"{name} {view[d]:.2f} (gap {gap:.2f})\n\n"
+                   f"  Primary judge:\n\n{_quote(rec.get(f'geval_{d}_reasoning'))}\n\n"
+                   f"  {name}:\n\n{_quote(view.get(f'{d}_reasoning'))}\n")
+    return "\n".join(out)
+
+
+def _quote(text: Any) -> str:
+    text = str(text or "(no reply)")
+    if len(text) > REASONING_CHARS:
+        text = text[:REASONING_CHARS] + " […]"
+    return "\n".join(f"  > {line}" for line in text.splitlines())
+
+
+def examples(sets: TaskSets, key: str) -> str:
+    """On the common tasks: where an agentic run beats every other run by the widest margin,
+    one where a run without retrieval beats every run that retrieves, and the worst task."""
+    out: list[str] = []
+
+    def score(run: Row, tid: str) -> float | None:
+        return sets.tables[run["run_id"]][tid].get(key)
+
+    def margins(run: Row, rivals: list[Row]) -> list[tuple[float, str]]:
+        found = []
+        for tid in sets.common:
+            mine, theirs = score(run, tid), [score(r, tid) for r in rivals]
+            if mine is not None and theirs and all(t is not None for t in theirs):
+                best = max(t for t in theirs if t is not None)
+                if mine > best:
+                    found.append((mine - best, tid))
+        return sorted(found, reverse=True)
+
+    def note(tid: str, extra: str = "") -> str:
+        listed = ", ".join(f"{r['run']} {score(r, tid):.3f}" for r in sets.runs
+                           if score(r, tid) is not None)
+        return f"`{key}`: {listed}{extra}."
+
+    agentic = next((r for r in sets.runs if r.get("agentic")), None)
+    others = [r for r in sets.runs if r is not agentic]
+    if agentic is not None and others:
+        for margin, tid in margins(agentic, others)[:2]:
+            out.append(_block(f"{agentic['run']} beats every other run",
+                              sets.tables[agentic["run_id"]][tid],
+                              note(tid, f" (margin {margin:.3f})")))
+    retrieving = [r for r in sets.runs if r.get("retrieves")]
+    for run in (r for r in sets.runs if not r.get("retrieves")):
+        wins = margins(run, retrieving) if retrieving else []
+        if wins:
+            out.append(_block(f"{run['run']}, without retrieval, wins",
+                              sets.tables[run["run_id"]][wins[0][1]], note(wins[0][1])))
+            break
+    scored = [sets.tables[r["run_id"]][t] for r in sets.runs for t in sets.common
+              if score(r, t) is not None]
+    if scored:
+        worst = min(scored, key=lambda x: x[key])
+        text = f"Lowest `{key}` on the common tasks: {worst[key]:.3f}."
+        reasoning = worst.get("geval_coverage_reasoning") or worst.get(
+            "geval_faithfulness_reasoning")
+        if reasoning:
+            text += "\n\nJudge's reasoning:\n\n> " + "\n> ".join(reasoning.splitlines())
+        out.append(_block("A failure", worst, text))
+    return "\n".join(out) if out else "Not enough scored common tasks to choose examples.\n"
+
+
+def _block(title: str, rec: dict[str, Any], note: str) -> str:
+    return (f"### {title}: `{rec['id']}`\n\n{note}\n\n**Question:** {rec.get('question')}"
+            f"\n\n**Reference:**\n\n```\n{rec.get('reference')}\n```\n\n**Predicted "
+            f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
+
+
+__all__ = ["caveats", "examples", "fmt", "judge_section", "length_breakdown"]

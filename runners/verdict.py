@@ -1,0 +1,205 @@
+"""What the sweep report may conclude, and on which tasks.
+
+Every comparison is made on the **common task set**: the tasks every compared run answered
+(a run is compared when it answered at least one task). A run that skipped or failed a
+task is never ranked against one that answered it. Means over each run's own answered
+tasks are shown too, with their own n, but nothing is concluded from them.
+
+A difference is declared only when it is significant (``metrics.stats.Paired``): at least
+6 untied pairs, Wilcoxon p < 0.05 and a bootstrap CI that excludes 0; otherwise the report
+says "no significant difference" or "too few to test". The key comparison also states its
+minimum detectable difference (80% power, 5% significance) and, when the observed
+difference is smaller, how many tasks would detect it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from metrics import bootstrap_ci
+from metrics.stats import (
+    ALPHA,
+    MIN_UNTIED,
+    POWER,
+    Paired,
+    min_detectable_difference,
+    paired_difference,
+    tasks_needed,
+)
+
+Row = dict[str, Any]
+Record = dict[str, Any]
+
+
+def is_answered(record: Record) -> bool:
+    return not record.get("error") and not record.get("skipped")
+
+
+@dataclass
+class TaskSets:
+    """The runs a sweep compares and the tasks they all answered."""
+
+    runs: list[Row]  # finished runs that answered at least one task
+    left_out: list[Row]  # finished runs that answered none
+    tables: dict[str, dict[str, Record]]  # run id -> task id -> record
+    common: list[str]  # task ids every compared run answered, in first-seen order
+    all_ids: list[str] = field(default_factory=list)  # every task id any run has
+
+    def values(self, run: Row, key: str, ids: list[str] | None = None) -> list[float]:
+        table = self.tables[run["run_id"]]
+        return [table[t][key] for t in (self.common if ids is None else ids)
+                if table.get(t, {}).get(key) is not None]
+
+    def scored_ids(self, runs: list[Row], key: str) -> list[str]:
+        """Common tasks that every one of ``runs`` has a ``key`` score for."""
+        return [t for t in self.common
+                if all(self.tables[r["run_id"]][t].get(key) is not None for r in runs)]
+
+    def pair(self, a: Row, b: Row, key: str, ids: list[str] | None = None) -> Paired | None:
+        ids = self.scored_ids([a, b], key) if ids is None else ids
+        ta, tb = self.tables[a["run_id"]], self.tables[b["run_id"]]
+        return paired_difference([ta[t][key] for t in ids], [tb[t][key] for t in ids])
+
+
+def task_sets(finished: list[Row], records_by_run: dict[str, list[Record]]) -> TaskSets:
+    tables = {r["run_id"]: {x["id"]: x for x in records_by_run.get(r["run_id"], [])}
+              for r in finished}
+    runs = [r for r in finished if any(is_answered(x) for x in tables[r["run_id"]].values())]
+    left_out = [r for r in finished if r not in runs]
+    all_ids = list(dict.fromkeys(t for r in finished for t in tables[r["run_id"]]))
+    common = [t for t in all_ids if runs and all(
+        is_answered(tables[r["run_id"]].get(t, {"skipped": True})) for r in runs)]
+    return TaskSets(runs, left_out, tables, common, all_ids)
+
+
+def task_set_section(sets: TaskSets) -> str:
+    """How many tasks each run answered, and the common set every comparison uses."""
+    lines = [f"Every comparison below (key finding, paired tests, wins and losses, examples, "
+             f"the comparison plot) uses the **{len(sets.common)} tasks every compared run "
+             f"answered** (of {len(sets.all_ids)} in the sweep).\n"]
+    rows = []
+    for r in sets.runs + sets.left_out:
+        recs = list(sets.tables[r["run_id"]].values())
+        rows.append([r["run"], len(recs), sum(is_answered(x) for x in recs),
+                     sum(bool(x.get("skipped")) for x in recs),
+                     sum(bool(x.get("error")) for x in recs),
+                     "yes" if r in sets.runs else "no: answered no task"])
+    lines.append(table(["run", "tasks", "answered", "skipped", "errored", "compared"], rows))
+    return "\n".join(lines)
+
+
+def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
+    scored = [r for r in sets.runs if sets.values(r, key)]
+    if not sets.runs:
+        return "No run answered any task: nothing to compare."
+    if not sets.common:
+        return ("No task was answered by every compared run, so no run is ranked; each run's "
+                "own means are in the Quality section.")
+    if not scored:
+        return f"No run has `{key}` scores on the common tasks{reason}."
+    ids = sets.scored_ids(scored, key)
+    means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
+    ranked = sorted(scored, key=lambda r: means[r["run_id"]], reverse=True)
+    best = ranked[0]
+    head = f"On the **{len(ids)} tasks** every compared run answered and has `{key}` for"
+    if len(ranked) == 1:
+        return (f"{head}, only **{best['run']}** is scored ({means[best['run_id']]:.3f}): "
+                f"nothing to compare it with. {_cost_sentence(best)}")
+    second = ranked[1]
+    res = sets.pair(best, second, key, ids)
+    pair = (f"**{best['run']}** {means[best['run_id']]:.3f} vs **{second['run']}** "
+            f"{means[second['run_id']]:.3f}")
+    if res is None:
+        return f"{head}: {pair}; too few tasks for a paired comparison. {_cost_sentence(best)}"
+    stats = (f"paired difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, "
+             f"{res.ci_high:.3f}], Wilcoxon p {res.p_text()} over {res.n_untied} untied of "
+             f"{res.n} pairs")
+    if res.significant:
+        text = f"{head}, **{best['run']}** scores highest: {pair}; {stats}: significant at 0.05."
+    elif not res.testable:
+        text = (f"{head}: {pair}. **Too few to test**: only {res.n_untied} of {res.n} pairs "
+                f"differ (at least {MIN_UNTIED} are needed); {stats}. No winner is declared.")
+    else:
+        why = "the CI includes 0" if res.ci_includes_zero else f"p ≥ {ALPHA}"
+        text = (f"{head}: **no significant difference** between {pair} ({stats}; {why}). "
+                "No winner is declared.")
+    return f"{text} {power_sentence(res)} {_cost_sentence(best)}"
+
+
+def power_sentence(res: Paired) -> str:
+    """The minimum detectable difference at the observed spread and n, and the tasks the
+    observed difference would need when it is smaller."""
+    mdd = min_detectable_difference(res.sd_diff, res.n)
+    if mdd is None:
+        return ("The paired differences have no spread, so no minimum detectable difference "
+                "can be computed.")
+    text = (f"With {res.n} tasks and an SD of paired differences of {res.sd_diff:.3f}, the "
+            f"**minimum detectable difference** is {mdd:.3f} ({POWER:.0%} power, {ALPHA:.0%} "
+            "significance, paired t-test).")
+    observed = abs(res.mean_diff)
+    if observed < mdd:
+        needed = tasks_needed(observed, res.sd_diff)
+        text += (f" The observed difference ({observed:.3f}) is smaller: detecting it would "
+                 f"take about {int(np.ceil(needed)):,} tasks." if needed is not None else
+                 " The observed difference is 0: no number of tasks would detect it.")
+    return text
+
+
+def _cost_sentence(run: Row) -> str:
+    cost = run.get("cost_usd_per_task", run.get("cost_usd_mean"))
+    return (f"{run['run']} costs ${cost or 0.0:.5f} per task it ran (errored tasks included) "
+            f"with a median latency of {run.get('latency_ms_p50') or 0.0:.0f} ms.")
+
+
+def paired_section(sets: TaskSets, key: str) -> str:
+    rows = []
+    for a, b in itertools.combinations(sets.runs, 2):
+        res = sets.pair(a, b, key)
+        if res is not None:
+            rows.append([f"{a['run']} vs {b['run']}", res.n, res.n_untied, res.mean_diff,
+                         f"[{res.ci_low:.3f}, {res.ci_high:.3f}]", res.p_text(),
+                         f"{res.wins}/{res.losses}/{res.ties}", res.verdict()])
+    intro = (f"On `{key}`, over the common tasks both runs have a score for: mean difference "
+             "(first minus second) with a paired bootstrap 95% CI (2,000 resamples) and a "
+             "two-sided Wilcoxon signed-rank p-value over the untied pairs (ties carry no sign "
+             f"and are dropped; with fewer than {MIN_UNTIED} untied pairs no test can reach "
+             "0.05). Significant: p < 0.05 and the CI excludes 0.\n\n")
+    if not rows:
+        return intro + "Fewer than two runs share two scored common tasks.\n"
+    return intro + table(["pair", "pairs", "untied", "mean diff", "95% CI", "Wilcoxon p",
+                          "wins/losses/ties", "verdict"], rows)
+
+
+def common_rows(sets: TaskSets, metrics: list[str]) -> list[Row]:
+    """Each compared run's row with its means and CIs taken over the common tasks (what the
+    comparison plot draws)."""
+    out = []
+    for r in sets.runs:
+        row = {k: v for k, v in r.items() if not k.endswith(("_mean", "_ci_low", "_ci_high"))}
+        for m in metrics:
+            values = sets.values(r, m)
+            if values:
+                row[f"{m}_mean"] = float(np.mean(values))
+                ci = bootstrap_ci(values)
+                if ci is not None:
+                    row[f"{m}_ci_low"], row[f"{m}_ci_high"] = ci
+        out.append(row)
+    return out
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "–"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
