@@ -22,13 +22,12 @@ from typing import Any
 
 from metrics import Metric, declared_metrics
 from metrics.geval import ERROR_CODES
-from runners import plots
+from runners import plots, verdict
 from runners.sections import caveats, examples, judge_section, length_breakdown
 from runners.track import REUSED_RUNS_FILE
 from runners.verdict import (
     TaskSets,
     common_rows,
-    key_finding,
     paired_section,
     task_set_section,
     task_sets,
@@ -145,8 +144,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                               if r["status"] != "FINISHED") + ")" if len(finished) < len(rows)
                   else "") + f". Comparison metric: `{key}`.\n")
     out.append("## Task sets\n\n" + task_set_section(sets))
-    out.append("## Key finding\n\n" + key_finding(sets, key, _null_reason(records_by_run, key))
-               + "\n")
+    out.append("## Key finding\n\n" + verdict.key_finding(
+        sets, key, _null_reason(records_by_run, key)) + "\n")
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, shown)
     out.append("## Quality\n")
@@ -174,6 +173,13 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("\n## Examples chosen from the numbers\n")
     out.append(examples(sets, key))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common}
+
+
+def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
+                key: str) -> str:
+    """The key finding of these runs on ``key``, on the tasks they all answered."""
+    return verdict.key_finding(task_sets(finished, records_by_run), key,
+                               _null_reason(records_by_run, key))
 
 
 def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> str:

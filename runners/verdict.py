@@ -100,7 +100,7 @@ def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
         return ("No task was answered by every compared run, so no run is ranked; each run's "
                 "own means are in the Quality section.")
     if not scored:
-        return f"No run has `{key}` scores on the common tasks{reason}."
+        return f"No run has `{key}` scores{reason}."
     ids = sets.scored_ids(scored, key)
     means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
     ranked = sorted(scored, key=lambda r: means[r["run_id"]], reverse=True)

@@ -379,7 +379,7 @@ def test_geval_through_message_batches_records_expired_items(make_cfg, fake, tmp
         else "Reasoning.\nFinal score: 2" if "Faithfulness" in req["messages"][0]["content"]
         else "Codes: H" if "error codes" in req["messages"][0]["content"]
         else "Final Score: 4/5", req)
-    fake.batch_failures = {"1:coverage": "expired"}
+    fake.batch_failures = {"1-coverage-0": "expired"}  # <task>-<dimension>-<sample>
     items = []
     for tid in ("t0", "t1"):
         task = Task(tid, "summarization", ("D",), "Summarize.", "q3 revenue $1.")
