@@ -92,12 +92,16 @@ def paired_difference(first: Sequence[float], second: Sequence[float], seed: int
 
 def paired_t_power(effect_size: float, n: float, alpha: float = ALPHA) -> float:
     """Power of the two-sided one-sample (paired) t-test for a standardized effect."""
-    from scipy.stats import nct, t
+    from scipy.stats import nct, norm, t
 
     df = n - 1
     crit = t.isf(alpha / 2, df)
     nc = effect_size * math.sqrt(n)
-    return float(nct.sf(crit, df, nc) + nct.cdf(-crit, df, nc))
+    power = float(nct.sf(crit, df, nc) + nct.cdf(-crit, df, nc))
+    if math.isfinite(power):
+        return power
+    # far in the tail scipy's noncentral t gives NaN; there t is normal to many digits
+    return float(norm.sf(crit - nc) + norm.cdf(-crit - nc))
 
 
 def min_detectable_difference(sd: float, n: int, alpha: float = ALPHA, power: float = POWER

@@ -147,7 +147,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("## Key finding\n\n" + verdict.key_finding(
         sets, key, _null_reason(records_by_run, key)) + "\n")
     shown = [m.name for m in report_metrics()]
-    common = common_rows(sets, shown)
+    common = common_rows(sets, [*shown, "word_count"])
     out.append("## Quality\n")
     no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
     out.append(f"On the {len(sets.common)} common tasks (means with bootstrap 95% CIs; a column "

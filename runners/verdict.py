@@ -115,9 +115,9 @@ def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
             f"{means[second['run_id']]:.3f}")
     if res is None:
         return f"{head}: {pair}; too few tasks for a paired comparison. {_cost_sentence(best)}"
-    stats = (f"paired difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, "
-             f"{res.ci_high:.3f}], Wilcoxon p {res.p_text()} over {res.n_untied} untied of "
-             f"{res.n} pairs")
+    stats = f"paired difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]"
+    if res.testable:
+        stats += f", Wilcoxon p={res.p_text()} over {res.n_untied} untied of {res.n} pairs"
     if res.significant:
         text = f"{head}, **{best['run']}** scores highest: {pair}; {stats}: significant at 0.05."
     elif not res.testable:
@@ -141,11 +141,13 @@ def power_sentence(res: Paired) -> str:
             f"**minimum detectable difference** is {mdd:.3f} ({POWER:.0%} power, {ALPHA:.0%} "
             "significance, paired t-test).")
     observed = abs(res.mean_diff)
-    if observed < mdd:
+    if observed == 0:
+        text += " The observed difference is 0: no number of tasks would detect it."
+    elif observed < mdd:
         needed = tasks_needed(observed, res.sd_diff)
         text += (f" The observed difference ({observed:.3f}) is smaller: detecting it would "
-                 f"take about {int(np.ceil(needed)):,} tasks." if needed is not None else
-                 " The observed difference is 0: no number of tasks would detect it.")
+                 + (f"take about {int(np.ceil(needed)):,} tasks." if needed is not None
+                    else "take more than 10,000,000 tasks."))
     return text
 
 

@@ -1,0 +1,129 @@
+"""The sweep report's verdict: one task set per comparison, no winner without significance,
+caveats, the breakdown by document length, and the judge's trustworthiness."""
+
+from __future__ import annotations
+
+import re
+
+from runners.report import build_report
+
+
+def row(name: str, **extra) -> dict:
+    base = {"run": name, "run_id": name, "status": "FINISHED", "system": name,
+            "agentic": name == "arag", "retrieves": name != "stuffing",
+            "model_provider": "anthropic", "judge_provider": "anthropic", "judge": "haiku",
+            "synthetic": False, "target_length": "50", "judge_panel": [], "judge_samples": "1"}
+    return {**base, **extra}
+
+
+def rec(tid: str, score: float | None, tokens: int = 1000, **extra) -> dict:
+    return {"id": tid, "geval_coverage": score, "document_tokens": tokens, "error": None,
+            "skipped": False, "null_reasons": {}, "predicted": f"summary of {tid}",
+            "reference": "ref", "question": "q", **extra}
+
+
+def skipped(tid: str, tokens: int = 9000) -> dict:
+    return {"id": tid, "geval_coverage": None, "document_tokens": tokens, "error": None,
+            "skipped": True, "null_reasons": {"geval_coverage": "skipped: too long"}}
+
+
+def section(text: str, title: str) -> str:
+    return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0].strip()
+
+
+def test_nothing_is_ranked_on_tasks_another_run_did_not_answer():
+    # arag's own mean (3.5 over 6) beats stuffing's (3.0 over 3), but on the 3 tasks both
+    # answered stuffing scores higher: only that comparison may be made
+    arag = [rec(f"t{k}", s, 1000 * (k + 1)) for k, s in enumerate([5, 5, 5, 2, 2, 2])]
+    stuffing = [skipped("t0"), skipped("t1"),
+                {**skipped("t2"), "skipped": False, "error": "ModelError: overloaded"},
+                rec("t3", 3, 4000), rec("t4", 3, 5000), rec("t5", 3, 6000)]
+    rows = [row("arag", geval_coverage_mean=3.5, n_answered=6),
+            row("stuffing", geval_coverage_mean=3.0, n_answered=3)]
+    text, data = build_report(rows, {"arag": arag, "stuffing": stuffing}, "t")
+    assert "**3 tasks every compared run answered** (of 6 in the sweep)" in text
+    finding = section(text, "Key finding")
+    assert finding.startswith("On the **3 tasks**")
+    assert "**stuffing** 3.000 vs **arag** 2.000" in finding
+    assert "Too few to test" in finding and "No winner is declared" in finding
+    assert "scores highest" not in finding
+    paired = section(text, "Paired comparisons")
+    assert "| arag vs stuffing | 3 | 3 | -1.000 |" in paired and "too few to test" in paired
+    # the comparison plot draws common-task means; each run's own mean is shown apart
+    assert {r["run"]: r["geval_coverage_mean"] for r in data["common_rows"]} == \
+        {"arag": 2.0, "stuffing": 3.0}
+    quality = section(text, "Quality")
+    assert "| arag | 3 | 2.000" in quality and "| arag | 6 | 3.500" in quality
+    examples = section(text, "Examples chosen from the numbers")
+    assert not re.search(r"`t[012]`", examples)  # examples come from the common tasks only
+    by_length = section(text, "By document length")
+    assert "| stuffing | – (n=0) | 3.000 (n=1) | 3.000 (n=2) |" in by_length
+
+
+def test_a_difference_whose_ci_includes_zero_has_no_winner():
+    first = [5, 1, 4, 2, 5, 1, 3, 2]
+    second = [1, 5, 2, 4, 1, 5, 2, 3]
+    records = {"a": [rec(f"t{k}", s) for k, s in enumerate(first)],
+               "b": [rec(f"t{k}", s) for k, s in enumerate(second)]}
+    text, _ = build_report([row("a"), row("b")], records, "t")
+    finding = section(text, "Key finding")
+    assert "**no significant difference**" in finding and "the CI includes 0" in finding
+    assert "minimum detectable difference" in finding
+
+
+def test_a_significant_difference_names_the_winner_and_its_detectable_difference():
+    records = {"a": [rec(f"t{k}", 4 + k % 2) for k in range(12)],
+               "b": [rec(f"t{k}", 2 + (k % 3 == 0)) for k in range(12)]}
+    text, _ = build_report([row("a"), row("b")], records, "t")
+    finding = section(text, "Key finding")
+    assert "**a** scores highest" in finding and "significant at 0.05" in finding
+    assert "over 12 untied of 12 pairs" in finding
+    assert re.search(r"\*\*minimum detectable difference\*\* is \d\.\d{3}", finding)
+    assert "would take about" not in finding  # the observed difference is detectable
+
+
+def test_a_small_difference_says_how_many_tasks_would_detect_it():
+    records = {"a": [rec(f"t{k}", [4, 5, 3, 4, 5, 2, 4, 3][k]) for k in range(8)],
+               "b": [rec(f"t{k}", [4, 4, 4, 4, 4, 3, 3, 3][k]) for k in range(8)]}
+    text, _ = build_report([row("a"), row("b")], records, "t")
+    assert re.search(r"detecting it would take about [\d,]+ tasks", section(text, "Key finding"))
+
+
+def test_the_caveat_banner_names_offline_models_missing_judges_and_synthetic_data():
+    records = {"a": [rec("t0", 4)], "b": [rec("t0", 3)]}
+    plain, _ = build_report([row("a"), row("b")], records, "t")
+    assert "Caveats" not in plain
+    rows = [row("a", model_provider="offline", judge_provider="none", synthetic=True), row("b")]
+    text, _ = build_report(rows, records, "t")
+    banner = text.split("Runs:", 1)[0]
+    assert "The model is `offline` (a)" in banner and "No judge (a)" in banner
+    assert "synthetic" in banner
+
+
+def test_the_judge_section_shows_spread_agreement_and_the_widest_disagreements():
+    panel = {"sonnet": {"coverage": 1.0, "coverage_reasoning": "Sonnet: misses guidance.",
+                        "faithfulness": 4.0, "faithfulness_reasoning": "ok"}}
+    records = {"a": [rec("t0", 5, geval_coverage_reasoning="Haiku: all there.",
+                         geval_panel=panel), rec("t1", 3)],
+               "b": [rec("t0", 3), rec("t1", 3)]}
+    rows = [row("a", judge_panel=["sonnet"], judge_samples="3", geval_coverage_mean=4.0,
+                geval_coverage_judge_sd_mean=0.4, judge_agreement_coverage=0.55,
+                judge_agreement_coverage_ci_low=0.2, judge_agreement_coverage_ci_high=0.8,
+                judge_agreement_coverage_n=2.0), row("b", geval_coverage_mean=3.0)]
+    text, _ = build_report(rows, records, "t")
+    judge = section(text, "The judge")
+    assert "| a | 3 | – | 0.400 |" in judge
+    assert "0.550 [0.200, 0.800] (n=2)" in judge
+    assert "`t0` (a), coverage: primary judge 5.00, sonnet 1.00 (gap 4.00)" in judge
+    assert "Haiku: all there." in judge and "Sonnet: misses guidance." in judge
+
+
+def test_error_taxonomy_shows_the_judges_p_beside_the_mechanical_flag():
+    records = {"arag": [rec("t0", 2)], "naive": [rec("t0", 3)]}
+    rows = [row("arag", geval_coverage_mean=2.0, error_rate_P=1.0, premature_stop_mean=1.0),
+            row("naive", geval_coverage_mean=3.0, error_rate_P=0.0)]
+    text, _ = build_report(rows, records, "t")
+    taxonomy = section(text, "Error taxonomy")
+    assert "**P** premature termination" in taxonomy and "**IC** incoherence" in taxonomy
+    assert "| arag | – | – | – | 1.000 | – | – | – | 1.000 |" in taxonomy
+    assert "| naive | – | – | – | 0.000 | – | – | – | not agentic |" in taxonomy
