@@ -19,18 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from arag.llm.base import ChatModel, Completion, ModelError
-from metrics.base import (
-    Metric,
-    Scorer,
-    ScorerEnv,
-    Scores,
-    ScoringItem,
-    answered,
-    count_flags,
-    register_scorer,
-)
-from metrics.judging import judge_calls, judge_request
+from arag.llm.base import Completion, ModelError
+from metrics.base import Metric, Scores, ScoringItem, answered, count_flags, register_scorer
+from metrics.judging import JudgedScorer, judge_request
 
 VERDICTS = ("verified", "unsupported", "contradicted")
 CLAIM = re.compile(r"^[\s*\-\d.)]*claim\s*:\s*(?P<claim>.+?)\s*\|\s*verdict\s*:\s*\**\s*"
@@ -65,21 +56,10 @@ def parse_claims(reply: str) -> list[dict[str, str]] | None:
 
 
 @register_scorer("factual_consistency")
-class FactualConsistencyScorer(Scorer):
+class FactualConsistencyScorer(JudgedScorer):
     metrics = [Metric("factual_consistency", "factual consistency", report=True)]
     extra = ("factual_consistency_claims", "factual_consistency_reply",
              "factual_consistency_parse_failed")
-
-    @classmethod
-    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
-        return cls(env.judge, env.judge_reason, env.judge_batch, env.concurrency)
-
-    def __init__(self, judge: ChatModel | None, no_judge_reason: str, batch: bool = False,
-                 concurrency: int = 1):
-        self.judge = judge
-        self.no_judge_reason = no_judge_reason
-        self.batch = batch
-        self.concurrency = concurrency
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
@@ -93,7 +73,7 @@ class FactualConsistencyScorer(Scorer):
                 todo[str(n)] = s
                 requests[str(n)] = judge_request(_SYSTEM, claims_prompt(item), 1200)
         if self.judge is not None and requests:
-            replies = judge_calls(self.judge, requests, self.batch, self.concurrency)
+            replies = self.ask(requests)
             for cid, scores in todo.items():
                 self._apply(scores, replies[cid])
         return out

@@ -17,6 +17,7 @@ import numpy as np
 
 from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
 from arag.llm.cache import reply_sample
+from metrics.base import Scorer, ScorerEnv
 
 
 def judge_request(system: str, prompt: str, max_tokens: int, sample: int = 0) -> dict[str, Any]:
@@ -54,6 +55,27 @@ def judge_calls(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bo
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return dict(zip(requests, pool.map(one, requests.values()), strict=True))
+
+
+class JudgedScorer(Scorer):
+    """A scorer that asks the run's judge once per task (QA verdicts, factual consistency):
+    with no judge its judged fields are null with ``no_judge_reason``."""
+
+    @classmethod
+    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
+        return cls(env.judge, env.judge_reason, batch=env.judge_batch,
+                   concurrency=env.concurrency)
+
+    def __init__(self, judge: ChatModel | None, no_judge_reason: str, batch: bool = False,
+                 concurrency: int = 1):
+        self.judge = judge
+        self.no_judge_reason = no_judge_reason
+        self.batch = batch
+        self.concurrency = concurrency
+
+    def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
+        assert self.judge is not None
+        return judge_calls(self.judge, requests, self.batch, self.concurrency)
 
 
 @dataclass

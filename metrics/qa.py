@@ -17,18 +17,16 @@ import logging
 import re
 from typing import Any
 
-from arag.llm.base import ChatModel, Completion, ModelError
+from arag.llm.base import Completion, ModelError
 from metrics.base import (
     Metric,
-    Scorer,
-    ScorerEnv,
     Scores,
     ScoringItem,
     answered,
     count_flags,
     register_scorer,
 )
-from metrics.judging import judge_calls, judge_request
+from metrics.judging import JudgedScorer, judge_request
 from metrics.numeric import quantities
 
 log = logging.getLogger(__name__)
@@ -68,27 +66,15 @@ def verdict_prompt(item: ScoringItem) -> str:
 
 
 @register_scorer("qa")
-class QAScorer(Scorer):
+class QAScorer(JudgedScorer):
     metrics = [Metric("qa_contain_match", "QA contain-match"),
                Metric("qa_judge_score", "QA judge score"),
                Metric("qa_judge_correct", "QA judged correct")]
     judged = ["qa_judge_score", "qa_judge_correct"]
 
-    @classmethod
-    def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
-        return cls(env.judge, env.judge_reason, batch=env.judge_batch,
-                   concurrency=env.concurrency)
-
     def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
                   ) -> dict[str, float]:
         return count_flags(records, ["qa_judge_parse_failed"])
-
-    def __init__(self, judge: ChatModel | None, no_judge_reason: str, batch: bool = False,
-                 concurrency: int = 1):
-        self.judge = judge
-        self.no_judge_reason = no_judge_reason
-        self.batch = batch
-        self.concurrency = concurrency
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
@@ -105,9 +91,8 @@ class QAScorer(Scorer):
             else:
                 todo[str(n)] = (item, s)
         if todo and self.judge is not None:
-            replies = judge_calls(self.judge, {i: judge_request(_SYSTEM, verdict_prompt(item), 400)
-                                               for i, (item, _) in todo.items()},
-                                  self.batch, self.concurrency)
+            replies = self.ask({i: judge_request(_SYSTEM, verdict_prompt(item), 400)
+                                for i, (item, _) in todo.items()})
             for i, (_, s) in todo.items():
                 self._apply_verdict(s, replies[i])
         return out

@@ -38,6 +38,8 @@ def judge(request: dict, n: int) -> dict:
         return text_reply("1. Check each figure.\n2. Score.", request)
     if "Assign the error codes" in prompt:
         return text_reply("Codes: H, O, X", request)
+    if "numerical claim" in prompt:
+        return text_reply("Claims: none", request)
     predicted = prompt.split("Predicted summary:\n", 1)[1].split("\n\nFollow", 1)[0]
     dim = "faithfulness" if "Faithfulness (1-5)" in prompt else "coverage"
     return text_reply(written(predicted, dim)[1], request)
