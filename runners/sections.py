@@ -135,10 +135,12 @@ def _disagreements(sets: TaskSets, top: int = 3) -> str:
     found.sort(key=lambda f: (-f[0], f[1]["run"], f[2]["id"], f[4].get(f[5]) or 0))
     out = ["**Where the judges disagree most:**\n"]
     for gap, run, rec, name, view, d in found[:top]:
+        samples = len(rec.get(f"geval_{d}_samples") or [None])
+        which = f" (the first of its {samples} samples)" if samples > 1 else ""
         out.append(f"- `{rec['id']}` ({run['run']}), {d}: primary judge {rec[f'geval_{d}']:.2f}, "
                    f"{name} {view[d]:.2f} (gap {gap:.2f})\n\n"
-                   f"  Primary judge:\n\n{_quote(rec.get(f'geval_{d}_reasoning'))}\n\n"
-                   f"  {name}:\n\n{_quote(view.get(f'{d}_reasoning'))}\n")
+                   f"  Primary judge{which}:\n\n{_quote(rec.get(f'geval_{d}_reasoning'))}\n\n"
+                   f"  {name}{which}:\n\n{_quote(view.get(f'{d}_reasoning'))}\n")
     return "\n".join(out)
 
 

@@ -185,3 +185,25 @@ def test_rouge_lsum_splits_sentences_on_newlines():
     expected = rouge_scorer.RougeScorer(["rougeLsum"], use_stemmer=True).score(REF, predicted)
     assert s.values["rougeLsum_f1"] == pytest.approx(expected["rougeLsum"].fmeasure)
     assert not math.isclose(s.values["rougeLsum_f1"], s.values["rougeL_f1"])
+
+
+def test_panel_options_compose_like_the_judge_group(make_cfg):
+    from runners.judges import panel_configs
+    from runners.validation import ConfigError, validate_config
+
+    cfg = make_cfg("judge=claude-haiku-4-5", "judge.panel=[claude-sonnet-4-6]",
+                   "judge.base_url=http://127.0.0.1:9", "judge.samples=3", "judge.batch=true")
+    (sonnet,) = panel_configs(cfg).values()
+    assert (sonnet.name, sonnet.model_id, sonnet.price_output) == (
+        "claude-sonnet-4-6", "claude-sonnet-4-6", 15.0)  # its own model file and prices
+    assert sonnet.base_url == "http://127.0.0.1:9" and sonnet.samples == 3 and sonnet.batch
+    for overrides, message in [
+        (["judge=claude-haiku-4-5", "judge.panel=[gpt-judge]"], "'gpt-judge' is not a judge"),
+        (["judge=claude-haiku-4-5", "judge.panel=[offline]"], "'offline' is not a judge"),
+        (["judge=claude-haiku-4-5", "judge.panel=[claude-haiku-4-5]"], "primary judge itself"),
+        (["judge.panel=[claude-sonnet-4-6]"], "needs a primary judge"),
+        (["judge=claude-haiku-4-5", "judge.samples=0"], "judge.samples=0 is invalid"),
+    ]:
+        with pytest.raises(ConfigError, match=message) as raised:
+            validate_config(make_cfg(*overrides))
+        assert "Fix:" in str(raised.value)
