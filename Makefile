@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 DEV    := $(VENV)/.installed-dev
 
-.PHONY: run test test-all ui lint bench clean-runs chromium
+.PHONY: run test test-all ui lint bench clean-runs chromium data
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,8 +43,25 @@ lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 
+# the MLflow UI over the default store: make ui PORT=5001 for another port
+PORT ?= 5000
 ui: $(STAMP)
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --host 127.0.0.1 --port 5000
+	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --host 127.0.0.1 --port $(PORT)
+
+# link the real datasets of a checkout that has ../shared/datasets beside it into
+# data/datasets/ (git-ignored), where the dataset configs look; elsewhere, clone them there
+# (README: Real datasets)
+SHARED_DATA ?= ../shared/datasets
+data:
+	@mkdir -p data/datasets
+	@for d in ectsum financebench; do \
+	  if [ -e data/datasets/$$d ]; then echo "data/datasets/$$d: already there"; \
+	  elif [ -d $(SHARED_DATA)/$$d ]; then \
+	    case "$(SHARED_DATA)" in /*) src=$(SHARED_DATA)/$$d;; *) src=../../$(SHARED_DATA)/$$d;; esac; \
+	    ln -s $$src data/datasets/$$d && \
+	    echo "data/datasets/$$d -> $(SHARED_DATA)/$$d"; \
+	  else echo "data/datasets/$$d: not found in $(SHARED_DATA); clone it (README: Real datasets)"; fi; \
+	done
 
 clean-runs:
 	rm -rf mlruns/mlflow.db mlruns/artifacts data/runs outputs multirun

@@ -77,30 +77,65 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
 
 
 def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
-    """One panel per metric, one bar per run with its 95% CI; hatched: not applicable."""
+    """One panel per metric, one bar per run with its 95% CI; a run without the metric
+    gets no bar but the words "n/a" (a zero-height bar would read as a score of 0)."""
     metrics = [m for m in compared() if any(r.get(m) is not None for r in rows)]
     if not rows or not metrics:
         return None
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.6), squeeze=False)
+    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.8), squeeze=False)
     labels = [r["run"] for r in rows]
     for ax, metric in zip(axes[0], metrics, strict=True):
-        values = [r.get(metric) for r in rows]
-        lows = [r.get(metric.replace("_mean", "_ci_low")) for r in rows]
-        highs = [r.get(metric.replace("_mean", "_ci_high")) for r in rows]
-        heights = [v if v is not None else 0.0 for v in values]
-        err = [[max(0.0, v - lo) if v is not None and lo is not None else 0 for v, lo
-                in zip(values, lows, strict=True)],
-               [max(0.0, hi - v) if v is not None and hi is not None else 0 for v, hi
-                in zip(values, highs, strict=True)]]
-        bars = ax.bar(range(len(rows)), heights, yerr=err, capsize=3, color=BLUE)
-        for bar, v in zip(bars, values, strict=True):
-            if v is None:
-                bar.set_hatch("//")
-                bar.set_alpha(0.25)
+        for x, row in enumerate(rows):
+            value = row.get(metric)
+            if value is None:
+                ax.text(x, 0, "n/a", ha="center", va="bottom", fontsize=9, color="#777777")
+                continue
+            low = row.get(metric.replace("_mean", "_ci_low"))
+            high = row.get(metric.replace("_mean", "_ci_high"))
+            err = None if low is None or high is None else \
+                [[max(0.0, value - low)], [max(0.0, high - value)]]
+            ax.bar([x], [value], yerr=err, capsize=3, color=BLUE)
         ax.set_xticks(range(len(rows)), labels, rotation=30, ha="right", fontsize=8)
+        ax.set_xlim(-0.6, len(rows) - 0.4)
+        ax.set_xlabel("run", fontsize=8)
+        ax.set_ylabel(metric.replace("_mean", " (mean)"), fontsize=8)
         ax.set_title(metric.replace("_mean", ""), fontsize=10)
-    fig.suptitle("Systems compared (bars: mean, whiskers: bootstrap 95% CI)", fontsize=10)
+    fig.suptitle("Systems compared (bars: mean, whiskers: bootstrap 95% CI, n/a: not "
+                 "applicable)", fontsize=10)
     return _save(fig, folder / "comparison.png")
+
+
+def pareto_front(points: list[tuple[float, float]]) -> list[int]:
+    """Indices of the points no other point beats on both cost (lower) and quality
+    (higher), cheapest first."""
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+    front: list[int] = []
+    for i in order:
+        if not front or points[i][1] > points[front[-1]][1]:
+            front.append(i)
+    return front
+
+
+def cost_quality_plot(rows: list[dict[str, Any]], key: str, folder: Path) -> Path | None:
+    """Mean cost per task against the comparison metric, one point per run, with the
+    Pareto front (the runs nothing beats on both) drawn through."""
+    scored = [r for r in rows if r.get(f"{key}_mean") is not None
+              and r.get("cost_usd_mean") is not None]
+    if not scored:
+        return None
+    points = [(float(r["cost_usd_mean"]), float(r[f"{key}_mean"])) for r in scored]
+    front = pareto_front(points)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.scatter([p[0] for p in points], [p[1] for p in points], color=BLUE, zorder=3)
+    for (x, y), row in zip(points, scored, strict=True):
+        ax.annotate(row["run"], (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
+    ax.plot([points[i][0] for i in front], [points[i][1] for i in front], color=RED,
+            linestyle="--", label="Pareto front", zorder=2)
+    ax.set_xlabel("mean cost per task ($)")
+    ax.set_ylabel(f"{key} (mean)")
+    ax.set_title("Cost vs quality")
+    ax.legend(fontsize=8)
+    return _save(fig, folder / "cost_vs_quality.png")
 
 
 def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
@@ -111,9 +146,11 @@ def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     width = 0.8 / len(with_codes)
     for i, r in enumerate(with_codes):
         xs = [j + i * width for j in range(len(ERROR_CODES))]
-        ax.bar(xs, [r.get(f"error_rate_{c}") or 0.0 for c in ERROR_CODES], width,
-               label=r["run"])
+        rates = [r.get(f"error_rate_{c}") for c in ERROR_CODES]
+        ax.bar([x for x, v in zip(xs, rates, strict=True) if v is not None],
+               [v for v in rates if v is not None], width, label=r["run"])
     ax.set_xticks([j + 0.4 - width / 2 for j in range(len(ERROR_CODES))], list(ERROR_CODES))
+    ax.set_xlabel("error code")
     ax.set_ylabel("share of judged tasks")
     ax.set_title("Error taxonomy by system")
     ax.legend(fontsize=8)
@@ -133,11 +170,13 @@ def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | N
 
 
 def loop_budget_curve(rows: list[dict[str, Any]], folder: Path) -> Path | None:
+    """Scores of the agentic runs against their loop budget, and (right axis) what a task
+    costs at each budget."""
     points = sorted((int(r["max_loops"]), r) for r in rows
                     if r.get("agentic") and r.get("max_loops") is not None)
     if len({p for p, _ in points}) < 2:
         return None
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
     xs = [p for p, _ in points]
     for metric in compared():
         ys = [r.get(metric) for _, r in points]
@@ -146,6 +185,13 @@ def loop_budget_curve(rows: list[dict[str, Any]], folder: Path) -> Path | None:
                     label=metric.replace("_mean", ""))
     ax.set_xlabel("max_loops")
     ax.set_ylabel("score")
+    costs = [r.get("cost_usd_mean") for _, r in points]
+    if all(c is not None for c in costs):
+        right = ax.twinx()
+        right.plot(xs, [float(c) for c in costs if c is not None], marker="s", color="#555555",
+                   linestyle=":", label="cost per task ($)")
+        right.set_ylabel("mean cost per task ($)")
+        right.legend(fontsize=8, loc="lower right")
     ax.set_title("Loop-budget curve of the agentic system")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left")
     return _save(fig, folder / "loop_budget_curve.png")

@@ -23,7 +23,8 @@ LABELS = Path("codes") / "ECT-BPS" / "ectbps_ext" / "data"
 
 
 def load(make_cfg, *overrides: str):
-    return load_dataset(make_cfg("dataset=ectsum", *overrides).dataset, ROOT)
+    return load_dataset(make_cfg("dataset=ectsum", f"dataset.root={ECTSUM}", *overrides).dataset,
+                        ROOT)
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,8 @@ def val(tmp_path_factory):
     from tests.conftest import compose_cfg
     if not (ECTSUM / "data" / "final" / "val").is_dir():
         pytest.skip(f"../shared/datasets not present: {ECTSUM}")
-    return load_dataset(compose_cfg(["dataset=ectsum", "dataset.split=val"]).dataset, ROOT)
+    return load_dataset(compose_cfg(["dataset=ectsum", f"dataset.root={ECTSUM}",
+                                     "dataset.split=val"]).dataset, ROOT)
 
 
 @needs_data

@@ -26,7 +26,8 @@ needs_data = pytest.mark.skipif(
 
 
 def load(make_cfg, cache: Path, *overrides: str):
-    cfg = make_cfg("dataset=financebench", f"dataset.options.cache_dir={cache}", *overrides)
+    cfg = make_cfg("dataset=financebench", f"dataset.root={FB}",
+                   f"dataset.options.cache_dir={cache}", *overrides)
     return load_dataset(cfg.dataset, ROOT)
 
 

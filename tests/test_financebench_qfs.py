@@ -261,8 +261,8 @@ def test_reference_metrics_are_null_with_the_reason_when_there_is_no_reference(t
                            "github.com/patronus-ai/financebench)")
 def test_real_10k_sections(make_cfg, shared_cache):
     """3M's FY2018 10-K: Item 1A on pages 10-12, MD&A from page 15 to Item 7A on page 51."""
-    cfg = make_cfg("dataset=financebench_qfs", f"dataset.options.cache_dir={shared_cache}",
-                   "dataset.limit=2")
+    cfg = make_cfg("dataset=financebench_qfs", f"dataset.root={FB}",
+                   f"dataset.options.cache_dir={shared_cache}", "dataset.limit=2")
     ds = load_dataset(cfg.dataset, ROOT)
     risk, ops = ds.tasks
     assert (risk.meta["pages"], ops.meta["pages"]) == ([10, 12], [15, 51])
