@@ -68,6 +68,17 @@ def _model_node(group: str, choice: str) -> DictConfig | None:
     return None
 
 
+def sweep_size(overrides: list[str]) -> int:
+    """How many jobs the sweep runs (the product of its swept values), for "job 2/3"."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    size = 1
+    for o in OverridesParser.create().parse_overrides(overrides):
+        if o.is_sweep_override():
+            size *= len(list(o.sweep_string_iterator()))
+    return size
+
+
 def swept_keys(overrides: list[str]) -> list[str]:
     """The keys a sweep varies (``system=a,b``, ``max_loops=3,6``): they name the child runs."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -81,8 +92,12 @@ class MLflowSweepCallback(Callback):
         self.parent: dict[str, Any] | None = None
         self.client: Any = None
         self.sweep_dir: Path | None = None
+        self.result: Any = None  # the sweep report's findings, for the console's verdict
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        from runners.console import quiet
+
+        quiet(config.runner.verbose)
         sweep_dir = Path(config.hydra.sweep.dir)
         sweep_dir.mkdir(parents=True, exist_ok=True)
         self.sweep_dir = sweep_dir
@@ -104,16 +119,23 @@ class MLflowSweepCallback(Callback):
                   "git_commit": track.git_commit(), "role": "sweep_parent"},
         )
         self.parent = {"run_id": run.info.run_id, "experiment_id": experiment_id,
-                       "sweep_id": sweep_id, "sweep_dir": str(sweep_dir), "swept_keys": swept}
+                       "sweep_id": sweep_id, "sweep_dir": str(sweep_dir), "swept_keys": swept,
+                       "n_jobs": sweep_size(overrides)}
         (sweep_dir / track.PARENT_FILE).write_text(json.dumps(self.parent))
         atexit.register(self._close_if_open)
         log.info("MLflow parent run %s (experiment %r, sweep %s)", run.info.run_id, name,
                  sweep_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        from runners import console, dryrun
+
         failures = _read_failures(self.sweep_dir) if self.sweep_dir else []
         if self.parent and self.client is not None:
             self._close_parent(failures)
+        if self.result is not None:
+            print(console.verdict(self.result, str(config.tracking.uri)), flush=True)
+        if config.runner.dry_run and self.sweep_dir:
+            print(dryrun.sweep_total(self.sweep_dir), flush=True)
         if failures:
             lines = "\n".join(f"  [{f['job']}] {f['error']}" for f in failures)
             log.error("%d job(s) of the sweep failed:\n%s", len(failures), lines)
@@ -125,7 +147,7 @@ class MLflowSweepCallback(Callback):
 
         assert self.parent is not None
         try:
-            write_sweep_report(self.client, self.parent)
+            self.result = write_sweep_report(self.client, self.parent)
         except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result
             log.exception("could not build the sweep comparison")
             # visible on the parent: rebuild with python -m runners.report <parent run id>

@@ -39,6 +39,7 @@ class RunnerConfig:
     dry_run: bool = False
     rerun: bool = False
     retry_errors: bool = False
+    verbose: int = 0  # 0: quiet (our INFO, one bar per job); 1: libraries' INFO; 2: DEBUG
 
 
 def metrics_config() -> type:

@@ -13,14 +13,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from arag.llm.base import ChatModel, Completion, Message, ToolSpec
 from arag.llm.cache import is_cached
 from arag.llm.offline import OfflineModel
 from arag.llm.pricing import Prices
+from arag.records import Prediction, Task
 
 log = logging.getLogger(__name__)
 # Claude's tokenizer yields ~10% more tokens than BERT WordPiece on English financial text
@@ -33,7 +35,9 @@ def _tokenizer():
 
     from arag.retrieval.embedder import packaged_minilm_path
 
-    return AutoTokenizer.from_pretrained(packaged_minilm_path())
+    tokenizer = AutoTokenizer.from_pretrained(packaged_minilm_path())
+    tokenizer.model_max_length = 10**9  # it counts tokens here; nothing is fed to the model
+    return tokenizer
 
 
 def count_tokens(text: str) -> int:
@@ -83,6 +87,7 @@ class Estimate:
     cost_usd: float
     n_cached: int | None = None  # calls the response cache already answers (not counted)
     model: str = ""
+    predictions: list[Prediction] = field(default_factory=list, repr=False)
 
     def line(self) -> str:
         if self.n_cached is None:
@@ -116,9 +121,104 @@ def estimate(run_name: str, system_factory: Any, tasks: list, model_cfg: Any, so
                             offline_options.max_chunks_read, offline_options.search_top_k)
     model = EstimatingModel(model_cfg.name, stand_in)
     system = system_factory(model)
-    for task in tasks:
-        system.predict(task, source)
+    predictions = [system.predict(task, source) for task in tasks]
     prices = Prices.from_config(model_cfg)
     cost = (model.input_tokens * prices.input + model.output_tokens * prices.output) / 1e6
     return Estimate(run_name, len(tasks), model.calls, model.input_tokens, model.output_tokens,
-                    cost)
+                    cost, predictions=predictions)
+
+
+# typical G-Eval evaluation steps, standing in for criteria the judge has not written yet
+_STEPS_STAND_IN = " ".join(["Read the summary and the source, check each stated figure and "
+                            "period against it, and note what is missing or unsupported."] * 4)
+
+
+def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, str],
+                   samples: int = 1) -> dict[str, dict[str, Any]]:
+    """Every call G-Eval would make for these (prediction, task, judged context) items:
+    one per task, dimension and sample, plus at most one error-taxonomy call per task (it
+    is made only for tasks scoring below 3, so this is an upper bound)."""
+    from metrics.base import ScoringItem, answered, missing_reference
+    from metrics.geval import (
+        _SCORER_SYSTEM,
+        _TAXONOMY_SYSTEM,
+        DIMENSIONS,
+        judge_request,
+        scoring_prompt,
+        taxonomy_prompt,
+    )
+
+    requests: dict[str, dict[str, Any]] = {}
+    for pred, task, context in items:
+        item = ScoringItem(pred, task, None, context, 0, False)
+        if answered(item):
+            continue
+        for dim in DIMENSIONS:
+            if dim == "coverage" and missing_reference(item):
+                continue
+            for sample in range(samples):
+                requests[f"{task.id}:{dim}:{sample}"] = judge_request(
+                    _SCORER_SYSTEM, scoring_prompt(dim, steps[dim], item), 700)
+        requests[f"{task.id}:taxonomy"] = judge_request(
+            _TAXONOMY_SYSTEM, taxonomy_prompt(item, {}), 100)
+    return requests
+
+
+def estimate_judge(label: str, items: list[tuple[Prediction, Task, str]], judge_cfgs: list[Any],
+                   cache_dir: Path, samples: int = 1, batch: bool = False) -> list[Estimate]:
+    """What judging these predictions would cost, per judge of the panel (one judge today):
+    criteria still to be written, then every scoring and taxonomy call, each judge with
+    its own prices; calls the response cache holds are free, Message Batches half price."""
+    from metrics.geval import DIMENSIONS, CriteriaStore
+
+    estimates = []
+    for judge_cfg in judge_cfgs:
+        judge_id = f"{judge_cfg.provider}/{judge_cfg.model_id}"
+        store = CriteriaStore(None, judge_id, cache_dir, False)  # type: ignore[arg-type]
+        steps = {dim: _cached_steps(store.path(dim)) for dim in DIMENSIONS}
+        to_write = [dim for dim, s in steps.items() if s is None]
+        est = estimate_requests(f"{label} judge", judge_requests(
+            items, {d: s or _STEPS_STAND_IN for d, s in steps.items()}, samples),
+            judge_cfg, cache_dir)
+        # each criteria still to write: one call, its prompt about as long as the stand-in
+        prompt, prices = count_tokens(_STEPS_STAND_IN), Prices.from_config(judge_cfg)
+        est.n_calls += len(to_write)
+        est.input_tokens += len(to_write) * prompt
+        est.output_tokens += len(to_write) * 600
+        est.cost_usd += len(to_write) * (prompt * prices.input + 600 * prices.output) / 1e6
+        if batch:
+            est.cost_usd /= 2
+        estimates.append(est)
+    return estimates
+
+
+def _cached_steps(path: Path) -> str | None:
+    try:
+        return str(json.loads(path.read_text())["steps"]) or None
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+SWEEP_FILE = "dry_run.jsonl"
+
+
+def record(sweep_dir: Path, run: str, estimates: list[Estimate]) -> None:
+    """A job's estimates, for the sweep's total (jobs may run in other processes)."""
+    with open(sweep_dir / SWEEP_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"run": run, "calls": sum(e.n_calls for e in estimates),
+                            "cost_usd": sum(e.cost_usd for e in estimates)}) + "\n")
+
+
+def total_line(label: str, rows: list[dict[str, Any]]) -> str:
+    calls = sum(r["calls"] for r in rows)
+    cost = sum(r["cost_usd"] for r in rows)
+    return (f"[dry run] {label}: {len(rows)} job(s), {calls:,} calls (systems, judge and "
+            f"dataset), estimated cost ${cost:.4f}")
+
+
+def sweep_total(sweep_dir: Path) -> str:
+    """The sweep's total over every job's estimates."""
+    path = sweep_dir / SWEEP_FILE
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line] \
+        if path.exists() else []
+    return total_line("sweep total", rows)

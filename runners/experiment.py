@@ -14,12 +14,16 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from arag.datasets import DatasetError
 from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
+from arag.retrieval import build_chunks
+from arag.systems import Sources
 from runners import dryrun, track
+from runners.console import quiet, verdict
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
 from runners.paths import resolve
@@ -27,10 +31,12 @@ from runners.predict import predict
 from runners.report import write_run_report
 from runners.resume import prior_run
 from runners.scoring import rescore, score_and_log
-from runners.traces import log_task_traces
+from runners.traces import log_task_assessments, log_task_traces
 from runners.validation import ConfigError, require_keys, validate_config
 
 log = logging.getLogger(__name__)
+# overrides that say where things are kept, not what runs: left out of a run's name
+_PLACES = ("tracking.", "cache.", "runner.", "hydra.", "dataset.root=")
 SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
            "cost_usd_total", "latency_ms_p50")
 
@@ -62,51 +68,102 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
                            (parent or {}).get("run_id"), resume_id) as tracker:
         tracker.log_params(track.flatten(resolved(cfg)))
         tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
-        metrics = _execute(job, model, tracker)
-    if parent is None:
-        write_run_report(client, tracker.run_id)
+        metrics = _execute(job, model, tracker, _progress_label(run_name or cfg.system.name,
+                                                               parent))
     log.info("%s: %s", cfg.system.name, ", ".join(
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
+    if parent is None:
+        result = write_run_report(client, tracker.run_id)
+        print(verdict(result, str(cfg.tracking.uri)), flush=True)
     return metrics
 
 
+def _progress_label(name: str, parent: dict[str, Any] | None) -> str:
+    """``job 2/3 naive``: the job's place in its sweep, for the progress bar."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not parent or not parent.get("n_jobs") or not HydraConfig.initialized():
+        return name
+    return f"job {HydraConfig.get().job.num + 1}/{parent['n_jobs']} {name}"
+
+
 def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
-    """What the run would cost, with no model called (``runner.dry_run=true``)."""
+    """What the run would cost, with no model called (``runner.dry_run=true``): the
+    system's calls, the judge's, any the dataset still needs, and their total."""
     cfg = job.cfg
-    est = dryrun.estimate(run_name or cfg.system.name, lambda m: build_system(job, m),
-                          job.dataset.tasks, cfg.model, job.dataset.name, cfg.model.offline)
-    print(est.line(), flush=True)
+    name = run_name or cfg.system.name
+    est = dryrun.estimate(name, lambda m: build_system(job, m), job.dataset.tasks, cfg.model,
+                          job.dataset.name, cfg.model.offline)
+    estimates = [est, *_judge_estimates(job, name, est.predictions)]
     pending = job.dataset.pending
     if pending is not None:  # e.g. silver references the dataset would have written
-        print(dryrun.estimate_requests(f"{job.dataset.name} needs", pending.requests(
-            job.dataset), pending.model_cfg, resolve(cfg.cache.dir)).line(), flush=True)
-    return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": est.cost_usd}
+        estimates.append(dryrun.estimate_requests(f"{job.dataset.name} needs", pending.requests(
+            job.dataset), pending.model_cfg, resolve(cfg.cache.dir)))
+    for e in estimates:
+        print(e.line(), flush=True)
+    rows: list[dict[str, Any]] = [{"run": name, "calls": sum(e.n_calls for e in estimates),
+                                   "cost_usd": sum(e.cost_usd for e in estimates)}]
+    print(dryrun.total_line(f"{name} total", rows), flush=True)
+    sweep_dir = _sweep_dir()
+    if sweep_dir is not None:
+        dryrun.record(sweep_dir, name, estimates)
+    return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": rows[0]["cost_usd"]}
 
 
-def _execute(job: Job, model: ChatModel, tracker: track.RunTracker) -> dict[str, float]:
+def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Estimate]:
+    """The judge's calls on the dry run's predictions (none without a judge that judges)."""
+    cfg = job.cfg
+    if cfg.judge.provider in ("none", "offline"):
+        return []
+    chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
+                          cfg.retrieval.chunk_overlap)
+    sources = Sources(job.dataset.corpus, {c.chunk_id: c for c in chunks})
+    tasks = {t.id: t for t in job.dataset.tasks}
+    items = [(p, tasks[p.id], job.system_class.judged_context(p, tasks[p.id], sources))
+             for p in predictions]
+    return dryrun.estimate_judge(name, items, [cfg.judge], resolve(cfg.cache.dir),
+                                 samples=int(cfg.judge.get("samples", 1) or 1),
+                                 batch=bool(cfg.judge.get("batch", False)))
+
+
+def _sweep_dir() -> Path | None:
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
+        return None
+    path = Path(HydraConfig.get().sweep.dir)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
+             ) -> dict[str, float]:
     cfg = job.cfg
     system = build_system(job, model)
     outcome = predict(
         system, job.dataset.tasks, job.predictions_path, source=job.dataset.name,
-        concurrency=cfg.runner.concurrency, progress=cfg.runner.progress,
+        concurrency=cfg.runner.concurrency, progress=cfg.runner.progress, label=label,
         retry_errors=cfg.runner.retry_errors, max_cost_usd=cfg.runner.max_cost_usd,
     )
     if outcome.stop_reason:
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})
         tracker.end_status = "KILLED"
-    metrics = score_and_log(job, outcome.predictions, tracker, {
+    metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed)})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
-    log.info("%s: %d task traces logged", cfg.system.name, n_traces)
+    n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
+                                      cfg.judge.name)
+    log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
+             n_assessed)
     return metrics
 
 
 def main(cfg: DictConfig) -> dict[str, float] | None:
     """Hydra task function: run one job; in a sweep, record a failure and let the sweep go on."""
     from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
 
+    quiet(cfg.runner.verbose)
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
@@ -129,10 +186,15 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
 
 
 def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:
-    """``system=arag,max_loops=6``: the swept keys of this job, else the system's name."""
+    """``arag max_loops=6``: the system, then the keys a sweep varies; a single run names
+    its overrides (``naive retrieval.top_k=8``), leaving out where things are stored."""
     choices = hc.runtime.choices
-    parts = [f"{k}={choices[k] if k in choices else OmegaConf.select(cfg, k)}" for k in swept]
-    return ",".join(parts) or cfg.system.name
+    if hc.mode == RunMode.MULTIRUN:
+        parts = [f"{k}={choices[k] if k in choices else OmegaConf.select(cfg, k)}"
+                 for k in swept if k != "system"]
+    else:
+        parts = [o for o in hc.overrides.task if not o.startswith(("system=", *_PLACES))]
+    return " ".join([cfg.system.name, *parts])[:250]
 
 
 def _record_failure(sweep_dir: Path, job: str, message: str) -> None:

@@ -22,7 +22,7 @@ from metrics.geval import PROMPT_VERSION as JUDGE_PROMPT_VERSION
 _TRANSPORT = ("max_retries", "retry_base_delay_s", "timeout_s", "requests_per_minute",
               "tokens_per_minute", "base_url")
 COSMETIC_KEYS = (
-    "runner.concurrency", "runner.progress", "runner.rerun", "runner.retry_errors",
+    "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "tracking", "cache.mode",
     *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
       for key in _TRANSPORT),

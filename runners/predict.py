@@ -74,7 +74,7 @@ class PredictionLog:
 
 def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
             concurrency: int = 4, progress: bool = True, retry_errors: bool = False,
-            max_cost_usd: float | None = None) -> PredictOutcome:
+            max_cost_usd: float | None = None, label: str | None = None) -> PredictOutcome:
     done = read_log(log_path)
     keep = {i: p for i, p in done.items() if not (retry_errors and p.error)}
     todo = [t for t in tasks if t.id not in keep]
@@ -85,7 +85,7 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
     sink = PredictionLog(log_path)
     spent = sum(p.cost_usd for p in keep.values())
     results: dict[str, Prediction] = dict(keep)
-    bar = tqdm(total=len(tasks), initial=outcome.n_resumed, desc=f"{system.name}",
+    bar = tqdm(total=len(tasks), initial=outcome.n_resumed, desc=label or system.name,
                unit="task", disable=not progress, dynamic_ncols=True)
     pending: set[Future] = set()
     queue = list(todo)

@@ -11,11 +11,15 @@ Every sentence is assembled from measured values; no model writes any of it.
 from __future__ import annotations
 
 import argparse
+import base64
+import html
 import json
 import logging
+import re
 import tempfile
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -98,7 +102,9 @@ def _records(client, run: Any, folder: Path) -> list[dict[str, Any]]:
     for r in evals:
         p = preds.get(r["id"], {})
         r.update(predicted=p.get("predicted"), reference=p.get("ground_truth"),
-                 question=p.get("question"))
+                 question=p.get("question"), error_kind=p.get("error_kind"),
+                 context_chunk_ids=p.get("context_chunk_ids") or p.get("retrieved_chunk_ids"),
+                 cached_calls=sum(1 for s in p.get("trace") or [] if s.get("cached")))
     return evals
 
 
@@ -160,7 +166,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
-    out.append(_cost_table(finished, judged))
+    out.append(_cost_table(finished, judged) + latency_cache_note(finished))
+    out.append("\n![cost vs quality](plots/cost_vs_quality.png)\n")
     out.append("\n## Error taxonomy\n")
     out.append(_taxonomy(finished) if judged else
                "No judge: the error taxonomy needs `judge=...`.\n")
@@ -268,30 +275,87 @@ def _with_n(row: dict[str, Any], key: str, sets: TaskSets | None) -> str:
     return text if n == len(sets.common) else f"{text} (n={n})"
 
 
-def to_html(markdown_text: str, title: str) -> str:
+def latency_cache_note(finished: list[dict[str, Any]]) -> str:
+    """Which runs' latencies come (partly) from the response cache: a cached call takes
+    about a millisecond, so those figures say nothing about the model's speed."""
+    cached = [r for r in finished if (r.get("model_calls_cached") or 0) > 0]
+    if not cached:
+        return ""
+    parts = [f"{r['run']} ({int(r['model_calls_cached'])} of {int(r.get('model_calls') or 0)} "
+             "model calls)" for r in cached]
+    return ("\nLatency from the response cache: " + "; ".join(parts) + " were answered from "
+            "the cache, so their latency is not the model's.\n")
+
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\((plots/[^)\s]+)\)")
+
+
+def readable_markdown(markdown_text: str, made: set[str]) -> str:
+    """``report.md`` as text: MLflow shows Markdown artifacts verbatim, so an image link
+    becomes a line naming the plot file (report.html shows it inline); a plot that was not
+    drawn is left out."""
+    def line(match: re.Match[str]) -> str:
+        alt, path = match.group(1), match.group(2)
+        return f"(plot: {alt}, `{path}` in this run's artifacts)" if path in made else ""
+
+    return _IMAGE.sub(line, markdown_text)
+
+
+def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str:
+    """A self-contained page: plots inlined as data URIs (MLflow shows HTML artifacts in a
+    sandboxed frame where relative paths lead nowhere); a plot not drawn is left out."""
     from markdown_it import MarkdownIt
 
+    def inline(match: re.Match[str]) -> str:
+        path = plot_dir / match.group(1) if plot_dir else None
+        if path is None or not path.exists():
+            return ""
+        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        return f'<img src="data:image/png;base64,{data}"{match.group(2)}'
+
     body = MarkdownIt("commonmark").enable("table").render(markdown_text)
+    body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, body)
     style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
              "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-            f"<style>{style}</style></head><body>{body}</body></html>")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
+            f"</title><style>{style}</style></head><body>{body}</body></html>")
 
 
-def write_run_report(client, run_id: str) -> None:
+@dataclass
+class ReportResult:
+    """What a written report found, for the console's verdict."""
+
+    run_id: str  # the run the report was logged to
+    experiment_id: str
+    rows: list[dict[str, Any]]  # one per job run, finished first
+    records: dict[str, list[dict[str, Any]]]  # run id -> eval records
+    key: str  # the comparison metric
+    artifact_uri: str  # where report.html is
+
+    @property
+    def finished(self) -> list[dict[str, Any]]:
+        return [r for r in self.rows if r["status"] == "FINISHED"]
+
+
+def write_run_report(client, run_id: str) -> ReportResult:
     """A single run (no sweep) gets the per-run part of the report, logged to itself."""
     run = client.get_run(run_id)
-    _write_report(client, run_id, [run], f"Run report: {run.info.run_name}")
+    return _write_report(client, run, [run], f"Run report: {run.info.run_name}", sweep=False)
 
 
-def write_sweep_report(client, parent: dict[str, Any]) -> None:
-    """Build the report for a parent run and log it there (report.md, report.html, plots)."""
-    _write_report(client, parent["run_id"], child_runs(client, parent),
-                  f"Sweep report: {parent.get('sweep_id', parent['run_id'])}")
+def write_sweep_report(client, parent: dict[str, Any]) -> ReportResult:
+    """Build the report for a parent run and log it there (report.md, report.html, plots,
+    compare.html), with each child's headline metrics and a comparison table."""
+    return _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
+                         f"Sweep report: {parent.get('sweep_id', parent['run_id'])}", sweep=True)
 
 
-def _write_report(client, target_run_id: str, runs: list[Any], title: str) -> None:
+def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
+                  ) -> ReportResult:
+    from runners import compare, console
+
+    target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -301,21 +365,32 @@ def _write_report(client, target_run_id: str, runs: list[Any], title: str) -> No
             for rec in recs:
                 rec.setdefault("system", system)
         text, data = build_report(rows, records, title)
-        (folder / "report.md").write_text(text, encoding="utf-8")
-        (folder / "report.html").write_text(to_html(text, title), encoding="utf-8")
+        key = primary_metric(records)
         plot_dir = folder / "plots"
         plot_dir.mkdir()
         finished = [r for r in rows if r["status"] == "FINISHED"]
-        made = [plots.comparison_plot(data["common_rows"], plot_dir),
-                plots.taxonomy_by_system(finished, plot_dir),
-                plots.recall_vs_loops(data["arag_points"], plot_dir),
-                plots.loop_budget_curve(data["common_rows"], plot_dir)]
-        client.log_artifact(target_run_id, str(folder / "report.md"))
-        client.log_artifact(target_run_id, str(folder / "report.html"))
+        made = [p for p in (plots.comparison_plot(data["common_rows"], plot_dir),
+                            plots.cost_quality_plot(finished, key, plot_dir),
+                            plots.taxonomy_by_system(finished, plot_dir),
+                            plots.recall_vs_loops(data["arag_points"], plot_dir),
+                            plots.loop_budget_curve(data["common_rows"], plot_dir))
+                if p is not None]
+        (folder / "report.md").write_text(
+            readable_markdown(text, {f"plots/{p.name}" for p in made}), encoding="utf-8")
+        (folder / "report.html").write_text(to_html(text, title, plot_dir), encoding="utf-8")
+        experiment_id = target.info.experiment_id
+        (folder / "compare.html").write_text(compare.page(
+            finished, records, key, compare.trace_ids(experiment_id, finished), experiment_id,
+            title), encoding="utf-8")
+        for name in ("report.md", "report.html", "compare.html"):
+            client.log_artifact(target_run_id, str(folder / name))
         for path in made:
-            if path is not None:
-                client.log_artifact(target_run_id, str(path), "plots")
-    log.info("report over %d run(s) logged to run %s", len(rows), target_run_id)
+            client.log_artifact(target_run_id, str(path), "plots")
+    if sweep:
+        console.log_comparison(client, target_run_id, finished, key)
+    log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
+    return ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
+                        f"{target.info.artifact_uri}/report.html")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -329,11 +404,13 @@ def main(argv: list[str] | None = None) -> None:
 
     client = MlflowClient(tracking_uri=resolve_tracking_uri(args.tracking_uri))
     run = client.get_run(args.parent_run_id)
-    write_sweep_report(client, {"run_id": run.info.run_id,
-                                "experiment_id": run.info.experiment_id,
-                                "sweep_id": run.data.tags.get("sweep_id", ""),
-                                "sweep_dir": run.data.tags.get("sweep_dir", "")})
-    print(f"report logged to run {run.info.run_id}")
+    result = write_sweep_report(client, {"run_id": run.info.run_id,
+                                         "experiment_id": run.info.experiment_id,
+                                         "sweep_id": run.data.tags.get("sweep_id", ""),
+                                         "sweep_dir": run.data.tags.get("sweep_dir", "")})
+    from runners.console import verdict
+
+    print(verdict(result, args.tracking_uri))
 
 
 if __name__ == "__main__":

@@ -19,9 +19,11 @@ from arag.llm.cache import MeteredModel
 from arag.records import Prediction
 from arag.retrieval import build_chunks
 from arag.retrieval.embedder import resolve_embedder_path
+from arag.trace import ModelCall
 from metrics import aggregate
 from runners import track
 from runners.config import RunConfig
+from runners.console import headline_metrics
 from runners.evaluate import evaluate
 from runners.identity import config_hash, prompt_versions, resolved
 from runners.job import Job, make_scorers, prepare
@@ -32,8 +34,9 @@ log = logging.getLogger(__name__)
 
 
 def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTracker,
-                  extra: dict[str, float]) -> dict[str, float]:
-    """Score predictions and log metrics, records, tables, reports and plots to the run."""
+                  extra: dict[str, float]) -> tuple[dict[str, float], list[dict[str, Any]]]:
+    """Score predictions and log metrics, records, tables, reports and plots to the run;
+    returns the run's metrics and the eval records."""
     cfg = job.cfg
     tasks = {t.id: t for t in job.dataset.tasks}
     for p in predictions:  # a reused prediction is scored against today's reference
@@ -42,8 +45,10 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     scorers, judges = make_scorers(cfg)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class)
-    metrics = {**aggregate(records, scorers), **extra, **judge_metrics(judges)}
+    metrics = {**aggregate(records, scorers), **model_call_counts(predictions), **extra,
+               **judge_metrics(judges)}
     tracker.log_metrics(metrics)
+    tracker.log_metrics(headline_metrics(metrics))  # the first charts MLflow shows
     tracker.log_params(used_models(cfg, scorers))
     tracker.log_json(prompt_texts(), "prompts.json")
     with tempfile.TemporaryDirectory() as tmp:
@@ -66,7 +71,15 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     for scorer in scorers:
         for name, data in scorer.artifacts().items():
             tracker.log_json(data, name)
-    return metrics
+    return metrics, records
+
+
+def model_call_counts(predictions: list[Prediction]) -> dict[str, float]:
+    """Model calls made and those the response cache answered (whose latency is the
+    cache's, not the model's)."""
+    calls = [s for p in predictions for s in p.trace if isinstance(s, ModelCall)]
+    return {"model_calls": float(len(calls)),
+            "model_calls_cached": float(sum(1 for s in calls if s.cached))}
 
 
 def judge_metrics(judges: dict[str, MeteredModel]) -> dict[str, float]:
@@ -145,6 +158,6 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                            (parent or {}).get("run_id")) as tracker:
         tracker.log_params(track.flatten(resolved(merged)))
         tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
-        metrics = score_and_log(job, predictions, tracker, {})
+        metrics, _ = score_and_log(job, predictions, tracker, {})
     log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
     return metrics

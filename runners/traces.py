@@ -5,6 +5,10 @@ otherwise), a CHAT_MODEL span for
 every model call (token usage, cost, cached or not) and a TOOL or RETRIEVER span for every
 tool call (arguments, returned chunk ids), at their recorded times. Traces are linked to
 the run through the ``mlflow.sourceRun`` metadata, so they show in the run's Traces tab.
+
+Each trace carries the task's scores as MLflow assessments (feedback): every report metric
+the task has, its error codes, and the comparison metric's reason when it is null; judge
+scores come with the judge's reasoning as their rationale.
 """
 
 from __future__ import annotations
@@ -49,6 +53,61 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
     if stale:
         mlflow.MlflowClient().delete_traces(experiment_id, trace_ids=stale)
     return count
+
+
+def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str, Any]],
+                         judge: str) -> int:
+    """Scores as feedback on each task's trace (a task without scores gets one saying
+    why); a trace that already has them (a continued run) is left alone. Returns the
+    number of traces given assessments."""
+    import mlflow
+
+    fields = assessed_fields()
+    traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id,
+                                  return_type="list", include_spans=False)
+    by_task = {t.info.trace_metadata.get("task_id"): t for t in traces}
+    count = 0
+    for record in records:
+        trace = by_task.get(record["id"])
+        if trace is None or trace.info.assessments:
+            continue
+        for name, kwargs in _feedback(record, fields, judge):
+            mlflow.log_feedback(trace_id=trace.info.trace_id, name=name, **kwargs)
+        count += 1
+    return count
+
+
+def assessed_fields() -> list[str]:
+    """The per-task scores shown on traces: every metric declared for the report."""
+    from runners.report import report_metrics
+
+    return [m.name for m in report_metrics()]
+
+
+def _feedback(record: dict[str, Any], fields: list[str], judge: str
+              ) -> list[tuple[str, dict[str, Any]]]:
+    from mlflow.entities import AssessmentError, AssessmentSource
+
+    code = AssessmentSource(source_type="CODE", source_id="arag-eval")
+    out = []
+    for name in fields:
+        value = record.get(name)
+        reasoning = record.get(f"{name}_reasoning")
+        source = AssessmentSource(source_type="LLM_JUDGE", source_id=judge) \
+            if f"{name}_reasoning" in record else code
+        if value is not None:
+            out.append((name, {"value": float(value), "source": source,
+                               "rationale": reasoning or None}))
+    if record.get("error") or record.get("skipped"):  # no scores: say why, once
+        why = record.get("error") or f"skipped: {record.get('skip_reason')}"
+        out.append(("scores", {"error": AssessmentError(error_code="NOT_SCORED",
+                                                        error_message=str(why)[:1000]),
+                               "source": code}))
+    if isinstance(record.get("error_codes"), list):
+        out.append(("error_codes", {"value": ", ".join(record["error_codes"]) or "none",
+                                    "source": AssessmentSource(source_type="LLM_JUDGE",
+                                                               source_id=judge)}))
+    return out
 
 
 def _stamp(pred: Prediction) -> str:

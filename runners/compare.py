@@ -1,0 +1,161 @@
+"""``compare.html``: every task of a sweep, its runs side by side.
+
+One row per task: the question and reference, then for each run its output, its scores,
+its error (code and message), the chunks it read with the gold ones marked, and a link to
+the task's MLflow trace. The rows sort by the difference between two chosen runs on a
+chosen score. The page is self-contained (inline CSS and JS, no network), so it works in
+MLflow's sandboxed artifact viewer and from a downloaded file alike.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import logging
+from typing import Any
+
+from metrics import declared_metrics
+
+log = logging.getLogger(__name__)
+DEFAULT_UI = "http://127.0.0.1:5000"  # make ui; a page served by MLflow uses its own origin
+
+_STYLE = """
+body{font-family:system-ui,sans-serif;margin:1em;font-size:13px}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:4px;
+vertical-align:top;text-align:left}th{background:#f3f3f3;position:sticky;top:0}
+.q{min-width:14em;max-width:22em}.out{white-space:pre-wrap;max-width:30em}
+.scores{color:#333;margin-top:.4em}.err{color:#b00020}.gold{background:#d9f2d9;font-weight:bold}
+.chunk{font-family:monospace;font-size:11px;display:inline-block;margin:1px 2px;padding:0 2px}
+.diff{font-weight:bold}.controls{margin:.5em 0 1em}.muted{color:#777}
+"""
+
+_SCRIPT = """
+const runs = JSON.parse(document.getElementById('runs').textContent);
+const origin = (() => { try { const u = new URL(location.href.replace(/^blob:/, ''));
+  return /^https?:$/.test(u.protocol) ? u.origin : null; } catch (e) { return null; } })();
+if (origin) document.querySelectorAll('a.trace').forEach(a => {
+  a.href = origin + a.getAttribute('data-route'); });
+function score(tr, run, metric) {
+  const v = JSON.parse(tr.getAttribute('data-scores'))[run]; return v ? v[metric] : null; }
+function sortRows() {
+  const a = +document.getElementById('runA').value, b = +document.getElementById('runB').value;
+  const metric = document.getElementById('metric').value;
+  const body = document.getElementById('rows');
+  const rows = [...body.querySelectorAll('tr')];
+  rows.forEach(tr => { const x = score(tr, a, metric), y = score(tr, b, metric);
+    const d = (x == null || y == null) ? null : x - y;
+    tr.dataset.diff = d == null ? '' : d;
+    tr.querySelector('.diff').textContent = d == null ? 'n/a' : (d > 0 ? '+' : '') + d.toFixed(3); });
+  rows.sort((r, s) => { const x = r.dataset.diff, y = s.dataset.diff;
+    if (x === '') return y === '' ? 0 : 1; if (y === '') return -1; return +y - +x; });
+  rows.forEach(tr => body.appendChild(tr));
+}
+['runA', 'runB', 'metric'].forEach(id => document.getElementById(id).onchange = sortRows);
+sortRows();
+"""
+
+
+def score_fields(records: dict[str, list[dict[str, Any]]], key: str) -> list[str]:
+    """The comparison metric, then every declared report metric some record has."""
+    present = {k for recs in records.values() for r in recs for k, v in r.items()
+               if v is not None}
+    names = [key] + [m.name for m in declared_metrics() if m.report and m.name != key]
+    return [n for n in dict.fromkeys(names) if n in present]
+
+
+def trace_ids(experiment_id: str, finished: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
+    """run id -> task id -> the id of the task's MLflow trace."""
+    import mlflow
+
+    out: dict[str, dict[str, str]] = {}
+    for run in finished:
+        try:
+            traces = mlflow.search_traces(locations=[experiment_id], run_id=run["run_id"],
+                                          return_type="list", include_spans=False)
+        except Exception as exc:  # noqa: BLE001 - the page is still useful without links
+            log.warning("traces of run %s not found (%s): compare.html has no links to them",
+                        run["run_id"], exc)
+            continue
+        out[run["run_id"]] = {t.info.trace_metadata["task_id"]: t.info.trace_id
+                              for t in traces if "task_id" in t.info.trace_metadata}
+    return out
+
+
+def _chunks(record: dict[str, Any]) -> str:
+    read = record.get("context_chunk_ids") or []
+    if not read:
+        return ""
+    gold = record.get("gold_chunk_ids")
+    gold_set = set(gold) if isinstance(gold, list) else None
+    marks = "".join(
+        f"<span class='chunk{' gold' if gold_set and c in gold_set else ''}'>{html.escape(c)}"
+        "</span>" for c in read)
+    legend = (f"{sum(c in gold_set for c in read)} of {len(read)} gold (green)"
+              if gold_set is not None else "gold not recorded")
+    return f"<details><summary>{len(read)} chunks read: {legend}</summary>{marks}</details>"
+
+
+def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -> str:
+    if record is None:
+        return "<td class='muted'>not run</td>"
+    if record.get("error"):
+        out = (f"<div class='err'>error [{html.escape(str(record.get('error_kind') or 'error'))}]"
+               f": {html.escape(str(record['error']))}</div>")
+    elif record.get("skipped"):
+        out = f"<div class='muted'>skipped: {html.escape(str(record.get('skip_reason')))}</div>"
+    else:
+        out = f"<div class='out'>{html.escape(record.get('predicted') or '')}</div>"
+    scores = ", ".join(f"{f} {record[f]:.3f}" for f in fields if record.get(f) is not None)
+    codes = record.get("error_codes")
+    if codes:
+        scores += f"; error codes {', '.join(codes)}"
+    if record.get("cached_calls"):
+        scores += f"; {record['cached_calls']} call(s) from the response cache"
+    link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}'>trace</a>"
+            if route else "")
+    return f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}</td>"
+
+
+def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], key: str,
+         traces: dict[str, dict[str, str]], experiment_id: str, title: str) -> str:
+    """The page: a header row of runs, then one row per task (in the first run's order)."""
+    by_run = [{r["id"]: r for r in records.get(run["run_id"], [])} for run in finished]
+    task_ids = list(dict.fromkeys(t for recs in by_run for t in recs))
+    fields = score_fields(records, key)
+    head = "".join(f"<th>{html.escape(r['run'])}<br><span class='muted'>{html.escape(r['system'])}"
+                   "</span></th>" for r in finished)
+    rows = [_row(tid, finished, by_run, fields, traces, experiment_id) for tid in task_ids]
+    options = "".join(f"<option value='{i}'>{html.escape(r['run'])}</option>"
+                      for i, r in enumerate(finished))
+    second = options.replace("value='1'>", "value='1' selected>", 1)
+    metrics = "".join(f"<option>{html.escape(f)}</option>" for f in fields)
+    runs_json = json.dumps([r["run"] for r in finished]).replace("</", "<\\/")
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}: tasks"
+        f"</title><style>{_STYLE}</style></head><body><h1>{html.escape(title)}: every task, "
+        f"side by side</h1><p>{len(task_ids)} tasks, {len(finished)} runs. Sorted by the "
+        "difference between two runs (tasks where either has no score last).</p>"
+        f"<div class='controls'>sort by <select id='metric'>{metrics}</select> of "
+        f"<select id='runA'>{options}</select> minus <select id='runB'>{second}</select>"
+        f"</div><table><thead><tr><th class='q'>task</th><th>difference</th>{head}</tr></thead>"
+        f"<tbody id='rows'>{''.join(rows)}</tbody></table>"
+        f"<script type='application/json' id='runs'>{runs_json}</script>"
+        f"<script>{_SCRIPT}</script></body></html>")
+
+
+def _row(task_id: str, finished: list[dict[str, Any]], by_run: list[dict[str, dict[str, Any]]],
+         fields: list[str], traces: dict[str, dict[str, str]], experiment_id: str) -> str:
+    first = next(recs[task_id] for recs in by_run if task_id in recs)
+    scores = {i: {f: recs[task_id].get(f) for f in fields}
+              for i, recs in enumerate(by_run) if task_id in recs}
+    cells = []
+    for run, recs in zip(finished, by_run, strict=True):
+        trace = traces.get(run["run_id"], {}).get(task_id)
+        route = (f"#/experiments/{experiment_id}/traces?selectedEvaluationId={trace}"
+                 if trace else None)
+        cells.append(_cell(recs.get(task_id), fields, route))
+    reference = html.escape(first.get("reference") or "")
+    return (f"<tr data-scores='{html.escape(json.dumps(scores))}'><td class='q'><b>"
+            f"{html.escape(task_id)}</b><br>{html.escape(first.get('question') or '')}"
+            f"<details><summary>reference</summary><div class='out'>{reference}</div></details>"
+            f"</td><td class='diff'></td>{''.join(cells)}</tr>")
