@@ -202,22 +202,35 @@ def _cached_steps(path: Path) -> str | None:
 SWEEP_FILE = "dry_run.jsonl"
 
 
-def record(sweep_dir: Path, run: str, estimates: list[Estimate]) -> None:
-    """A job's estimates, for the sweep's total (jobs may run in other processes)."""
+def record(sweep_dir: Path, summary: dict[str, Any]) -> None:
+    """A job's summary (``summarize``), for the sweep's total (jobs may run in other
+    processes)."""
     with open(sweep_dir / SWEEP_FILE, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"run": run, "calls": sum(e.n_calls for e in estimates),
-                            "cost_usd": sum(e.cost_usd for e in estimates)}) + "\n")
+        f.write(json.dumps(summary) + "\n")
 
 
-def total_line(label: str, rows: list[dict[str, Any]]) -> str:
-    calls = sum(r["calls"] for r in rows)
-    cost = sum(r["cost_usd"] for r in rows)
-    return (f"[dry run] {label}: {len(rows)} job(s), {calls:,} calls (systems, judge and "
-            f"dataset), estimated cost ${cost:.4f}")
+def summarize(run: str, parts: dict[str, list[Estimate]]) -> dict[str, Any]:
+    """A job's calls and cost, in total and per part (system, judge, dataset)."""
+    return {"run": run, "calls": sum(e.n_calls for es in parts.values() for e in es),
+            "cost_usd": sum(e.cost_usd for es in parts.values() for e in es),
+            "parts": {part: sum(e.cost_usd for e in es) for part, es in parts.items() if es}}
+
+
+def total_line(label: str, summaries: list[dict[str, Any]]) -> str:
+    """``[dry run] sweep total: 3 jobs, 102 calls, estimated cost $0.33 (system $0.12,
+    judge $0.21)``."""
+    parts: dict[str, float] = {}
+    for s in summaries:
+        for part, cost in s["parts"].items():
+            parts[part] = parts.get(part, 0.0) + cost
+    split = ", ".join(f"{part} ${cost:.4f}" for part, cost in parts.items())
+    jobs = f"{len(summaries)} jobs, " if len(summaries) != 1 else ""
+    return (f"[dry run] {label}: {jobs}{sum(s['calls'] for s in summaries):,} calls, "
+            f"estimated cost ${sum(s['cost_usd'] for s in summaries):.4f} ({split})")
 
 
 def sweep_total(sweep_dir: Path) -> str:
-    """The sweep's total over every job's estimates."""
+    """The sweep's total over every job's summary."""
     path = sweep_dir / SWEEP_FILE
     rows = [json.loads(line) for line in path.read_text().splitlines() if line] \
         if path.exists() else []

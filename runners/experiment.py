@@ -94,20 +94,20 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     name = run_name or cfg.system.name
     est = dryrun.estimate(name, lambda m: build_system(job, m), job.dataset.tasks, cfg.model,
                           job.dataset.name, cfg.model.offline)
-    estimates = [est, *_judge_estimates(job, name, est.predictions)]
+    parts = {"system": [est], "judge": _judge_estimates(job, name, est.predictions)}
     pending = job.dataset.pending
     if pending is not None:  # e.g. silver references the dataset would have written
-        estimates.append(dryrun.estimate_requests(f"{job.dataset.name} needs", pending.requests(
-            job.dataset), pending.model_cfg, resolve(cfg.cache.dir)))
-    for e in estimates:
+        parts["dataset"] = [dryrun.estimate_requests(f"{job.dataset.name} needs",
+                                                     pending.requests(job.dataset),
+                                                     pending.model_cfg, resolve(cfg.cache.dir))]
+    for e in (e for es in parts.values() for e in es):
         print(e.line(), flush=True)
-    rows: list[dict[str, Any]] = [{"run": name, "calls": sum(e.n_calls for e in estimates),
-                                   "cost_usd": sum(e.cost_usd for e in estimates)}]
-    print(dryrun.total_line(f"{name} total", rows), flush=True)
+    summary = dryrun.summarize(name, parts)
+    print(dryrun.total_line(f"{name} total", [summary]), flush=True)
     sweep_dir = _sweep_dir()
     if sweep_dir is not None:
-        dryrun.record(sweep_dir, name, estimates)
-    return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": rows[0]["cost_usd"]}
+        dryrun.record(sweep_dir, summary)
+    return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": summary["cost_usd"]}
 
 
 def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Estimate]:

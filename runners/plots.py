@@ -82,9 +82,13 @@ def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     metrics = [m for m in compared() if any(r.get(m) is not None for r in rows)]
     if not rows or not metrics:
         return None
-    fig, axes = plt.subplots(1, len(metrics), figsize=(3.6 * len(metrics), 3.8), squeeze=False)
+    cols = min(HISTOGRAM_COLUMNS, len(metrics))
+    grid = -(-len(metrics) // cols)
+    fig, axes = plt.subplots(grid, cols, figsize=(3.8 * cols, 3.6 * grid), squeeze=False)
+    for ax in axes.flat[len(metrics):]:
+        ax.set_visible(False)
     labels = [r["run"] for r in rows]
-    for ax, metric in zip(axes[0], metrics, strict=True):
+    for ax, metric in zip(axes.flat, metrics, strict=False):
         for x, row in enumerate(rows):
             value = row.get(metric)
             if value is None:
