@@ -1,14 +1,18 @@
-"""What a user sees: the MLflow UI over a real sweep, driven in headless Chromium.
+"""What a user sees after `make run`: the console's last lines, then the MLflow UI over the
+sweep, driven in headless Chromium.
 
 Starts `mlflow ui` on 127.0.0.1 over the sweep's store, opens the experiment's runs page,
 expands the sweep's parent run and checks the three child runs are listed, then opens the
-parent's artifacts and checks the report is there. Screenshots go to docs/ (the README
-shows them). Needs Debian's chromium (`make test` installs it when missing).
+parent's report.html and compare.html in MLflow's own artifact viewer (a sandboxed frame:
+plots must be inline, sorting must run there). Screenshots go to docs/ (the README shows
+them). Needs Debian's chromium (`make test` installs it when missing).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -19,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, all_runs, run_cli
+from tests.conftest import ROOT, all_runs, client_for, run_cli
 
 pytestmark = pytest.mark.slow
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -36,7 +40,9 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory, shared_cache):
     tmp = tmp_path_factory.mktemp("ui")
-    sweep = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample", cache=shared_cache)
+    # as `make run` does it, with the progress bars a terminal shows
+    sweep = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample", "runner.progress=true",
+                    cache=shared_cache)
     assert sweep.returncode == 0, sweep.stderr[-2000:]
     port = _free_port()
     proc = subprocess.Popen(
@@ -54,7 +60,7 @@ def ui(tmp_path_factory, shared_cache):
     else:
         proc.kill()
         pytest.fail("mlflow ui did not start within 90 s")
-    yield url, tmp
+    yield url, tmp, sweep
     proc.terminate()
     proc.wait(timeout=30)
 
@@ -74,25 +80,115 @@ def page():
         browser.close()
 
 
+def _parent(tmp):
+    return next(r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent")
+
+
+def _close_assistant(page) -> None:
+    """MLflow's assistant panel covers a third of the page: close it for screenshots."""
+    try:
+        page.locator("button[aria-label='Close']").last.click(timeout=3_000)
+    except Exception:  # noqa: BLE001 - a UI without the panel
+        pass
+
+
+def test_console_ends_with_the_verdict_and_no_download_bars(ui):
+    _, tmp, sweep = ui
+    tail = sweep.stdout.strip().splitlines()[-8:]
+    for system in ("arag", "naive", "stuffing"):
+        assert any(line.startswith(system) for line in tail), (system, tail)
+    assert any(line.startswith("report:") and line.endswith("report.html") for line in tail)
+    assert any("make ui" in line and _parent(tmp).info.run_id in line for line in tail)
+    assert any("scores highest on" in line for line in tail)  # the key finding
+    for noise in ("Downloading artifacts", "Loading weights", "Using default tokenizer",
+                  "Flushing the async trace"):
+        assert noise not in sweep.stdout + sweep.stderr, noise
+    assert re.search(r"job 2/3 naive: +100%", sweep.stderr)  # one bar per job, with its place
+
+
+def test_parent_run_carries_the_comparison_and_every_child_trace_its_scores(ui):
+    import mlflow
+
+    _, tmp, _ = ui
+    parent, client = _parent(tmp), client_for(tmp)
+    children = [r for r in all_runs(tmp) if r.data.tags.get("system")]
+    for child in children:
+        name = child.info.run_name
+        assert name == child.data.tags["system"]  # swept key system: named by the system
+        assert parent.data.metrics[f"{name}/n_tasks"] == child.data.metrics["n_tasks"]
+        assert parent.data.metrics[f"{name}/rouge2_f1_mean"] == child.data.metrics[
+            "rouge2_f1_mean"]
+        assert child.data.metrics["headline/rouge2_f1_mean"] == child.data.metrics[
+            "rouge2_f1_mean"]
+    table = json.loads(Path(client.download_artifacts(
+        parent.info.run_id, "comparison_table.json", str(tmp / "table"))).read_text())
+    assert sorted(row[0] for row in table["data"]) == ["arag", "naive", "stuffing"]
+    mlflow.set_tracking_uri(f"sqlite:///{tmp}/mlflow.db")
+    for child in children:
+        traces = mlflow.search_traces(locations=[child.info.experiment_id],
+                                      run_id=child.info.run_id, return_type="list")
+        assert len(traces) == child.data.metrics["n_tasks"]
+        for trace in traces:
+            names = {a.name for a in trace.info.assessments}
+            assert {"rouge2_f1", "bertscore_f1"} <= names, names
+            rouge = next(a for a in trace.info.assessments if a.name == "rouge2_f1")
+            assert 0.0 <= rouge.value <= 1.0
+
+
 def test_experiment_page_lists_the_sweep_and_its_three_children(ui, page):
-    url, tmp = ui
-    parent = next(r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent")
+    url, tmp, _ = ui
+    parent = _parent(tmp)
     page.goto(f"{url}/#/experiments/{parent.info.experiment_id}/runs", wait_until="load")
     page.get_by_text(parent.info.run_name[:20], exact=False).first.wait_for(timeout=60_000)
     page.locator("button[data-component-id*=runnamecellrenderer]").first.click()
-    for name in ("system=arag", "system=naive", "system=stuffing"):
+    for name in ("arag", "naive", "stuffing"):
         page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
+    _close_assistant(page)
     (ROOT / "docs").mkdir(exist_ok=True)
     page.screenshot(path=str(ROOT / "docs" / "mlflow-sweep.png"))
 
 
-def test_parent_run_artifacts_hold_the_report(ui, page):
-    url, tmp = ui
-    parent = next(r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent")
-    page.goto(f"{url}/#/experiments/{parent.info.experiment_id}/runs/{parent.info.run_id}"
+def _open_artifact(page, url: str, run, name: str):
+    page.goto(f"{url}/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
               "/artifacts", wait_until="load")
-    page.get_by_text("report.md", exact=True).first.wait_for(timeout=60_000)
-    page.get_by_text("report.md", exact=True).first.click()
-    page.get_by_text("Key finding", exact=False).first.wait_for(timeout=30_000)
+    page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
+    page.get_by_text(name, exact=True).first.click()
+    frame = page.frame_locator("iframe.mlflow-html-iframe")
+    frame.locator("h1").first.wait_for(timeout=60_000)
+    return frame
+
+
+def test_report_renders_its_plots_inside_the_mlflow_ui(ui, page):
+    url, tmp, _ = ui
+    parent = _parent(tmp)
+    html = Path(client_for(tmp).download_artifacts(parent.info.run_id, "report.html",
+                                                   str(tmp / "html"))).read_text()
+    sources = re.findall(r'<img[^>]+src="([^"]+)"', html)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    frame = _open_artifact(page, url, parent, "report.html")
+    frame.get_by_text("Key finding").first.wait_for(timeout=30_000)
+    widths = frame.locator("img").evaluate_all("els => els.map(e => e.naturalWidth)")
+    assert len(widths) == len(sources) and all(w > 0 for w in widths), widths
+    _close_assistant(page)
     page.screenshot(path=str(ROOT / "docs" / "mlflow-report.png"))
-    assert Path(ROOT / "docs" / "mlflow-report.png").stat().st_size > 10_000
+    text = Path(client_for(tmp).download_artifacts(parent.info.run_id, "report.md",
+                                                   str(tmp / "md"))).read_text()
+    assert "](plots/" not in text and "`plots/comparison.png`" in text
+
+
+def test_compare_page_sorts_tasks_by_a_difference_inside_the_mlflow_ui(ui, page):
+    url, tmp, _ = ui
+    parent = _parent(tmp)
+    frame = _open_artifact(page, url, parent, "compare.html")
+    tasks = [json.loads(line)["id"] for line in
+             (ROOT / "data/sample/tasks.jsonl").read_text().splitlines()]
+    body = frame.locator("body").inner_text()
+    assert all(t in body for t in tasks) and all(s in body for s in ("arag", "naive", "stuffing"))
+    frame.locator("#runA").select_option(label="arag")
+    frame.locator("#runB").select_option(label="naive")
+    diffs = [float(d) for d in frame.locator("#rows td.diff").all_inner_texts() if d != "n/a"]
+    assert len(diffs) == len(tasks) and diffs == sorted(diffs, reverse=True)
+    link = frame.locator("a.trace").first.get_attribute("href")
+    assert link.startswith(url) and "selectedEvaluationId=tr-" in link
+    _close_assistant(page)
+    page.screenshot(path=str(ROOT / "docs" / "mlflow-compare.png"))

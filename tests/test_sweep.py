@@ -150,14 +150,25 @@ def test_each_child_run_has_one_trace_per_task_with_llm_and_tool_spans(sample_sw
             assert "RETRIEVER" in kinds
 
 
-def test_dry_run_estimates_cost_without_a_key_a_model_call_or_a_run(tmp_path, monkeypatch):
+def test_dry_run_prices_systems_and_judge_without_a_key_a_model_call_or_a_run(tmp_path,
+                                                                            monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     result = run_cli(tmp_path, "system=arag,naive", "model=claude-haiku-4-5",
-                     "runner.dry_run=true", "dataset.limit=2")
+                     "judge=claude-haiku-4-5", "runner.dry_run=true", "dataset.limit=2")
     assert result.returncode == 0, result.stderr[-2000:]
-    lines = [line for line in result.stdout.splitlines() if line.startswith("[dry run]")]
-    assert len(lines) == 2
-    assert all("2 tasks" in line and "estimated cost $" in line for line in lines)
+    out = result.stdout.splitlines()
+    systems = [line for line in out if " tasks, " in line]
+    assert len(systems) == 2 and all(line.startswith("[dry run]") for line in systems)
+    assert all("2 tasks" in line and "estimated cost $" in line for line in systems)
+    # 2 tasks x (faithfulness, coverage, at most one taxonomy call) + 2 criteria to write
+    judges = [line for line in out if " judge: " in line]
+    assert len(judges) == 2 and all("8 calls to claude-haiku-4-5" in line for line in judges)
+    cost = re.compile(r"estimated cost \$([0-9.]+)")
+    total = out[-1]
+    assert total.startswith("[dry run] sweep total: 2 jobs") and "judge $" in total
+    parts = sum(float(cost.search(line).group(1)) for line in systems + judges)
+    assert float(cost.search(total).group(1)) == pytest.approx(parts, abs=2e-4)
+    assert float(cost.search(judges[0]).group(1)) > 0
     assert not (tmp_path / "mlflow.db").exists() or not all_runs(tmp_path)
 
 
@@ -173,11 +184,16 @@ def test_loop_budget_sweep_draws_the_curve_and_a_single_run_gets_its_report(tmp_
     report = Path(client.download_artifacts(parent.info.run_id, "report.md", str(tmp_path)))
     assert "| max_loops |" in report.read_text()
     names = sorted(r.info.run_name for r in all_runs(tmp_path) if r.data.tags.get("system"))
-    assert names == ["max_loops=2", "max_loops=4", "max_loops=8"]
+    # the console's last lines: the verdict over the three budgets and where the report is
+    tail = result.stdout.strip().splitlines()[-12:]
+    assert all(any(n in line for line in tail) for n in names)
+    assert any("report.html" in line for line in tail)
+    assert names == ["arag max_loops=2", "arag max_loops=4", "arag max_loops=8"]
     single = run_cli(tmp_path, "system=naive", "dataset.limit=2", sweep=False,
                      cache=shared_cache)
     assert single.returncode == 0, single.stderr[-3000:]
     run = next(r for r in all_runs(tmp_path) if r.data.tags.get("system") == "naive")
+    assert run.info.run_name == "naive dataset.limit=2"  # named from its overrides
     assert "mlflow.parentRunId" not in run.data.tags
     assert "report.md" in {a.path for a in client.list_artifacts(run.info.run_id)}
 
@@ -188,13 +204,14 @@ def test_a_failing_job_does_not_stop_the_sweep(tmp_path, shared_cache):
     result = run_cli(tmp_path, "system=naive", "max_loops=-1,2", "dataset.limit=2",
                      cache=shared_cache)
     assert result.returncode == 1
-    assert "[max_loops=-1]" in result.stderr and "Fix: max_loops=" in result.stderr
+    assert "[naive max_loops=-1]" in result.stderr and "Fix: max_loops=" in result.stderr
     runs = all_runs(tmp_path)
     parent = next(r for r in runs if r.data.tags.get("role") == "sweep_parent")
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-    assert [(c.info.run_name, c.info.status) for c in children] == [("max_loops=2", "FINISHED")]
+    assert [(c.info.run_name, c.info.status) for c in children] == [
+        ("naive max_loops=2", "FINISHED")]
     assert parent.info.status == "FAILED"
-    assert json.loads(parent.data.tags["failed_jobs"])[0]["job"] == "max_loops=-1"
+    assert json.loads(parent.data.tags["failed_jobs"])[0]["job"] == "naive max_loops=-1"
 
 
 def test_a_skipped_task_still_has_a_trace_that_says_why(tmp_path, shared_cache):

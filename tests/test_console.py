@@ -1,0 +1,146 @@
+"""What people look at, built from known rows and records: the self-contained report, the
+per-task side-by-side page, the console's verdict, the headline metrics, the dry run's
+judge estimate and the plots (no MLflow, no browser: tests/test_browser.py does those)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from runners import compare, console, dryrun, plots, report
+from runners.callbacks import sweep_size
+
+ROWS = [
+    {"run": "arag max_loops=8", "run_id": "r1", "system": "arag", "status": "FINISHED",
+     "agentic": True, "retrieves": True, "rouge2_f1_mean": 0.25, "retrieval_recall_mean": 0.9,
+     "cost_usd_mean": 0.002, "latency_ms_p50": 450.0, "n_tasks": 2.0, "n_answered": 2.0,
+     "n_errors": 0.0, "model_calls": 10.0, "model_calls_cached": 10.0, "max_loops": "8"},
+    {"run": "stuffing", "run_id": "r2", "system": "stuffing", "status": "FINISHED",
+     "agentic": False, "retrieves": False, "rouge2_f1_mean": 0.2, "cost_usd_mean": 0.001,
+     "latency_ms_p50": 50.0, "n_tasks": 2.0, "n_answered": 1.0, "n_errors": 1.0,
+     "model_calls": 1.0, "model_calls_cached": 0.0, "max_loops": "8"},
+]
+RECORDS = {
+    "r1": [{"id": "t1", "question": "Summarize T1.", "reference": "ref one", "predicted": "one",
+            "rouge2_f1": 0.3, "context_chunk_ids": ["d#L1-4", "d#L5-9"],
+            "gold_chunk_ids": ["d#L5-9"], "error_codes": ["O"]},
+           {"id": "t2", "question": "Summarize T2.", "reference": "ref two", "predicted": "two",
+            "rouge2_f1": 0.2, "context_chunk_ids": ["e#L1-3"]}],
+    "r2": [{"id": "t1", "predicted": "uno", "rouge2_f1": 0.1},
+           {"id": "t2", "predicted": None, "rouge2_f1": None, "error": "ModelError: 529",
+            "error_kind": "overloaded"}],
+}
+
+
+def test_report_html_inlines_its_plots_and_report_md_names_them(tmp_path):
+    (tmp_path / "comparison.png").write_bytes(b"\x89PNG fake")
+    text = "# R\n\n![comparison](plots/comparison.png)\n\n![taxonomy](plots/error_taxonomy.png)\n"
+    page = report.to_html(text, "R", tmp_path)
+    assert re.findall(r'src="([^"]+)"', page) == ['data:image/png;base64,iVBORyBmYWtl']
+    md = report.readable_markdown(text, {"plots/comparison.png"})
+    assert "](plots/" not in md and "`plots/comparison.png`" in md
+    assert "error_taxonomy" not in md  # a plot that was not drawn is not promised
+
+
+def test_latency_note_names_the_runs_answered_from_the_cache():
+    note = report.latency_cache_note(ROWS)
+    assert "arag max_loops=8 (10 of 10 model calls)" in note and "stuffing" not in note
+    assert report.latency_cache_note([ROWS[1]]) == ""
+
+
+def test_compare_page_has_every_task_and_run_with_gold_errors_and_trace_links():
+    traces = {"r1": {"t1": "tr-1", "t2": "tr-2"}}
+    page = compare.page(ROWS, RECORDS, "rouge2_f1", traces, "7", "Sweep")
+    for text in ("t1", "t2", "Summarize T1.", "ref two", "arag max_loops=8", "stuffing"):
+        assert text in page
+    assert "<span class='chunk gold'>d#L5-9</span>" in page
+    assert "<span class='chunk'>d#L1-4</span>" in page and "1 of 2 gold" in page
+    assert "gold not recorded" in page  # t2 has no gold ids: said, not guessed
+    assert "error [overloaded]: ModelError: 529" in page and "error codes O" in page
+    assert "data-route='/#/experiments/7/traces?selectedEvaluationId=tr-1'" in page
+    assert " src=" not in page and "<link" not in page  # self-contained: nothing fetched
+
+
+def test_verdict_lists_every_run_the_finding_and_where_to_look():
+    result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1",
+                                 "file:///store/3/p1/artifacts/report.html")
+    text = console.verdict(result, "sqlite:///mlruns/mlflow.db")
+    lines = text.splitlines()
+    assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "P50", "ms", "n"]
+    assert lines[2].split()[:4] == ["arag", "max_loops=8", "0.250", "0.900"]
+    assert lines[3].split()[:3] == ["stuffing", "0.200", "n/a"]  # no retrieval: n/a, not 0
+    assert "arag max_loops=8 scores highest on rouge2_f1" in text
+    assert "report:  /store/3/p1/artifacts/report.html" in text
+    assert "compare: /store/3/p1/artifacts/compare.html" in text
+    assert "make ui, then http://127.0.0.1:5000/#/experiments/3/runs/p1/artifacts" in text
+    server = console.verdict(result, "http://tracking:5000")
+    assert "http://tracking:5000/#/experiments/3/runs/p1/artifacts" in server
+
+
+def test_headline_metrics_and_parent_metric_names():
+    heads = console.headline_metrics(ROWS[1])
+    assert heads == {"headline/rouge2_f1_mean": 0.2, "headline/cost_usd_mean": 0.001,
+                     "headline/latency_ms_p50": 50.0, "headline/n_tasks": 2.0}
+    assert console.metric_label("arag max_loops=8") == "arag max_loops:8"
+    assert console.metric_label("naive dataset/reference_model=x") == \
+        "naive dataset_reference_model:x"
+
+
+def test_pareto_front_keeps_only_runs_nothing_beats_on_cost_and_quality():
+    points = [(0.0, 0.2), (0.001, 0.25), (0.002, 0.22), (0.003, 0.3), (0.0, 0.1)]
+    assert plots.pareto_front(points) == [0, 1, 3]
+
+
+def test_plots_draw_n_a_the_scatter_and_the_loop_curve_with_cost(tmp_path):
+    rows = [dict(r, rouge2_f1_ci_low=0.1, rouge2_f1_ci_high=0.3) for r in ROWS]
+    rows[1]["max_loops"] = "4"
+    rows[1]["agentic"] = True
+    assert plots.comparison_plot(rows, tmp_path).stat().st_size > 5_000
+    assert plots.cost_quality_plot(rows, "rouge2_f1", tmp_path).exists()
+    assert plots.loop_budget_curve(rows, tmp_path).exists()
+    assert plots.cost_quality_plot(rows, "geval_coverage", tmp_path) is None
+
+
+def test_judge_requests_cover_each_dimension_sample_and_an_upper_bound_of_taxonomy():
+    from arag.records import Prediction, Task
+
+    task = Task("t1", "summarization", ("d",), "Summarize.", "the reference")
+    no_ref = Task("t2", "summarization", ("d",), "Summarize.", "")
+    answer = Prediction("t1", "s", "arag", "m", "summarization", "Summarize.", ["d"], "",
+                        predicted="an answer")
+    failed = Prediction("t3", "s", "arag", "m", "summarization", "Summarize.", ["d"], "",
+                        error="boom")
+    steps = {"faithfulness": "steps", "coverage": "steps"}
+    requests = dryrun.judge_requests([(answer, task, "context"), (failed, task, "context")],
+                                     steps, samples=3)
+    assert len(requests) == 2 * 3 + 1  # two dimensions x three samples + one taxonomy
+    answer2 = Prediction("t2", "s", "arag", "m", "summarization", "Q", ["d"], "",
+                         predicted="x")
+    assert len(dryrun.judge_requests([(answer2, no_ref, "c")], steps)) == 2  # no coverage
+
+
+def test_total_line_splits_systems_judge_and_dataset():
+    rows = [{"run": "a", "calls": 10, "cost_usd": 0.3, "parts": {"system": 0.1, "judge": 0.2}},
+            {"run": "b", "calls": 5, "cost_usd": 0.1, "parts": {"system": 0.1}}]
+    line = dryrun.total_line("sweep total", rows)
+    assert line == ("[dry run] sweep total: 2 jobs, 15 calls, estimated cost $0.4000 "
+                    "(system $0.2000, judge $0.2000)")
+
+
+@pytest.mark.parametrize("overrides,size", [(["system=arag,naive,stuffing"], 3),
+                                            (["system=arag,naive", "max_loops=2,4"], 4),
+                                            (["system=naive"], 1)])
+def test_sweep_size_counts_the_jobs(overrides, size):
+    assert sweep_size(overrides) == size
+
+
+def test_datasets_default_to_data_datasets_inside_the_repository():
+    from tests.conftest import ROOT, compose_cfg
+
+    for name in ("ectsum", "financebench", "financebench_qfs"):
+        root = compose_cfg([f"dataset={name}"]).dataset.root
+        assert root.startswith("data/datasets/"), (name, root)
+    assert "/data/datasets/" in (ROOT / ".gitignore").read_text()
+    assert Path(ROOT / "Makefile").read_text().count("data/datasets") >= 2
