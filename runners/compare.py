@@ -122,8 +122,9 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
     by_run = [{r["id"]: r for r in records.get(run["run_id"], [])} for run in finished]
     task_ids = list(dict.fromkeys(t for recs in by_run for t in recs))
     fields = score_fields(records, key)
-    head = "".join(f"<th>{html.escape(r['run'])}<br><span class='muted'>{html.escape(r['system'])}"
-                   "</span></th>" for r in finished)
+    head = "".join(f"<th>{html.escape(r['run'])}" + (
+        f"<br><span class='muted'>{html.escape(r['system'])}</span>"
+        if r["system"] != r["run"] else "") + "</th>" for r in finished)
     rows = [_row(tid, finished, by_run, fields, traces, experiment_id) for tid in task_ids]
     options = "".join(f"<option value='{i}'>{html.escape(r['run'])}</option>"
                       for i, r in enumerate(finished))
