@@ -411,6 +411,7 @@ def main(argv: list[str] | None = None) -> None:
     from runners.console import verdict
 
     print(verdict(result, args.tracking_uri))
+    print(f"report logged to run {run.info.run_id}")
 
 
 if __name__ == "__main__":
