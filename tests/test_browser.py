@@ -94,7 +94,7 @@ def _close_assistant(page) -> None:
 
 def test_console_ends_with_the_verdict_and_no_download_bars(ui):
     _, tmp, sweep = ui
-    tail = sweep.stdout.strip().splitlines()[-8:]
+    tail = sweep.stdout.strip().splitlines()[-10:]  # the verdict: table, finding, where
     for system in ("arag", "naive", "stuffing"):
         assert any(line.startswith(system) for line in tail), (system, tail)
     assert any(line.startswith("report:") and line.endswith("report.html") for line in tail)
