@@ -144,3 +144,16 @@ def test_datasets_default_to_data_datasets_inside_the_repository():
         assert root.startswith("data/datasets/"), (name, root)
     assert "/data/datasets/" in (ROOT / ".gitignore").read_text()
     assert Path(ROOT / "Makefile").read_text().count("data/datasets") >= 2
+
+
+def test_make_ui_takes_a_port():
+    import shutil
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    dry = subprocess.run(["make", "-n", "ui", "PORT=5123"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert "--port 5123" in dry.stdout and "sqlite:///mlruns/mlflow.db" in dry.stdout
