@@ -63,7 +63,7 @@ def check_judged_report(tmp: Path, client) -> None:
     assert "Comparison metric: `geval_coverage`" in text
     assert "No judge" not in text and "no judge" not in text
     taxonomy = text.split("## Error taxonomy", 1)[1].split("##", 1)[0]
-    assert "| system=arag |" in taxonomy and "error_taxonomy_by_system.png" in taxonomy
+    assert "| arag |" in taxonomy and "error_taxonomy_by_system.png" in taxonomy
     assert "### A failure" in text and "Judge's reasoning:" in text
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert "plots/error_taxonomy_by_system.png" in plots
