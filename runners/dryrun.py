@@ -134,10 +134,11 @@ _STEPS_STAND_IN = " ".join(["Read the summary and the source, check each stated 
 
 
 def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, str],
-                   samples: int = 1) -> dict[str, dict[str, Any]]:
-    """Every call G-Eval would make for these (prediction, task, judged context) items:
-    one per task, dimension and sample, plus at most one error-taxonomy call per task (it
-    is made only for tasks scoring below 3, so this is an upper bound)."""
+                   samples: int = 1, taxonomy: bool = True) -> dict[str, dict[str, Any]]:
+    """Every call G-Eval would make to one judge for these (prediction, task, judged
+    context) items: one per task, dimension and sample, plus (the primary judge) at most
+    one error-taxonomy call per task (made only for tasks scoring below 3: an upper
+    bound)."""
     from metrics.base import ScoringItem, answered, missing_reference
     from metrics.geval import (
         _SCORER_SYSTEM,
@@ -158,28 +159,30 @@ def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, s
                 continue
             for sample in range(samples):
                 requests[f"{task.id}:{dim}:{sample}"] = judge_request(
-                    _SCORER_SYSTEM, scoring_prompt(dim, steps[dim], item), 700)
-        requests[f"{task.id}:taxonomy"] = judge_request(
-            _TAXONOMY_SYSTEM, taxonomy_prompt(item, {}), 100)
+                    _SCORER_SYSTEM, scoring_prompt(dim, steps[dim], item), 700, sample=sample)
+        if taxonomy:
+            requests[f"{task.id}:taxonomy"] = judge_request(
+                _TAXONOMY_SYSTEM, taxonomy_prompt(item, {}), 100)
     return requests
 
 
 def estimate_judge(label: str, items: list[tuple[Prediction, Task, str]], judge_cfgs: list[Any],
                    cache_dir: Path, samples: int = 1, batch: bool = False) -> list[Estimate]:
-    """What judging these predictions would cost, per judge of the panel (one judge today):
-    criteria still to be written, then every scoring and taxonomy call, each judge with
-    its own prices; calls the response cache holds are free, Message Batches half price."""
+    """What judging these predictions would cost, per judge (the primary, then the panel):
+    criteria still to be written, then every scoring call of every sample (and the
+    primary's taxonomy calls), each judge with its own prices; calls the response cache
+    holds are free, Message Batches half price."""
     from metrics.geval import DIMENSIONS, CriteriaStore
 
     estimates = []
-    for judge_cfg in judge_cfgs:
+    for rank, judge_cfg in enumerate(judge_cfgs):
         judge_id = f"{judge_cfg.provider}/{judge_cfg.model_id}"
         store = CriteriaStore(None, judge_id, cache_dir, False)  # type: ignore[arg-type]
         steps = {dim: _cached_steps(store.path(dim)) for dim in DIMENSIONS}
         to_write = [dim for dim, s in steps.items() if s is None]
         est = estimate_requests(f"{label} judge", judge_requests(
-            items, {d: s or _STEPS_STAND_IN for d, s in steps.items()}, samples),
-            judge_cfg, cache_dir)
+            items, {d: s or _STEPS_STAND_IN for d, s in steps.items()}, samples,
+            taxonomy=rank == 0), judge_cfg, cache_dir)
         # each criteria still to write: one call, its prompt about as long as the stand-in
         prompt, prices = count_tokens(_STEPS_STAND_IN), Prices.from_config(judge_cfg)
         est.n_calls += len(to_write)

@@ -26,6 +26,7 @@ from runners import dryrun, track
 from runners.console import quiet, verdict
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
+from runners.judges import panel_configs
 from runners.paths import resolve
 from runners.predict import predict
 from runners.report import write_run_report
@@ -121,7 +122,8 @@ def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Esti
     tasks = {t.id: t for t in job.dataset.tasks}
     items = [(p, tasks[p.id], job.system_class.judged_context(p, tasks[p.id], sources))
              for p in predictions]
-    return dryrun.estimate_judge(name, items, [cfg.judge], resolve(cfg.cache.dir),
+    judges = [cfg.judge, *panel_configs(cfg).values()]
+    return dryrun.estimate_judge(name, items, judges, resolve(cfg.cache.dir),
                                  samples=int(cfg.judge.get("samples", 1) or 1),
                                  batch=bool(cfg.judge.get("batch", False)))
 
