@@ -99,7 +99,8 @@ def test_console_ends_with_the_verdict_and_no_download_bars(ui):
         assert any(line.startswith(system) for line in tail), (system, tail)
     assert any(line.startswith("report:") and line.endswith("report.html") for line in tail)
     assert any("make ui" in line and _parent(tmp).info.run_id in line for line in tail)
-    assert any("scores highest on" in line for line in tail)  # the key finding
+    assert any(line.startswith("On the ") and "median latency" in line
+               for line in tail)  # the key finding
     for noise in ("Downloading artifacts", "Loading weights", "Using default tokenizer",
                   "Flushing the async trace"):
         assert noise not in sweep.stdout + sweep.stderr, noise

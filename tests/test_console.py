@@ -71,7 +71,8 @@ def test_verdict_lists_every_run_the_finding_and_where_to_look():
     assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "P50", "ms", "n"]
     assert lines[2].split()[:4] == ["arag", "max_loops=8", "0.250", "0.900"]
     assert lines[3].split()[:3] == ["stuffing", "0.200", "n/a"]  # no retrieval: n/a, not 0
-    assert "arag max_loops=8 scores highest on rouge2_f1" in text
+    finding = re.sub(r"\*\*|`", "", report.key_finding(ROWS, RECORDS, "rouge2_f1"))
+    assert finding in lines and "arag max_loops=8 0.300 vs stuffing 0.100" in finding
     assert "report:  /store/3/p1/artifacts/report.html" in text
     assert "compare: /store/3/p1/artifacts/compare.html" in text
     assert "make ui, then http://127.0.0.1:5000/#/experiments/3/runs/p1/artifacts" in text
