@@ -95,6 +95,10 @@ def _chunks(record: dict[str, Any]) -> str:
     return f"<details><summary>{len(read)} chunks read: {legend}</summary>{marks}</details>"
 
 
+def _number(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
+
+
 def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -> str:
     if record is None:
         return "<td class='muted'>not run</td>"
@@ -105,7 +109,7 @@ def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -
         out = f"<div class='muted'>skipped: {html.escape(str(record.get('skip_reason')))}</div>"
     else:
         out = f"<div class='out'>{html.escape(record.get('predicted') or '')}</div>"
-    scores = ", ".join(f"{f} {record[f]:.3f}" for f in fields if record.get(f) is not None)
+    scores = ", ".join(f"{f} {_number(record[f])}" for f in fields if record.get(f) is not None)
     codes = record.get("error_codes")
     if codes:
         scores += f"; error codes {', '.join(codes)}"
