@@ -96,7 +96,7 @@ class BertScoreScorer(Scorer):
         if not todo:
             return out
         model = bertscore_model(self.model_path, self.num_layers)
-        cands = [i.prediction.predicted for _, i in todo]
+        cands = [i.prediction.predicted or "" for _, i in todo]  # answered: never empty
         refs = [i.task.reference for _, i in todo]
         p, r, f = model.score(cands, refs, self.batch_size)
         for (s, _), pv, rv, fv in zip(todo, p, r, f, strict=True):

@@ -21,7 +21,7 @@ from arag.retrieval import (
 )
 from arag.retrieval import embedder as embedder_module
 from arag.retrieval.embedder import Embedder, check_precision
-from runners.experiment import ConfigError, validate_config
+from runners.validation import ConfigError, validate_config
 from tests.conftest import ROOT, write_mini_dataset
 
 
