@@ -58,16 +58,13 @@ def validate_config(cfg: DictConfig) -> None:
         if not ok:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
-<<<<<<< HEAD
-    from runners.judges import panel_configs
-
-    panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
-=======
     try:  # bf16 where the CPU has no bfloat16 instructions
         check_precision(str(cfg.retrieval.embedder.precision.value))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
->>>>>>> 09a03a1 (Sentence embedding store: an index embeds only the sentences the store lacks (content-addressed shards under cache.dir/embeddings/<embedder identity>/, written atomically with a checksummed header; a damaged shard is ignored and re-embedded); token-length batching with batch-independent vectors; retrieval.embedder.precision fp32|bf16; runs log index_sentences_embedded/_reused and index_embed_seconds; BERTScore model once per process with references embedded once)
+    from runners.judges import panel_configs
+
+    panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
 
 
 def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
