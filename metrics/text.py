@@ -7,8 +7,6 @@ summarization numbers report (ECTSum's were computed so, with py-rouge).
 
 from __future__ import annotations
 
-import logging
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +22,7 @@ from metrics.base import (
     missing_reference,
     register_scorer,
 )
-
-log = logging.getLogger(__name__)
+from metrics.bertscore import bertscore_model
 
 
 @dataclass
@@ -67,6 +64,9 @@ class BertScoreOptions:
 
 @register_scorer("bertscore")
 class BertScoreScorer(Scorer):
+    """BERTScore P/R/F1: the model is loaded once per process and the references are
+    embedded once per sweep (metrics/bertscore.py)."""
+
     Options = BertScoreOptions
     metrics = [Metric("bertscore_p", "BERTScore P"), Metric("bertscore_r", "BERTScore R"),
                Metric("bertscore_f1", "BERTScore F1", report=True, compare_priority=4)]
@@ -76,11 +76,9 @@ class BertScoreScorer(Scorer):
         return cls(options.model_path, options.num_layers, options.batch_size)
 
     def __init__(self, model_path: str | None, num_layers: int, batch_size: int = 32):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         self.model_path = resolve_embedder_path(model_path)
         self.num_layers = num_layers
         self.batch_size = batch_size
-        self._scorer: Any = None
 
     def provenance(self) -> dict[str, str]:
         return {"bertscore_model_path_used": str(self.model_path),
@@ -97,15 +95,10 @@ class BertScoreScorer(Scorer):
                 todo.append((s, item))
         if not todo:
             return out
-        if self._scorer is None:
-            from bert_score import BERTScorer
-
-            log.info("BERTScore: %s, %d layers", self.model_path, self.num_layers)
-            self._scorer = BERTScorer(model_type=self.model_path, num_layers=self.num_layers,
-                                      batch_size=self.batch_size, device="cpu")
-        cands = [i.prediction.predicted for _, i in todo]
+        model = bertscore_model(self.model_path, self.num_layers)
+        cands = [i.prediction.predicted or "" for _, i in todo]  # answered: never empty
         refs = [i.task.reference for _, i in todo]
-        p, r, f = self._scorer.score(cands, refs)
-        for (s, _), pv, rv, fv in zip(todo, p.tolist(), r.tolist(), f.tolist(), strict=True):
+        p, r, f = model.score(cands, refs, self.batch_size)
+        for (s, _), pv, rv, fv in zip(todo, p, r, f, strict=True):
             s.values = {"bertscore_p": pv, "bertscore_r": rv, "bertscore_f1": fv}
         return out

@@ -49,6 +49,10 @@ class Job:
                                                   self.cfg.cache.mode)
             return self._index
 
+    def index_metrics(self) -> dict[str, float]:
+        """index_sentences_embedded/_reused and index_embed_seconds; none if nothing searched."""
+        return self._index.stats.metrics() if self._index is not None else {}
+
 
 def prepare(cfg: DictConfig, call_models: bool = True) -> Job:
     validate_config(cfg)

@@ -8,6 +8,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from arag.llm.registry import require_credentials
+from arag.retrieval import check_precision
 from arag.systems import SYSTEMS
 
 
@@ -57,6 +58,10 @@ def validate_config(cfg: DictConfig) -> None:
         if not ok:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
+    try:  # bf16 where the CPU has no bfloat16 instructions
+        check_precision(str(cfg.retrieval.embedder.precision.value))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     from runners.judges import panel_configs
 
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge

@@ -1,13 +1,31 @@
-"""Chunking, embeddings, the cached FAISS index, BM25, ranking by method, HyDE and rerank."""
+"""Chunking, embeddings, the sentence embedding store, the cached FAISS index, BM25,
+ranking by method, HyDE and rerank."""
 
 from arag.retrieval.bm25 import Bm25Index, Tokenizer, bm25_for
 from arag.retrieval.chunking import chunk_document
-from arag.retrieval.embedder import Embedder, get_embedder, packaged_minilm_path
-from arag.retrieval.index import Hit, SearchIndex, build_chunks, index_key, load_or_build_index
+from arag.retrieval.embedder import (
+    Embedder,
+    check_precision,
+    cpu_has_bf16,
+    get_embedder,
+    packaged_minilm_path,
+)
+from arag.retrieval.index import (
+    Hit,
+    IndexStats,
+    SearchIndex,
+    build_chunks,
+    embed_sentences,
+    index_key,
+    load_or_build_index,
+)
 from arag.retrieval.search import Method, RetrievalSettings, fuse, rank_chunks, with_neighbors
+from arag.retrieval.store import EmbeddingStore, text_key
 
 __all__ = [
-    "Bm25Index", "Embedder", "Hit", "Method", "RetrievalSettings", "SearchIndex", "Tokenizer",
-    "bm25_for", "build_chunks", "chunk_document", "fuse", "get_embedder", "index_key",
-    "load_or_build_index", "packaged_minilm_path", "rank_chunks", "with_neighbors",
+    "Bm25Index", "Embedder", "EmbeddingStore", "Hit", "IndexStats", "Method",
+    "RetrievalSettings", "SearchIndex", "Tokenizer", "bm25_for", "build_chunks",
+    "check_precision", "chunk_document", "cpu_has_bf16", "embed_sentences", "fuse",
+    "get_embedder", "index_key", "load_or_build_index", "packaged_minilm_path", "rank_chunks",
+    "text_key", "with_neighbors",
 ]

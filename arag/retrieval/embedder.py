@@ -1,15 +1,39 @@
-"""Sentence embeddings on the CPU from the MiniLM model packaged on PyPI (no model hub)."""
+"""Sentence embeddings on the CPU from the MiniLM model packaged on PyPI (no model hub).
+
+Batches are formed by token count: every batch holds sentences of one token length, so
+nothing is padded and no work is wasted on padding (sentence-transformers sorts by
+characters, and figures and tickers tokenize long). It also makes a sentence's vector a
+function of its text alone: on this stack a padded batch changes the last bits of a
+vector with the batch it lands in, and so does a very small batch (under 16 token rows
+the matrix kernels change), while unpadded batches of at least ``MIN_BATCH_TOKENS`` tokens
+give the same bits whatever the other sentences are (a small batch is filled up with
+copies of its own texts). The embedding store relies on that: a stored vector is the one
+a fresh build would compute.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import os
+import re
 import threading
-from functools import lru_cache
+from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import nullcontext
+from functools import cached_property, lru_cache
+from pathlib import Path
 
 import numpy as np
 
 log = logging.getLogger(__name__)
+PRECISIONS = ("fp32", "bf16")
+MIN_BATCH_TOKENS = 32  # twice the smallest batch measured to give batch-independent bits
+# files of a sentence-transformers folder that decide its vectors (weights by size: hashing
+# 90 MB on every start would cost more than it guards against)
+_MODEL_FILES = ("config.json", "modules.json", "sentence_bert_config.json", "tokenizer.json",
+                "vocab.txt", "1_Pooling/config.json")
 
 
 def packaged_minilm_path() -> str:
@@ -26,16 +50,64 @@ def resolve_embedder_path(path: str | None) -> str:
     return path or packaged_minilm_path()
 
 
+def cpu_has_bf16() -> bool:
+    """True when the processor has bfloat16 instructions that torch's CPU autocast uses."""
+    import torch
+
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return torch.backends.mkldnn.is_available() and bool(
+        re.search(r"\b(avx512_bf16|amx_bf16)\b", flags))
+
+
+def check_precision(precision: str, key: str = "retrieval.embedder.precision") -> None:
+    """Refuse a precision this machine cannot run, naming the config key and the fix."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"{key}={precision!r} is invalid: it must be one of {list(PRECISIONS)}")
+    if precision == "bf16" and not cpu_has_bf16():
+        raise ValueError(f"{key}=bf16 needs a CPU with bfloat16 instructions (avx512_bf16 or "
+                         f"amx_bf16, as /proc/cpuinfo lists them); this one has none. "
+                         f"Fix: {key}=fp32")
+
+
+def length_batches(lengths: list[int], max_rows: int) -> Iterator[list[int]]:
+    """Positions grouped into batches of one length each, at most ``max_rows`` a batch.
+
+    A batch can be small (a length few texts have); callers that need bit-stable results
+    run it through ``filled``.
+    """
+    by_length: dict[int, list[int]] = defaultdict(list)
+    for pos, n in enumerate(lengths):
+        by_length[n].append(pos)
+    for n in sorted(by_length, reverse=True):
+        group = by_length[n]
+        for start in range(0, len(group), max(1, max_rows)):
+            yield group[start:start + max_rows]
+
+
+def filled(batch: list, length: int) -> list:
+    """The batch repeated until it has two rows and ``MIN_BATCH_TOKENS`` tokens (the first
+    ``len(batch)`` rows are the batch): small batches take other kernels (module docstring)."""
+    rows = max(2, -(-MIN_BATCH_TOKENS // max(1, length)))
+    return (batch * -(-rows // len(batch)))[:max(rows, len(batch))]
+
+
 class Embedder:
     """L2-normalised sentence embeddings; thread-safe (one encode at a time)."""
 
-    def __init__(self, path: str, batch_size: int = 64, device: str = "cpu"):
+    def __init__(self, path: str, batch_size: int = 64, device: str = "cpu",
+                 precision: str = "fp32"):
+        check_precision(precision)
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         from sentence_transformers import SentenceTransformer
 
         self.path = path
         self.batch_size = batch_size
+        self.device = device
+        self.precision = precision
         self._model = SentenceTransformer(path, device=device)
         self._lock = threading.Lock()
         get_dim = getattr(self._model, "get_embedding_dimension", None) or \
@@ -43,21 +115,64 @@ class Embedder:
         self.dim = int(get_dim() or 0)
         self.sentences_encoded = 0
 
+    @cached_property
+    def identity(self) -> str:
+        """What decides the vectors: the model (its name, its settings files, its weights'
+        size), the longest input it reads and the precision. Folder-safe and readable."""
+        folder = Path(self.path)
+        files = {}
+        for name in _MODEL_FILES:
+            file = folder / name
+            if file.is_file():
+                files[name] = hashlib.sha256(file.read_bytes()).hexdigest()
+        weights = {f.name: f.stat().st_size for f in folder.glob("*.safetensors")}
+        weights |= {f.name: f.stat().st_size for f in folder.glob("*.bin")}
+        digest = hashlib.sha256(json.dumps(
+            [folder.name, files, weights, self._model.max_seq_length, self.dim,
+             self.precision], sort_keys=True).encode()).hexdigest()[:12]
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.name)
+        return f"{name}-{self.precision}-{digest}"
+
+    def token_lengths(self, texts: list[str]) -> list[int]:
+        """Tokens each text is embedded with (special tokens included, after truncation)."""
+        encoded = self._model.tokenizer(texts, truncation=True,
+                                         max_length=self._model.max_seq_length)
+        return [len(ids) for ids in encoded["input_ids"]]
+
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
+        """One vector per text, in order; each depends on its text only (module docstring)."""
+        out = np.zeros((len(texts), self.dim), dtype="float32")
         if not texts:
-            return np.zeros((0, self.dim), dtype="float32")
+            return out
         with self._lock:
-            vectors = self._model.encode(
-                texts, batch_size=self.batch_size, normalize_embeddings=True,
-                show_progress_bar=progress, convert_to_numpy=True,
-            )
+            lengths = self.token_lengths(texts)
+            batches = list(length_batches(lengths, self.batch_size))
+            with self._autocast():
+                for done, batch in enumerate(batches):
+                    out[batch] = self._encode_batch([texts[i] for i in batch], lengths[batch[0]])
+                    if progress and (done + 1) % 100 == 0:
+                        log.info("embedded %d of %d batches", done + 1, len(batches))
             self.sentences_encoded += len(texts)
-        return np.asarray(vectors, dtype="float32")
+        return out
+
+    def _encode_batch(self, batch: list[str], length: int) -> np.ndarray:
+        inputs = filled(batch, length)
+        vectors = self._model.encode(inputs, batch_size=len(inputs), normalize_embeddings=True,
+                                     show_progress_bar=False, convert_to_numpy=True)
+        return np.asarray(vectors[:len(batch)], dtype="float32")
+
+    def _autocast(self):
+        import torch
+
+        if self.precision == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return nullcontext()
 
 
 @lru_cache(maxsize=4)
-def get_embedder(path: str | None, batch_size: int = 64, device: str = "cpu") -> Embedder:
+def get_embedder(path: str | None, batch_size: int = 64, device: str = "cpu",
+                 precision: str = "fp32") -> Embedder:
     """One loaded model per process, shared by every run of an in-process sweep."""
     resolved = resolve_embedder_path(path)
-    log.info("loading embedder from %s", resolved)
-    return Embedder(resolved, batch_size, device)
+    log.info("loading embedder from %s (%s)", resolved, precision)
+    return Embedder(resolved, batch_size, device, precision)

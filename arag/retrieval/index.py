@@ -5,6 +5,11 @@ keyword_search scores chunks by exact keyword matches weighted by keyword length
 An index is built once per (corpus content, retrieval config, embedder) and persisted
 under ``<cache.dir>/index/<key>/``; a later run with the same key loads it instead of
 embedding again. A truncated or corrupt cache entry is rebuilt, never trusted.
+
+Building an index embeds only the sentences the embedding store (``arag.retrieval.store``,
+``<cache.dir>/embeddings/``) lacks and assembles FAISS from stored vectors, so another
+chunking, a larger ``dataset.limit`` or another split over the same sentences embeds
+nothing again. ``SearchIndex.stats`` says how the index came to be.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import re
 import shutil
 import tempfile
 import time
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -26,6 +32,7 @@ from arag.config import CacheMode
 from arag.records import Chunk, Corpus, content_hash
 from arag.retrieval.chunking import chunk_document
 from arag.retrieval.embedder import Embedder, get_embedder, resolve_embedder_path
+from arag.retrieval.store import EmbeddingStore, text_key
 
 log = logging.getLogger(__name__)
 INDEX_FORMAT = 1
@@ -38,6 +45,27 @@ class Hit:
     snippet: str
 
 
+@dataclass
+class IndexStats:
+    """How an index came to be, counted in distinct sentence texts.
+
+    Built: ``sentences_embedded`` were embedded now, ``sentences_reused`` came from the
+    embedding store. Loaded from the index cache: nothing embedded, every distinct sentence
+    of the index reused. Either way embedded + reused = the index's distinct sentences.
+    """
+
+    sentences_embedded: int = 0
+    sentences_reused: int = 0
+    embed_seconds: float = 0.0
+    loaded_from_cache: bool = False
+
+    def metrics(self) -> dict[str, float]:
+        """The run metrics (``index_*``) a tracker logs."""
+        return {"index_sentences_embedded": float(self.sentences_embedded),
+                "index_sentences_reused": float(self.sentences_reused),
+                "index_embed_seconds": self.embed_seconds}
+
+
 def build_chunks(corpus: Corpus, chunk_size: int, overlap: int) -> list[Chunk]:
     return [c for doc in corpus.documents.values() for c in chunk_document(doc, chunk_size, overlap)]
 
@@ -47,8 +75,9 @@ class SearchIndex:
     contextual_headers: bool = False
 
     def __init__(self, chunks: list[Chunk], flat: faiss.Index, row_chunk: np.ndarray,
-                 embedder: Embedder | None, key: str):
+                 embedder: Embedder | None, key: str, stats: IndexStats | None = None):
         self.chunks = chunks
+        self.stats = stats or IndexStats()
         self.by_id = {c.chunk_id: c for c in chunks}
         self.key = key
         self.embedder = embedder
@@ -59,7 +88,10 @@ class SearchIndex:
             doc = chunks[int(pos)].doc_id
             lo, _ = self._doc_rows.get(doc, (row, row))
             self._doc_rows[doc] = (lo, row + 1)
-        self.loaded_from_cache = False
+
+    @property
+    def loaded_from_cache(self) -> bool:
+        return self.stats.loaded_from_cache
 
     @property
     def n_vectors(self) -> int:
@@ -138,6 +170,10 @@ class SearchIndex:
         return row - first_row
 
 
+def _value(x) -> str:
+    return str(getattr(x, "value", x))  # a config enum or its string
+
+
 def index_key(corpus: Corpus, retrieval_cfg) -> str:
     emb = retrieval_cfg.embedder
     parts = ["index", INDEX_FORMAT, corpus.fingerprint(), retrieval_cfg.chunk_size,
@@ -150,6 +186,9 @@ def index_key(corpus: Corpus, retrieval_cfg) -> str:
         parts.append(content_hash(sorted(pages.items())))
     if getattr(retrieval_cfg, "contextual_headers", False):
         parts.append("contextual_headers")  # other texts are embedded; default keys unchanged
+    precision = _value(emb.precision)
+    if precision != "fp32":  # other vectors; fp32 indexes keep the keys they had
+        parts.append(f"precision={precision}")
     return content_hash(*parts)
 
 
@@ -168,7 +207,8 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
     key = index_key(corpus, retrieval_cfg)
     headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
     emb_cfg = retrieval_cfg.embedder
-    embedder = get_embedder(emb_cfg.path, emb_cfg.batch_size, emb_cfg.device)
+    embedder = get_embedder(emb_cfg.path, emb_cfg.batch_size, emb_cfg.device,
+                            _value(emb_cfg.precision))
     folder = Path(cache_dir) / "index" / key
     if mode != CacheMode.off and folder.exists():
         try:
@@ -183,16 +223,52 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
     chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
     sentences = embedded_texts(chunks, headers)
     row_chunk = np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
-    log.info("index %s: embedding %d sentences of %d chunks", key, len(sentences), len(chunks))
-    vectors = embedder.encode(sentences, progress=len(sentences) > 2000)
+    store = None if mode == CacheMode.off else EmbeddingStore(
+        Path(cache_dir) / "embeddings" / embedder.identity, embedder.dim,
+        writable=mode == CacheMode.read_write)
+    vectors, stats = embed_sentences(sentences, embedder, store, f"index {key}")
     flat = faiss.IndexFlatIP(embedder.dim)
     flat.add(vectors)
-    index = SearchIndex(chunks, flat, row_chunk, embedder, key)
+    index = SearchIndex(chunks, flat, row_chunk, embedder, key, stats)
     index.contextual_headers = headers
-    log.info("index %s: built in %.1fs", key, time.perf_counter() - started)
+    log.info("index %s: built in %.1fs (%d chunks; %d sentences embedded in %.1fs, %d from the "
+             "embedding store)", key, time.perf_counter() - started, len(chunks),
+             stats.sentences_embedded, stats.embed_seconds, stats.sentences_reused)
     if mode == CacheMode.read_write:
         _store(folder, index)
     return index
+
+
+def embed_sentences(sentences: list[str], embedder: Embedder, store: EmbeddingStore | None,
+                    label: str = "index") -> tuple[np.ndarray, IndexStats]:
+    """One vector per sentence (in order): stored vectors where the store has them, the
+    rest embedded now (each distinct text once) and added to the store."""
+    distinct = list(dict.fromkeys(sentences))
+    keys = [text_key(t) for t in distinct]
+    stats = IndexStats()
+    with store.writing() if store is not None else nullcontext():
+        found = store.lookup(keys) if store is not None else {}
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        stats.sentences_reused = len(distinct) - len(missing)
+        stats.sentences_embedded = len(missing)
+        if missing:
+            log.info("%s: embedding %d sentences (%d more from the embedding store)", label,
+                     len(missing), stats.sentences_reused)
+        elif distinct:
+            log.info("%s: all %d sentences from the embedding store, nothing to embed", label,
+                     len(distinct))
+        started = time.perf_counter()
+        new = embedder.encode([distinct[i] for i in missing], progress=len(missing) > 2000)
+        stats.embed_seconds = time.perf_counter() - started if missing else 0.0
+        if store is not None:
+            store.add([keys[i] for i in missing], new)
+    table = np.empty((len(distinct), embedder.dim), dtype="float32")
+    for i, key in enumerate(keys):
+        if key in found:
+            table[i] = found[key]
+    table[missing] = new
+    position = {t: i for i, t in enumerate(distinct)}
+    return table[[position[s] for s in sentences]], stats
 
 
 def _store(folder: Path, index: SearchIndex) -> None:
@@ -240,6 +316,6 @@ def _load(folder: Path, embedder: Embedder, key: str) -> SearchIndex:
         raise ValueError("counts do not match meta.json")
     if flat.d != embedder.dim:
         raise ValueError(f"vector size {flat.d} does not match the embedder's {embedder.dim}")
-    index = SearchIndex(chunks, flat, row_chunk, embedder, key)
-    index.loaded_from_cache = True
-    return index
+    distinct = len({line for c in chunks for line in c.lines})
+    return SearchIndex(chunks, flat, row_chunk, embedder, key,
+                       IndexStats(sentences_reused=distinct, loaded_from_cache=True))
