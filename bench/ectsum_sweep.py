@@ -22,8 +22,9 @@ directory, or ``--workdir``), then runs the same command again. Reports:
   the response cache);
 - per system, ROUGE-1/2/L, retrieval recall/precision, Recall@5 and the context it was
   given (chunks, tokens) as logged in MLflow;
-- paired differences between every two systems on the tasks both answered (mean, paired
-  bootstrap 95% CI, Wilcoxon p: ``runners.report.paired``, as the sweep report computes them)
+- paired differences between every two systems on the tasks both scored (mean, paired
+  bootstrap 95% CI, Wilcoxon p and its untied n: ``metrics.stats.paired_difference``, as the
+  sweep report computes them)
   for ROUGE-1/2/L and retrieval recall, from each run's ``predictions.eval.jsonl``.
 - a third pass, ``system=naive retrieval.chunk_size=60,240`` (``--chunk-sweep``) over the
   same stores: every index is new, every sentence is in the embedding store, so each child
@@ -144,7 +145,7 @@ def paired_differences(work: Path, runs: dict[str, object]) -> list[str]:
 
     from mlflow.tracking import MlflowClient
 
-    from runners.report import paired
+    from metrics.stats import paired_difference
 
     client = MlflowClient(f"sqlite:///{work}/mlflow.db")
     records = {}
@@ -153,18 +154,21 @@ def paired_differences(work: Path, runs: dict[str, object]) -> list[str]:
                                          str(work / "paired" / system))
         records[system] = [json.loads(line) for line in Path(path).read_text().splitlines()
                            if line]
-    out = ["| pair | metric | tasks | mean diff | 95% CI | Wilcoxon p | wins/losses |",
-           "|---|---|---|---|---|---|---|"]
+    out = ["| pair | metric | tasks (untied) | mean diff | 95% CI | Wilcoxon p | wins/losses "
+           "| verdict |", "|---|---|---|---|---|---|---|---|"]
     systems = list(records)
     for i, a in enumerate(systems):
         for b in systems[i + 1:]:
             for key in PAIRED:
-                res = paired(records[a], records[b], key)
+                theirs = {r["id"]: r.get(key) for r in records[b]}
+                pairs = [(r[key], theirs[r["id"]]) for r in records[a]
+                         if r.get(key) is not None and theirs.get(r["id"]) is not None]
+                res = paired_difference([x for x, _ in pairs], [y for _, y in pairs])
                 if res is None:
                     continue
-                out.append(f"| {a} − {b} | {key} | {res['n']} | {res['mean_diff']:+.4f} | "
-                           f"[{res['ci_low']:+.4f}, {res['ci_high']:+.4f}] | {res['p']:.2g} | "
-                           f"{res['wins']}/{res['losses']} |")
+                out.append(f"| {a} − {b} | {key} | {res.n} ({res.n_untied}) | "
+                           f"{res.mean_diff:+.4f} | [{res.ci_low:+.4f}, {res.ci_high:+.4f}] | "
+                           f"{res.p_text()} | {res.wins}/{res.losses} | {res.verdict()} |")
     return out
 
 
