@@ -134,12 +134,16 @@ _STEPS_STAND_IN = " ".join(["Read the summary and the source, check each stated 
 
 
 def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, str],
-                   samples: int = 1, taxonomy: bool = True) -> dict[str, dict[str, Any]]:
+                   samples: int = 1, taxonomy: bool = True,
+                   scorers: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """Every call G-Eval would make to one judge for these (prediction, task, judged
     context) items: one per task, dimension and sample, plus (the primary judge) at most
     one error-taxonomy call per task (made only for tasks scoring below 3: an upper
-    bound)."""
+    bound) and the calls of the other judged ``scorers`` it runs (one claim check per task
+    for ``factual_consistency``, one verdict per QA task for ``qa``)."""
     from metrics.base import ScoringItem, answered, missing_reference
+    from metrics.consistency import _SYSTEM as _CLAIMS_SYSTEM
+    from metrics.consistency import claims_prompt
     from metrics.geval import (
         _SCORER_SYSTEM,
         _TAXONOMY_SYSTEM,
@@ -148,6 +152,8 @@ def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, s
         scoring_prompt,
         taxonomy_prompt,
     )
+    from metrics.qa import _SYSTEM as _QA_SYSTEM
+    from metrics.qa import verdict_prompt
 
     requests: dict[str, dict[str, Any]] = {}
     for pred, task, context in items:
@@ -163,11 +169,17 @@ def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, s
         if taxonomy:
             requests[f"{task.id}:taxonomy"] = judge_request(
                 _TAXONOMY_SYSTEM, taxonomy_prompt(item, {}), 100)
+        if "factual_consistency" in scorers:
+            requests[f"{task.id}:claims"] = judge_request(_CLAIMS_SYSTEM, claims_prompt(item),
+                                                          1200)
+        if "qa" in scorers and task.task_type == "qa":
+            requests[f"{task.id}:verdict"] = judge_request(_QA_SYSTEM, verdict_prompt(item), 400)
     return requests
 
 
 def estimate_judge(label: str, items: list[tuple[Prediction, Task, str]], judge_cfgs: list[Any],
-                   cache_dir: Path, samples: int = 1, batch: bool = False) -> list[Estimate]:
+                   cache_dir: Path, samples: int = 1, batch: bool = False,
+                   scorers: tuple[str, ...] = ()) -> list[Estimate]:
     """What judging these predictions would cost, per judge (the primary, then the panel):
     criteria still to be written, then every scoring call of every sample (and the
     primary's taxonomy calls), each judge with its own prices; calls the response cache
@@ -182,7 +194,7 @@ def estimate_judge(label: str, items: list[tuple[Prediction, Task, str]], judge_
         to_write = [dim for dim, s in steps.items() if s is None]
         est = estimate_requests(f"{label} judge", judge_requests(
             items, {d: s or _STEPS_STAND_IN for d, s in steps.items()}, samples,
-            taxonomy=rank == 0), judge_cfg, cache_dir)
+            taxonomy=rank == 0, scorers=scorers if rank == 0 else ()), judge_cfg, cache_dir)
         # each criteria still to write: one call, its prompt about as long as the stand-in
         prompt, prices = count_tokens(_STEPS_STAND_IN), Prices.from_config(judge_cfg)
         est.n_calls += len(to_write)

@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.datasets import DatasetError
 from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
+from arag.llm.registry import PROVIDERS
 from arag.retrieval import build_chunks
 from arag.systems import Sources
 from runners import dryrun, track
@@ -114,7 +115,7 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
 def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Estimate]:
     """The judge's calls on the dry run's predictions (none without a judge that judges)."""
     cfg = job.cfg
-    if cfg.judge.provider in ("none", "offline"):
+    if not PROVIDERS.get(cfg.judge.provider).judges:
         return []
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
                           cfg.retrieval.chunk_overlap)
@@ -125,7 +126,8 @@ def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Esti
     judges = [cfg.judge, *panel_configs(cfg).values()]
     return dryrun.estimate_judge(name, items, judges, resolve(cfg.cache.dir),
                                  samples=int(cfg.judge.get("samples", 1) or 1),
-                                 batch=bool(cfg.judge.get("batch", False)))
+                                 batch=bool(cfg.judge.get("batch", False)),
+                                 scorers=tuple(cfg.metrics.scorers))
 
 
 def _sweep_dir() -> Path | None:

@@ -160,9 +160,10 @@ def test_dry_run_prices_systems_and_judge_without_a_key_a_model_call_or_a_run(tm
     systems = [line for line in out if " tasks, " in line]
     assert len(systems) == 2 and all(line.startswith("[dry run]") for line in systems)
     assert all("2 tasks" in line and "estimated cost $" in line for line in systems)
-    # 2 tasks x (faithfulness, coverage, at most one taxonomy call) + 2 criteria to write
+    # 2 tasks x (faithfulness, coverage, at most one taxonomy call, one claim check)
+    # + 2 criteria to write
     judges = [line for line in out if " judge: " in line]
-    assert len(judges) == 2 and all("8 calls to claude-haiku-4-5" in line for line in judges)
+    assert len(judges) == 2 and all("10 calls to claude-haiku-4-5" in line for line in judges)
     cost = re.compile(r"estimated cost \$([0-9.]+)")
     total = out[-1]
     assert total.startswith("[dry run] sweep total: 2 jobs") and "judge $" in total

@@ -142,7 +142,10 @@ class ChatModel(ABC):
 
     @property
     def can_judge(self) -> bool:
-        return True
+        """Whether it may act as the judge: its provider declares it (``register_provider``)."""
+        from arag.llm.registry import PROVIDERS
+
+        return PROVIDERS.get(self.provider).judges if self.provider in PROVIDERS else True
 
     def classify_error(self, exc: Exception) -> APIFailure | None:
         """Whether an exception of a call is an API failure, and whether to retry it.

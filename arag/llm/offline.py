@@ -63,10 +63,6 @@ class OfflineModel(ChatModel):
         self.max_chunks_read = max_chunks_read
         self.search_top_k = search_top_k
 
-    @property
-    def can_judge(self) -> bool:
-        return False
-
     def complete(
         self,
         system: str,
@@ -200,7 +196,7 @@ def _first(pattern: re.Pattern[str], text: str) -> str:
     return found[0] if found else ""
 
 
-@register_provider("offline")
+@register_provider("offline", judges=False)
 def _offline(cfg: Any) -> ChatModel:
     o = cfg.offline
     return OfflineModel(cfg.name, o.chunks_per_read, o.max_chunks_read, o.search_top_k)

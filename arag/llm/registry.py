@@ -23,6 +23,7 @@ class Provider:
     name: str
     factory: ProviderFactory
     env_vars: tuple[str, ...] = ()  # credentials, read from the environment only
+    judges: bool = True  # its models can act as the judge (the offline model cannot)
 
     def missing_env_vars(self) -> list[str]:
         return [v for v in self.env_vars if not os.environ.get(v, "").strip()]
@@ -31,10 +32,10 @@ class Provider:
 PROVIDERS: Registry[Provider] = Registry("provider", "model.provider", "arag.llm")
 
 
-def register_provider(name: str, env_vars: tuple[str, ...] = ()
+def register_provider(name: str, env_vars: tuple[str, ...] = (), judges: bool = True
                       ) -> Callable[[ProviderFactory], ProviderFactory]:
     def decorate(factory: ProviderFactory) -> ProviderFactory:
-        PROVIDERS.register(name)(Provider(name, factory, env_vars))
+        PROVIDERS.register(name)(Provider(name, factory, env_vars, judges))
         return factory
 
     return decorate
@@ -64,6 +65,6 @@ def require_credentials(nodes: dict[str, Any]) -> None:
                 f"a URL), or choose a model that needs none (model=offline, judge=none)")
 
 
-@register_provider("none")
+@register_provider("none", judges=False)
 def _no_model(cfg: Any) -> ChatModel:
     raise ValueError(f"{cfg.name!r} names no model (provider none); choose a model option")
