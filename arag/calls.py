@@ -63,18 +63,30 @@ class CallLog:
 
     @property
     def n_model_calls(self) -> int:
+        """The task's own model calls (the agent's loops), not those tools make."""
         return sum(1 for step in self.trace if isinstance(step, ModelCall))
 
     def tool(self, toolset: Toolset, name: str, arguments: Any) -> tuple[str, bool]:
-        """Run one tool call; a model error comes back as (message, True)."""
+        """Run one tool call; a model error comes back as (message, True). Calls the tool
+        makes through this log (chunk_summarize's model call) are nested in its step."""
         t0 = time.perf_counter()
+        mark = len(self.trace)
         try:
             result = toolset.call(name, arguments)
         except ToolError as exc:
-            self._trace_tool(t0, name, arguments, [], str(exc))
+            self._trace_tool(t0, name, arguments, [], str(exc), self._take_since(mark))
             return f"Error: {exc}", True
-        self._trace_tool(t0, name, arguments, result.chunk_ids, None)
+        except BaseException as exc:  # e.g. the summarize call failed for good: a task error
+            self._trace_tool(t0, name, arguments, [], f"{type(exc).__name__}: {exc}",
+                             self._take_since(mark))
+            raise
+        self._trace_tool(t0, name, arguments, result.chunk_ids, None, self._take_since(mark))
         return result.text, False
+
+    def _take_since(self, mark: int) -> list[Step]:
+        nested = self.trace[mark:]
+        del self.trace[mark:]
+        return nested
 
     def tool_not_run(self, name: str, arguments: Any, reason: str) -> tuple[str, bool]:
         """A tool call refused before running (e.g. cut off at max_tokens): (reason, True)."""
@@ -92,10 +104,11 @@ class CallLog:
         return hits
 
     def _trace_tool(self, t0: float, name: str, arguments: Any, chunk_ids: list[str],
-                    error: str | None) -> None:
+                    error: str | None, steps: list[Step] | None = None) -> None:
         self.trace.append(ToolCall(name=name, arguments=arguments, result_chunk_ids=chunk_ids,
                                    is_error=error is not None, error=error,
-                                   start_ms=self._ms(t0), latency_ms=_since(t0)))
+                                   start_ms=self._ms(t0), latency_ms=_since(t0),
+                                   steps=steps or []))
 
     def _ms(self, t0: float) -> float:
         return round((t0 - self.started) * 1000, 2)

@@ -61,6 +61,8 @@ class SystemConfig:
     kind: str = MISSING
     tools: list[str] = field(default_factory=list)
     top_k: int | None = None  # None: use retrieval.top_k
+    # ask systems whose context names chunk ids (System.cites) for [c:<chunk id>] citations
+    citations: bool = True
     max_tokens: int = 1024
     temperature: float = 0.0
 

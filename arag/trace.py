@@ -28,7 +28,11 @@ class ModelCall:
 
 @dataclass
 class ToolCall:
-    """One tool call the model made: its arguments and the chunks it named or returned."""
+    """One tool call the model made: its arguments and the chunks it named or returned.
+
+    ``steps``: calls the tool made itself (``chunk_summarize``'s model call), nested here
+    so the trace shows them inside the tool call.
+    """
 
     type: str = field(default="tool", init=False)
     name: str
@@ -38,6 +42,7 @@ class ToolCall:
     error: str | None
     start_ms: float
     latency_ms: float
+    steps: list[Step] = field(default_factory=list)
 
 
 @dataclass
@@ -65,8 +70,22 @@ def step_from_dict(data: dict[str, Any]) -> Step:
         raise ValueError(f"trace step of unknown type {data.get('type')!r}; expected one of "
                          f"{sorted(_STEP_TYPES)}") from None
     known = {f for f in cls.__dataclass_fields__ if f != "type"}
-    return cls(**{k: v for k, v in data.items() if k in known})
+    values = {k: v for k, v in data.items() if k in known}
+    if "steps" in values:
+        values["steps"] = [step_from_dict(s) for s in values["steps"] or []]
+    return cls(**values)
 
 
 def step_to_dict(step: Step) -> dict[str, Any]:
     return asdict(step)
+
+
+def model_calls(steps: list[Step]) -> list[ModelCall]:
+    """Every model call of a trace, those made inside tool calls included, in order."""
+    out: list[ModelCall] = []
+    for step in steps:
+        if isinstance(step, ModelCall):
+            out.append(step)
+        elif isinstance(step, ToolCall):
+            out.extend(model_calls(step.steps))
+    return out

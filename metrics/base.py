@@ -16,13 +16,13 @@ ever substitutes a default number. A new scorer is one module in this package
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
 from arag.llm.base import ChatModel
-from arag.records import Prediction, Task
+from arag.records import Chunk, Prediction, Task
 from arag.registry import Registry
 
 NO_JUDGE = "no judge configured (judge=none)"
@@ -67,6 +67,11 @@ class ScoringItem:
     # how many chunks the context amounts to (System.context_chunks)
     context_chunks: int | None = None
     agentic: bool = False  # the system declares a model-driven loop (System.agentic)
+    # ``prediction.predicted`` is the answer without citation markers (what every scorer
+    # reads); the answer as written, markers included, is here
+    cited_answer: str | None = None
+    cites: bool = False  # the run asked for [c:<chunk id>] citations (System.cites)
+    chunks: Mapping[str, Chunk] = field(default_factory=dict)  # the run's chunks by id
 
 
 @dataclass

@@ -27,6 +27,10 @@ list count once, at their first rank. With G the task's gold spans:
     hit_doc_at_k     1 if a top-k chunk comes from a gold document, else 0. Gold
                      documents: those with at least one gold line; for a task without
                      line gold, the task's own documents (so it is still computed).
+    hit_near_page_at_k  1 if a top-k chunk lies within one page of an evidence page of the
+                     same document (the page itself, the one before or the one after), else
+                     0: a retriever that lands next to the evidence is told apart from one
+                     that misses the filing. Page-gold tasks only (null without pages).
 
 The pages of a document's lines come from ``ScoringItem.line_pages`` (doc_id -> page of
 each line of the task's paginated gold documents, ``Document.line_pages``), filled in by
@@ -48,6 +52,7 @@ from metrics.base import Metric, Scorer, ScorerEnv, Scores, ScoringItem, registe
 
 DEFAULT_KS = (1, 3, 5, 10)
 LINE_METRICS = ("recall", "mrr", "ndcg", "hit_strict")
+NEAR_PAGES = 1  # hit_near_page: evidence within this many pages
 CHUNK_ID = re.compile(r"(?P<doc>.+)#L(?P<first>\d+)-(?P<last>\d+)")
 
 Span = tuple[str, int]  # (doc_id, page) on a paginated document, else (doc_id, gold line)
@@ -82,6 +87,28 @@ class GoldSpans:
             return set()
         first, last = int(m["first"]), int(m["last"])
         return {span for line, span in by_line.items() if first <= line <= last}
+
+
+class GoldPages:
+    """A task's evidence pages (paginated gold documents only), and whether a chunk lies
+    within ``NEAR_PAGES`` of one."""
+
+    def __init__(self, gold_lines: Mapping[str, Sequence[int]],
+                 line_pages: Mapping[str, Sequence[int] | None]):
+        self.line_pages = {d: p for d, p in line_pages.items() if p is not None}
+        self.pages = {doc_id: {self.line_pages[doc_id][line - 1] for line in lines}
+                      for doc_id, lines in gold_lines.items()
+                      if doc_id in self.line_pages and lines}
+
+    def near(self, chunk_id: str) -> bool:
+        m = CHUNK_ID.fullmatch(chunk_id)
+        if m is None or m["doc"] not in self.pages:
+            return False
+        pages, first = self.line_pages[m["doc"]], int(m["first"])
+        if not 1 <= first <= len(pages):
+            return False
+        page = pages[first - 1]  # a chunk lies on one page
+        return any(abs(page - p) <= NEAR_PAGES for p in self.pages[m["doc"]])
 
 
 def newly_covered(covers: Iterable[set[Span]]) -> list[int]:
@@ -162,7 +189,9 @@ class RankingScorer(Scorer):
         self.ks = ks
         self.line_fields = [f"{m}_at_{k}" for m in LINE_METRICS for k in ks]
         self.doc_fields = [f"hit_doc_at_{k}" for k in ks]
-        self.metrics = [Metric(f, f.replace("_at_", "@")) for f in self.line_fields + self.doc_fields]
+        self.page_fields = [f"hit_near_page_at_{k}" for k in ks]
+        self.metrics = [Metric(f, f.replace("_at_", "@"))
+                        for f in self.line_fields + self.doc_fields + self.page_fields]
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         return [self.score_one(item) for item in items]
@@ -182,8 +211,10 @@ class RankingScorer(Scorer):
         for k in self.ks:
             s.values[f"hit_doc_at_{k}"] = hit_at(ranked, lambda c: chunk_doc_id(c) in docs, k)
         if item.gold_chunk_ids is None or item.task.gold_lines is None:
-            s.null(self.line_fields, "the dataset has no retrieval gold for this task")
+            s.null(self.line_fields + self.page_fields,
+                   "the dataset has no retrieval gold for this task")
             return s
+        self._near_pages(s, ranked, GoldPages(item.task.gold_lines, item.line_pages))
         gold = GoldSpans(item.task.gold_lines, item.line_pages)
         ideal = ideal_gains((gold.covered_by(c) for c in sorted(item.gold_chunk_ids)),
                             max(self.ks))
@@ -197,3 +228,11 @@ class RankingScorer(Scorer):
             s.values[f"ndcg_at_{k}"] = ndcg_at(gains, ideal, k)
             s.values[f"hit_strict_at_{k}"] = hit_at(ranked, gold.covered_by, k)
         return s
+
+    def _near_pages(self, s: Scores, ranked: list[str], pages: GoldPages) -> None:
+        if not pages.pages:
+            s.null(self.page_fields, "the task's gold is not on pages (its documents have no "
+                                     "pages, e.g. earnings-call transcripts)")
+            return
+        for k in self.ks:
+            s.values[f"hit_near_page_at_{k}"] = hit_at(ranked, pages.near, k)

@@ -12,8 +12,10 @@ system read (``retrieved_chunk_ids``), plus the length of the task's documents i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from arag.citations import strip_citations
 from arag.records import Chunk, Corpus, Prediction, Task
 from arag.systems import Sources, System
 from metrics import Scorer, ScoringItem
@@ -43,20 +45,24 @@ def paged_gold_documents(task: Task, corpus: Corpus) -> dict[str, tuple[int, ...
 
 def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
              chunks: list[Chunk], scorers: list[Scorer], target_length: int,
-             system: type[System]) -> list[dict[str, Any]]:
+             system: type[System], citations: bool = True) -> list[dict[str, Any]]:
+    """One eval record per prediction. Citation markers are stripped here, once: every
+    scorer reads the answer as a reader would; the citation scorer also gets it as written
+    (``citations``: the run's ``system.citations``)."""
     chunks_by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         chunks_by_doc.setdefault(c.doc_id, []).append(c)
     sources = Sources(corpus, {c.chunk_id: c for c in chunks})
     items = [
         ScoringItem(
-            prediction=p, task=tasks[p.id],
+            prediction=replace(p, predicted=strip_citations(p.predicted)), task=tasks[p.id],
             gold_chunk_ids=gold_chunk_ids(tasks[p.id], chunks_by_doc),
             context_text=system.judged_context(p, tasks[p.id], sources),
             target_length=target_length, retrieves=system.retrieves,
             line_pages=paged_gold_documents(tasks[p.id], corpus),
             ranking=system.ranking(p) if system.ranks else None,
             context_chunks=system.context_chunks(p, tasks[p.id], sources), agentic=system.agentic,
+            cited_answer=p.predicted, cites=system.cites and citations, chunks=sources.chunks,
         )
         for p in predictions
     ]

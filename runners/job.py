@@ -128,7 +128,7 @@ def build_system(job: Job, model: ChatModel) -> System:
         tools=list(cfg.system.tools), max_tokens=cfg.system.max_tokens,
         temperature=cfg.system.temperature, context_limit=cfg.model.context_limit,
         snippet_words=cfg.retrieval.snippet_words,
-        retrieval=RetrievalSettings.from_config(cfg.retrieval),
+        retrieval=RetrievalSettings.from_config(cfg.retrieval), citations=cfg.system.citations,
     )
     system = make_system(cfg.system.kind, cfg.system.name, ctx)
     if system.retrieves:

@@ -44,7 +44,7 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
     scorers, judges = make_scorers(cfg)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
-                       cfg.target_length, job.system_class)
+                       cfg.target_length, job.system_class, cfg.system.citations)
     metrics = {**aggregate(records, scorers), **model_call_counts(predictions), **extra,
                **judge_metrics(judges)}
     tracker.log_metrics(metrics)

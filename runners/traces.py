@@ -3,7 +3,8 @@
 Spans: a root span for the task (AGENT for a system that declares itself agentic, CHAIN
 otherwise), a CHAT_MODEL span for
 every model call (token usage, cost, cached or not) and a TOOL or RETRIEVER span for every
-tool call (arguments, returned chunk ids), at their recorded times. Traces are linked to
+tool call (arguments, returned chunk ids), at their recorded times; a model call a tool
+makes itself (``chunk_summarize``) is a CHAT_MODEL span inside its TOOL span. Traces are linked to
 the run through the ``mlflow.sourceRun`` metadata, so they show in the run's Traces tab.
 
 Each trace carries the task's scores as MLflow assessments (feedback): every report metric
@@ -157,7 +158,7 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
     root.end(end_time_ns=int((started + pred.latency_ms / 1000.0) * 1e9))
 
 
-def _span(root: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
+def _span(parent: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
     import mlflow
 
     start = step.start_ms
@@ -165,7 +166,7 @@ def _span(root: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
         attributes: dict[str, Any] = {"usage": step.usage, "cost_usd": step.cost_usd,
                                       "cached": step.cached, "stop_reason": step.stop_reason}
         span = mlflow.start_span_no_context(
-            name=f"llm:{step.model}", span_type=SpanType.CHAT_MODEL, parent_span=root,
+            name=f"llm:{step.model}", span_type=SpanType.CHAT_MODEL, parent_span=parent,
             start_time_ns=_ns(pred, start),
             attributes=attributes,
         )
@@ -173,10 +174,12 @@ def _span(root: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
     else:
         span_type = SpanType.RETRIEVER if isinstance(step, Retrieval) else SpanType.TOOL
         span = mlflow.start_span_no_context(
-            name=step.name, span_type=span_type, parent_span=root,
+            name=step.name, span_type=span_type, parent_span=parent,
             start_time_ns=_ns(pred, start), inputs=step.arguments,
         )
         error = None if isinstance(step, Retrieval) else step.error
+        for inner in [] if isinstance(step, Retrieval) else step.steps:
+            _span(span, pred, inner, SpanType)  # calls the tool made itself, inside its span
         span.set_outputs({"chunk_ids": step.result_chunk_ids, "error": error})
         if error is not None:
             span.set_status("ERROR")

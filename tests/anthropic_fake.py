@@ -93,8 +93,37 @@ def error(status: int, kind: str, message: str, headers: dict | None = None) -> 
             "headers": headers or {}}
 
 
-def agent_policy(rounds: int = 2) -> Callable[[dict, int], Spec]:
-    """Search, then read the first chunk each search named, ``rounds`` times; then answer."""
+CHUNK = re.compile(r'<chunk id="([^"]+)">\n(.*?)\n</chunk>', re.DOTALL)
+FIGURE = re.compile(r"\$\d|\d%|\d percent")
+UNCITED = "management thanked employees for their work."
+
+
+def request_text(request: dict) -> str:
+    """Every text the request's messages hold: prompts and tool results."""
+    parts: list[str] = []
+    for message in request["messages"]:
+        content = message["content"]
+        for block in [{"type": "text", "text": content}] if isinstance(content, str) else content:
+            inner = block.get("content", block.get("text", ""))
+            parts.extend([inner] if isinstance(inner, str) else [b.get("text", "") for b in inner])
+    return "\n".join(parts)
+
+
+def citing_answer(request: dict) -> str:
+    """An answer that cites as the prompt asks: for each chunk shown (at most two), its first
+    line with a figure, verbatim, with ``[c:<id>]``; then one claim that cites nothing."""
+    bullets = []
+    for chunk_id, body in CHUNK.findall(request_text(request))[:2]:
+        line = next((ln for ln in body.splitlines()
+                     if FIGURE.search(ln) and not ln.startswith("[COMPANY")), None)
+        if line is not None:
+            bullets.append(f"{line.strip()} [c:{chunk_id}]")
+    return "\n".join([*bullets, UNCITED])
+
+
+def agent_policy(rounds: int = 2, cite: bool = False) -> Callable[[dict, int], Spec]:
+    """Search, then read the first chunk each search named, ``rounds`` times; then answer.
+    ``cite``: when the prompt asks for citations, the answer cites (``citing_answer``)."""
 
     def handle(request: dict, n: int) -> Spec:
         tools = request.get("tools") or []
@@ -107,6 +136,8 @@ def agent_policy(rounds: int = 2) -> Callable[[dict, int], Spec]:
             last = json.dumps(request["messages"][-1]["content"])
             ids = re.findall(r"Chunk ID: (\S+?)\\n", last)
             return tool_reply("chunk_read", {"chunk_ids": ids[:1] or ["missing"]}, request, n)
+        if cite and "<cite_format>" in request_text(request):
+            return text_reply(citing_answer(request), request)
         return text_reply("q3 revenue rose 14.2 percent to $612.4 million.", request)
 
     return handle

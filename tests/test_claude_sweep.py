@@ -1,19 +1,23 @@
 """A Claude sweep end to end: CLI -> real SDK -> fake Messages API -> MLflow.
 
 Exact cost from usage, rate-limit answers retried, a re-run served by the response cache
-with no HTTP request at all, and the API key nowhere in the store, artifacts or logs.
+with no HTTP request at all, the API key nowhere in the store, artifacts or logs, and
+citations (the fake cites chunks when the prompt asks) scored per claim.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from tests.anthropic_fake import FakeAnthropic, error
-from tests.conftest import ROOT, all_runs, store_overrides
+from arag.citations import strip_citations
+from tests.anthropic_fake import UNCITED, FakeAnthropic, agent_policy, error
+from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
 pytestmark = pytest.mark.slow
 MARKER = "sk-ant-MARKER-7f3a9c-never-log-me"
@@ -34,7 +38,7 @@ def sweep(tmp, url, *extra):
 @pytest.fixture(scope="module")
 def claude_sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("claude")
-    with FakeAnthropic() as fake:
+    with FakeAnthropic(agent_policy(cite=True)) as fake:
         fake.queue = [error(429, "rate_limit_error", "slow down", {"retry-after": "0"})]
         first = sweep(tmp, fake.url)
         n_first = len(fake.requests)
@@ -80,3 +84,43 @@ def test_the_api_key_appears_nowhere(claude_sweep):
     assert leaks == []
     for run in all_runs(tmp):
         assert MARKER not in str(run.data.params) + str(run.data.tags)
+
+
+def test_citations_are_scored_per_claim_and_stripped_before_rouge(claude_sweep):
+    from rouge_score import rouge_scorer
+
+    tmp, first, *_ = claude_sweep
+    assert first.returncode == 0, first.stderr[-3000:]
+    runs = {r.data.tags["system"]: r for r in sorted(
+        (r for r in all_runs(tmp) if r.data.tags.get("mlflow.parentRunId")),
+        key=lambda r: r.info.start_time)[:3]}
+    client = client_for(tmp)
+    rouge = rouge_scorer.RougeScorer(["rouge1"], use_stemmer=True)
+    for system in ("arag", "naive"):  # their prompts show chunk ids and ask for citations
+        metrics = runs[system].data.metrics
+        assert metrics["citation_precision_mean"] == 1.0  # each cites the chunk it quotes
+        assert 0 < metrics["citation_coverage_mean"] < 1  # the last claim cites nothing
+        folder = tmp / system
+        records = [json.loads(line) for line in Path(client.download_artifacts(
+            runs[system].info.run_id, "predictions.eval.jsonl", str(folder))).read_text()
+            .splitlines()]
+        predictions = {p["id"]: p for p in (json.loads(line) for line in Path(
+            client.download_artifacts(runs[system].info.run_id, "predictions.jsonl",
+                                      str(folder))).read_text().splitlines())}
+        for r in records:
+            *cited, last = r["citations"]
+            assert cited and all(c["valid"] == c["cited"] and len(c["cited"]) == 1
+                                 and c["supported"] is True and c["checked_by"] == "figures"
+                                 for c in cited)
+            assert (last["claim"], last["cited"], last["supported"]) == (UNCITED, [], None)
+            assert r["citation_coverage"] == len(cited) / (len(cited) + 1)
+            # every chunk cited was in the prompt; ROUGE read the answer without markers
+            pred = predictions[r["id"]]
+            assert {c["cited"][0] for c in cited} <= set(pred["context_chunk_ids"])
+            assert "[c:" in pred["predicted"]
+            clean = rouge.score(pred["ground_truth"], strip_citations(pred["predicted"]))
+            raw = rouge.score(pred["ground_truth"], pred["predicted"])
+            assert r["rouge1_f1"] == pytest.approx(clean["rouge1"].fmeasure)
+            assert r["rouge1_f1"] != pytest.approx(raw["rouge1"].fmeasure)
+    stuffing = runs["stuffing"].data.metrics  # whole documents, no chunk ids: not asked
+    assert "citation_coverage_mean" not in stuffing and stuffing["n_errors"] == 0

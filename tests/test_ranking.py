@@ -120,6 +120,28 @@ def test_an_evidence_page_is_one_gold_span_however_many_chunks_it_has():
     assert v["ndcg_at_3"] == pytest.approx(1.0) and v["recall_at_1"] == 0.5
 
 
+def test_near_page_hit_tells_the_next_page_from_a_miss():
+    # evidence on page 2 only (L11-25): page 1 and page 3 are near, page 4 is not
+    one_page = {DOC: tuple(range(11, 26))}
+
+    def near(ranked: list[str]) -> list[float]:
+        it = with_pages(item(ranked, {P2A, P2B, P2C}, gold_lines=one_page), PAGES)
+        v = score(it).values
+        return [v[f"hit_near_page_at_{k}"] for k in (1, 3, 5, 10)]
+
+    assert near([P4A, P3, P2A]) == [0.0, 1.0, 1.0, 1.0]  # page 3 is next to page 2
+    assert near([P1B, P4A]) == [1.0, 1.0, 1.0, 1.0]  # page 1 is the one before
+    assert near([P4A, P4B, cid(OTHER, 11, 15)]) == [0.0, 0.0, 0.0, 0.0]  # two pages off; another filing
+    v = score(with_pages(item([P4A, P3], {P2A, P2B, P2C}, gold_lines=one_page), PAGES)).values
+    assert v["hit_strict_at_3"] == 0.0 and v["hit_near_page_at_3"] == 1.0
+
+
+def test_near_page_hit_is_null_without_pages():
+    s = score(item(RANKED, GOLD))
+    assert s.values["hit_near_page_at_5"] is None
+    assert "not on pages" in s.null_reasons["hit_near_page_at_5"]
+
+
 def test_without_pages_the_gold_lines_are_the_spans():
     # the same ranking with no pages given: 25 gold lines, 5 in each gold chunk
     it = item([P1A, P2A, P2B, P3, P4B], PAGE_GOLD, gold_lines=PAGE_GOLD_LINES)
@@ -156,7 +178,7 @@ def test_hit_doc_sees_wrong_document_hits():
 
 def test_null_with_reason_without_ranked_list_or_gold():
     s = score(item(None, GOLD, system="stuffing"))
-    assert all(v is None for v in s.values.values()) and len(s.values) == 20
+    assert all(v is None for v in s.values.values()) and len(s.values) == 24  # 6 metrics x 4 ks
     assert "does not rank" in s.null_reasons["recall_at_5"]
 
     s = score(item(RANKED, None, gold_lines=None))

@@ -59,6 +59,11 @@ TOOL_CALL_CUT_OFF = (
     "this tool call was cut off at max_tokens before its arguments were complete, so it was "
     "not run. Retry it with shorter arguments (fewer or shorter queries or chunk ids)."
 )
+CITE_CHUNKS = (
+    "Cite your sources: end every bullet or sentence with the ids of the chunks it comes from "
+    "in the form <cite_format>[c:CHUNK_ID]</cite_format>, e.g. [c:ACME_q3_2024#L12-18]; "
+    "several chunks as [c:ID1, c:ID2]. Cite only chunks whose text you were shown."
+)
 BUDGET_REACHED = (
     "You have reached the maximum number of tool-use rounds. Do not call tools. Write your "
     "final answer now, from what you have read."
@@ -83,7 +88,10 @@ def prompt_texts() -> dict[str, object]:
             "tool_call_cut_off": TOOL_CALL_CUT_OFF}
 
 
-def task_prompt(task: Task, style: str, target_words: int, context: str = "") -> str:
+def task_prompt(task: Task, style: str, target_words: int, context: str = "",
+                cite: bool = False) -> str:
+    """The task's prompt; ``cite``: ask for ``[c:<chunk id>]`` citations (systems whose
+    context names chunk ids, ``System.cites``)."""
     parts = []
     if context:
         parts.append(context)
@@ -99,4 +107,15 @@ def task_prompt(task: Task, style: str, target_words: int, context: str = "") ->
             parts.append("Reference summaries of other calls, for style only (their facts "
                          f"are not about this document):\n<style_examples>\n{shown}\n"
                          "</style_examples>")
+    if cite:
+        parts.append(CITE_CHUNKS)
     return "\n\n".join(parts)
+
+
+def summarize_chunks_prompt(passages: str, focus: str, target_words: int) -> str:
+    """The one call of the ``chunk_summarize`` tool: the named chunks, condensed toward a
+    focus (tags as in ``task_prompt``, so the offline model answers it extractively)."""
+    return (f"{passages}\n\n<question>{focus}</question>\n\n<style>query_focused</style>\n"
+            f"<target_words>{target_words}</target_words>\n\nSummarize what these chunks say "
+            f"about the focus above, keeping every figure exactly as written. Use at most "
+            f"{target_words} words.\n\n{CITE_CHUNKS}")

@@ -3,7 +3,8 @@
 What a task is
 --------------
 For every 10-K of FinanceBench whose PDF is present (``doc_name`` order), two
-summarization tasks in the ``query_focused`` style:
+summarization tasks in the ``section`` style (each summarizes one named section of the
+filing, and its gold is that whole section):
 
 * ``<doc_name>:risk_factors`` -- the key risk factors, from Item 1A (Risk Factors);
 * ``<doc_name>:operational_highlights`` -- the major operational highlights, from Item 7
@@ -69,7 +70,7 @@ log = logging.getLogger(__name__)
 
 OPTIONS = frozenset({"spot_check_fraction", "max_section_pages", "reference_words",
                      "reference_concurrency"})
-STYLE = "query_focused"
+STYLE = "section"
 _SEP = r"[\s.:\-\u2013\u2014]{0,6}"  # "Item 1A. Risk", "ITEM 1A RISK", "Item 1A. - Risk"
 ITEM_NUMBER = re.compile(r"\bitem\s*(\d{1,2}[abc]?)\b", re.IGNORECASE)
 CONTENTS_MIN_ITEMS = 6  # a page naming this many different items is a table of contents
@@ -193,18 +194,31 @@ def spot_check_ids(task_ids: list[str], fraction: float) -> list[str]:
     return [t for t in task_ids if t in chosen]
 
 
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """How a derived dataset's silver references are written and reported."""
+
+    style: str  # the summarization style of the prompt the reference model gets
+    folder: str  # spot checks go to <cache_dir>/<folder>/spot_check_<model>.md
+    report: str  # reports <report>_references.json and <report>_spot_check.md
+
+
+QFS_REFERENCES = ReferenceSpec(STYLE, "financebench_qfs", "qfs")
+
+
 class PendingReferences:
     """The silver references still to be written, one call per task (``load_dataset`` makes
     them; a dry run only prices them). Calls go through the response cache."""
 
-    def __init__(self, model_cfg: Any, opts: Options):
+    def __init__(self, model_cfg: Any, opts: Options, spec: ReferenceSpec = QFS_REFERENCES):
         self.model_cfg = model_cfg
         self.opts = opts
+        self.spec = spec
 
     def requests(self, dataset: Dataset) -> dict[str, dict[str, Any]]:
         return {t.id: {"system": system_prompt("summarization", agentic=False),
                        "messages": [{"role": "user", "content": task_prompt(
-                           t, STYLE, self.opts.reference_words,
+                           t, self.spec.style, self.opts.reference_words,
                            dataset.corpus.excerpt(t.gold_lines or {}))}],
                        "max_tokens": self.model_cfg.max_output_tokens, "temperature": 0.0}
                 for t in dataset.tasks}
@@ -220,7 +234,7 @@ class PendingReferences:
             except ModelError as exc:
                 return exc
 
-        log.info("financebench_qfs: %d silver reference(s) from %s (cached under %s)",
+        log.info("%s: %d silver reference(s) from %s (cached under %s)", dataset.name,
                  len(requests), model.name, model.folder)
         references: dict[str, str] = {}
         failures: dict[str, str] = {}
@@ -229,20 +243,21 @@ class PendingReferences:
             for task_id, reply in zip(requests, pool.map(one, requests), strict=True):
                 if isinstance(reply, ModelError):
                     failures[task_id] = str(reply)
-                    log.warning("financebench_qfs: no reference for %s: %s", task_id, reply)
+                    log.warning("%s: no reference for %s: %s", dataset.name, task_id, reply)
                 elif not reply.text.strip():
                     failures[task_id] = f"the model wrote an empty reference ({reply.stop_reason})"
                 else:
                     references[task_id] = reply.text.strip()
                     cost += 0.0 if reply.cached else prices.cost_usd(reply.usage)
-        dataset.reports["qfs_references"] = {
+        dataset.reports[f"{self.spec.report}_references"] = {
             "model": self.model_cfg.name, "model_id": self.model_cfg.model_id,
             "n_written": len(references), "n_from_cache": model.hits,
             "n_failed": len(failures), "failures": failures, "cost_usd": round(cost, 6),
             "reference_words": self.opts.reference_words}
         if failures:
             dataset.notes.append(f"{len(failures)} silver reference(s) could not be written "
-                                 "(see the qfs_references report); the next run asks again")
+                                 f"(see the {self.spec.report}_references report); the next "
+                                 "run asks again")
         dataset.tasks = [with_reference(t, references.get(t.id, ""),
                                         f"reference generation failed: {failures.get(t.id)}")
                          for t in dataset.tasks]
@@ -256,11 +271,16 @@ class PendingReferences:
             return
         text = spot_check_markdown(written, ids, self.model_cfg.name)
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(self.model_cfg.model_id))
-        path = self.opts.cache_dir / "financebench_qfs" / f"spot_check_{safe}.md"
+        path = self.opts.cache_dir / self.spec.folder / f"spot_check_{safe}.md"
         write_text_atomically(path, text)
-        dataset.reports["qfs_spot_check"] = text
+        dataset.reports[f"{self.spec.report}_spot_check"] = text
         dataset.notes.append(f"{len(ids)} of {len(written)} silver references written for human "
                              f"review to {path}")
+
+
+def filing_pages(task: Task) -> dict[str, list[int]]:
+    """doc_id -> [first, last] relevant page of each filing the task reads."""
+    return task.meta.get("pages_by_doc") or {task.doc_ids[0]: task.meta["pages"]}
 
 
 def spot_check_markdown(tasks: list[Task], ids: list[str], model: str) -> str:
@@ -271,9 +291,9 @@ def spot_check_markdown(tasks: list[Task], ids: list[str], model: str) -> str:
              "there or is misstated.\n"]
     for task_id in ids:
         task = by_id[task_id]
-        first, last = task.meta["pages"]
-        parts.append(f"## {task_id}\n\n- filing: `{task.doc_ids[0]}.pdf`, pages {first}-{last} "
-                     f"({task.meta['section']})\n- question: {task.question}\n\n"
+        filings = "".join(f"- filing: `{doc}.pdf`, pages {first}-{last} ({task.meta['section']})\n"
+                          for doc, (first, last) in filing_pages(task).items())
+        parts.append(f"## {task_id}\n\n{filings}- question: {task.question}\n\n"
                      f"{task.reference}\n")
     return "\n".join(parts)
 
@@ -362,18 +382,19 @@ def load_financebench_qfs(cfg: Any, project_root: Path) -> Dataset:
     return validate(dataset)
 
 
-def attach_references(cfg: Any, opts: Options, dataset: Dataset) -> None:
+def attach_references(cfg: Any, opts: Options, dataset: Dataset,
+                      spec: ReferenceSpec = QFS_REFERENCES) -> None:
     """References to be written by the reference model, or the reason there are none."""
     model_cfg = cfg.get("reference_model")
     if model_cfg is None or model_cfg.provider in ("none", "offline"):
         # the offline model can only extract, it does not write references
         dataset.notes.append(f"no silver references: {NO_MODEL}")
-        dataset.reports["qfs_references"] = {"model": None, "reason": NO_MODEL}
+        dataset.reports[f"{spec.report}_references"] = {"model": None, "reason": NO_MODEL}
         dataset.tasks = [with_reference(t, "", NO_MODEL) for t in dataset.tasks]
         return
     dataset.tasks = [with_reference(t, "", f"silver reference by {model_cfg.name} not written "
                                            "(dry run)") for t in dataset.tasks]
-    dataset.pending = PendingReferences(model_cfg, opts)
+    dataset.pending = PendingReferences(model_cfg, opts, spec)
 
 
 def with_reference(task: Task, reference: str, missing_reason: str) -> Task:

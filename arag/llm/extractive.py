@@ -15,11 +15,16 @@ Algorithm (deterministic, documented in the README):
 4. Style: ``earnings_call`` emits short lower-case bullets, one per line (the ECTSum
    reference style); other styles emit the sentences as prose. The output is cut at a
    word boundary to the target length.
+5. Citations (when the caller gives each sentence's source chunk): every bullet or
+   sentence is followed by ``[c:<chunk id>]`` of the chunk it was taken from; markers do
+   not count towards the length.
 """
 
 from __future__ import annotations
 
 import re
+
+from arag.citations import cite
 
 NUMBER = re.compile(
     r"(\$\s?\d[\d,.]*)|(\d[\d,.]*\s?(%|percent|per cent|basis points|bps))|"
@@ -63,15 +68,19 @@ def score_sentence(sentence: str, question_words: set[str]) -> float:
     return score
 
 
-def summarize(sentences: list[str], question: str, target_words: int, style: str) -> str:
-    """Pick and render the best sentences; see the module docstring."""
+def summarize(sentences: list[str], question: str, target_words: int, style: str,
+              sources: list[str | None] | None = None) -> str:
+    """Pick and render the best sentences; see the module docstring. ``sources``: the chunk
+    id of each sentence (None: not a chunk), to cite them."""
     seen: set[str] = set()
     unique: list[str] = []
-    for s in sentences:
+    origin: list[str | None] = []
+    for i, s in enumerate(sentences):
         s = " ".join(s.split())
         if s and s.lower() not in seen:
             seen.add(s.lower())
             unique.append(s)
+            origin.append(sources[i] if sources is not None else None)
     if not unique:
         return ""
     q_words = content_words(question)
@@ -87,11 +96,15 @@ def summarize(sentences: list[str], question: str, target_words: int, style: str
             continue  # too long for what is left; a shorter, lower-ranked one may fit
         chosen.append(i)
         words += n
-    picked = [unique[i] for i in sorted(chosen)]
+    order = sorted(chosen)
+    picked = [unique[i] for i in order]
     if style == "earnings_call":
         picked = [_bullet(s) for s in picked]
-        return _cut_lines(picked, target_words)
-    return _cut_lines([" ".join(picked)], target_words)
+    lines = _cut_lines(picked, target_words)
+    if sources is not None:
+        lines = [f"{line} {cite([c])}" if (c := origin[i]) else line
+                 for line, i in zip(lines, order, strict=False)]
+    return "\n".join(lines) if style == "earnings_call" else " ".join(lines)
 
 
 def _bullet(sentence: str) -> str:
@@ -100,7 +113,7 @@ def _bullet(sentence: str) -> str:
     return s + "."
 
 
-def _cut_lines(lines: list[str], target_words: int) -> str:
+def _cut_lines(lines: list[str], target_words: int) -> list[str]:
     out: list[str] = []
     budget = target_words
     for line in lines:
@@ -112,4 +125,4 @@ def _cut_lines(lines: list[str], target_words: int) -> str:
             line = " ".join(words).rstrip(",;:") + ("." if not words[-1].endswith(".") else "")
         out.append(line)
         budget -= len(words)
-    return "\n".join(out)
+    return out

@@ -9,6 +9,8 @@ It reads the conversation exactly as a remote model would and acts on it:
   until it has read ``max_chunks_read`` chunks (None: the context budget the chunk_read
   tool declares, "at most N chunks in total") or no candidate is left; then it answers.
   Facet searches (guidance, margins, cash) widen the candidate pool when it runs dry.
+  When ``chunk_summarize`` is offered, it then summarizes what it read toward the question
+  in one call, before it answers.
 * Asked for a retrieval step (``<retrieval_step>`` in the request, ``arag.retrieval.query``):
   for ``hypothetical_answer`` (HyDE) it writes the question followed by one fixed sentence
   naming the figures a financial summary reports (``HYDE_PASSAGE``), i.e. a deterministic
@@ -17,7 +19,8 @@ It reads the conversation exactly as a remote model would and acts on it:
   the order given, and replies with their ids one per line.
 * Without tools, or once it stops searching, it answers with an extractive summary
   (``arag.llm.extractive``) of every ``<chunk>``/``<document>`` passage in the
-  conversation, in the style and length the prompt asks for.
+  conversation, in the style and length the prompt asks for. When the prompt asks for
+  citations (``<cite_format>``), each sentence taken from a ``<chunk id="...">`` cites it.
 
 It reports token usage (≈4 characters a token) so cost and latency paths run; its
 prices are zero. It is not a judge.
@@ -32,7 +35,9 @@ from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
 from arag.llm.extractive import content_words, score_sentence, summarize
 from arag.llm.registry import register_provider
 
-PASSAGE = re.compile(r"<(chunk|document)\b[^>]*>\n?(.*?)</\1>", re.DOTALL)
+PASSAGE = re.compile(r"<(chunk|document)\b([^>]*)>\n?(.*?)</\1>", re.DOTALL)
+PASSAGE_ID = re.compile(r'\bid="([^"]+)"')
+ASKS_CITATIONS = "<cite_format>"
 QUESTION = re.compile(r"<question>\s*(.*?)\s*</question>", re.DOTALL)
 TARGET = re.compile(r"<target_words>\s*(\d+)\s*</target_words>")
 STYLE = re.compile(r"<style>\s*(\w+)\s*</style>")
@@ -91,10 +96,23 @@ class OfflineModel(ChatModel):
                      tools: list[ToolSpec]) -> list[dict[str, Any]] | None:
         if not tool_names:
             return None
-        budget = self._read_budget(tools)
-        question = _first(QUESTION, transcript)
         calls = [b for m in messages if m["role"] == "assistant" and isinstance(m["content"], list)
                  for b in m["content"] if b.get("type") == "tool_use"]
+        question = _first(QUESTION, transcript)
+        action = self._retrieval_action(calls, messages, question, tool_names,
+                                        self._read_budget(tools))
+        if action is not None or "chunk_summarize" not in tool_names:
+            return action
+        # done searching and reading: condense what was read toward the question, once
+        read = [cid for c in calls if c["name"] == "chunk_read" for cid in c["input"]["chunk_ids"]]
+        if read and not any(c["name"] == "chunk_summarize" for c in calls):
+            return _tool_uses([("chunk_summarize", {"chunk_ids": read[:10], "focus": question})],
+                              len(calls))
+        return None
+
+    def _retrieval_action(self, calls: list[dict[str, Any]], messages: list[Message],
+                          question: str, tool_names: set[str], budget: int
+                          ) -> list[dict[str, Any]] | None:
         if not calls:
             first = []
             if "semantic_search" in tool_names:
@@ -125,13 +143,18 @@ class OfflineModel(ChatModel):
         return declared[0] if declared else 10**9
 
     def _answer(self, transcript: str) -> str:
-        sentences = [
-            line for _, body in PASSAGE.findall(transcript)
-            for line in body.splitlines() if line.strip() and not HEADER.match(line.strip())
-        ]
+        sentences: list[str] = []
+        sources: list[str | None] = []  # the chunk each sentence comes from (None: a document)
+        for kind, attributes, body in PASSAGE.findall(transcript):
+            chunk_id = _first(PASSAGE_ID, attributes) if kind == "chunk" else ""
+            for line in body.splitlines():
+                if line.strip() and not HEADER.match(line.strip()):
+                    sentences.append(line)
+                    sources.append(chunk_id or None)
         target = int(_first(TARGET, transcript) or 50)
         style = _first(STYLE, transcript) or "earnings_call"
-        summary = summarize(sentences, _first(QUESTION, transcript), target, style)
+        cite = sources if ASKS_CITATIONS in transcript else None
+        summary = summarize(sentences, _first(QUESTION, transcript), target, style, cite)
         return summary or "The provided context contains no information to answer from."
 
 

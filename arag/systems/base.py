@@ -11,6 +11,8 @@ and the report ask these declarations and never the system's name:
   against, i.e. what the system put in front of the model;
 * ``context_chunks``: how many chunks that context amounts to (``context_chunks`` on every
   record, beside ``context_tokens``), so budgets can be compared across systems.
+* ``cites``: its context names chunk ids, so its prompt asks for ``[c:<chunk id>]``
+  citations (``system.citations=false`` turns the request off) and they are scored.
 
 A new system is one module in this package (``@register_system("name")`` on its class)
 and one YAML in ``conf/system/`` whose ``kind`` names it.
@@ -55,6 +57,7 @@ class SystemContext:
     context_limit: int
     snippet_words: int = 40
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    citations: bool = True  # system.citations: ask systems that cite for [c:<chunk id>]
 
     def index(self) -> SearchIndex:
         return self.index_loader()
@@ -81,6 +84,7 @@ class System(ABC):
     retrieves: ClassVar[bool] = False
     ranks: ClassVar[bool] = False
     agentic: ClassVar[bool] = False
+    cites: ClassVar[bool] = False
 
     name: str
 
@@ -103,6 +107,11 @@ class System(ABC):
     def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
         """How many chunks the model was given; by default those in ``context_chunk_ids``."""
         return len(dict.fromkeys(pred.context_chunk_ids))
+
+    @property
+    def asks_citations(self) -> bool:
+        """Whether this run's prompts ask the model to cite chunks."""
+        return self.cites and self.ctx.citations
 
     def predict(self, task: Task, source: str) -> Prediction:
         calls = CallLog(self.ctx.model, self.ctx.prices)
@@ -141,7 +150,8 @@ class System(ABC):
         completion = calls.complete(
             system=system_prompt(task.task_type, agentic=False),
             messages=[{"role": "user", "content": task_prompt(
-                task, self.ctx.style, self.ctx.target_length, context)}],
+                task, self.ctx.style, self.ctx.target_length, context,
+                cite=self.asks_citations)}],
             max_tokens=self.ctx.max_tokens, temperature=self.ctx.temperature,
         )
         pred.predicted = completion.text.strip()

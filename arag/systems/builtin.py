@@ -3,8 +3,10 @@ closed-book bounds."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from arag.agent.loop import run_agent
-from arag.agent.prompts import system_prompt, task_prompt
+from arag.agent.prompts import SYSTEM_SUMMARY, summarize_chunks_prompt, system_prompt, task_prompt
 from arag.calls import CallLog
 from arag.records import Corpus, Prediction, Task
 from arag.systems.base import Sources, System, register_system
@@ -21,6 +23,7 @@ class AgenticRAG(System):
     retrieves = True
     ranks = True
     agentic = True
+    cites = True
 
     @classmethod
     def ranking(cls, pred: Prediction) -> list[str] | None:
@@ -29,18 +32,33 @@ class AgenticRAG(System):
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         toolset = Toolset(self.ctx.index(), self.ctx.scope_doc_ids(task), self.ctx.tools,
                           self.ctx.snippet_words, default_top_k=self.ctx.top_k,
-                          method=self.ctx.retrieval.method, read_budget=self.ctx.budget)
+                          method=self.ctx.retrieval.method, read_budget=self.ctx.budget,
+                          summarize=self._summarizer(calls))
         result = run_agent(
             calls, toolset, system_prompt(task.task_type, agentic=True),
-            task_prompt(task, self.ctx.style, self.ctx.target_length),
+            task_prompt(task, self.ctx.style, self.ctx.target_length,
+                        cite=self.asks_citations),
             self.ctx.max_loops, self.ctx.max_tokens, self.ctx.temperature,
         )
         pred.predicted = result.answer
         pred.loops = result.loops
         pred.max_loops_reached = result.max_loops_reached
         pred.stop_reason = result.stop_reason
-        pred.retrieved_chunk_ids = list(toolset.read_order)
-        pred.context_chunk_ids = list(toolset.read_order)
+        # chunks condensed by chunk_summarize reached the model too (as a summary)
+        pred.retrieved_chunk_ids = toolset.used
+        pred.context_chunk_ids = toolset.used
+
+    def _summarizer(self, calls: CallLog) -> Callable[[str, str, int], str]:
+        """chunk_summarize's one model call, through the task's call log: costed, cached by
+        the response cache, and nested in the tool call's trace step."""
+        def summarize(passages: str, focus: str, words: int) -> str:
+            return calls.complete(
+                system=SYSTEM_SUMMARY,
+                messages=[{"role": "user", "content": summarize_chunks_prompt(passages, focus,
+                                                                              words)}],
+                max_tokens=self.ctx.max_tokens, temperature=self.ctx.temperature).text
+
+        return summarize
 
 
 @register_system("naive")
@@ -50,6 +68,7 @@ class NaiveRAG(System):
 
     retrieves = True
     ranks = True
+    cites = True
 
     @classmethod
     def ranking(cls, pred: Prediction) -> list[str] | None:

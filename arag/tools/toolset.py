@@ -6,6 +6,10 @@
 * ``chunk_read(chunk_ids)``: full chunks with their metadata header; a chunk already read
   returns a marker instead of its text again. At most ``read_budget`` chunks are read in
   all (the context budget every retrieving system shares; the tool's description says so).
+* ``chunk_summarize(chunk_ids, focus)`` (optional): the named chunks condensed toward a
+  focus by one model call (``Toolset.summarize``, which the system binds to its call log,
+  so the call is costed, cached and traced inside the tool call); the offline model answers
+  it with its extractive summary.
 
 Search results name chunks as ``Chunk ID: <id>`` with a one-sentence snippet. Tools are
 read-only and scoped: under ``scope=document`` they see only the task's documents,
@@ -15,6 +19,7 @@ loop sends its message back to the model as an ``is_error`` tool result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +29,7 @@ from arag.retrieval.search import Method, rank_chunks
 
 MAX_TOP_K = 20
 MAX_READ = 10
+SUMMARY_WORDS = 120  # what one chunk_summarize call may write
 
 
 class ToolError(Exception):
@@ -71,7 +77,25 @@ TOOL_SPECS: dict[str, ToolSpec] = {
             "required": ["chunk_ids"],
         },
     ),
+    "chunk_summarize": ToolSpec(
+        "chunk_summarize",
+        "Summarize chunks by id toward a focus (e.g. the question, or one aspect of it) in "
+        f"at most {SUMMARY_WORDS} words, keeping figures exact and citing the chunks. Use it "
+        "to condense many chunks at once instead of reading each in full.",
+        {
+            "type": "object",
+            "properties": {
+                "chunk_ids": {"type": "array", "items": {"type": "string"}, "minItems": 1,
+                              "maxItems": MAX_READ},
+                "focus": {"type": "string", "minLength": 1,
+                          "description": "What the summary should concentrate on."},
+            },
+            "required": ["chunk_ids", "focus"],
+        },
+    ),
 }
+# (passages, focus, words) -> the model's summary: one call made through the task's call log
+Summarize = Callable[[str, str, int], str]
 
 
 @dataclass
@@ -91,12 +115,16 @@ class Toolset:
     default_top_k: int = 5  # retrieval.top_k: what a search returns when the model names no top_k
     method: Method = field(default_factory=Method)  # how semantic_search ranks (retrieval.method)
     read_budget: int | None = None  # chunks chunk_read returns in all (None: no limit)
+    summarize: Summarize | None = None  # the model call behind chunk_summarize
     read_order: list[str] = field(default_factory=list)
+    summarized: list[str] = field(default_factory=list)  # chunks condensed by chunk_summarize
 
     def __post_init__(self) -> None:
         unknown = [n for n in self.names if n not in TOOL_SPECS]
         if unknown:
             raise ValueError(f"unknown tools {unknown} in system.tools; known: {sorted(TOOL_SPECS)}")
+        if "chunk_summarize" in self.names and self.summarize is None:
+            raise ValueError("chunk_summarize needs a model call: pass Toolset(summarize=...)")
         if not 1 <= self.default_top_k <= MAX_TOP_K:
             raise ValueError(f"retrieval.top_k={self.default_top_k}: the search tools return 1 to "
                              f"{MAX_TOP_K} chunks")
@@ -129,21 +157,61 @@ class Toolset:
                            self.method)
         return self._render_hits(hits, f"query {query!r}")
 
+    @property
+    def used(self) -> list[str]:
+        """Every chunk whose text reached the model, read or summarized, in first-use order."""
+        return list(dict.fromkeys(self.read_order + self.summarized))
+
+    def _in_scope(self, cid: str) -> bool:
+        chunk = self.index.by_id.get(cid)
+        return chunk is not None and (self.scope_doc_ids is None
+                                      or chunk.doc_id in self.scope_doc_ids)
+
+    def _chunk_summarize(self, chunk_ids: list[str], focus: str) -> ToolResult:
+        assert self.summarize is not None
+        found = [cid for cid in dict.fromkeys(chunk_ids) if self._in_scope(cid)]
+        if not found:
+            raise ToolError("none of the chunk ids exist; use ids exactly as search results "
+                            "print them after 'Chunk ID:'")
+        over = self._over_budget(found)
+        found = [cid for cid in found if cid not in over]
+        if not found:
+            raise ToolError(f"the context budget of {self.read_budget} chunks is spent; "
+                            "summarize chunks you have read, or answer")
+        passages = "\n\n".join(f'<chunk id="{cid}">\n{self.index.by_id[cid].text}\n</chunk>'
+                                for cid in found)
+        summary = self.summarize(passages, focus, SUMMARY_WORDS).strip()
+        self.summarized.extend(c for c in found if c not in self.summarized)
+        missing = [cid for cid in chunk_ids if cid not in found and cid not in over]
+        note = f"\n[chunks {missing} do not exist in the searchable documents]" if missing else ""
+        if over:
+            note += f"\n[chunks {over} not summarized: the context budget is spent]"
+        return ToolResult(f'<summary chunks="{", ".join(found)}">\n{summary}\n</summary>{note}',
+                          found)
+
+    def _over_budget(self, chunk_ids: list[str]) -> list[str]:
+        """The chunks, not yet used, that would take the context past ``read_budget``
+        (a summarized chunk counts as much as a read one)."""
+        if self.read_budget is None:
+            return []
+        new = [cid for cid in chunk_ids if cid not in self.used]
+        return new[max(0, self.read_budget - len(self.used)):]
+
     def _chunk_read(self, chunk_ids: list[str]) -> ToolResult:
         parts: list[str] = []
         returned: list[str] = []
-        allowed = set(self.scope_doc_ids) if self.scope_doc_ids is not None else None
         known = False  # an id that exists, even if not returned (read before, over budget)
         for cid in chunk_ids:
-            chunk = self.index.by_id.get(cid)
-            if chunk is None or (allowed is not None and chunk.doc_id not in allowed):
+            if not self._in_scope(cid):
                 parts.append(f"[chunk {cid} does not exist in the searchable documents]")
                 continue
             known = True
+            chunk = self.index.by_id[cid]
             if cid in self.read_order:
                 parts.append(f"[chunk {cid} was already read above; its text is not repeated]")
                 continue
-            if self.read_budget is not None and len(self.read_order) >= self.read_budget:
+            if self.read_budget is not None and cid not in self.summarized \
+                    and len(self.used) >= self.read_budget:
                 parts.append(f"[chunk {cid} not read: the context budget of {self.read_budget} "
                              "chunks is spent; answer from what you have read]")
                 continue
