@@ -113,8 +113,18 @@ def _table_rows(predictions: list[Prediction], records: list[dict[str, Any]]
         row = {"id": p.id, "question": p.question, "predicted": p.predicted,
                "reference": p.ground_truth}
         row.update({k: v for k, v in r.items() if k not in ("id", "null_reasons", "system")})
+        if isinstance(r.get("citations"), list):
+            row["citations"] = _claims_and_sources(r["citations"])
         rows.append(row)
     return rows
+
+
+def _claims_and_sources(claims: list[dict[str, Any]]) -> str:
+    """One line per claim, the chunks backing it and the verdict, for the eval table."""
+    verdict = {True: "backed", False: "not backed", None: "unchecked"}
+    return "\n".join(
+        f"{c['claim']} <- {', '.join(c['valid']) or 'no valid citation'}"
+        + (f" ({verdict[c['supported']]})" if c["valid"] else "") for c in claims)
 
 
 def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, float]:

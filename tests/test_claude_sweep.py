@@ -122,5 +122,10 @@ def test_citations_are_scored_per_claim_and_stripped_before_rouge(claude_sweep):
             raw = rouge.score(pred["ground_truth"], pred["predicted"])
             assert r["rouge1_f1"] == pytest.approx(clean["rouge1"].fmeasure)
             assert r["rouge1_f1"] != pytest.approx(raw["rouge1"].fmeasure)
+        # the eval table shows which chunk backs which claim
+        table = json.loads(Path(client.download_artifacts(
+            runs[system].info.run_id, "eval_table.json", str(folder))).read_text())
+        column = table["data"][0][table["columns"].index("citations")]
+        assert " (backed)" in column and f"{UNCITED} <- no valid citation" in column
     stuffing = runs["stuffing"].data.metrics  # whole documents, no chunk ids: not asked
     assert "citation_coverage_mean" not in stuffing and stuffing["n_errors"] == 0

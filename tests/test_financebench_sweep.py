@@ -50,6 +50,9 @@ def test_tiny_tree_sweep_logs_ranking_metrics(tmp_path):
     assert any(v > 0 for v in ranking.values())
     # each filing's pages are ranked (3 pages at most, RANK_DEPTH 10): every gold span found
     assert ranking["recall_at_10_mean"] == 1.0
+    # evidence within one page of a top-5 chunk (every filing here has at most three pages)
+    naive_metrics = children_by_system(tmp_path)["naive"].data.metrics
+    assert naive_metrics["hit_near_page_at_5_mean"] == 1.0
     client = client_for(tmp_path)
     naive = children_by_system(tmp_path)["naive"]
     records = [json.loads(line) for line in Path(client.download_artifacts(
@@ -64,3 +67,5 @@ def test_real_data_sweep_with_limit_2(tmp_path, shared_cache):
     done = run_cli(tmp_path, "system=arag,naive", "dataset=financebench", "dataset.limit=2",
                    f"dataset.root={FB}", cache=shared_cache)
     check_sweep(tmp_path, done, n_tasks=2)  # both questions are on 3M_2018_10K
+    naive = children_by_system(tmp_path)["naive"].data.metrics
+    assert 0 <= naive["hit_strict_at_5_mean"] <= naive["hit_near_page_at_5_mean"] <= 1
