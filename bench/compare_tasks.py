@@ -12,25 +12,15 @@ passed over and why, the totals, and the load time (PDF parsing is cached under
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import runners.config  # noqa: E402,F401  (registers the schema)
-from arag.datasets import load_dataset  # noqa: E402
-from runners.paths import resolve  # noqa: E402
+from timed_load import timed_load  # noqa: E402
 
 
 def main(overrides: list[str]) -> None:
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["dataset=financebench_compare", *overrides])
-    started = time.perf_counter()
-    dataset = load_dataset(cfg.dataset, resolve("."))
-    seconds = time.perf_counter() - started
+    cfg, dataset, seconds = timed_load("financebench_compare", overrides)
     tasks = {t.meta["company"]: t for t in dataset.tasks}
     report = dataset.reports["comparisons"]
     for company, entry in report["companies"].items():

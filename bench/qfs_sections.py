@@ -12,25 +12,15 @@ parses every 10-K with pypdf, ~15 minutes on two cores).
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import runners.config  # noqa: E402,F401  (registers the schema)
-from arag.datasets import load_dataset  # noqa: E402
-from runners.paths import resolve  # noqa: E402
+from timed_load import timed_load  # noqa: E402
 
 
 def main(overrides: list[str]) -> None:
-    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="config", overrides=["dataset=financebench_qfs", *overrides])
-    started = time.perf_counter()
-    dataset = load_dataset(cfg.dataset, resolve("."))
-    seconds = time.perf_counter() - started
+    cfg, dataset, seconds = timed_load("financebench_qfs", overrides)
     report = dataset.reports["sections"]
     cut = 0
     for name, sections in report["filings"].items():
