@@ -32,7 +32,10 @@ def world(make_cfg, tmp_path):
     return ds, load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
 
 
-def arag(model, ds, index, prices=Prices(0, 0, 0, 0)):
+FREE = Prices(0, 0, 0, 0)
+
+
+def arag(model, ds, index, prices=FREE):
     ctx = SystemContext(model=model, prices=prices, corpus=ds.corpus, index_loader=lambda: index,
                         style="earnings_call", target_length=50, max_loops=10, top_k=3,
                         scope="document", tools=TOOLS, max_tokens=512, temperature=0.0,

@@ -3,7 +3,7 @@ chunks they name (figures, else the judge); the offline model cites when asked."
 
 from __future__ import annotations
 
-from arag.citations import Claim, claims, cite, strip_citations
+from arag.citations import Claim, cite, claims, strip_citations
 from arag.llm.base import ChatModel, Completion, Usage
 from arag.llm.offline import OfflineModel
 from arag.records import Chunk, Corpus, Document, Prediction, Task

@@ -23,7 +23,7 @@ KEY = "sk-ant-test-compare"
 
 def ten_k(company: str, year: int, revenue: int, with_mdna: bool = True) -> list[list[str]]:
     """A 10-K: cover, Item 1A on page 2, MD&A on pages 3-4 (Item 7A ends it on page 4)."""
-    mdna = [[f"Item 7. Management's Discussion and Analysis",
+    mdna = [["Item 7. Management's Discussion and Analysis",
              f"Revenue was ${revenue} million in fiscal {year}.",
              f"Operating margin was {10 + year % 10}.5% in fiscal {year}."],
             [f"Free cash flow was ${revenue // 10} million.",
