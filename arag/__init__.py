@@ -3,6 +3,8 @@
 Never imports ``runners`` or ``mlflow``.
 """
 
+from arag.citations import Claim, claims, strip_citations
 from arag.records import Chunk, Corpus, Document, Prediction, Task
 
-__all__ = ["Chunk", "Corpus", "Document", "Prediction", "Task"]
+__all__ = ["Chunk", "Claim", "Corpus", "Document", "Prediction", "Task", "claims",
+           "strip_citations"]
