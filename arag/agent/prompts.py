@@ -13,7 +13,7 @@ from __future__ import annotations
 from arag.records import Task
 
 # bump whenever any text below changes what a model is asked
-PROMPT_VERSION = "2"
+PROMPT_VERSION = "3"  # 3: [c:<chunk id>] citations; chunk_summarize
 
 STYLE_GUIDE = {
     "earnings_call": (
@@ -85,7 +85,9 @@ def prompt_texts() -> dict[str, object]:
                               for kind, agentic in (("one_call", False), ("agentic", True))}
                        for task in ("summarization", "qa")},
             "style_guide": dict(STYLE_GUIDE), "budget_reached": BUDGET_REACHED,
-            "tool_call_cut_off": TOOL_CALL_CUT_OFF}
+            "tool_call_cut_off": TOOL_CALL_CUT_OFF, "cite_chunks": CITE_CHUNKS,
+            "chunk_summarize": summarize_chunks_prompt("<chunk id=\"...\">...</chunk>",
+                                                       "<focus>", 120)}  # SUMMARY_WORDS
 
 
 def task_prompt(task: Task, style: str, target_words: int, context: str = "",
