@@ -142,3 +142,21 @@ def test_the_cli_sweep_logs_chunk_summarize_spans_with_the_model_call_inside(tmp
         inner = [s for s in spans.values() if s.parent_id == tool.span_id]
         assert [s.span_type for s in inner] == ["CHAT_MODEL"]
     assert run.data.metrics["citation_coverage_mean"] == 1.0  # the offline model cites
+
+
+def test_summarized_chunks_count_against_the_context_budget(world):
+    ds, index = world
+    toolset = Toolset(index, list(ds.tasks[0].doc_ids), TOOLS, read_budget=2,
+                      summarize=lambda passages, focus, words: "a summary")
+    first, second, third = (c.chunk_id for c in index.chunks[:3])
+    toolset.call("chunk_read", {"chunk_ids": [first]})
+    result = toolset.call("chunk_summarize", {"chunk_ids": [first, second, third],
+                                              "focus": "revenue"})
+    assert result.chunk_ids == [first, second] and "not summarized" in result.text
+    with pytest.raises(ToolError, match="context budget of 2 chunks is spent"):
+        toolset.call("chunk_summarize", {"chunk_ids": [third], "focus": "revenue"})
+    assert "budget of 2 chunks is spent" in toolset.call("chunk_read",
+                                                         {"chunk_ids": [third]}).text
+    # a chunk already summarized may still be read in full: it is in the budget already
+    assert toolset.call("chunk_read", {"chunk_ids": [second]}).chunk_ids == [second]
+    assert toolset.used == [first, second]

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from arag.citations import strip_citations
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
@@ -40,6 +41,8 @@ def judge(request: dict, n: int) -> dict:
         return text_reply("Codes: H, O, X", request)
     if "numerical claim" in prompt:
         return text_reply("Claims: none", request)
+    if "'Supported: yes'" in prompt:  # a cited claim without figures (metrics.citations)
+        return text_reply("Supported: yes", request)
     predicted = prompt.split("Predicted summary:\n", 1)[1].split("\n\nFollow", 1)[0]
     dim = "faithfulness" if "Faithfulness (1-5)" in prompt else "coverage"
     return text_reply(written(predicted, dim)[1], request)
@@ -88,7 +91,8 @@ def test_judged_sweep_then_rescoring(tmp_path):
                                              str(tmp_path / run.info.run_id))
             preds = client.download_artifacts(run.info.run_id, "predictions.jsonl",
                                               str(tmp_path / run.info.run_id))
-            predicted = {json.loads(x)["id"]: json.loads(x)["predicted"]
+            # the judge reads each answer without its citation markers
+            predicted = {json.loads(x)["id"]: strip_citations(json.loads(x)["predicted"])
                          for x in Path(preds).read_text().splitlines()}
             failures = 0
             for rec in map(json.loads, Path(path).read_text().splitlines()):

@@ -103,8 +103,11 @@ class OfflineModel(ChatModel):
                                         self._read_budget(tools))
         if action is not None or "chunk_summarize" not in tool_names:
             return action
-        # done searching and reading: condense what was read toward the question, once
-        read = [cid for c in calls if c["name"] == "chunk_read" for cid in c["input"]["chunk_ids"]]
+        # done searching and reading: condense what was read toward the question, once (the
+        # chunks chunk_read returned: an id over the context budget came back unread)
+        shown = set(PASSAGE_ID.findall(transcript))
+        read = [cid for c in calls if c["name"] == "chunk_read" for cid in c["input"]["chunk_ids"]
+                if cid in shown]
         if read and not any(c["name"] == "chunk_summarize" for c in calls):
             return _tool_uses([("chunk_summarize", {"chunk_ids": read[:10], "focus": question})],
                               len(calls))
