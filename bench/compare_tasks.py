@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timed_load import timed_load  # noqa: E402
+from timed_load import load_line, timed_load  # noqa: E402
 
 
 def main(overrides: list[str]) -> None:
@@ -32,12 +32,10 @@ def main(overrides: list[str]) -> None:
                   f"FY{task.meta['fiscal_years'][1]}: {pages}")
         for passed in entry["passed_over"]:
             print(f"{'':22s} passed over {' vs '.join(passed['pair'])}: {passed['why']}")
-    parsing = dataset.reports["pdf_parsing"]
     print(f"\n{report['n_companies_with_two_years']} companies with 10-Ks of two fiscal years: "
           f"{report['n_tasks']} comparison tasks; without a task: "
           f"{', '.join(report['companies_without_task']) or 'none'}")
-    print(f"load: {seconds:.1f} s ({parsing['n_parsed']} PDFs parsed, "
-          f"{parsing['n_from_cache']} from the parse cache)")
+    print(load_line(dataset, seconds))
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from timed_load import timed_load  # noqa: E402
+from timed_load import load_line, timed_load  # noqa: E402
 
 
 def main(overrides: list[str]) -> None:
@@ -30,13 +30,11 @@ def main(overrides: list[str]) -> None:
                          + (f" ({found['note']})" if found["note"] else ""))
             cut += "cut at page" in found["note"]
         print(f"{name:36s} " + " | ".join(cells))
-    parsing = dataset.reports["pdf_parsing"]
     n_sections = 2 * report["n_filings"]
     print(f"\n{report['n_filings']} 10-Ks, {n_sections} sections: {report['n_tasks']} tasks, "
           f"{report['n_sections_not_found']} not found, {cut} cut at "
           f"dataset.options.max_section_pages={cfg.dataset.options.max_section_pages}")
-    print(f"load: {seconds:.1f} s ({parsing['n_parsed']} PDFs parsed, "
-          f"{parsing['n_from_cache']} from the parse cache)")
+    print(load_line(dataset, seconds))
 
 
 if __name__ == "__main__":

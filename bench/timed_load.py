@@ -25,3 +25,10 @@ def timed_load(dataset: str, overrides: list[str]) -> tuple[Any, Dataset, float]
     started = time.perf_counter()
     loaded = load_dataset(cfg.dataset, resolve("."))
     return cfg, loaded, time.perf_counter() - started
+
+
+def load_line(dataset: Dataset, seconds: float) -> str:
+    """How long the load took and how many PDFs it parsed or found in the parse cache."""
+    parsing = dataset.reports["pdf_parsing"]
+    return (f"load: {seconds:.1f} s ({parsing['n_parsed']} PDFs parsed, "
+            f"{parsing['n_from_cache']} from the parse cache)")
