@@ -1,6 +1,6 @@
 """Which comparison tasks ``dataset=financebench_compare`` derives, over every 10-K.
 
-    .venv/bin/python bench/compare_tasks.py                 # ../shared/datasets/financebench
+    .venv/bin/python bench/compare_tasks.py                 # data/datasets/financebench
     .venv/bin/python bench/compare_tasks.py dataset.root=/data/financebench cache.dir=/tmp/c
 
 Loads the dataset (no reference model: no API call) with any extra overrides, then prints

@@ -19,7 +19,7 @@ from arag.llm.cache import MeteredModel
 from arag.records import Prediction
 from arag.retrieval import build_chunks
 from arag.retrieval.embedder import resolve_embedder_path
-from arag.trace import ModelCall
+from arag.trace import model_calls
 from metrics import aggregate
 from runners import track
 from runners.config import RunConfig
@@ -77,7 +77,7 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
 def model_call_counts(predictions: list[Prediction]) -> dict[str, float]:
     """Model calls made and those the response cache answered (whose latency is the
     cache's, not the model's)."""
-    calls = [s for p in predictions for s in p.trace if isinstance(s, ModelCall)]
+    calls = [s for p in predictions for s in model_calls(p.trace)]  # tools' calls included
     return {"model_calls": float(len(calls)),
             "model_calls_cached": float(sum(1 for s in calls if s.cached))}
 
