@@ -4,6 +4,7 @@ import hydra
 from omegaconf import DictConfig
 
 import runners.config  # noqa: F401  (registers the config schema)
+from runners.cli import prepare_command_line
 from runners.experiment import main as run_job
 
 
@@ -13,4 +14,5 @@ def main(cfg: DictConfig) -> dict | None:
 
 
 if __name__ == "__main__":
+    prepare_command_line()  # URL credentials redacted; closest-key suggestions
     main()

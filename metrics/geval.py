@@ -36,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ import numpy as np
 
 from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, ModelError
-from arag.llm.cache import fresh_replies
+from arag.llm.cache import forget_reply, fresh_replies
 from metrics.base import (
     NO_JUDGE,
     Metric,
@@ -183,19 +184,24 @@ class CriteriaStore:
         # the request never changes, so regenerating must ask the judge, not the response
         # cache (the new reply replaces the cached one)
         with fresh_replies(self.judge) if self.regenerate else nullcontext():
-            completion = self.judge.complete(
-                system="You design evaluation procedures for financial summaries.",
-                messages=[{"role": "user", "content": (
-                    f"Evaluation criterion:\n{DIMENSIONS[dimension]}\n\nWrite the evaluation "
-                    "steps (3-6 numbered steps) a careful grader follows to score a predicted "
-                    "summary on this criterion. Reply with the steps only.")}],
-                max_tokens=600, temperature=0.0,
-            )
+            completion = self.judge.complete(**criteria_request(dimension))
+        if not completion.text.strip():  # never kept: the next run asks again
+            forget_reply(self.judge, criteria_request(dimension))
+            raise ModelError("the judge wrote no evaluation steps", kind="unparseable")
         entry = {"dimension": dimension, "judge": self.judge_id, "prompt_version": PROMPT_VERSION,
                  "definition": DIMENSIONS[dimension], "steps": completion.text.strip()}
         write_text_atomically(path, json.dumps(entry, indent=2))
         self.used[dimension] = entry
         return entry["steps"]
+
+
+def criteria_request(dimension: str) -> dict[str, Any]:
+    """Step A's judge call for one dimension (``complete()`` kwargs)."""
+    return judge_request(
+        "You design evaluation procedures for financial summaries.",
+        f"Evaluation criterion:\n{DIMENSIONS[dimension]}\n\nWrite the evaluation steps (3-6 "
+        "numbered steps) a careful grader follows to score a predicted summary on this "
+        "criterion. Reply with the steps only.", 600)
 
 
 def scoring_prompt(dimension: str, steps: str, item: ScoringItem) -> str:
@@ -278,7 +284,14 @@ class GEvalScorer(Scorer):
             for s in out:
                 self._unjudged(s, self.no_judge_reason)
             return out
-        steps = {d: self.criteria.get(d) for d in DIMENSIONS}
+        try:
+            steps = {d: self.criteria.get(d) for d in DIMENSIONS}
+        except ModelError as exc:  # every other scorer's metrics are still logged
+            for s in out:
+                _no_reply(s, list(DIMENSIONS), f"the judge could not write the G-Eval "
+                                               f"criteria: {exc}")
+                s.null(["error_codes"], f"the judge could not write the G-Eval criteria: {exc}")
+            return out
         todo = []
         for i, (item, s) in enumerate(zip(items, out, strict=True)):
             why = answered(item)
@@ -307,7 +320,7 @@ class GEvalScorer(Scorer):
                 low.append((i, item, s, reasons))
         codes = self._run(self.judge, {
             str(i): judge_request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons), 100)
-            for i, item, _, reasons in low})
+            for i, item, _, reasons in low}, lambda text: parse_codes(text) is not None)
         for i, item, s, _ in low:
             self._apply_codes(item, s, codes[str(i)])
         return out
@@ -319,14 +332,14 @@ class GEvalScorer(Scorer):
                                                   scoring_prompt(d, steps[d], item), 700,
                                                   sample=k)
                     for i, item, _ in todo for d in dims[i] for k in range(self.samples)}
-        replies = self._run(judge, requests)
+        replies = self._run(judge, requests, lambda text: parse_score(text) is not None)
         return _Judged({(i, d): Sampled.read([replies[f"{i}-{d}-{k}"]
                                               for k in range(self.samples)], parse_score)
                         for i, _, _ in todo for d in dims[i]})
 
-    def _run(self, judge: ChatModel, requests: dict[str, dict[str, Any]]
-             ) -> dict[str, Completion | ModelError]:
-        return judge_calls(judge, requests, self.batch, self.concurrency)
+    def _run(self, judge: ChatModel, requests: dict[str, dict[str, Any]],
+             readable: Callable[[str], bool]) -> dict[str, Completion | ModelError]:
+        return judge_calls(judge, requests, self.batch, self.concurrency, readable)
 
     def _unjudged(self, s: Scores, reason: str) -> None:
         _no_reply(s, list(DIMENSIONS), reason)

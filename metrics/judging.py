@@ -9,6 +9,7 @@ every one is paid once and a re-run is free.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
-from arag.llm.cache import reply_sample
+from arag.llm.cache import forget_reply, reply_sample
 from metrics.base import Scorer, ScorerEnv
 
 
@@ -31,13 +32,25 @@ def judge_request(system: str, prompt: str, max_tokens: int, sample: int = 0) ->
 
 
 def judge_calls(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool = False,
-                concurrency: int = 1) -> dict[str, Completion | ModelError]:
+                concurrency: int = 1, readable: Callable[[str], bool] | None = None
+                ) -> dict[str, Completion | ModelError]:
     """Every request's reply or ModelError, by id: as one Message Batch, or concurrent calls.
 
     A batch that fails as a whole (create, poll or results) gives every item its error,
     so each is recorded null with the reason instead of failing the run. Ids must be
-    valid batch custom ids (letters, digits, ``_`` and ``-``).
+    valid batch custom ids (letters, digits, ``_`` and ``-``). A reply that is not
+    ``readable`` is returned (the run records it) but dropped from the response cache and
+    counted, so the next run asks again.
     """
+    replies = _replies(judge, requests, batch, concurrency)
+    for cid, reply in replies.items():
+        if readable is not None and isinstance(reply, Completion) and not readable(reply.text):
+            forget_reply(judge, requests[cid])
+    return replies
+
+
+def _replies(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool,
+             concurrency: int) -> dict[str, Completion | ModelError]:
     if batch:
         try:
             replies = judge.complete_batch(requests)
@@ -73,9 +86,11 @@ class JudgedScorer(Scorer):
         self.batch = batch
         self.concurrency = concurrency
 
-    def ask(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
+    def ask(self, requests: dict[str, dict[str, Any]],
+            readable: Callable[[str], bool] | None = None) -> dict[str, Completion | ModelError]:
+        """The judge's replies; one not ``readable`` is never cached (``judge_calls``)."""
         assert self.judge is not None
-        return judge_calls(self.judge, requests, self.batch, self.concurrency)
+        return judge_calls(self.judge, requests, self.batch, self.concurrency, readable)
 
 
 @dataclass

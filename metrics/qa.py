@@ -92,7 +92,8 @@ class QAScorer(JudgedScorer):
                 todo[str(n)] = (item, s)
         if todo and self.judge is not None:
             replies = self.ask({i: judge_request(_SYSTEM, verdict_prompt(item), 400)
-                                for i, (item, _) in todo.items()})
+                                for i, (item, _) in todo.items()},
+                               lambda text: parse_verdict(text) is not None)
             for i, (_, s) in todo.items():
                 self._apply_verdict(s, replies[i])
         return out

@@ -1,7 +1,9 @@
 """Hydra callback: one MLflow parent run per multirun, opened before any job starts.
 
-Opening it first also creates the sqlite schema, so parallel jobs (joblib launcher) never
-race to migrate a fresh store. Jobs find the parent through ``mlflow_parent.json`` in the
+Every job of the sweep is checked first (``runners.preflight``: overrides, values,
+credentials, storage, data), so a sweep that fails validation leaves no run; a re-run of
+a sweep whose every job already FINISHED opens no parent. Opening it first also creates
+the sqlite schema, so parallel jobs (joblib launcher) never race to migrate a fresh store. Jobs find the parent through ``mlflow_parent.json`` in the
 sweep directory (works across processes). When the sweep ends the parent gets the
 comparison of its children and is closed: FAILED if any job failed (and the command then
 exits non-zero), FINISHED otherwise. A crash of the sweep itself closes it as FAILED.
@@ -15,57 +17,18 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from hydra.errors import ConfigCompositionException
 from hydra.experimental.callback import Callback
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
+from arag.datasets import DatasetError
+from arag.llm.base import MissingCredentials
+from arag.redact import keys_with_credentials, redact, redact_logs
 from runners import track
+from runners.preflight import all_finished, check_jobs, credentials_message, job_configs
+from runners.validation import ConfigError
 
 log = logging.getLogger(__name__)
-
-
-def _check_keys(config: DictConfig) -> None:
-    """A model, judge or reference model of any job whose provider lacks its credentials
-    stops the sweep before its parent run opens."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    from arag.llm.base import MissingCredentials
-    from runners.validation import require_keys
-
-    chosen: dict[str, Any] = {}
-    for o in OverridesParser.create().parse_overrides(list(config.hydra.overrides.task)):
-        if o.key_or_group in ("model", "judge", "dataset/reference_model"):
-            for choice in (o.sweep_string_iterator() if o.is_sweep_override()
-                           else [o.value()]):
-                node = _model_node(o.key_or_group, str(choice))
-                if node is not None:
-                    chosen[f"{o.key_or_group}={choice}"] = node
-    try:
-        require_keys(config, chosen)
-    except MissingCredentials as exc:
-        log.error("%s", exc)
-        raise SystemExit(2) from None
-
-
-def _model_node(group: str, choice: str) -> DictConfig | None:
-    """The model config a model/judge option names (judge options reuse a model's file)."""
-    from omegaconf import OmegaConf
-
-    from runners.paths import PROJECT_ROOT
-
-    path = PROJECT_ROOT / "conf" / group / f"{choice}.yaml"
-    if not path.exists():
-        return None
-    node = OmegaConf.load(path)
-    if not isinstance(node, DictConfig):
-        return None
-    if "provider" in node:
-        return node
-    for entry in node.get("defaults", []):
-        if isinstance(entry, dict | DictConfig):
-            for key, value in entry.items():
-                if str(key).startswith("/model"):
-                    return _model_node("model", str(value))
-    return None
 
 
 def sweep_size(overrides: list[str]) -> int:
@@ -94,33 +57,64 @@ class MLflowSweepCallback(Callback):
         self.sweep_dir: Path | None = None
         self.result: Any = None  # the sweep report's findings, for the console's verdict
 
+    def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
+        """A single run: URL credentials in a config file stop it before Hydra writes the
+        config to its output directory."""
+        redact_logs()
+        leaked = keys_with_credentials(OmegaConf.to_container(config, resolve=False))
+        if leaked:
+            log.error("%s", credentials_message(leaked))
+            raise SystemExit(2)
+
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from runners.console import quiet
 
         quiet(config.runner.verbose)
+        redact_logs()
         sweep_dir = Path(config.hydra.sweep.dir)
-        sweep_dir.mkdir(parents=True, exist_ok=True)
         self.sweep_dir = sweep_dir
+        try:  # every check before the parent run opens: a sweep that fails leaves no run
+            jobs = job_configs(config)
+            check_jobs(jobs, dry_run=bool(config.runner.dry_run))
+        except (ConfigError, DatasetError, MissingCredentials) as exc:
+            log.error("%s", exc)
+            # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
+            raise SystemExit(2) from None
+        except ConfigCompositionException as exc:
+            log.error("a job of the sweep cannot be composed: %s", exc)
+            raise SystemExit(2) from None
+        sweep_dir.mkdir(parents=True, exist_ok=True)
         if config.runner.dry_run:
             return  # a dry run calls no model and records nothing
-        _check_keys(config)
+        try:
+            self._open_parent(config, sweep_dir, jobs)
+        except track.TrackingError as exc:
+            log.error("%s", exc)
+            raise SystemExit(2) from None
+
+    def _open_parent(self, config: DictConfig, sweep_dir: Path, jobs: list[DictConfig]) -> None:
         self.client = track.connect(config.tracking)
         name = config.tracking.experiment or config.dataset.name
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)
         overrides = list(config.hydra.overrides.task)
         swept = swept_keys(overrides)
-        sweep_id = sweep_dir.name if sweep_dir.name else "sweep"
-        sweep_id = f"{sweep_dir.parent.name}_{sweep_id}"
+        sweep_id = f"{sweep_dir.parent.name}_{sweep_dir.name or 'sweep'}"
+        info = {"run_id": None, "experiment_id": experiment_id, "sweep_id": sweep_id,
+                "sweep_dir": str(sweep_dir), "swept_keys": swept, "n_jobs": sweep_size(overrides)}
+        finished = all_finished(self.client, experiment_id, jobs)
+        if finished is not None:  # a re-run of a finished sweep opens no empty parent
+            log.info("every job of this sweep already FINISHED (runs %s); nothing to do, no "
+                     "new parent run. runner.rerun=true runs them again", ", ".join(finished))
+            (sweep_dir / track.PARENT_FILE).write_text(json.dumps(info))
+            return
         run = self.client.create_run(
             experiment_id,
             run_name=f"sweep {' '.join(o for o in overrides if o.split('=')[0] in swept)}"[:250],
-            tags={"sweep_id": sweep_id, "sweep_overrides": " ".join(overrides),
+            tags={"sweep_id": sweep_id, "sweep_overrides": redact(" ".join(overrides)),
                   "sweep_dir": str(sweep_dir.resolve()),
                   "git_commit": track.git_commit(), "role": "sweep_parent"},
         )
-        self.parent = {"run_id": run.info.run_id, "experiment_id": experiment_id,
-                       "sweep_id": sweep_id, "sweep_dir": str(sweep_dir), "swept_keys": swept,
-                       "n_jobs": sweep_size(overrides)}
+        self.parent = {**info, "run_id": run.info.run_id}
         (sweep_dir / track.PARENT_FILE).write_text(json.dumps(self.parent))
         atexit.register(self._close_if_open)
         log.info("MLflow parent run %s (experiment %r, sweep %s)", run.info.run_id, name,

@@ -38,7 +38,11 @@ class RunnerConfig:
     max_cost_usd: float | None = None
     dry_run: bool = False
     rerun: bool = False
-    retry_errors: bool = False
+    # errors are not results: the same command predicts errored tasks again
+    retry_errors: bool = True
+    # share of errored tasks (or failed judge calls) above which the run ends FAILED and
+    # the command exits non-zero
+    max_error_rate: float = 0.0
     verbose: int = 0  # 0: quiet (our INFO, one bar per job); 1: libraries' INFO; 2: DEBUG
 
 

@@ -21,10 +21,12 @@ from arag.datasets import DatasetError
 from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
 from arag.llm.registry import PROVIDERS
+from arag.redact import redact_logs
 from arag.retrieval import build_chunks
 from arag.systems import Sources
 from runners import dryrun, track
 from runners.console import quiet, verdict
+from runners.errors import TooManyErrors, too_many_errors
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
 from runners.judges import panel_configs
@@ -33,6 +35,7 @@ from runners.predict import predict
 from runners.report import write_run_report
 from runners.resume import prior_run
 from runners.scoring import rescore, score_and_log
+from runners.storage import check_storage
 from runners.traces import log_task_assessments, log_task_traces
 from runners.validation import ConfigError, require_keys, validate_config
 
@@ -45,12 +48,14 @@ SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrie
 
 def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | None = None,
         sweep_id: str | None = None) -> dict[str, float]:
+    validate_config(cfg)
     if cfg.mode == "evaluate":
-        validate_config(cfg)
         require_keys(cfg)
+        check_storage(cfg)
         return rescore(cfg, parent)
     if not cfg.runner.dry_run:
         require_keys(cfg)
+    check_storage(cfg, tracking=not cfg.runner.dry_run)  # every place it writes, first
     job = prepare(cfg, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
         return _dry_run(job, run_name)
@@ -72,11 +77,17 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
         metrics = _execute(job, model, tracker, _progress_label(run_name or cfg.system.name,
                                                                parent))
+        failed = too_many_errors(metrics, cfg.runner)
+        if failed:  # FAILED, so the same command continues it and retries the errors
+            tracker.set_tags({"too_many_errors": failed})
+            tracker.end_status = "FAILED"
     log.info("%s: %s", cfg.system.name, ", ".join(
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:
         result = write_run_report(client, tracker.run_id)
         print(verdict(result, str(cfg.tracking.uri)), flush=True)
+    if failed:
+        raise TooManyErrors(f"run {tracker.run_id}: {failed}")
     return metrics
 
 
@@ -169,6 +180,7 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     from hydra.core.hydra_config import HydraConfig
 
     quiet(cfg.runner.verbose)
+    redact_logs()  # Hydra configured this job's log handlers just now
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
@@ -176,7 +188,8 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     try:
         return run(cfg, parent, run_name=run_name,
                    sweep_id=(parent or {}).get("sweep_id"))
-    except (ConfigError, DatasetError, track.TrackingError, MissingCredentials) as exc:
+    except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
+            TooManyErrors) as exc:
         message = str(exc)
         log.error("%s", message)
         if not multirun:

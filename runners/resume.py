@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runners import track
+from runners.errors import has_errors
 from runners.job import Job
 
 log = logging.getLogger(__name__)
@@ -26,16 +27,25 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
         return None, None
     if existing is None:
         return None, None
-    if existing.info.status == "FINISHED" and not cfg.runner.retry_errors:
+    if nothing_to_do(existing, cfg.runner):
         log.info("%s: this configuration already FINISHED as run %s (config hash %s); nothing "
-                 "to do. runner.rerun=true runs it again, runner.retry_errors=true retries its "
-                 "errored tasks", cfg.system.name, existing.info.run_id, job.config_hash)
+                 "to do. runner.rerun=true runs it again", cfg.system.name,
+                 existing.info.run_id, job.config_hash)
         record_reused(parent, existing.info.run_id)
         return None, dict(existing.data.metrics)
-    log.info("%s: continuing run %s (%s before)", cfg.system.name, existing.info.run_id,
-             existing.info.status)
+    errored = has_errors(existing.data.metrics) and cfg.runner.retry_errors
+    log.info("%s: continuing run %s (%s before%s)", cfg.system.name, existing.info.run_id,
+             existing.info.status, "; retrying its errors" if errored else "")
     track.close_orphaned_parent(client, existing, (parent or {}).get("run_id"))
     return existing.info.run_id, None
+
+
+def nothing_to_do(run: Any, runner: Any) -> bool:
+    """A FINISHED run of this config is reused as it is: unless it is to be run again, or
+    it holds errors and errored tasks are retried (errors are not results)."""
+    if run is None or runner.rerun or run.info.status != "FINISHED":
+        return False
+    return not (runner.retry_errors and has_errors(run.data.metrics))
 
 
 def start_fresh(predictions_path: Path) -> None:

@@ -24,6 +24,7 @@ from metrics import aggregate
 from runners import track
 from runners.config import RunConfig
 from runners.console import headline_metrics
+from runners.errors import error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import evaluate
 from runners.identity import config_hash, prompt_versions, resolved
 from runners.job import Job, make_scorers, prepare
@@ -46,7 +47,8 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class, cfg.system.citations)
     metrics = {**aggregate(records, scorers), **model_call_counts(predictions), **extra,
-               **judge_metrics(judges)}
+               **judge_metrics(judges), **error_metrics(predictions, judge_error_counts(judges))}
+    metrics.update(zero_stale_counts(tracker.metrics(), metrics))
     tracker.log_metrics(metrics)
     tracker.log_metrics(headline_metrics(metrics))  # the first charts MLflow shows
     tracker.log_params(used_models(cfg, scorers))

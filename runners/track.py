@@ -19,7 +19,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from runners.paths import PROJECT_ROOT, resolve, resolve_tracking_uri
+from arag.redact import redact, redact_data
+from runners.paths import PROJECT_ROOT, resolve
+from runners.storage import check_tracking
 
 log = logging.getLogger(__name__)
 PARENT_FILE = "mlflow_parent.json"
@@ -32,20 +34,21 @@ class TrackingError(RuntimeError):
 
 
 def connect(tracking_cfg: Any):
-    """Point MLflow at the configured store; fail early and clearly when it is unreachable."""
+    """Point MLflow at the configured store; fail early and clearly when it is unusable
+    (``runners.storage`` checks it first, with bounded waits for a server)."""
     import mlflow
     from mlflow import MlflowClient
 
-    uri = resolve_tracking_uri(tracking_cfg.uri)
+    uri = check_tracking(tracking_cfg)
     mlflow.set_tracking_uri(uri)
     client = MlflowClient(tracking_uri=uri)
     try:
         client.search_experiments(max_results=1)
     except Exception as exc:  # noqa: BLE001 - any failure here means the store is unusable
         raise TrackingError(
-            f"tracking.uri={tracking_cfg.uri!r} is not reachable ({type(exc).__name__}: "
-            f"{str(exc)[:200]}); start the server or set tracking.uri=sqlite:///mlruns/mlflow.db"
-        ) from None
+            f"tracking.uri={redact(str(tracking_cfg.uri))!r} is not usable ("
+            f"{type(exc).__name__}: {redact(str(exc))[:300]}). Fix: start the server or set "
+            "tracking.uri=sqlite:///mlruns/mlflow.db") from None
     return client
 
 
@@ -112,9 +115,13 @@ class RunTracker:
         from mlflow.entities import Param
 
         logged = self.client.get_run(self.run_id).data.params
-        items = [Param(k, v[:6000]) for k, v in sorted(params.items()) if k not in logged]
+        items = [Param(k, redact(v)[:6000]) for k, v in sorted(params.items()) if k not in logged]
         for i in range(0, len(items), 100):
             self.client.log_batch(self.run_id, params=items[i:i + 100])
+
+    def metrics(self) -> dict[str, float]:
+        """The run's latest metrics (a continued run has those of its earlier passes)."""
+        return dict(self.client.get_run(self.run_id).data.metrics)
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
         import time
@@ -128,7 +135,7 @@ class RunTracker:
 
     def set_tags(self, tags: dict[str, str]) -> None:
         for key, value in tags.items():
-            self.client.set_tag(self.run_id, key, value)
+            self.client.set_tag(self.run_id, key, redact(str(value)))
 
     def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
         self.client.log_artifact(self.run_id, str(path), artifact_path)
@@ -136,11 +143,12 @@ class RunTracker:
     def log_text(self, text: str, name: str) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             file = Path(tmp) / name
-            file.write_text(text, encoding="utf-8")
+            file.write_text(redact(text), encoding="utf-8")
             self.log_artifact(file)
 
     def log_json(self, data: Any, name: str) -> None:
-        self.log_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), name)
+        self.log_text(json.dumps(redact_data(data), indent=2, ensure_ascii=False, default=str),
+                      name)
 
     def log_table(self, rows: list[dict[str, Any]], name: str) -> None:
         import mlflow
@@ -196,7 +204,7 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
         resumes = int(run.data.tags.get("resumed", "0")) + 1
         for key, value in {**all_tags, "resumed": str(resumes)}.items():
             client.set_tag(resume_run_id, key, value)
-        for stale in ("error", "stopped", "n_not_run"):
+        for stale in ("error", "stopped", "n_not_run", "too_many_errors"):
             if stale in run.data.tags:
                 client.delete_tag(resume_run_id, stale)
     else:
@@ -206,7 +214,7 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
         yield tracker
     except BaseException as exc:
         try:
-            client.set_tag(run.info.run_id, "error", f"{type(exc).__name__}: {exc}"[:5000])
+            client.set_tag(run.info.run_id, "error", redact(f"{type(exc).__name__}: {exc}")[:5000])
         finally:
             client.set_terminated(run.info.run_id, "FAILED")
         raise

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import threading
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
@@ -69,6 +70,15 @@ def reply_sample(model: ChatModel, index: int) -> AbstractContextManager[None]:
     independent reply (a response-cache entry of its own); a no-op without a cache."""
     sample = getattr(model, "reply_sample", None)
     return sample(index) if sample is not None else nullcontext()
+
+
+def forget_reply(model: ChatModel, request: dict[str, Any]) -> None:
+    """A reply to ``request`` (``complete()`` kwargs) was unusable (e.g. a judge reply with
+    no score): drop it from the response cache, so the next run asks again, and count it
+    as a failure where the model is metered. A no-op for a model with neither."""
+    forget = getattr(model, "forget", None)
+    if forget is not None:
+        forget(request)
 
 
 def fresh_replies(model: ChatModel) -> AbstractContextManager[None]:
@@ -175,6 +185,14 @@ class CachedModel(ChatModel):
                 self._write(paths[cid], result)
         return out
 
+    def forget(self, request: dict[str, Any]) -> None:
+        """Delete the cached reply to ``request``: it is not an answer to serve again."""
+        key = self.key(request["system"], request["messages"], request.get("tools"),
+                       request.get("max_tokens", 1024), request.get("temperature", 0.0),
+                       request.get("tool_choice", "auto"),
+                       request.get(SAMPLE, getattr(self._sample, "index", 0)))
+        (self.folder / key[:2] / f"{key}.json").unlink(missing_ok=True)
+
     def _lookup(self, path: Path) -> Completion | None:
         return None if getattr(self._skip_reads, "on", False) else self._read(path)
 
@@ -196,7 +214,11 @@ class CachedModel(ChatModel):
 
 
 class MeteredModel(ChatModel):
-    """Counts the calls and cost of a model used outside a system (the judge)."""
+    """Counts the calls, cost and failures of a model used outside a system (the judge).
+
+    ``errors``: failed calls by ``ModelError.kind``, plus ``unparseable`` for replies the
+    caller could not read (``forget_reply``).
+    """
 
     def __init__(self, inner: ChatModel, prices: Any):
         self.inner = inner
@@ -206,6 +228,7 @@ class MeteredModel(ChatModel):
         self.calls = 0
         self.cached_calls = 0
         self.cost_usd = 0.0
+        self.errors: Counter[str] = Counter()
         self._lock = threading.Lock()
 
     @property
@@ -218,20 +241,38 @@ class MeteredModel(ChatModel):
     def reply_sample(self, index: int) -> AbstractContextManager[None]:
         return reply_sample(self.inner, index)
 
+    def forget(self, request: dict[str, Any]) -> None:
+        self._fail("unparseable")
+        forget_reply(self.inner, request)
+
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
                  tool_choice: str = "auto") -> Completion:
-        completion = self.inner.complete(system, messages, tools, max_tokens, temperature,
-                                         tool_choice)
+        try:
+            completion = self.inner.complete(system, messages, tools, max_tokens, temperature,
+                                             tool_choice)
+        except ModelError as exc:
+            self._fail(exc.kind)
+            raise
         self._meter(completion)
         return completion
 
     def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
-        results = self.inner.complete_batch(requests)
+        try:
+            results = self.inner.complete_batch(requests)
+        except ModelError as exc:
+            self._fail(exc.kind, len(requests))
+            raise
         for result in results.values():
             if isinstance(result, Completion):
                 self._meter(result)
+            elif isinstance(result, ModelError):
+                self._fail(result.kind)
         return results
+
+    def _fail(self, kind: str, n: int = 1) -> None:
+        with self._lock:
+            self.errors[kind] += n
 
     def _meter(self, completion: Completion) -> None:
         # Message Batches are billed at half the list price

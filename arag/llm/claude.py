@@ -37,6 +37,7 @@ from arag.llm.base import (
 from arag.llm.limits import RateLimiter
 from arag.llm.registry import register_provider
 from arag.llm.retry import RetryPolicy, call_with_retries
+from arag.redact import reveal
 
 log = logging.getLogger(__name__)
 KEY_ENV = "ANTHROPIC_API_KEY"
@@ -80,7 +81,9 @@ class ClaudeModel(ChatModel):
         self.model_id = cfg.model_id
         self.max_retries = int(cfg.max_retries)
         self.prompt_caching = bool(cfg.prompt_caching)
-        self.client = anthropic.Anthropic(api_key=api_key(), base_url=cfg.base_url or None,
+        # a URL given with credentials on the command line is redacted in the config
+        self.client = anthropic.Anthropic(api_key=api_key(),
+                                          base_url=reveal(cfg.base_url) if cfg.base_url else None,
                                           max_retries=0, timeout=float(cfg.timeout_s))
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits

@@ -1,0 +1,111 @@
+"""Errors are not results: a run's failures counted by kind, and whether they exceed what
+``runner.max_error_rate`` allows (then the run ends FAILED, tagged ``too_many_errors``, the
+command exits non-zero, and the same command retries the errored tasks).
+
+Task errors are predictions whose model calls failed (``Prediction.error_kind``). Judge
+errors are failed judge calls (by ``ModelError.kind``) and replies the scorers could not
+read (``unparseable``: recorded for the run that got them, never cached).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from arag.records import Prediction
+
+UNPARSEABLE = "unparseable"
+# what to do about each kind of failure, before running the same command again
+_FIXES = {
+    "auth": "check the provider's API key in the environment",
+    "credentials": "export the provider's API key",
+    "permission": "check the API key's permissions",
+    "connection": "check model.base_url (and judge.base_url) and the network",
+    "timeout": "wait for the API to recover, or raise model.timeout_s",
+    "rate_limit": "lower runner.concurrency or model.requests_per_minute",
+    "overloaded": "wait for the API to recover",
+    "server": "wait for the API to recover",
+}
+
+
+class TooManyErrors(RuntimeError):
+    """A run's errors exceed ``runner.max_error_rate``; the message lists them and the fix."""
+
+
+def error_metrics(predictions: list[Prediction], judge_errors: Mapping[str, int] | None
+                  ) -> dict[str, float]:
+    """``n_errors_<kind>`` per task-error kind; ``judge_errors`` and ``judge_errors_<kind>``
+    when the run has a judge."""
+    out = {f"n_errors_{kind}": float(n) for kind, n in task_error_kinds(predictions).items()}
+    if judge_errors is not None:
+        out["judge_errors"] = float(sum(judge_errors.values()))
+        out.update({f"judge_errors_{kind}": float(n) for kind, n in judge_errors.items() if n})
+    return out
+
+
+def judge_error_counts(judges: Mapping[str, Any]) -> Counter[str] | None:
+    """Failures of every judge of the run (its panel included) by kind; None without one."""
+    if not judges:
+        return None
+    return sum((Counter(j.errors) for j in judges.values()), Counter())
+
+
+def zero_stale_counts(previous: Mapping[str, float], metrics: Mapping[str, float]
+                      ) -> dict[str, float]:
+    """Zeros for the error counts a continued run logged before and has no more, so its
+    metrics never show errors that were retried away."""
+    return {k: 0.0 for k, v in previous.items()
+            if k.startswith(("n_errors_", "judge_errors")) and v and k not in metrics}
+
+
+def task_error_kinds(predictions: list[Prediction]) -> Counter[str]:
+    return Counter(p.error_kind or "error" for p in predictions if p.error)
+
+
+def kinds_of(metrics: Mapping[str, float], prefix: str) -> dict[str, int]:
+    """``{kind: count}`` from a run's ``<prefix><kind>`` metrics."""
+    return {k[len(prefix):]: int(v) for k, v in metrics.items() if k.startswith(prefix) and v}
+
+
+def failed_judge_calls(metrics: Mapping[str, float]) -> int:
+    """Judge calls that failed (unreadable replies are not outages and not counted)."""
+    return int(metrics.get("judge_errors", 0) - metrics.get(f"judge_errors_{UNPARSEABLE}", 0))
+
+
+def has_errors(metrics: Mapping[str, float]) -> bool:
+    """Whether a run holds errored tasks or failed judge calls: it is never "nothing to do"
+    while it does (the same command retries them)."""
+    return bool(metrics.get("n_errors", 0)) or failed_judge_calls(metrics) > 0
+
+
+def too_many_errors(metrics: Mapping[str, float], runner: Any) -> str | None:
+    """Why the run's errors exceed ``runner.max_error_rate``, with their kinds and the fix,
+    or None when they do not."""
+    limit = float(runner.max_error_rate)
+    problems, kinds = [], Counter[str]()
+    n_tasks, n_errors = int(metrics.get("n_tasks", 0)), int(metrics.get("n_errors", 0))
+    if n_tasks and n_errors / n_tasks > limit:
+        task_kinds = kinds_of(metrics, "n_errors_")
+        kinds.update(task_kinds)
+        problems.append(f"{n_errors} of {n_tasks} tasks errored ({_counts(task_kinds)})")
+    failed = failed_judge_calls(metrics)
+    asked = failed + int(metrics.get("judge_calls", 0))
+    if failed and failed / asked > limit:
+        judge_kinds = {k: v for k, v in kinds_of(metrics, "judge_errors_").items()
+                       if k != UNPARSEABLE}
+        kinds.update(judge_kinds)
+        problems.append(f"{failed} of {asked} judge calls failed ({_counts(judge_kinds)})")
+    if not problems:
+        return None
+    fixes = list(dict.fromkeys(_FIXES.get(k, "see the errors in predictions.jsonl")
+                               for k in kinds))
+    retry = ("errored tasks are retried, finished ones kept" if runner.retry_errors else
+             "add runner.retry_errors=true (it is false) so errored tasks are retried")
+    return (f"{'; '.join(problems)}: above runner.max_error_rate={limit:g}. Fix: "
+            f"{'; '.join(fixes)}; then run the same command again ({retry}); "
+            "runner.max_error_rate=0.1 accepts up to 10% errors")
+
+
+def _counts(kinds: Mapping[str, int]) -> str:
+    return ", ".join(f"{kind} x{n}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))

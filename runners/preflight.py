@@ -1,0 +1,106 @@
+"""Everything a sweep is checked for before its parent run opens: the overrides (one per
+key), each job's config (composed as Hydra will compose it), its values, URL credentials
+in config files, provider keys, storage and data. A sweep that fails here leaves no run.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
+
+from arag.redact import keys_with_credentials
+from runners.identity import config_hash, resolved
+from runners.storage import check_storage
+from runners.validation import ConfigError, require_keys, validate_config
+
+log = logging.getLogger(__name__)
+
+
+def job_overrides(overrides: list[str]) -> list[list[str]]:
+    """The overrides of each job of the sweep, as Hydra's basic sweeper expands them;
+    a key set twice (``system=naive,stuffing system=arag``) is an error, not "last wins"."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    seen: dict[str, str] = {}
+    for o in parsed:
+        key, line = o.get_key_element().lstrip("+~"), str(o.input_line)
+        if key in seen:
+            merged = ",".join(_choices(seen[key]) + _choices(line))
+            raise ConfigError(
+                f"{seen[key]} and {line} both set {key}: a sweep takes one override per key. "
+                f"Fix: {key}={merged}")
+        seen[key] = line
+    return [job for batch in BasicSweeper.split_arguments(parsed, None) for job in batch]
+
+
+def _choices(line: str) -> list[str]:
+    return line.split("=", 1)[1].split(",") if "=" in line else []
+
+
+def job_configs(config: DictConfig) -> list[DictConfig]:
+    """Each job's config without the ``hydra`` node, as the task function will get it."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    loader = GlobalHydra.instance().config_loader()
+    jobs = []
+    for overrides in job_overrides(list(config.hydra.overrides.task)):
+        job = loader.load_sweep_config(config, overrides)
+        leaked = keys_with_credentials(OmegaConf.to_container(job, resolve=False))
+        if leaked:
+            raise ConfigError(credentials_message(leaked))
+        job = copy.deepcopy(job)
+        with read_write(job), open_dict(job):
+            del job["hydra"]
+        jobs.append(job)
+    return jobs
+
+
+def credentials_message(keys: list[str]) -> str:
+    return (f"{', '.join(keys)} holds credentials in a URL (user:password@) in a config file, "
+            "where they would be written to every run's config. Fix: put the API key in its "
+            "environment variable (e.g. ANTHROPIC_API_KEY) and give the URL without "
+            "credentials")
+
+
+def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
+    """Values, keys, storage and data of every job, each distinct setting checked once."""
+    from runners.job import prepare
+
+    checked: set[str] = set()
+    for cfg in jobs:
+        validate_config(cfg)
+        if dry_run:
+            continue
+        require_keys(cfg)
+        where = _key(cfg, "tracking", "cache", "runner")
+        if where not in checked:
+            check_storage(cfg)
+            checked.add(where)
+    for cfg in jobs:
+        data = _key(cfg, "dataset", "task_type")
+        if data not in checked:  # the dataset loads (files, fields, gold) as the job will
+            prepare(cfg, call_models=False)
+            checked.add(data)
+
+
+def _key(cfg: DictConfig, *nodes: str) -> str:
+    data = resolved(cfg)
+    return json.dumps({n: data.get(n) for n in nodes}, sort_keys=True, default=str)
+
+
+def all_finished(client: Any, experiment_id: str, jobs: list[DictConfig]) -> list[str] | None:
+    """The runs of a sweep whose every job already FINISHED with nothing left to do (their
+    ids), or None."""
+    from runners.resume import nothing_to_do
+    from runners.track import find_run
+
+    runs = [find_run(client, experiment_id, config_hash(cfg)) for cfg in jobs]
+    if not all(nothing_to_do(run, cfg.runner) for run, cfg in zip(runs, jobs, strict=True)):
+        return None
+    return [run.info.run_id for run in runs]

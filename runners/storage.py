@@ -1,0 +1,183 @@
+"""Where a run writes, checked before any work starts: the tracking store
+(``tracking.uri``, ``tracking.artifact_location``), ``cache.dir`` and ``runner.runs_dir``.
+Each problem names the key and the fix.
+
+A tracking server is probed with a bounded timeout, so a server that is down fails in
+seconds instead of hanging in MLflow's own retries. A fresh sqlite store is created and
+migrated in a temporary file and linked into place only when complete, so a failed
+creation (a full disk, a kill) never leaves a half-built database; one left by an older
+version is detected and the message says how to recover.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from arag.redact import redact, reveal
+from runners.paths import resolve
+from runners.validation import ConfigError
+
+log = logging.getLogger(__name__)
+SQLITE = "sqlite:///"
+PROBE_TIMEOUT_S = 8.0
+PROBE_ATTEMPTS = 3  # at most ~30 s before an unreachable server is reported
+DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
+
+
+class StorageError(ConfigError):
+    """A store or directory the run needs is unusable; the message names the key and fix."""
+
+
+def check_storage(cfg: Any, tracking: bool = True) -> None:
+    """Every place the run writes is usable (``tracking``: the MLflow store too)."""
+    if tracking:
+        check_tracking(cfg.tracking)
+    mode = str(getattr(cfg.cache.mode, "value", cfg.cache.mode))
+    if mode != "off":
+        writable_dir("cache.dir", cfg.cache.dir, "cache.dir=data/cache",
+                      must_write=mode == "read_write")
+    writable_dir("runner.runs_dir", cfg.runner.runs_dir, "runner.runs_dir=data/runs")
+
+
+def writable_dir(key: str, value: str, example: str, must_write: bool = True) -> Path:
+    """The directory ``value`` (created if missing), or StorageError naming ``key``."""
+    path = resolve(value)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        if must_write:
+            with tempfile.NamedTemporaryFile(dir=path, prefix=".write-check-"):
+                pass
+    except OSError as exc:
+        raise StorageError(
+            f"{key}={redact(str(value))!r} is not a writable directory ({exc.strerror or exc}: "
+            f"{exc.filename or path}). Fix: point {key} at a directory you can write, e.g. "
+            f"{example}") from None
+    return path
+
+
+def check_tracking(tracking_cfg: Any) -> str:
+    """The MLflow URI to use for ``tracking.uri``, after checking it can be used."""
+    uri = str(tracking_cfg.uri)
+    shown = redact(uri)
+    scheme = urlsplit(uri).scheme.lower()
+    if scheme in ("http", "https"):
+        probe_server(reveal(uri), shown)
+        return reveal(uri)
+    if scheme not in known_schemes() and not (len(scheme) == 1 and os.name == "nt"):
+        raise StorageError(
+            f"tracking.uri={shown!r}: {scheme!r} is not a tracking store MLflow knows "
+            f"(it knows {', '.join(sorted(known_schemes()))}). Fix: tracking.uri="
+            f"{DEFAULT_URI} (a local store), a directory, or http://host:5000 (a server)")
+    writable_dir("tracking.artifact_location", tracking_cfg.artifact_location,
+                 "tracking.artifact_location=mlruns/artifacts")
+    if uri.startswith(SQLITE):
+        path = resolve(uri[len(SQLITE):])
+        writable_dir("tracking.uri", str(path.parent), f"tracking.uri={DEFAULT_URI}")
+        prepare_sqlite(path, shown)
+        return SQLITE + str(path)
+    if scheme in ("", "file"):
+        writable_dir("tracking.uri", urlsplit(uri).path if scheme else uri,
+                     "tracking.uri=mlruns")
+    return uri
+
+
+def known_schemes() -> set[str]:
+    """URI schemes with a tracking store (MLflow's registry, plugins included)."""
+    try:
+        from mlflow.tracking._tracking_service.utils import _tracking_store_registry
+
+        return {s for s in _tracking_store_registry._registry if s}
+    except (ImportError, AttributeError):  # an MLflow that moved its registry
+        return {"file", "sqlite", "postgresql", "mysql", "mssql", "http", "https",
+                "databricks"}
+
+
+def probe_server(url: str, shown: str) -> None:
+    """Any HTTP answer from the server, within PROBE_ATTEMPTS bounded tries."""
+    last = ""
+    for attempt in range(PROBE_ATTEMPTS):
+        try:
+            urllib.request.urlopen(url.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S)
+            return
+        except urllib.error.HTTPError:
+            return  # it answered (e.g. a proxy without /health): it is reachable
+        except (OSError, ValueError) as exc:
+            last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
+        if attempt + 1 < PROBE_ATTEMPTS:
+            time.sleep(1.0)
+    raise StorageError(
+        f"tracking.uri={shown!r} is not reachable ({redact(last)[:200]}, {PROBE_ATTEMPTS} "
+        f"tries). Fix: start the tracking server (mlflow server --host ... --port ...), or "
+        f"set tracking.uri={DEFAULT_URI}")
+
+
+def prepare_sqlite(path: Path, shown: str) -> None:
+    """A complete sqlite store at ``path``: created atomically when missing; a half-built
+    one (an interrupted creation by an older version) is refused with how to recover."""
+    if path.is_dir():
+        raise StorageError(f"tracking.uri={shown!r} names a directory, not a database file. "
+                           f"Fix: tracking.uri=sqlite:///{path}/mlflow.db")
+    if path.exists() and path.stat().st_size > 0:
+        _refuse_half_built(path, shown)
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
+    try:
+        _create_sqlite(tmp)
+        try:
+            os.link(tmp, path)  # never replaces a store another process just created
+        except FileExistsError:
+            if path.stat().st_size == 0:  # an empty file is no store: take its place
+                os.replace(tmp, path)
+    except OSError as exc:
+        raise StorageError(f"tracking.uri={shown!r}: could not create the store ({exc}). "
+                           "Fix: free disk space or point tracking.uri elsewhere") from None
+    finally:
+        tmp.unlink(missing_ok=True)
+    log.info("created the MLflow store %s", path)
+
+
+def _create_sqlite(tmp: Path) -> None:
+    """Create and migrate an MLflow sqlite store in ``tmp`` and close every connection."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    tmp.unlink(missing_ok=True)
+    uri = SQLITE + str(tmp)
+    try:
+        SqlAlchemyStore(uri, tmp.parent.as_uri())
+    except Exception as exc:  # noqa: BLE001 - e.g. a full disk during the migration
+        raise OSError(f"{type(exc).__name__}: {str(exc)[:300]}") from None
+    finally:
+        engine = SqlAlchemyStore._engine_map.pop(uri, None)
+        if engine is not None:
+            engine.dispose()
+
+
+def _refuse_half_built(path: Path, shown: str) -> None:
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master "
+                                               "WHERE type='table'")}
+            runs = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0] \
+                if "runs" in tables else 0
+    except sqlite3.DatabaseError as exc:
+        raise StorageError(f"tracking.uri={shown!r}: {path} is not an sqlite database ({exc}). "
+                           "Fix: point tracking.uri at another file, or move this one "
+                           "away") from None
+    leftovers = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
+    if not leftovers and "alembic_version" in tables:
+        return
+    why = f"its tables {leftovers}" if leftovers else "it has no schema version"
+    fix = (f"it holds no runs: delete it (rm {path}) and run again" if not runs else
+           f"it holds {runs} runs: back it up, drop the table(s) {leftovers} and run "
+           f"`mlflow db upgrade sqlite:///{path}`")
+    raise StorageError(f"tracking.uri={shown!r}: the store was left half-built by an "
+                       f"interrupted creation ({why}). Fix: {fix}")
