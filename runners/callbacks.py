@@ -3,10 +3,12 @@
 Every job of the sweep is checked first (``runners.preflight``: overrides, values,
 credentials, storage, data), so a sweep that fails validation leaves no run; a re-run of
 a sweep whose every job already FINISHED opens no parent. Opening it first also creates
-the sqlite schema, so parallel jobs (joblib launcher) never race to migrate a fresh store. Jobs find the parent through ``mlflow_parent.json`` in the
-sweep directory (works across processes). When the sweep ends the parent gets the
-comparison of its children and is closed: FAILED if any job failed (and the command then
-exits non-zero), FINISHED otherwise. A crash of the sweep itself closes it as FAILED.
+the sqlite schema, so parallel jobs (joblib launcher) never race to migrate a fresh
+store. Jobs find the parent through ``mlflow_parent.json`` in the sweep directory (works
+across processes). When the sweep ends the parent gets the comparison of its children
+and is closed: FAILED if any job failed (and the command then exits non-zero), FINISHED
+otherwise. A crash of the sweep itself closes it as FAILED; a parent whose process was
+killed is closed KILLED by the next sweep on the same machine.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import os
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +115,11 @@ class MLflowSweepCallback(Callback):
             experiment_id,
             run_name=f"sweep {' '.join(o for o in overrides if o.split('=')[0] in swept)}"[:250],
             tags={"sweep_id": sweep_id, "sweep_overrides": redact(" ".join(overrides)),
-                  "sweep_dir": str(sweep_dir.resolve()),
+                  "sweep_dir": str(sweep_dir.resolve()), "sweep_host": socket.gethostname(),
+                  "sweep_pid": str(os.getpid()),
                   "git_commit": track.git_commit(), "role": "sweep_parent"},
         )
+        close_dead_parents(self.client, experiment_id, run.info.run_id)
         self.parent = {**info, "run_id": run.info.run_id}
         (sweep_dir / track.PARENT_FILE).write_text(json.dumps(self.parent))
         atexit.register(self._close_if_open)
@@ -159,6 +165,32 @@ class MLflowSweepCallback(Callback):
                 self.client.set_terminated(self.parent["run_id"], "FAILED")
             except Exception:  # noqa: BLE001 - best effort at interpreter exit
                 pass
+
+
+def close_dead_parents(client: Any, experiment_id: str, successor: str) -> None:
+    """Parents left RUNNING by a sweep process of this machine that no longer exists (killed
+    before any job ran) are closed KILLED, so no run stays RUNNING forever."""
+    host = socket.gethostname()
+    for run in client.search_runs([experiment_id], filter_string="tags.role = 'sweep_parent' "
+                                  "and attributes.status = 'RUNNING'", max_results=1000):
+        tags = run.data.tags
+        if run.info.run_id == successor or tags.get("sweep_host") != host:
+            continue
+        if not _alive(int(tags.get("sweep_pid") or 0)):
+            client.set_tag(run.info.run_id, "superseded_by", successor)
+            client.set_terminated(run.info.run_id, "KILLED")
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def _read_failures(sweep_dir: Path) -> list[dict[str, str]]:

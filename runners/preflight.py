@@ -21,16 +21,22 @@ log = logging.getLogger(__name__)
 
 
 def job_overrides(overrides: list[str]) -> list[list[str]]:
-    """The overrides of each job of the sweep, as Hydra's basic sweeper expands them;
-    a key set twice (``system=naive,stuffing system=arag``) is an error, not "last wins"."""
+    """The overrides of each job of the sweep, as Hydra's basic sweeper expands them.
+
+    A swept key set again (``system=naive,stuffing system=arag``) is an error: Hydra would
+    keep the last and silently drop jobs. A plain value set twice keeps Hydra's "last wins".
+    """
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parsed = OverridesParser.create().parse_overrides(overrides)
     seen: dict[str, str] = {}
+    swept: set[str] = set()
     for o in parsed:
         key, line = o.get_key_element().lstrip("+~"), str(o.input_line)
-        if key in seen:
+        if o.is_sweep_override():
+            swept.add(key)
+        if key in seen and key in swept:
             merged = ",".join(_choices(seen[key]) + _choices(line))
             raise ConfigError(
                 f"{seen[key]} and {line} both set {key}: a sweep takes one override per key. "

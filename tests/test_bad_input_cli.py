@@ -1,6 +1,6 @@
 """Bad input through the real command: each kind stops with a message that names the file,
-line, field or key and says how to fix it; the command exits non-zero; no job run is left
-FINISHED (a sweep's parent, opened first, is closed FAILED).
+line, field or key and says how to fix it; the command exits non-zero; the sweep is
+checked before its parent run opens, so no run is left at all.
 
 The loader-level details of each kind are tested in test_dataset, test_ectsum,
 test_financebench and test_config; this suite shows the same errors reach the user of
@@ -94,4 +94,4 @@ def test_bad_input_stops_the_command_with_where_and_how_to_fix(kind, tmp_path, m
     for part in expected:
         assert part in done.stderr, (part, done.stderr[-2000:])
     runs = all_runs(tmp_path) if (tmp_path / "mlflow.db").exists() else []
-    assert not [r for r in runs if r.info.status == "FINISHED"], kind
+    assert runs == [], kind

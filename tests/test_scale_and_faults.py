@@ -60,9 +60,11 @@ def _claude_sweep(tmp: Path, url: str, *extra: str):
 def test_twenty_percent_faults_every_task_accounted_for(tmp_path):
     with FakeAnthropic(_faulty(0.2)) as fake:
         result = _claude_sweep(tmp_path, fake.url)
-        assert result.returncode == 0, result.stderr[-3000:]
+        # errors are not results: runs with errored tasks fail, and so does the command
+        assert result.returncode == 1, result.stderr[-3000:]
+        assert "tasks errored" in result.stderr and "run the same command again" in result.stderr
         runs = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
-        assert len(runs) == 3 and all(r.info.status == "FINISHED" for r in runs)
+        assert len(runs) == 3 and all(r.info.status == "FAILED" for r in runs)
         n_tasks = len((ROOT / "data/sample/tasks.jsonl").read_text().splitlines())
         errored_questions = set()
         for log in (tmp_path / "runs").glob("*/predictions.jsonl"):
@@ -78,10 +80,10 @@ def test_twenty_percent_faults_every_task_accounted_for(tmp_path):
             assert any(DOOMED in p["id"] for p in errors)
             errored_questions |= {p["question"] for p in errors}
         assert any("retry 1/2" in line for line in result.stderr.splitlines())
-        # the same sweep with retry_errors against a healthy API: only errored tasks re-run
+        # the same sweep against a healthy API: only errored tasks re-run (by default)
         fake.handler = agent_policy()
         seen = len(fake.requests)
-        again = _claude_sweep(tmp_path, fake.url, "runner.retry_errors=true")
+        again = _claude_sweep(tmp_path, fake.url)
         assert again.returncode == 0, again.stderr[-3000:]
         retried = [json.dumps(r["json"]["messages"][0]) for r in fake.requests[seen:]]
         assert retried and all(any(q in m for q in errored_questions) for m in retried)

@@ -64,7 +64,7 @@ def read_utf8(path: Path, missing: str) -> str:
     if not path.exists():
         raise DatasetError(missing, path)
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
                            "file as UTF-8", path) from None

@@ -120,7 +120,7 @@ def read_reference(path: Path, transcript: Path) -> str:
         raise DatasetError(f"transcript {transcript.name} has no reference summary; restore "
                            f"{path.name} in gt_summaries/ or remove the transcript", path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
                            "file as UTF-8", path) from None
@@ -151,8 +151,8 @@ def read_labels(root: Path, split: str) -> tuple[dict[str, list[str]] | None, Pa
                            "file name per line); restore it from the upstream repository",
                            files_path)
     try:
-        rows = labels_path.read_text(encoding="utf-8").splitlines()
-        names = [n.strip() for n in files_path.read_text(encoding="utf-8").splitlines()]
+        rows = labels_path.read_text(encoding="utf-8-sig").splitlines()
+        names = [n.strip() for n in files_path.read_text(encoding="utf-8-sig").splitlines()]
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
                            labels_path) from None

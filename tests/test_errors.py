@@ -1,0 +1,259 @@
+"""Errors are not results (fast parts): error budgets and their message, judge replies that
+are never cached, URL credentials redacted, storage checks, a UTF-8 BOM, closest-key
+suggestions and one override per key in a sweep."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from arag.datasets import load_dataset
+from arag.llm.base import ModelError
+from arag.llm.cache import CachedModel, MeteredModel
+from arag.llm.pricing import Prices
+from arag.llm.scripted import ScriptedModel
+from arag.redact import (
+    RedactingFilter,
+    keys_with_credentials,
+    redact,
+    reveal,
+    stash_credentials,
+)
+from metrics.geval import GEvalScorer, judge_calls, judge_request, parse_score
+from runners.errors import has_errors, too_many_errors, zero_stale_counts
+from runners.preflight import job_overrides
+from runners.resume import nothing_to_do
+from runners.storage import StorageError, check_tracking, prepare_sqlite, probe_server, writable_dir
+from runners.validation import ConfigError
+from tests.conftest import ROOT, write_mini_dataset
+
+RUNNER = SimpleNamespace(max_error_rate=0.0, retry_errors=True, rerun=False)
+
+
+# --- error budget -------------------------------------------------------------------------
+
+def test_any_errored_task_fails_the_run_by_default_with_kinds_counts_and_the_fix():
+    metrics = {"n_tasks": 6, "n_errors": 6, "n_errors_overloaded": 5, "n_errors_auth": 1}
+    message = too_many_errors(metrics, RUNNER)
+    assert message is not None
+    assert "6 of 6 tasks errored (overloaded x5, auth x1)" in message
+    assert "runner.max_error_rate=0" in message and "run the same command again" in message
+    assert "wait for the API to recover" in message and "API key" in message
+    assert too_many_errors({"n_tasks": 6, "n_errors": 0}, RUNNER) is None
+
+
+def test_max_error_rate_accepts_a_share_of_errors():
+    tolerant = SimpleNamespace(**{**vars(RUNNER), "max_error_rate": 0.2})
+    assert too_many_errors({"n_tasks": 10, "n_errors": 2, "n_errors_server": 2}, tolerant) is None
+    assert "3 of 10" in too_many_errors({"n_tasks": 10, "n_errors": 3}, tolerant)
+
+
+def test_failed_judge_calls_count_against_the_budget_but_unreadable_replies_do_not():
+    failed = {"n_tasks": 4, "n_errors": 0, "judge_calls": 4, "judge_errors": 3,
+              "judge_errors_overloaded": 2, "judge_errors_unparseable": 1}
+    message = too_many_errors(failed, RUNNER)
+    assert message and "2 of 6 judge calls failed (overloaded x2)" in message
+    unreadable = {"n_tasks": 4, "n_errors": 0, "judge_calls": 8, "judge_errors": 1,
+                  "judge_errors_unparseable": 1}
+    assert too_many_errors(unreadable, RUNNER) is None and not has_errors(unreadable)
+
+
+def test_opting_out_of_retries_is_named_in_the_fix():
+    keep = SimpleNamespace(**{**vars(RUNNER), "retry_errors": False})
+    assert "runner.retry_errors=true" in too_many_errors({"n_tasks": 1, "n_errors": 1}, keep)
+
+
+def _run(status: str, **metrics: float):
+    return SimpleNamespace(info=SimpleNamespace(status=status),
+                           data=SimpleNamespace(metrics=metrics))
+
+
+def test_a_finished_run_with_errors_is_never_nothing_to_do():
+    assert nothing_to_do(_run("FINISHED", n_errors=0), RUNNER)
+    assert not nothing_to_do(_run("FINISHED", n_errors=2), RUNNER)
+    assert not nothing_to_do(_run("FINISHED", n_errors=0, judge_errors=1), RUNNER)
+    assert not nothing_to_do(_run("FAILED", n_errors=0), RUNNER)
+    keep = SimpleNamespace(**{**vars(RUNNER), "retry_errors": False})
+    assert nothing_to_do(_run("FINISHED", n_errors=2), keep)
+
+
+def test_error_counts_retried_away_are_zeroed_on_the_continued_run():
+    previous = {"n_errors_overloaded": 3.0, "judge_errors": 2.0, "rouge1_f1_mean": 0.3}
+    assert zero_stale_counts(previous, {"judge_errors": 0.0}) == {"n_errors_overloaded": 0.0}
+
+
+# --- judge replies ------------------------------------------------------------------------
+
+def _judge(tmp_path, replies):
+    inner = ScriptedModel(replies)
+    return inner, MeteredModel(CachedModel(inner, tmp_path), Prices(1, 5, 0.1, 1.25))
+
+
+def test_an_unparseable_judge_reply_is_recorded_counted_and_asked_again(tmp_path):
+    inner, judge = _judge(tmp_path, ["I cannot decide.", "Final score: 4", "Final score: 2"])
+    request = {"x": judge_request("grade", "summary A", 50)}
+
+    def readable(text: str) -> bool:
+        return parse_score(text) is not None
+
+    first = judge_calls(judge, request, readable=readable)
+    assert first["x"].text == "I cannot decide."  # the run that got it records it
+    assert judge.errors["unparseable"] == 1
+    assert not list((tmp_path / "responses").rglob("*.json"))  # never cached as an answer
+    second = judge_calls(judge, request, readable=readable)
+    assert second["x"].text == "Final score: 4" and len(inner.requests) == 2
+    third = judge_calls(judge, request, readable=readable)  # a readable reply is cached
+    assert third["x"].text == "Final score: 4" and third["x"].cached and len(inner.requests) == 2
+
+
+class _Down(ScriptedModel):
+    def complete(self, *args, **kwargs):
+        raise ModelError("HTTP 529: Overloaded", kind="overloaded")
+
+
+def test_judge_failures_are_counted_by_kind(tmp_path):
+    judge = MeteredModel(CachedModel(_Down([]), tmp_path), Prices(1, 5, 0.1, 1.25))
+    replies = judge_calls(judge, {str(i): judge_request("s", f"p{i}", 10) for i in range(3)})
+    assert all(isinstance(r, ModelError) for r in replies.values())
+    assert judge.errors == {"overloaded": 3} and judge.calls == 0
+
+
+def test_without_criteria_every_geval_field_is_null_with_the_reason(tmp_path):
+    judge = MeteredModel(CachedModel(_Down([]), tmp_path), Prices(1, 5, 0.1, 1.25))
+    scorer = GEvalScorer(judge, "anthropic/x", tmp_path)
+    item = SimpleNamespace(prediction=SimpleNamespace(skipped=False, error=None,
+                                                      predicted="revenue rose"),
+                           task=SimpleNamespace(reference="revenue rose 5%", question="q",
+                                                meta={}))
+    (scores,) = scorer.score([item])  # type: ignore[list-item]
+    assert scores.values["geval_faithfulness"] is None and scores.values["error_codes"] is None
+    assert "could not write the G-Eval criteria" in scores.null_reasons["geval_coverage"]
+    assert "529" in scores.null_reasons["geval_faithfulness"]
+    assert not (tmp_path / "geval").exists()  # no criteria file: the next run asks again
+
+
+# --- credentials in URLs ------------------------------------------------------------------
+
+def test_url_credentials_are_redacted_and_revealed_only_to_the_connection(monkeypatch):
+    monkeypatch.delenv("ARAG_URL_CREDENTIALS", raising=False)
+    url = "http://user:s3cr3t-pass@127.0.0.1:8080/v1"
+    assert redact(f"base_url={url} x") == "base_url=http://***@127.0.0.1:8080/v1 x"
+    args = stash_credentials(["run.py", f"model.base_url={url}", "system=naive"])
+    assert args == ["run.py", "model.base_url=http://***@127.0.0.1:8080/v1", "system=naive"]
+    assert reveal("http://***@127.0.0.1:8080/v1") == url
+    assert reveal("http://127.0.0.1:8080") == "http://127.0.0.1:8080"
+    assert keys_with_credentials({"model": {"base_url": url}, "tracking": {
+        "uri": "http://***@h"}}) == ["model.base_url"]
+
+
+def test_log_records_and_tracebacks_are_redacted():
+    try:
+        raise ConnectionError("cannot reach http://u:s3cr3t-pass@host:1")
+    except ConnectionError:
+        record = logging.LogRecord("x", logging.ERROR, __file__, 1, "calling %s",
+                                   ("http://u:s3cr3t-pass@host:1",), sys.exc_info())
+    RedactingFilter().filter(record)
+    text = logging.Formatter().format(record)
+    assert "s3cr3t-pass" not in text and "http://***@host:1" in text
+
+
+# --- storage ------------------------------------------------------------------------------
+
+def test_an_unwritable_directory_names_its_key_and_the_fix(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("x")
+    with pytest.raises(StorageError, match=r"cache.dir=.*not a writable directory.*Fix: "
+                                           r"point cache.dir at a directory"):
+        writable_dir("cache.dir", str(blocker / "cache"), "cache.dir=data/cache")
+
+
+def test_an_unknown_tracking_scheme_names_tracking_uri():
+    cfg = SimpleNamespace(uri="garbage://x", artifact_location="mlruns/artifacts")
+    with pytest.raises(StorageError, match=r"tracking.uri='garbage://x': 'garbage' is not a "
+                                           r"tracking store"):
+        check_tracking(cfg)
+
+
+def test_a_closed_port_fails_in_seconds_naming_tracking_uri(unused_port):
+    started = time.monotonic()
+    with pytest.raises(StorageError, match=r"tracking.uri='http://\*\*\*@127.0.0.1:\d+' is not "
+                                           r"reachable"):
+        probe_server(f"http://127.0.0.1:{unused_port}", f"http://***@127.0.0.1:{unused_port}")
+    assert time.monotonic() - started < 30
+
+
+@pytest.fixture
+def unused_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_fresh_sqlite_store_is_created_whole_or_not_at_all(tmp_path, monkeypatch):
+    import runners.storage as storage
+
+    db = tmp_path / "mlflow.db"
+
+    def disk_full(tmp):
+        tmp.write_bytes(b"half a database")
+        raise OSError("database or disk is full")
+
+    monkeypatch.setattr(storage, "_create_sqlite", disk_full)
+    with pytest.raises(StorageError, match="could not create the store"):
+        prepare_sqlite(db, "sqlite:///x")
+    assert list(tmp_path.iterdir()) == []  # no half-built database, no temporary file
+    monkeypatch.undo()
+    prepare_sqlite(db, "sqlite:///x")
+    with sqlite3.connect(db) as con:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+    assert {"alembic_version", "experiments", "runs"} <= tables
+    assert [p.name for p in tmp_path.iterdir()] == ["mlflow.db"]
+
+
+def test_a_half_built_store_is_detected_with_how_to_recover(tmp_path):
+    db = tmp_path / "mlflow.db"
+    with sqlite3.connect(db) as con:
+        con.execute("CREATE TABLE experiments (id INTEGER)")
+        con.execute("CREATE TABLE _alembic_tmp_experiments (id INTEGER)")
+    with pytest.raises(StorageError, match=rf"half-built.*_alembic_tmp_experiments.*rm {db}"):
+        prepare_sqlite(db, f"sqlite:///{db}")
+
+
+# --- input and config ---------------------------------------------------------------------
+
+def test_a_utf8_bom_is_accepted(tmp_path, make_cfg):
+    root = write_mini_dataset(tmp_path / "bom")
+    for path in [root / "tasks.jsonl", root / "documents.jsonl",
+                 *(root / "documents").glob("*.txt")]:
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    ds = load_dataset(make_cfg(f"dataset.root={root}").dataset, ROOT)
+    assert [t.id for t in ds.tasks] == ["T0X_q3_2024", "T1X_q3_2024"]
+    doc = ds.corpus.documents["T0X_q3_2024"]
+    assert doc.lines[0] == "Good morning and welcome to the conference call."
+
+
+def test_a_key_set_twice_in_a_sweep_is_an_error_with_the_merged_fix():
+    with pytest.raises(ConfigError, match=r"system=naive,stuffing and system=arag both set "
+                                          r"system.*Fix: system=naive,stuffing,arag"):
+        job_overrides(["system=naive,stuffing", "system=arag"])
+    with pytest.raises(ConfigError, match="Fix: max_loops=4,2,8"):
+        job_overrides(["max_loops=4", "max_loops=2,8"])
+    assert len(job_overrides(["system=arag,naive", "max_loops=2,4,8"])) == 6
+    assert job_overrides(["max_loops=4", "max_loops=2"]) == [["max_loops=2"]]  # last wins
+
+
+def test_an_unknown_key_suggests_the_closest_known_key():
+    done = subprocess.run([sys.executable, "run.py", "max_lops=3"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "max_lops is not a config key. Did you mean max_loops? Fix: max_loops=3" \
+        in done.stderr
+    assert "+max_lops" not in done.stderr
