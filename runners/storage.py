@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import os
 import sqlite3
+import ssl
 import tempfile
 import time
 import urllib.error
@@ -104,13 +105,19 @@ def known_schemes() -> set[str]:
 def probe_server(url: str, shown: str) -> None:
     """Any HTTP answer from the server, within PROBE_ATTEMPTS bounded tries."""
     last = ""
+    parts = urlsplit(url)  # reachability needs no credentials: a 401 is an answer too
+    health = parts._replace(netloc=parts.netloc.rpartition("@")[2],
+                            path=parts.path.rstrip("/") + "/health").geturl()
     for attempt in range(PROBE_ATTEMPTS):
         try:
-            urllib.request.urlopen(url.rstrip("/") + "/health", timeout=PROBE_TIMEOUT_S)
-            return
+            with urllib.request.urlopen(health, timeout=PROBE_TIMEOUT_S):
+                return
         except urllib.error.HTTPError:
             return  # it answered (e.g. a proxy without /health): it is reachable
         except (OSError, ValueError) as exc:
+            if isinstance(exc, ssl.SSLError) or isinstance(getattr(exc, "reason", None),
+                                                           ssl.SSLError):
+                return  # it answered TLS; MLflow's client applies its own certificates
             last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
         if attempt + 1 < PROBE_ATTEMPTS:
             time.sleep(1.0)
