@@ -81,7 +81,8 @@ def test_index_is_built_once_and_a_finished_sweep_is_not_run_again(sample_sweep)
     assert len(embeds.findall(first.stderr)) == 1 and "stored in" in first.stderr
     assert first.stderr.count("loaded from cache") == 1  # naive reuses the index arag built
     # the same sweep again: every run already FINISHED, nothing embedded or predicted
-    assert second.stderr.count("nothing to do") == 3
+    assert second.stderr.count("nothing to do") == 4  # each job, and the sweep's parent
+    assert "every job of this sweep already FINISHED" in second.stderr
     assert not embeds.search(second.stderr) and "task traces logged" not in second.stderr
     # a new configuration over the same corpus loads the index instead of embedding
     assert not embeds.search(changed.stderr)
