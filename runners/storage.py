@@ -49,8 +49,10 @@ def check_storage(cfg: Any, tracking: bool = True) -> None:
     writable_dir("runner.runs_dir", cfg.runner.runs_dir, "runner.runs_dir=data/runs")
 
 
-def writable_dir(key: str, value: str, example: str, must_write: bool = True) -> Path:
-    """The directory ``value`` (created if missing), or StorageError naming ``key``."""
+def writable_dir(key: str, value: str, example: str, must_write: bool = True,
+                 shown: str | None = None) -> Path:
+    """The directory ``value`` (created if missing), or StorageError naming ``key`` (with
+    ``shown``, the key's value, when the directory is derived from it)."""
     path = resolve(value)
     try:
         path.mkdir(parents=True, exist_ok=True)
@@ -59,8 +61,8 @@ def writable_dir(key: str, value: str, example: str, must_write: bool = True) ->
                 pass
     except OSError as exc:
         raise StorageError(
-            f"{key}={redact(str(value))!r} is not a writable directory ({exc.strerror or exc}: "
-            f"{exc.filename or path}). Fix: point {key} at a directory you can write, e.g. "
+            f"{key}={shown or redact(str(value))!r} needs a writable directory "
+            f"({exc.strerror or exc}: {exc.filename or path}). Fix: point {key} at a directory you can write, e.g. "
             f"{example}") from None
     return path
 
@@ -73,7 +75,8 @@ def check_tracking(tracking_cfg: Any) -> str:
     if scheme in ("http", "https"):
         probe_server(reveal(uri), shown)
         return reveal(uri)
-    if scheme not in known_schemes() and not (len(scheme) == 1 and os.name == "nt"):
+    # no scheme (or a drive letter) is a directory: MLflow's file store
+    if scheme and scheme not in known_schemes() and not (len(scheme) == 1 and os.name == "nt"):
         raise StorageError(
             f"tracking.uri={shown!r}: {scheme!r} is not a tracking store MLflow knows "
             f"(it knows {', '.join(sorted(known_schemes()))}). Fix: tracking.uri="
@@ -82,7 +85,8 @@ def check_tracking(tracking_cfg: Any) -> str:
                  "tracking.artifact_location=mlruns/artifacts")
     if uri.startswith(SQLITE):
         path = resolve(uri[len(SQLITE):])
-        writable_dir("tracking.uri", str(path.parent), f"tracking.uri={DEFAULT_URI}")
+        writable_dir("tracking.uri", str(path.parent), f"tracking.uri={DEFAULT_URI}",
+                     shown=shown)
         prepare_sqlite(path, shown)
         return SQLITE + str(path)
     if scheme in ("", "file"):

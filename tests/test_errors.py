@@ -168,7 +168,7 @@ def test_log_records_and_tracebacks_are_redacted():
 def test_an_unwritable_directory_names_its_key_and_the_fix(tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
-    with pytest.raises(StorageError, match=r"cache.dir=.*not a writable directory.*Fix: "
+    with pytest.raises(StorageError, match=r"cache.dir=.*needs a writable directory.*Fix: "
                                            r"point cache.dir at a directory"):
         writable_dir("cache.dir", str(blocker / "cache"), "cache.dir=data/cache")
 
