@@ -62,8 +62,8 @@ def writable_dir(key: str, value: str, example: str, must_write: bool = True,
     except OSError as exc:
         raise StorageError(
             f"{key}={shown or redact(str(value))!r} needs a writable directory "
-            f"({exc.strerror or exc}: {exc.filename or path}). Fix: point {key} at a directory you can write, e.g. "
-            f"{example}") from None
+            f"({exc.strerror or exc}: {exc.filename or path}). Fix: point {key} at a directory "
+            f"you can write, e.g. {example}") from None
     return path
 
 
