@@ -6,6 +6,7 @@ leaves no run; a job that fails fails only itself."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -22,6 +23,14 @@ CLAUDE = ("model=claude-haiku-4-5", "model.max_retries=1", "model.retry_base_del
 
 def overloaded(request: dict, n: int) -> dict:
     return error(529, "overloaded_error", "Overloaded")
+
+
+def fresh_responses(tmp: Path, shared_cache: Path) -> Path:
+    """A cache with the shared index but no model responses, so every call reaches the API."""
+    cache = tmp / "cache"
+    if (shared_cache / "index").exists():
+        shutil.copytree(shared_cache / "index", cache / "index", dirs_exist_ok=True)
+    return cache
 
 
 def _jobs(tmp: Path):
@@ -117,14 +126,15 @@ def test_a_password_in_a_url_reaches_no_file(tmp_path, monkeypatch, shared_cache
     with FakeAnthropic() as fake:
         port = fake.url.rsplit(":", 1)[1]
         url = f"http://user:s3cr3t-pass@127.0.0.1:{port}"
+        cache = fresh_responses(tmp_path, shared_cache)
         swept = run_cli(tmp_path, "system=arag,naive", "dataset.limit=1", *CLAUDE,
-                        f"model.base_url={url}", cache=shared_cache)
+                        f"model.base_url={url}", cache=cache)
         single = run_cli(tmp_path, "system=stuffing", "dataset.limit=1", *CLAUDE,
-                         f"model.base_url={url}", cache=shared_cache, sweep=False)
+                         f"model.base_url={url}", cache=cache, sweep=False)
     assert swept.returncode == 0 and single.returncode == 0, swept.stderr[-3000:]
     # the connection used the real URL: its credentials went to the API as basic auth
-    assert all(r["headers"].get("authorization", "").startswith("Basic ")
-               for r in fake.requests)
+    assert len(fake.requests) >= 3 and all(
+        r["headers"].get("authorization", "").startswith("Basic ") for r in fake.requests)
     runs = _jobs(tmp_path)
     assert [r.info.status for r in runs] == ["FINISHED"] * 3
     assert runs[0].data.params["model.base_url"] == f"http://***@127.0.0.1:{port}"
@@ -169,7 +179,8 @@ def test_a_failing_job_fails_only_itself(tmp_path, monkeypatch, shared_cache):
 
     with FakeAnthropic(refuse_tools) as fake:
         result = run_cli(tmp_path, "system=arag,naive", "dataset.limit=2", *CLAUDE,
-                         f"model.base_url={fake.url}", cache=shared_cache)
+                         f"model.base_url={fake.url}",
+                         cache=fresh_responses(tmp_path, shared_cache))
     assert result.returncode == 1, result.stderr[-3000:]
     assert "1 job(s) of the sweep failed" in result.stderr
     assert "[system=arag]" in result.stderr and "2 of 2 tasks errored (auth x2)" in result.stderr
