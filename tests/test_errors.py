@@ -25,7 +25,8 @@ from arag.redact import (
     reveal,
     stash_credentials,
 )
-from metrics.geval import GEvalScorer, judge_calls, judge_request, parse_score
+from metrics.geval import GEvalScorer, parse_score
+from metrics.judging import judge_calls, judge_request
 from runners.errors import has_errors, too_many_errors, zero_stale_counts
 from runners.preflight import job_overrides
 from runners.resume import nothing_to_do
