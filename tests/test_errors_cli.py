@@ -187,10 +187,10 @@ def test_a_failing_job_fails_only_itself(tmp_path, monkeypatch, shared_cache):
                          cache=fresh_responses(tmp_path, shared_cache))
     assert result.returncode == 1, result.stderr[-3000:]
     assert "1 job(s) of the sweep failed" in result.stderr
-    assert "[system=arag]" in result.stderr and "2 of 2 tasks errored (auth x2)" in result.stderr
+    assert "[arag]" in result.stderr and "2 of 2 tasks errored (auth x2)" in result.stderr
     assert "check the provider's API key" in result.stderr
     (parent,) = _parents(tmp_path)
     assert {r.data.tags["system"]: r.info.status for r in _jobs(tmp_path)} == {
         "arag": "FAILED", "naive": "FINISHED"}
     assert parent.info.status == "FAILED"
-    assert json.loads(parent.data.tags["failed_jobs"])[0]["job"] == "system=arag"
+    assert json.loads(parent.data.tags["failed_jobs"])[0]["job"] == "arag"
