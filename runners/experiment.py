@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -208,11 +209,16 @@ def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:
     its overrides (``naive retrieval.top_k=8``), leaving out where things are stored."""
     choices = hc.runtime.choices
     if hc.mode == RunMode.MULTIRUN:
-        parts = [f"{k}={choices[k] if k in choices else OmegaConf.select(cfg, k)}"
+        parts = [f"{k}={choices[k] if k in choices else _shown(OmegaConf.select(cfg, k))}"
                  for k in swept if k != "system"]
     else:
         parts = [o for o in hc.overrides.task if not o.startswith(("system=", *_PLACES))]
     return " ".join([cfg.system.name, *parts])[:250]
+
+
+def _shown(value: Any) -> Any:
+    """A swept value as it was typed: ``dense``, not ``RetrievalMethod.dense``."""
+    return value.name if isinstance(value, Enum) else value
 
 
 def _record_failure(sweep_dir: Path, job: str, message: str) -> None:

@@ -14,7 +14,7 @@ from tests.conftest import ROOT, all_runs, compose_cfg, run_cli
 from tests.test_ectsum import ECTSUM, needs_data
 
 pytestmark = [pytest.mark.slow, needs_data]
-BASE = ("system=naive", "dataset=ectsum", "dataset.split=val")
+BASE = ("system=naive", "dataset=ectsum", "dataset.split=val", f"dataset.root={ECTSUM}")
 
 
 def _sentences(limit: int) -> set[str]:

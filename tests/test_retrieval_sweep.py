@@ -50,8 +50,8 @@ def test_arag_and_naive_are_ranked_on_the_same_context_budget(sample_sweep):
                     reason="ECTSum is not in ../shared/datasets/ectsum")
 def test_retrieval_methods_sweep_on_ectsum_val(tmp_path, shared_cache):
     result = run_cli(tmp_path, "system=naive", "dataset=ectsum", "dataset.split=val",
-                     "dataset.limit=6", "retrieval.method=dense,bm25,hybrid",
-                     cache=shared_cache)
+                     "dataset.limit=6", f"dataset.root={SHARED / 'ectsum'}",
+                     "retrieval.method=dense,bm25,hybrid", cache=shared_cache)
     assert result.returncode == 0, result.stderr[-3000:]
     _, children = _children(tmp_path, "ectsum")
     assert len(children) == 3 and all(c.info.status == "FINISHED" for c in children)
