@@ -107,6 +107,7 @@ class MLflowSweepCallback(Callback):
                 "sweep_dir": str(sweep_dir), "swept_keys": swept, "n_jobs": sweep_size(overrides)}
         finished = all_finished(self.client, experiment_id, jobs)
         if finished is not None:  # a re-run of a finished sweep opens no empty parent
+            close_dead_parents(self.client, experiment_id, None)
             log.info("every job of this sweep already FINISHED (runs %s); nothing to do, no "
                      "new parent run. runner.rerun=true runs them again", ", ".join(finished))
             (sweep_dir / track.PARENT_FILE).write_text(json.dumps(info))
@@ -167,9 +168,10 @@ class MLflowSweepCallback(Callback):
                 pass
 
 
-def close_dead_parents(client: Any, experiment_id: str, successor: str) -> None:
+def close_dead_parents(client: Any, experiment_id: str, successor: str | None) -> None:
     """Parents left RUNNING by a sweep process of this machine that no longer exists (killed
-    before any job ran) are closed KILLED, so no run stays RUNNING forever."""
+    before any job ran, or while it closed) are closed KILLED, so no run stays RUNNING
+    forever. ``successor`` is the new parent, None when the re-run had nothing to do."""
     host = socket.gethostname()
     for run in client.search_runs([experiment_id], filter_string="tags.role = 'sweep_parent' "
                                   "and attributes.status = 'RUNNING'", max_results=1000):
@@ -177,7 +179,8 @@ def close_dead_parents(client: Any, experiment_id: str, successor: str) -> None:
         if run.info.run_id == successor or tags.get("sweep_host") != host:
             continue
         if not _alive(int(tags.get("sweep_pid") or 0)):
-            client.set_tag(run.info.run_id, "superseded_by", successor)
+            client.set_tag(run.info.run_id, "superseded_by",
+                           successor or "a re-run with every job already FINISHED")
             client.set_terminated(run.info.run_id, "KILLED")
 
 

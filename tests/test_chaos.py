@@ -104,4 +104,5 @@ def test_killed_at_random_moments_every_task_is_predicted_exactly_once(tmp_path,
     jobs = [r for r in runs if r.data.tags.get("system")]
     assert sorted(r.data.tags["system"] for r in jobs) == ["arag", "stuffing"]
     assert all(r.info.status == "FINISHED" and r.data.metrics["n_errors"] == 0 for r in jobs)
-    assert not [r for r in runs if r.info.status == "RUNNING"]
+    running = [r for r in runs if r.info.status == "RUNNING"]
+    assert not running, [r.data.tags for r in running]
