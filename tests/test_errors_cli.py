@@ -49,7 +49,9 @@ def test_an_api_outage_fails_the_sweep_and_the_same_command_finishes_it(tmp_path
     with FakeAnthropic(overloaded) as fake:
         sweep = ("system=arag,naive,stuffing", "dataset.limit=2", *CLAUDE,
                  f"model.base_url={fake.url}")
-        down = run_cli(tmp_path, *sweep, cache=shared_cache)
+        # no cached replies: another test's answers to these tasks would hide the outage
+        cache = fresh_responses(tmp_path, shared_cache)
+        down = run_cli(tmp_path, *sweep, cache=cache)
         assert down.returncode == 1, down.stderr[-3000:]
         assert "3 job(s) of the sweep failed" in down.stderr
         assert down.stderr.count("2 of 2 tasks errored (overloaded x2)") >= 3
@@ -62,7 +64,7 @@ def test_an_api_outage_fails_the_sweep_and_the_same_command_finishes_it(tmp_path
         assert [p.info.status for p in _parents(tmp_path)] == ["FAILED"]
 
         fake.handler = agent_policy()  # the outage ends: the same command again
-        up = run_cli(tmp_path, *sweep, cache=shared_cache)
+        up = run_cli(tmp_path, *sweep, cache=cache)
         assert up.returncode == 0, up.stderr[-3000:]
         done = _jobs(tmp_path)
         assert [r.info.run_id for r in done] == [r.info.run_id for r in failed]  # continued
@@ -72,7 +74,7 @@ def test_an_api_outage_fails_the_sweep_and_the_same_command_finishes_it(tmp_path
         assert all("too_many_errors" not in r.data.tags for r in done)
 
         asked = len(fake.requests)  # and once more: every task finished, nothing is called
-        again = run_cli(tmp_path, *sweep, cache=shared_cache)
+        again = run_cli(tmp_path, *sweep, cache=cache)
         assert again.returncode == 0, again.stderr[-3000:]
         assert len(fake.requests) == asked
         assert again.stderr.count("nothing to do") >= 3

@@ -83,6 +83,11 @@ def test_index_is_built_once_and_a_finished_sweep_is_not_run_again(sample_sweep)
     # the same sweep again: every run already FINISHED, nothing embedded or predicted
     assert second.stderr.count("nothing to do") == 4  # each job, and the sweep's parent
     assert "every job of this sweep already FINISHED" in second.stderr
+    # every parent in the store has children: the re-run opened no empty parent
+    runs = all_runs(tmp)
+    parents = {r.info.run_id for r in runs if r.data.tags.get("role") == "sweep_parent"}
+    assert len(parents) == 2  # the first sweep's and the changed one's
+    assert parents == {r.data.tags.get("mlflow.parentRunId") for r in runs} - {None}
     assert not embeds.search(second.stderr) and "task traces logged" not in second.stderr
     # a new configuration over the same corpus loads the index instead of embedding
     assert not embeds.search(changed.stderr)
