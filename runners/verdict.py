@@ -54,9 +54,21 @@ class TaskSets:
         return [table[t][key] for t in (self.common if ids is None else ids)
                 if table.get(t, {}).get(key) is not None]
 
+    def has(self, run: Row, key: str) -> bool:
+        """Whether the run has any ``key`` score (stuffing has no retrieval metric at all)."""
+        return any(x.get(key) is not None for x in self.tables[run["run_id"]].values())
+
+    def common_for(self, key: str) -> list[str]:
+        """The common task set of one metric: the tasks every compared run that has the
+        metric answered. For a metric every run has, this is ``common``; a run with no
+        score for it at all (stuffing on retrieval precision) does not shrink it."""
+        scored = [r for r in self.runs if self.has(r, key)]
+        return [t for t in self.all_ids if scored and all(
+            is_answered(self.tables[r["run_id"]].get(t, {"skipped": True})) for r in scored)]
+
     def scored_ids(self, runs: list[Row], key: str) -> list[str]:
-        """Common tasks that every one of ``runs`` has a ``key`` score for."""
-        return [t for t in self.common
+        """Tasks of the metric's common set that every one of ``runs`` has a ``key`` score for."""
+        return [t for t in self.common_for(key)
                 if all(self.tables[r["run_id"]][t].get(key) is not None for r in runs)]
 
     def pair(self, a: Row, b: Row, key: str, ids: list[str] | None = None) -> Paired | None:
@@ -80,7 +92,9 @@ def task_set_section(sets: TaskSets) -> str:
     """How many tasks each run answered, and the common set every comparison uses."""
     lines = [f"Every comparison below (key finding, paired tests, wins and losses, examples, "
              f"the comparison plot) uses the **{len(sets.common)} tasks every compared run "
-             f"answered** (of {len(sets.all_ids)} in the sweep).\n"]
+             f"answered** (of {len(sets.all_ids)} in the sweep). A metric some runs have no "
+             f"score for at all (stuffing retrieves nothing) is compared among the runs that "
+             f"have it, on the tasks all of those answered.\n"]
     rows = []
     for r in sets.runs + sets.left_out:
         recs = list(sets.tables[r["run_id"]].values())
@@ -93,19 +107,23 @@ def task_set_section(sets: TaskSets) -> str:
 
 
 def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
-    scored = [r for r in sets.runs if sets.values(r, key)]
+    scored = [r for r in sets.runs if sets.has(r, key)]
     if not sets.runs:
         return "No run answered any task: nothing to compare."
-    if not sets.common:
-        return ("No task was answered by every compared run, so no run is ranked; each run's "
-                "own means are in the Quality section.")
     if not scored:
         return f"No run has `{key}` scores{reason}."
     ids = sets.scored_ids(scored, key)
+    if not ids:
+        return ("No task was answered by every compared run, so no run is ranked; each run's "
+                "own means are in the Quality section.")
     means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
     ranked = sorted(scored, key=lambda r: means[r["run_id"]], reverse=True)
     best = ranked[0]
-    head = f"On the **{len(ids)} tasks** every compared run answered and has `{key}` for"
+    if len(scored) == len(sets.runs):
+        head = f"On the **{len(ids)} tasks** every compared run answered and has `{key}` for"
+    else:
+        names = ", ".join(r["run"] for r in scored)
+        head = f"On the **{len(ids)} tasks** every run with `{key}` ({names}) answered"
     if len(ranked) == 1:
         return (f"{head}, only **{best['run']}** is scored ({means[best['run_id']]:.3f}): "
                 f"nothing to compare it with. {_cost_sentence(best)}")

@@ -127,3 +127,23 @@ def test_error_taxonomy_shows_the_judges_p_beside_the_mechanical_flag():
     assert "**P** premature termination" in taxonomy and "**IC** incoherence" in taxonomy
     assert "| arag | – | – | – | 1.000 | – | – | – | 1.000 |" in taxonomy
     assert "| naive | – | – | – | 0.000 | – | – | – | not agentic |" in taxonomy
+
+
+def test_a_run_without_the_metric_does_not_shrink_its_task_set():
+    # stuffing fits only 2 of 8 filings and has no retrieval metric at all: arag and naive
+    # are still compared on retrieval precision over every task both answered
+    def ret(tid: str, precision: float) -> dict:
+        return rec(tid, None, retrieval_precision=precision)
+
+    arag = [ret(f"t{k}", 0.8 if k % 4 else 0.6) for k in range(8)]
+    naive = [ret(f"t{k}", 0.2 if k % 4 else 0.4) for k in range(8)]
+    stuffing = [rec("t0", None), rec("t1", None)] + [skipped(f"t{k}") for k in range(2, 8)]
+    rows = [row("arag"), row("naive"), row("stuffing")]
+    text, _ = build_report(rows, {"arag": arag, "naive": naive, "stuffing": stuffing}, "t")
+    assert "**2 tasks every compared run answered** (of 8 in the sweep)" in text
+    finding = section(text, "Key finding")
+    assert finding.startswith("On the **8 tasks** every run with `retrieval_precision` "
+                              "(arag, naive) answered")
+    assert "**arag** 0.750 vs **naive** 0.250" in finding and "significant at 0.05" in finding
+    paired = section(text, "Paired comparisons")
+    assert "| arag vs naive | 8 | 8 | 0.500 |" in paired
