@@ -123,13 +123,13 @@ def _cell(value: Any, digits: int) -> str:
 
 
 def table(finished: list[dict[str, Any]], key: str) -> str:
-    """The verdict's table: run x comparison metric, recall, cost, P50 latency, n."""
+    """The verdict's table: run x comparison metric, recall, cost, P50 latency, and how
+    many of its tasks each run answered (a skipped or errored task has no score)."""
     columns = [(f"{key}_mean", key, 3), ("retrieval_recall_mean", "recall", 3),
-               ("cost_usd_mean", "cost/task $", 5), ("latency_ms_p50", "P50 ms", 0),
-               ("n_tasks", "n", 0)]
-    header = ["run", *(title for _, title, _ in columns)]
-    body = [[r["run"], *(_cell(r.get(name), digits) for name, _, digits in columns)]
-            for r in finished]
+               ("cost_usd_mean", "cost/task $", 5), ("latency_ms_p50", "P50 ms", 0)]
+    header = ["run", *(title for _, title, _ in columns), "answered"]
+    body = [[r["run"], *(_cell(r.get(name), digits) for name, _, digits in columns),
+             f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"] for r in finished]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths, strict=True)))

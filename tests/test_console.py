@@ -68,9 +68,12 @@ def test_verdict_lists_every_run_the_finding_and_where_to_look():
                                  "file:///store/3/p1/artifacts/report.html")
     text = console.verdict(result, "sqlite:///mlruns/mlflow.db")
     lines = text.splitlines()
-    assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "P50", "ms", "n"]
+    assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "P50", "ms",
+                                "answered"]
     assert lines[2].split()[:4] == ["arag", "max_loops=8", "0.250", "0.900"]
+    assert lines[2].split()[-1] == "2/2"
     assert lines[3].split()[:3] == ["stuffing", "0.200", "n/a"]  # no retrieval: n/a, not 0
+    assert lines[3].split()[-1] == "1/2"  # one errored task: answered 1 of 2
     finding = re.sub(r"\*\*|`", "", report.key_finding(ROWS, RECORDS, "rouge2_f1"))
     assert finding in lines and "arag max_loops=8 0.300 vs stuffing 0.100" in finding
     assert "report:  /store/3/p1/artifacts/report.html" in text
