@@ -60,6 +60,7 @@ class MLflowSweepCallback(Callback):
         self.client: Any = None
         self.sweep_dir: Path | None = None
         self.result: Any = None  # the sweep report's findings, for the console's verdict
+        self.earlier: list[Any] = []  # parents holding a finished sweep's verdict (re-run)
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -108,6 +109,7 @@ class MLflowSweepCallback(Callback):
         finished = all_finished(self.client, experiment_id, jobs)
         if finished is not None:  # a re-run of a finished sweep opens no empty parent
             close_dead_parents(self.client, experiment_id, None)
+            self.earlier = earlier_parents(self.client, finished)
             log.info("every job of this sweep already FINISHED (runs %s); nothing to do, no "
                      "new parent run. runner.rerun=true runs them again", ", ".join(finished))
             (sweep_dir / track.PARENT_FILE).write_text(json.dumps(info))
@@ -135,6 +137,13 @@ class MLflowSweepCallback(Callback):
             self._close_parent(failures)
         if self.result is not None:
             print(console.verdict(self.result, str(config.tracking.uri)), flush=True)
+        for run in self.earlier:  # nothing ran: point at the verdict the sweep already has
+            print("\n".join(["", f"Nothing new to compare: the verdict of these runs is on "
+                              f"sweep run {run.info.run_id} ({run.info.run_name}).",
+                              *console.where_to_look(f"{run.info.artifact_uri}/report.html",
+                                                     str(config.tracking.uri),
+                                                     run.info.experiment_id, run.info.run_id)]),
+                  flush=True)
         if config.runner.dry_run and self.sweep_dir:
             print(dryrun.sweep_total(self.sweep_dir), flush=True)
         if failures:
@@ -166,6 +175,14 @@ class MLflowSweepCallback(Callback):
                 self.client.set_terminated(self.parent["run_id"], "FAILED")
             except Exception:  # noqa: BLE001 - best effort at interpreter exit
                 pass
+
+
+def earlier_parents(client: Any, run_ids: list[str]) -> list[Any]:
+    """The finished sweep parents the given runs belong to, oldest first."""
+    ids = {client.get_run(r).data.tags.get("mlflow.parentRunId") for r in run_ids} - {None}
+    parents = [client.get_run(i) for i in ids]
+    return sorted((p for p in parents if p.info.status == "FINISHED"),
+                  key=lambda p: p.info.start_time)
 
 
 def close_dead_parents(client: Any, experiment_id: str, successor: str | None) -> None:

@@ -151,6 +151,16 @@ def local_path(artifact_uri: str) -> str:
     return unquote(parsed.path) if parsed.scheme == "file" else artifact_uri
 
 
+def where_to_look(report_uri: str, tracking_uri: str, experiment_id: str, run_id: str
+                  ) -> list[str]:
+    """The report, the side-by-side page and the run in the MLflow UI."""
+    report = local_path(report_uri)
+    return [f"report:  {report}",
+            f"compare: {report.removesuffix('report.html')}compare.html (every task, side by "
+            "side)",
+            f"MLflow:  {ui_url(tracking_uri, experiment_id, run_id)}"]
+
+
 def verdict(result: ReportResult, tracking_uri: str) -> str:
     """The end of a sweep in the terminal: the table, the key finding, where to look."""
     from runners.report import key_finding
@@ -158,12 +168,9 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
     finished = result.finished
     finding = key_finding(finished, result.records, result.key)
     finding = re.sub(r"\*\*|`", "", finding)
-    report = local_path(result.artifact_uri)
     lines = ["", table(finished, result.key), "", finding, "",
-             f"report:  {report}",
-             f"compare: {report.removesuffix('report.html')}compare.html (every task, side by "
-             "side)",
-             f"MLflow:  {ui_url(tracking_uri, result.experiment_id, result.run_id)}"]
+             *where_to_look(result.artifact_uri, tracking_uri,
+                            result.experiment_id, result.run_id)]
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
     if not_finished:
         lines.insert(3, "not finished: " + ", ".join(f"{r['run']} ({r['status']})"

@@ -88,6 +88,12 @@ def test_index_is_built_once_and_a_finished_sweep_is_not_run_again(sample_sweep)
     parents = {r.info.run_id for r in runs if r.data.tags.get("role") == "sweep_parent"}
     assert len(parents) == 2  # the first sweep's and the changed one's
     assert parents == {r.data.tags.get("mlflow.parentRunId") for r in runs} - {None}
+    # and the re-run says where the verdict of those runs already is
+    earlier = re.search(r"Nothing new to compare: the verdict of these runs is on sweep run "
+                        r"(\w+)", second.stdout)
+    assert earlier and earlier.group(1) in parents, second.stdout[-2000:]
+    assert f"/{earlier.group(1)}/artifacts/report.html" in second.stdout
+    assert f"runs/{earlier.group(1)}/artifacts" in second.stdout  # the MLflow UI address
     assert not embeds.search(second.stderr) and "task traces logged" not in second.stderr
     # a new configuration over the same corpus loads the index instead of embedding
     assert not embeds.search(changed.stderr)
