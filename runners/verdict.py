@@ -69,7 +69,7 @@ class TaskSets:
     def scored_ids(self, runs: list[Row], key: str) -> list[str]:
         """Tasks of the metric's common set that every one of ``runs`` has a ``key`` score for."""
         return [t for t in self.common_for(key)
-                if all(self.tables[r["run_id"]][t].get(key) is not None for r in runs)]
+                if all(self.tables[r["run_id"]].get(t, {}).get(key) is not None for r in runs)]
 
     def pair(self, a: Row, b: Row, key: str, ids: list[str] | None = None) -> Paired | None:
         ids = self.scored_ids([a, b], key) if ids is None else ids
