@@ -152,16 +152,18 @@ def _quote(text: Any) -> str:
 
 
 def examples(sets: TaskSets, key: str) -> str:
-    """On the common tasks: where an agentic run beats every other run by the widest margin,
-    one where a run without retrieval beats every run that retrieves, and the worst task."""
+    """On the metric's common tasks: where an agentic run beats every other run by the
+    widest margin, one where a run without retrieval beats every run that retrieves, and the
+    worst task. Only runs that have the metric take part."""
     out: list[str] = []
+    ids, runs = sets.common_for(key), [r for r in sets.runs if sets.has(r, key)]
 
     def score(run: Row, tid: str) -> float | None:
-        return sets.tables[run["run_id"]][tid].get(key)
+        return sets.tables[run["run_id"]].get(tid, {}).get(key)
 
     def margins(run: Row, rivals: list[Row]) -> list[tuple[float, str]]:
         found = []
-        for tid in sets.common:
+        for tid in ids:
             mine, theirs = score(run, tid), [score(r, tid) for r in rivals]
             if mine is not None and theirs and all(t is not None for t in theirs):
                 best = max(t for t in theirs if t is not None)
@@ -170,25 +172,25 @@ def examples(sets: TaskSets, key: str) -> str:
         return sorted(found, reverse=True)
 
     def note(tid: str, extra: str = "") -> str:
-        listed = ", ".join(f"{r['run']} {score(r, tid):.3f}" for r in sets.runs
+        listed = ", ".join(f"{r['run']} {score(r, tid):.3f}" for r in runs
                            if score(r, tid) is not None)
         return f"`{key}`: {listed}{extra}."
 
-    agentic = next((r for r in sets.runs if r.get("agentic")), None)
-    others = [r for r in sets.runs if r is not agentic]
+    agentic = next((r for r in runs if r.get("agentic")), None)
+    others = [r for r in runs if r is not agentic]
     if agentic is not None and others:
         for margin, tid in margins(agentic, others)[:2]:
             out.append(_block(f"{agentic['run']} beats every other run",
                               sets.tables[agentic["run_id"]][tid],
                               note(tid, f" (margin {margin:.3f})")))
-    retrieving = [r for r in sets.runs if r.get("retrieves")]
-    for run in (r for r in sets.runs if not r.get("retrieves")):
+    retrieving = [r for r in runs if r.get("retrieves")]
+    for run in (r for r in runs if not r.get("retrieves")):
         wins = margins(run, retrieving) if retrieving else []
         if wins:
             out.append(_block(f"{run['run']}, without retrieval, wins",
                               sets.tables[run["run_id"]][wins[0][1]], note(wins[0][1])))
             break
-    scored = [sets.tables[r["run_id"]][t] for r in sets.runs for t in sets.common
+    scored = [sets.tables[r["run_id"]][t] for r in runs for t in ids
               if score(r, t) is not None]
     if scored:
         worst = min(scored, key=lambda x: x[key])

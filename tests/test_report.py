@@ -148,3 +148,5 @@ def test_a_run_without_the_metric_does_not_shrink_its_task_set():
     assert "**arag** 0.750 vs **naive** 0.250" in finding and "significant at 0.05" in finding
     paired = section(text, "Paired comparisons")
     assert "| arag vs naive | 8 | 8 | 0.500 |" in paired
+    examples = section(text, "Examples chosen from the numbers")
+    assert "arag beats every other run" in examples and "`t7`" in examples  # not only t0, t1
