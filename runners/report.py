@@ -398,11 +398,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("parent_run_id")
     parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
     args = parser.parse_args(argv)
+    import mlflow
     from mlflow import MlflowClient
 
     from runners.paths import resolve_tracking_uri
 
-    client = MlflowClient(tracking_uri=resolve_tracking_uri(args.tracking_uri))
+    uri = resolve_tracking_uri(args.tracking_uri)
+    mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
+    client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)
     result = write_sweep_report(client, {"run_id": run.info.run_id,
                                          "experiment_id": run.info.experiment_id,

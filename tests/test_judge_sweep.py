@@ -76,6 +76,9 @@ def check_judged_report(tmp: Path, client) -> None:
                              stdin=subprocess.DEVNULL)
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     assert f"report logged to run {parent.info.run_id}" in rebuilt.stdout
+    # the rebuilt side-by-side page still links every task to its trace in the same store
+    assert "compare.html has no links" not in rebuilt.stderr, rebuilt.stderr[-2000:]
+    assert not (ROOT / "mlflow.db").exists()  # nothing written to a default store
 
 
 def test_judged_sweep_then_rescoring(tmp_path):
