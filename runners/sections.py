@@ -204,8 +204,10 @@ def examples(sets: TaskSets, key: str) -> str:
 
 
 def _block(title: str, rec: dict[str, Any], note: str) -> str:
+    reference = (f"\n\n```\n{rec['reference']}\n```" if rec.get("reference") else
+                 f"none: {rec.get('null_reasons', {}).get('rouge2_f1') or 'the task has none'}")
     return (f"### {title}: `{rec['id']}`\n\n{note}\n\n**Question:** {rec.get('question')}"
-            f"\n\n**Reference:**\n\n```\n{rec.get('reference')}\n```\n\n**Predicted "
+            f"\n\n**Reference:** {reference}\n\n**Predicted "
             f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
 
 

@@ -133,7 +133,7 @@ def test_a_run_without_the_metric_does_not_shrink_its_task_set():
     # stuffing fits only 2 of 8 filings and has no retrieval metric at all: arag and naive
     # are still compared on retrieval precision over every task both answered
     def ret(tid: str, precision: float) -> dict:
-        return rec(tid, None, retrieval_precision=precision)
+        return rec(tid, None, retrieval_precision=precision, reference=None)
 
     arag = [ret(f"t{k}", 0.8 if k % 4 else 0.6) for k in range(8)]
     naive = [ret(f"t{k}", 0.2 if k % 4 else 0.4) for k in range(8)]
@@ -150,3 +150,5 @@ def test_a_run_without_the_metric_does_not_shrink_its_task_set():
     assert "| arag vs naive | 8 | 8 | 0.500 |" in paired
     examples = section(text, "Examples chosen from the numbers")
     assert "arag beats every other run" in examples and "`t7`" in examples  # not only t0, t1
+    # no reference (no reference model): the example says so and why, not an empty block
+    assert "**Reference:** none: the task has none" in examples and "```\n\n```" not in examples
