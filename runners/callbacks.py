@@ -35,17 +35,6 @@ from runners.validation import ConfigError
 log = logging.getLogger(__name__)
 
 
-def sweep_size(overrides: list[str]) -> int:
-    """How many jobs the sweep runs (the product of its swept values), for "job 2/3"."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    size = 1
-    for o in OverridesParser.create().parse_overrides(overrides):
-        if o.is_sweep_override():
-            size *= len(list(o.sweep_string_iterator()))
-    return size
-
-
 def swept_keys(overrides: list[str]) -> list[str]:
     """The keys a sweep varies (``system=a,b``, ``max_loops=3,6``): they name the child runs."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
@@ -105,13 +94,15 @@ class MLflowSweepCallback(Callback):
         swept = swept_keys(overrides)
         sweep_id = f"{sweep_dir.parent.name}_{sweep_dir.name or 'sweep'}"
         info = {"run_id": None, "experiment_id": experiment_id, "sweep_id": sweep_id,
-                "sweep_dir": str(sweep_dir), "swept_keys": swept, "n_jobs": sweep_size(overrides)}
+                "sweep_dir": str(sweep_dir), "swept_keys": swept,
+                "n_jobs": len(jobs)}  # for the progress bars' "job 2/3"
         finished = all_finished(self.client, experiment_id, jobs)
         if finished is not None:  # a re-run of a finished sweep opens no empty parent
             close_dead_parents(self.client, experiment_id, None)
             self.earlier = earlier_parents(self.client, finished)
             log.info("every job of this sweep already FINISHED (runs %s); nothing to do, no "
-                     "new parent run. runner.rerun=true runs them again", ", ".join(finished))
+                     "new parent run. runner.rerun=true runs them again",
+                     ", ".join(r.info.run_id for r in finished))
             (sweep_dir / track.PARENT_FILE).write_text(json.dumps(info))
             return
         run = self.client.create_run(
@@ -177,9 +168,9 @@ class MLflowSweepCallback(Callback):
                 pass
 
 
-def earlier_parents(client: Any, run_ids: list[str]) -> list[Any]:
+def earlier_parents(client: Any, runs: list[Any]) -> list[Any]:
     """The finished sweep parents the given runs belong to, oldest first."""
-    ids = {client.get_run(r).data.tags.get("mlflow.parentRunId") for r in run_ids} - {None}
+    ids = {r.data.tags.get("mlflow.parentRunId") for r in runs} - {None}
     parents = [client.get_run(i) for i in ids]
     return sorted((p for p in parents if p.info.status == "FINISHED"),
                   key=lambda p: p.info.start_time)

@@ -100,13 +100,13 @@ def _key(cfg: DictConfig, *nodes: str) -> str:
     return json.dumps({n: data.get(n) for n in nodes}, sort_keys=True, default=str)
 
 
-def all_finished(client: Any, experiment_id: str, jobs: list[DictConfig]) -> list[str] | None:
-    """The runs of a sweep whose every job already FINISHED with nothing left to do (their
-    ids), or None."""
+def all_finished(client: Any, experiment_id: str, jobs: list[DictConfig]) -> list[Any] | None:
+    """The runs of a sweep whose every job already FINISHED with nothing left to do, or
+    None."""
     from runners.resume import nothing_to_do
     from runners.track import find_run
 
     runs = [find_run(client, experiment_id, config_hash(cfg)) for cfg in jobs]
     if not all(nothing_to_do(run, cfg.runner) for run, cfg in zip(runs, jobs, strict=True)):
         return None
-    return [run.info.run_id for run in runs]
+    return runs

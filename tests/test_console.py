@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runners import compare, console, dryrun, plots, report
-from runners.callbacks import sweep_size
+from runners.preflight import job_overrides
 
 ROWS = [
     {"run": "arag max_loops=8", "run_id": "r1", "system": "arag", "status": "FINISHED",
@@ -137,7 +137,7 @@ def test_total_line_splits_systems_judge_and_dataset():
                                             (["system=arag,naive", "max_loops=2,4"], 4),
                                             (["system=naive"], 1)])
 def test_sweep_size_counts_the_jobs(overrides, size):
-    assert sweep_size(overrides) == size
+    assert len(job_overrides(overrides)) == size  # the parent's n_jobs ("job 2/3")
 
 
 def test_datasets_default_to_data_datasets_inside_the_repository():
