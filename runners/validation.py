@@ -3,13 +3,18 @@ credentials of every provider the run will call."""
 
 from __future__ import annotations
 
+from dataclasses import MISSING, fields, is_dataclass
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
+from arag.config import RANGE
 from arag.llm.registry import require_credentials
 from arag.retrieval import check_precision
 from arag.systems import SYSTEMS
+from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
+from metrics import SCORERS
+from runners.paths import resolve
 
 
 class ConfigError(ValueError):
@@ -18,55 +23,65 @@ class ConfigError(ValueError):
 
 def validate_config(cfg: DictConfig) -> None:
     """Value checks the schema's types cannot express; each names the key and the fix."""
+    tools = list(cfg.system.tools)
+    top_k = cfg.system.top_k or cfg.retrieval.top_k
     checks = [
-        ("max_loops", cfg.max_loops >= 1, "a positive integer, the agent's model-call budget",
-         "max_loops=6"),
-        ("target_length", cfg.target_length >= 1, "a positive number of words",
-         "target_length=50"),
-        ("runner.concurrency", cfg.runner.concurrency >= 1, "at least 1", "runner.concurrency=4"),
-        ("retrieval.top_k", cfg.retrieval.top_k >= 1, "at least 1", "retrieval.top_k=5"),
-        ("retrieval.chunk_size", cfg.retrieval.chunk_size >= 1, "a positive number of words",
-         "retrieval.chunk_size=120"),
-        ("retrieval.chunk_overlap", cfg.retrieval.chunk_overlap >= 0, "0 or more sentences",
-         "retrieval.chunk_overlap=0"),
-        ("retrieval.fusion_k", cfg.retrieval.fusion_k >= 1, "at least 1 (60 is usual)",
-         "retrieval.fusion_k=60"),
-        ("retrieval.dense_weight", 0.0 <= cfg.retrieval.dense_weight <= 1.0,
-         "a share from 0 (bm25 only) to 1 (dense only)", "retrieval.dense_weight=0.5"),
-        ("retrieval.neighbors", cfg.retrieval.neighbors >= 0, "0 or more chunks each side",
-         "retrieval.neighbors=1"),
-        ("retrieval.rerank_candidates", cfg.retrieval.rerank_candidates >= 1,
-         "at least 1 chunk for the reranker to order", "retrieval.rerank_candidates=20"),
-        ("retrieval.context_budget", cfg.retrieval.context_budget is None
-         or cfg.retrieval.context_budget >= 1, "at least 1 chunk, or null for retrieval.top_k",
-         "retrieval.context_budget=null"),
-        ("model.offline.max_chunks_read", cfg.model.offline.max_chunks_read is None
-         or cfg.model.offline.max_chunks_read >= 1,
-         "at least 1 chunk, or null for the context budget", "model.offline.max_chunks_read=null"),
-        ("runner.max_error_rate", 0 <= cfg.runner.max_error_rate <= 1,
-         "a share of tasks from 0 (any error fails the run) to 1", "runner.max_error_rate=0.05"),
-        ("runner.max_cost_usd", cfg.runner.max_cost_usd is None or cfg.runner.max_cost_usd > 0,
-         "a positive amount in USD, or null for no cap", "runner.max_cost_usd=5"),
         ("system.kind", SYSTEMS.has(cfg.system.kind), f"a registered system, one of "
          f"{SYSTEMS.names()}", "system=arag"),
+        ("system.tools", all(t in TOOL_SPECS for t in tools),
+         f"a list of known tools, from {sorted(TOOL_SPECS)}",
+         "system.tools=[keyword_search,semantic_search,chunk_read]"),
+        ("system.top_k" if cfg.system.top_k else "retrieval.top_k",
+         not tools or top_k <= MAX_TOP_K,
+         f"at most {MAX_TOP_K} for a system with tools (the most a search tool returns)",
+         f"{'system' if cfg.system.top_k else 'retrieval'}.top_k={MAX_TOP_K}"),
+        ("metrics.scorers", all(SCORERS.has(n) for n in cfg.metrics.scorers),
+         f"a list of registered scorers, from {SCORERS.names()}",
+         f"metrics.scorers=[{','.join(SCORERS.names())}]"),
         ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
         ("source_run_id", cfg.mode != "evaluate" or bool(cfg.source_run_id),
          "the id of the MLflow run to re-score when mode=evaluate",
          "mode=evaluate source_run_id=<run id from the MLflow UI>"),
-        ("judge.samples", cfg.judge.get("samples", 1) >= 1,
-         "at least 1 independent judge reply per item", "judge.samples=3"),
     ]
     for key, ok, must, example in checks:
         if not ok:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
-    try:  # bf16 where the CPU has no bfloat16 instructions
-        check_precision(str(cfg.retrieval.embedder.precision.value))
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    check_schema(cfg)
+    check_embedder(cfg.retrieval.embedder)
     from runners.judges import panel_configs
 
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
+
+
+def check_embedder(embedder: DictConfig) -> None:
+    """The embedder's path exists, its device is there, its precision runs on this CPU."""
+    if embedder.path is not None and not resolve(embedder.path).exists():
+        raise ConfigError(f"retrieval.embedder.path={embedder.path!r} does not exist. Fix: "
+                          "give the folder of a sentence-transformers model, or "
+                          "retrieval.embedder.path=null for the packaged MiniLM")
+    device = str(embedder.device)
+    if not _device_available(device):
+        raise ConfigError(f"retrieval.embedder.device={device!r} is not available on this "
+                          "machine. Fix: retrieval.embedder.device=cpu")
+    try:  # bf16 where the CPU has no bfloat16 instructions
+        check_precision(str(embedder.precision.value))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _device_available(device: str) -> bool:
+    import torch
+
+    kind, _, index = device.partition(":")
+    if kind == "cpu":
+        return True
+    if kind == "cuda":
+        return (torch.cuda.is_available() and (index == "" or index.isdigit())
+                and int(index or 0) < torch.cuda.device_count())
+    if kind == "mps":
+        return bool(torch.backends.mps.is_available())
+    return False  # not a device the embedder runs on
 
 
 def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
@@ -88,3 +103,41 @@ def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
     for name, node in panel.items():
         nodes[f"judge.panel={name}"] = node
     require_credentials({**nodes, **(more or {})})
+
+
+def check_schema(node: DictConfig, prefix: str = "") -> None:
+    """Every key of a typed config node is one its schema declares (``+foo=bar`` is read by
+    nothing), and every value with a declared ``Range`` (``arag.config.ranged``) is in it."""
+    schema = OmegaConf.get_type(node)
+    if not (isinstance(schema, type) and is_dataclass(schema)):
+        return  # a free-form node (``options``): its reader checks it
+    declared = {f.name: f for f in fields(schema)}
+    for key in node:
+        dotted = f"{prefix}{key}"
+        if key not in declared:
+            raise ConfigError(
+                f"{dotted} is not a setting: nothing reads it (known keys here: "
+                f"{', '.join(sorted(declared))}). Fix: remove +{dotted}=... or correct its name")
+        value = node[key]
+        if isinstance(value, DictConfig):
+            check_schema(value, f"{dotted}.")
+            continue
+        limits = declared[key].metadata.get(RANGE)
+        items = list(value) if isinstance(value, ListConfig) else [value]
+        if limits is not None and not all(limits.allows(v) for v in items):
+            raise ConfigError(f"{dotted}={_shown(value)} is invalid: it must be {limits.must}. "
+                              f"Fix: {dotted}={_shown(_default(declared[key]))}")
+
+
+def _default(f: Any) -> Any:
+    if f.default is not MISSING:
+        return f.default
+    return f.default_factory() if f.default_factory is not MISSING else "<value>"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, ListConfig | list):
+        return f"[{','.join(_shown(v) for v in value)}]"
+    return str(value)
