@@ -1,23 +1,31 @@
 """Hydra callback: one MLflow parent run per multirun, opened before any job starts.
 
 Every job of the sweep is checked first (``runners.preflight``: overrides, values,
-credentials, storage, data), so a sweep that fails validation leaves no run; a re-run of
-a sweep whose every job already FINISHED opens no parent. Opening it first also creates
-the sqlite schema, so parallel jobs (joblib launcher) never race to migrate a fresh
-store. Jobs find the parent through ``mlflow_parent.json`` in the sweep directory (works
-across processes). When the sweep ends the parent gets the comparison of its children
-and is closed: FAILED if any job failed (and the command then exits non-zero), FINISHED
-otherwise. A crash of the sweep itself closes it as FAILED; a parent whose process was
-killed is closed KILLED by the next sweep on the same machine.
+credentials, storage, data), so a sweep that fails validation leaves no run. Opening the
+parent first also creates the sqlite schema, so parallel jobs (joblib launcher) never race
+to migrate a fresh store. Jobs find the parent through ``mlflow_parent.json`` in the sweep
+directory (works across processes). The sweep holds a lock on its folder and on each job's
+predictions (``runners.sweeplock``): a second identical sweep stops at once, naming the
+first. When the sweep ends the parent gets the comparison of its children and is closed:
+FAILED if any job failed (and the command then exits non-zero), FINISHED otherwise. A
+crash of the sweep itself closes it as FAILED; a parent whose process was killed is
+closed KILLED by the next sweep on the same machine.
+
+A re-run of a sweep whose every job FINISHED opens no parent when a finished parent holds
+the report of exactly those runs (tag ``report_runs``); otherwise (the sweep that ran them
+was killed while writing it) it opens one and writes the report, and jobs whose parent
+never finished move under it.
 """
 
 from __future__ import annotations
 
 import atexit
+import hashlib
 import json
 import logging
 import os
 import socket
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +37,18 @@ from arag.datasets import DatasetError
 from arag.llm.base import MissingCredentials
 from arag.redact import keys_with_credentials, redact, redact_logs
 from runners import track
-from runners.preflight import all_finished, check_jobs, credentials_message, job_configs
+from runners.preflight import (
+    all_finished,
+    check_jobs,
+    credentials_message,
+    job_configs,
+    prediction_folders,
+)
+from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 
 log = logging.getLogger(__name__)
+REPORT_RUNS_TAG = "report_runs"  # which job runs the parent's report covers (runs_key)
 
 
 def swept_keys(overrides: list[str]) -> list[str]:
@@ -50,6 +66,7 @@ class MLflowSweepCallback(Callback):
         self.sweep_dir: Path | None = None
         self.result: Any = None  # the sweep report's findings, for the console's verdict
         self.earlier: list[Any] = []  # parents holding a finished sweep's verdict (re-run)
+        self.locks = FolderLocks()
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -80,6 +97,12 @@ class MLflowSweepCallback(Callback):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         if config.runner.dry_run:
             return  # a dry run calls no model and records nothing
+        try:  # no other sweep writes these predictions or into this folder meanwhile
+            self.locks = hold({**prediction_folders(jobs), sweep_dir: "the sweep folder"})
+        except SweepBusy as exc:
+            log.error("%s", exc)
+            raise SystemExit(1) from None
+        clear_sweep_files(sweep_dir)
         try:
             self._open_parent(config, sweep_dir, jobs)
         except track.TrackingError as exc:
@@ -97,14 +120,18 @@ class MLflowSweepCallback(Callback):
                 "sweep_dir": str(sweep_dir), "swept_keys": swept,
                 "n_jobs": len(jobs)}  # for the progress bars' "job 2/3"
         finished = all_finished(self.client, experiment_id, jobs)
-        if finished is not None:  # a re-run of a finished sweep opens no empty parent
+        reported = finished and reporting_parent(self.client, experiment_id, finished)
+        if finished and reported:  # a re-run of a finished sweep opens no empty parent
             close_dead_parents(self.client, experiment_id, None)
-            self.earlier = earlier_parents(self.client, finished)
+            self.earlier = [reported]
             log.info("every job of this sweep already FINISHED (runs %s); nothing to do, no "
                      "new parent run. runner.rerun=true runs them again",
                      ", ".join(r.info.run_id for r in finished))
             (sweep_dir / track.PARENT_FILE).write_text(json.dumps(info))
             return
+        if finished:
+            log.info("every job of this sweep already FINISHED, but no sweep run holds their "
+                     "report (the sweep was stopped while writing it): writing it now")
         run = self.client.create_run(
             experiment_id,
             run_name=f"sweep {' '.join(o for o in overrides if o.split('=')[0] in swept)}"[:250],
@@ -126,6 +153,7 @@ class MLflowSweepCallback(Callback):
         failures = _read_failures(self.sweep_dir) if self.sweep_dir else []
         if self.parent and self.client is not None:
             self._close_parent(failures)
+        self.locks.release()
         if self.result is not None:
             print(console.verdict(self.result, str(config.tracking.uri)), flush=True)
         for run in self.earlier:  # nothing ran: point at the verdict the sweep already has
@@ -149,6 +177,8 @@ class MLflowSweepCallback(Callback):
         assert self.parent is not None
         try:
             self.result = write_sweep_report(self.client, self.parent)
+            self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
+                                runs_key(row["run_id"] for row in self.result.rows))
         except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result
             log.exception("could not build the sweep comparison")
             # visible on the parent: rebuild with python -m runners.report <parent run id>
@@ -168,12 +198,20 @@ class MLflowSweepCallback(Callback):
                 pass
 
 
-def earlier_parents(client: Any, runs: list[Any]) -> list[Any]:
-    """The finished sweep parents the given runs belong to, oldest first."""
-    ids = {r.data.tags.get("mlflow.parentRunId") for r in runs} - {None}
-    parents = [client.get_run(i) for i in ids]
-    return sorted((p for p in parents if p.info.status == "FINISHED"),
-                  key=lambda p: p.info.start_time)
+def runs_key(run_ids: Iterable[str]) -> str:
+    """One value for a set of job runs: what a sweep parent's report covers."""
+    return hashlib.sha256(" ".join(sorted(set(run_ids))).encode()).hexdigest()[:32]
+
+
+def reporting_parent(client: Any, experiment_id: str, runs: list[Any]) -> Any | None:
+    """The latest FINISHED sweep parent whose report covers exactly these runs, or None
+    (its sweep was stopped before the report was written)."""
+    key = runs_key(r.info.run_id for r in runs)
+    found = client.search_runs(
+        [experiment_id], filter_string=f"tags.role = 'sweep_parent' and tags.{REPORT_RUNS_TAG}"
+        f" = '{key}' and attributes.status = 'FINISHED'",
+        order_by=["attributes.start_time DESC"], max_results=1)
+    return found[0] if found else None
 
 
 def close_dead_parents(client: Any, experiment_id: str, successor: str | None) -> None:
@@ -202,6 +240,13 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process: alive
         return True
     return True
+
+
+def clear_sweep_files(sweep_dir: Path) -> None:
+    """A sweep folder used again (a fixed ``hydra.sweep.dir``) starts with no failures or
+    reused runs of the sweep that used it before."""
+    for name in (track.FAILED_JOBS_FILE, track.REUSED_RUNS_FILE, track.PARENT_FILE):
+        (sweep_dir / name).unlink(missing_ok=True)
 
 
 def _read_failures(sweep_dir: Path) -> list[dict[str, str]]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -33,10 +35,12 @@ from runners.job import Job, build_system, cached, prepare
 from runners.judges import panel_configs
 from runners.paths import resolve
 from runners.predict import predict
+from runners.preflight import prediction_folders
 from runners.report import write_run_report
 from runners.resume import prior_run
 from runners.scoring import rescore, score_and_log
 from runners.storage import check_storage
+from runners.sweeplock import SweepBusy, hold
 from runners.traces import log_task_assessments, log_task_traces
 from runners.validation import ConfigError, require_keys, validate_config
 
@@ -187,10 +191,11 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
     run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
-        return run(cfg, parent, run_name=run_name,
-                   sweep_id=(parent or {}).get("sweep_id"))
+        with _single_run_lock(cfg, multirun):
+            return run(cfg, parent, run_name=run_name,
+                       sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
-            TooManyErrors) as exc:
+            TooManyErrors, SweepBusy) as exc:
         message = str(exc)
         log.error("%s", message)
         if not multirun:
@@ -202,6 +207,20 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
             raise
     _record_failure(Path(hc.sweep.dir), run_name, message)
     return None
+
+
+@contextmanager
+def _single_run_lock(cfg: DictConfig, multirun: bool) -> Iterator[None]:
+    """A single run holds its predictions' folder as a sweep does (the sweep callback holds
+    its jobs' folders itself)."""
+    if multirun or cfg.runner.dry_run or cfg.mode != "run":
+        yield
+        return
+    locks = hold(prediction_folders([cfg]))
+    try:
+        yield
+    finally:
+        locks.release()
 
 
 def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:

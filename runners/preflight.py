@@ -8,12 +8,14 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from arag.redact import keys_with_credentials
-from runners.identity import config_hash, resolved
+from runners.identity import config_hash, predictions_hash, resolved
+from runners.paths import resolve
 from runners.storage import check_storage
 from runners.validation import ConfigError, require_keys, validate_config
 
@@ -93,6 +95,13 @@ def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
         if data not in checked:  # the dataset loads (files, fields, gold) as the job will
             prepare(cfg, call_models=False)
             checked.add(data)
+
+
+def prediction_folders(jobs: list[DictConfig]) -> dict[Path, str]:
+    """The folder of each job's predictions (what a second sweep must not write to), with
+    what it holds in words."""
+    return {resolve(cfg.runner.runs_dir) / predictions_hash(cfg):
+            f"the predictions of {cfg.system.name}" for cfg in jobs}
 
 
 def _key(cfg: DictConfig, *nodes: str) -> str:

@@ -31,7 +31,8 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
         log.info("%s: this configuration already FINISHED as run %s (config hash %s); nothing "
                  "to do. runner.rerun=true runs it again", cfg.system.name,
                  existing.info.run_id, job.config_hash)
-        record_reused(parent, existing.info.run_id)
+        if not adopt(client, existing, parent):
+            record_reused(parent, existing.info.run_id)
         return None, dict(existing.data.metrics)
     errored = has_errors(existing.data.metrics) and cfg.runner.retry_errors
     log.info("%s: continuing run %s (%s before%s)", cfg.system.name, existing.info.run_id,
@@ -54,6 +55,18 @@ def start_fresh(predictions_path: Path) -> None:
         aside = predictions_path.with_name(f"predictions.{int(time.time())}.jsonl")
         predictions_path.rename(aside)
         log.info("runner.rerun=true: previous predictions kept as %s", aside)
+
+
+def adopt(client: Any, run: Any, parent: dict[str, Any] | None) -> bool:
+    """A finished job whose sweep run never finished (killed, its report never written)
+    moves under this sweep's run, so the latest sweep run lists it in the UI too."""
+    old = run.data.tags.get("mlflow.parentRunId")
+    new = (parent or {}).get("run_id")
+    if not new or not old or old == new or client.get_run(old).info.status == "FINISHED":
+        return False
+    client.set_tag(run.info.run_id, "mlflow.parentRunId", new)
+    client.set_tag(run.info.run_id, "moved_from_sweep_run", old)
+    return True
 
 
 def record_reused(parent: dict[str, Any] | None, run_id: str) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -19,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from arag.redact import redact, redact_data
+from arag.redact import has_credentials, redact, redact_data
 from runners.paths import PROJECT_ROOT, resolve
 from runners.storage import check_tracking
 
@@ -27,6 +28,8 @@ log = logging.getLogger(__name__)
 PARENT_FILE = "mlflow_parent.json"
 FAILED_JOBS_FILE = "failed_jobs.jsonl"
 REUSED_RUNS_FILE = "reused_runs.jsonl"
+# MLflow's own run links carry the tracking URI as given; our console prints redacted ones
+SILENCE_RUN_LINKS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
 
 
 class TrackingError(RuntimeError):
@@ -40,6 +43,8 @@ def connect(tracking_cfg: Any):
     from mlflow import MlflowClient
 
     uri = check_tracking(tracking_cfg)
+    if has_credentials(uri):  # MLflow prints "View run ... at: <uri>" with them otherwise
+        os.environ[SILENCE_RUN_LINKS] = "true"
     mlflow.set_tracking_uri(uri)
     client = MlflowClient(tracking_uri=uri)
     try:

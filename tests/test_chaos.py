@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.anthropic_fake import FakeAnthropic, agent_policy, error
-from tests.conftest import ROOT, all_runs, store_overrides
+from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
 pytestmark = pytest.mark.slow
 KILLS = 10
@@ -106,3 +106,85 @@ def test_killed_at_random_moments_every_task_is_predicted_exactly_once(tmp_path,
     assert all(r.info.status == "FINISHED" and r.data.metrics["n_errors"] == 0 for r in jobs)
     running = [r for r in runs if r.info.status == "RUNNING"]
     assert not running, [r.data.tags for r in running]
+
+
+def _claude_sweep(tmp_path: Path, cache: Path, url: str, *extra: str) -> list[str]:
+    return [sys.executable, "run.py", "-m", "system=arag,stuffing", "model=claude-haiku-4-5",
+            "model.retry_base_delay_s=0.01", f"model.base_url={url}",
+            *store_overrides(tmp_path, cache), *extra]
+
+
+def test_two_identical_sweeps_at_once_run_once(tmp_path, shared_cache):
+    """Two identical sweeps started together (into one sweep folder, the worst case): one
+    runs, the other stops at once naming it; one set of runs, 6 records each, no request
+    sent twice, no traceback."""
+    with FakeAnthropic(delay=0.05) as fake:
+        cmd = _claude_sweep(tmp_path, tmp_path / "cache", fake.url,
+                            f"hydra.sweep.dir={tmp_path}/multirun/same")
+        env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+        procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for _ in range(2)]
+        outs = [p.communicate(timeout=600) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 1], [err[-3000:] for _, err in outs]
+    winner, loser = (0, 1) if procs[0].returncode == 0 else (1, 0)
+    refusal = outs[loser][1]
+    assert f"is in use by process {procs[winner].pid}" in refusal, refusal[-2000:]
+    assert "started" in refusal and "Fix: wait for it to end" in refusal
+    for _, err in outs:
+        assert "Traceback" not in err and "Trace with ID" not in err
+    bodies = [json.dumps(r["json"], sort_keys=True) for r in fake.requests]
+    assert len(bodies) == len(set(bodies))  # no paid call made twice
+    logs = sorted(tmp_path.glob("runs/*/predictions.jsonl"))
+    assert [len(p.read_text().splitlines()) for p in logs] == [6, 6]
+    runs = all_runs(tmp_path)
+    assert sorted(r.data.tags.get("system", "parent") for r in runs) == [
+        "arag", "parent", "stuffing"]
+    assert all(r.info.status == "FINISHED" for r in runs)
+
+
+KILL_IN_REPORT = """
+import os, runpy, signal, sys
+import runners.report as report
+
+def killed(client, parent):  # the report is being logged when the process is killed
+    client.set_tag(parent["run_id"], "writing_report", "yes")
+    os.kill(os.getpid(), signal.SIGKILL)
+
+report.write_sweep_report = killed
+sys.argv = ["run.py", *sys.argv[1:]]
+runpy.run_path("run.py", run_name="__main__")
+"""
+
+
+def test_a_sweep_killed_while_writing_its_report_gets_it_on_the_next_run(tmp_path,
+                                                                        shared_cache):
+    args = ["-m", "system=naive,stuffing", "dataset.limit=2",
+            *store_overrides(tmp_path, shared_cache)]
+    killed = subprocess.run([sys.executable, "-c", KILL_IN_REPORT, *args,
+                             f"hydra.sweep.dir={tmp_path}/multirun/0"], cwd=ROOT,
+                            capture_output=True, text=True, timeout=600,
+                            stdin=subprocess.DEVNULL)
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+    (dead,) = [r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent"]
+    again = subprocess.run([sys.executable, "run.py", *args,
+                            f"hydra.sweep.dir={tmp_path}/multirun/1"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert again.returncode == 0, again.stderr[-3000:]
+    runs = {r.info.run_id: r for r in all_runs(tmp_path)}
+    parents = [r for r in runs.values() if r.data.tags.get("role") == "sweep_parent"]
+    (latest,) = [p for p in parents if p.info.run_id != dead.info.run_id]
+    assert latest.info.status == "FINISHED" and runs[dead.info.run_id].info.status == "KILLED"
+    assert "report.html" in {a.path for a in client_for(tmp_path).list_artifacts(
+        latest.info.run_id)}
+    assert latest.info.run_id in again.stdout  # the verdict points at the new report
+    jobs = [r for r in runs.values() if r.data.tags.get("system")]
+    assert len(jobs) == 2 and all(  # the latest sweep run lists both jobs, in the UI too
+        j.data.tags["mlflow.parentRunId"] == latest.info.run_id for j in jobs)
+    third = subprocess.run([sys.executable, "run.py", *args,
+                            f"hydra.sweep.dir={tmp_path}/multirun/2"], cwd=ROOT,
+                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert third.returncode == 0 and "Nothing new to compare" in third.stdout
+    assert latest.info.run_id in third.stdout
+    assert len([r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent"]) == 2

@@ -11,6 +11,8 @@ import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -122,7 +124,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache):
+@contextmanager
+def _mlflow_server(tmp_path: Path) -> Iterator[int]:
+    """A real ``mlflow server`` on a free port (its sqlite store and artifacts in tmp_path)."""
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
@@ -139,6 +143,14 @@ def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache):
                 if time.time() > deadline:
                     pytest.fail("mlflow server did not start")
                 time.sleep(0.5)
+        yield port
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache):
+    with _mlflow_server(tmp_path) as port:
         result = run_cli(tmp_path, "system=arag,naive,stuffing", "dataset.limit=3",
                          f"tracking.uri=http://127.0.0.1:{port}", cache=shared_cache)
         assert result.returncode == 0, result.stderr[-3000:]
@@ -153,9 +165,21 @@ def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache):
         assert all(c.info.status == "FINISHED" for c in children)
         files = {a.path for a in client.list_artifacts(children[0].info.run_id)}
         assert "predictions.jsonl" in files
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+
+
+def test_a_password_in_the_tracking_uri_is_never_printed(tmp_path, shared_cache):
+    """MLflow prints "View run ... at: <tracking uri>" for a server; with credentials in the
+    URI those lines are silenced (the harness prints its own, redacted)."""
+    with _mlflow_server(tmp_path) as port:
+        uri = f"http://user:s3cr3t-pass@127.0.0.1:{port}"
+        swept = run_cli(tmp_path, "system=naive,stuffing", "dataset.limit=1",
+                        f"tracking.uri={uri}", cache=shared_cache)
+        single = run_cli(tmp_path, "system=naive", "dataset.limit=1", "max_loops=3",
+                         f"tracking.uri={uri}", cache=shared_cache, sweep=False)
+    for result in (swept, single):
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert "s3cr3t-pass" not in result.stdout + result.stderr
+        assert f"http://***@127.0.0.1:{port}" in result.stdout  # where to look, redacted
 
 
 def test_unreachable_tracking_server_fails_clearly(tmp_path, monkeypatch):
