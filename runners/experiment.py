@@ -21,9 +21,11 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from arag.datasets import DatasetError
-from arag.llm import ChatModel, make_model
+from arag.llm import ChatModel, Prices, make_model
 from arag.llm.base import MissingCredentials
+from arag.llm.cache import MeteredModel, SpendJournal
 from arag.llm.registry import PROVIDERS
+from arag.records import Prediction
 from arag.redact import redact_logs
 from arag.retrieval import build_chunks
 from arag.systems import Sources
@@ -64,7 +66,7 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
     job = prepare(cfg, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
         return _dry_run(job, run_name)
-    model = cached(make_model(cfg.model), cfg)
+    model = _journaled(cached(make_model(cfg.model), cfg), job)
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
         client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
@@ -156,6 +158,25 @@ def _sweep_dir() -> Path | None:
     return path
 
 
+def _journaled(model: ChatModel, job: Job) -> ChatModel:
+    """The system's paid calls are journaled as they return (the free offline model's are
+    not), so a kill loses no spend."""
+    if model.provider == "offline":
+        return model
+    return MeteredModel(model, Prices.from_config(job.cfg.model), SpendJournal(job.spend_path))
+
+
+def spend_metrics(job: Job, predictions: list[Prediction]) -> dict[str, float]:
+    """``spend_usd_total``: every paid call of these predictions, as journaled;
+    ``spend_usd_unrecorded``: the part no record counts (tasks in flight at a kill,
+    errored tasks predicted again). None without a journal (nothing was paid for)."""
+    if not job.spend_path.exists():
+        return {}
+    spend = SpendJournal(job.spend_path).spend_total()
+    recorded = sum(p.cost_usd or 0.0 for p in predictions)
+    return {"spend_usd_total": spend, "spend_usd_unrecorded": max(0.0, spend - recorded)}
+
+
 def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
              ) -> dict[str, float]:
     cfg = job.cfg
@@ -170,7 +191,7 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         tracker.end_status = "KILLED"
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
-        **job.index_metrics()})
+        **job.index_metrics(), **spend_metrics(job, outcome.predictions)})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,

@@ -23,6 +23,7 @@ from runners.paths import resolve
 from runners.validation import ConfigError, validate_config
 
 log = logging.getLogger(__name__)
+SPEND_FILE = "spend.jsonl"
 
 
 @dataclass
@@ -35,6 +36,11 @@ class Job:
     predictions_path: Path
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def spend_path(self) -> Path:
+        """The journal of every paid call made for these predictions (``SpendJournal``)."""
+        return self.predictions_path.with_name(SPEND_FILE)
 
     @property
     def system_class(self) -> type[System]:

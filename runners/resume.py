@@ -11,7 +11,7 @@ from typing import Any
 
 from runners import track
 from runners.errors import has_errors
-from runners.job import Job
+from runners.job import SPEND_FILE, Job
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,14 @@ def nothing_to_do(run: Any, runner: Any) -> bool:
 
 def start_fresh(predictions_path: Path) -> None:
     """runner.rerun=true: keep the old predictions aside and predict every task again."""
+    stamp = int(time.time())
     if predictions_path.exists():
-        aside = predictions_path.with_name(f"predictions.{int(time.time())}.jsonl")
+        aside = predictions_path.with_name(f"predictions.{stamp}.jsonl")
         predictions_path.rename(aside)
         log.info("runner.rerun=true: previous predictions kept as %s", aside)
+    spend = predictions_path.with_name(SPEND_FILE)
+    if spend.exists():  # their spend goes with them
+        spend.rename(spend.with_name(f"spend.{stamp}.jsonl"))
 
 
 def adopt(client: Any, run: Any, parent: dict[str, Any] | None) -> bool:

@@ -129,12 +129,18 @@ class RunTracker:
         return dict(self.client.get_run(self.run_id).data.metrics)
 
     def log_metrics(self, metrics: dict[str, float], step: int = 0) -> None:
+        """Log metrics; a value the run already holds (a continued run's unchanged
+        metrics) is not logged again, so its history has no repeated points."""
+        import math
         import time
 
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(k, float(v), now, step) for k, v in sorted(metrics.items())]
+        held = self.metrics()
+        items = [Metric(k, float(v), now, step) for k, v in sorted(metrics.items())
+                 if k not in held or not (held[k] == float(v)
+                                          or math.isnan(held[k]) and math.isnan(float(v)))]
         for i in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[i:i + 1000])
 

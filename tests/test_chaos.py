@@ -188,3 +188,44 @@ def test_a_sweep_killed_while_writing_its_report_gets_it_on_the_next_run(tmp_pat
     assert third.returncode == 0 and "Nothing new to compare" in third.stdout
     assert latest.info.run_id in third.stdout
     assert len([r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent"]) == 2
+
+
+def test_a_kill_loses_no_spend(tmp_path):
+    """One call at a time, killed as the 5th request arrives: the 4 replies before it were
+    paid and are in the spend journal, though the task in flight has no record; the re-run
+    answers that task's first call from the cache, so spend_usd_total is every paid reply
+    once, and the part no record counts is spend_usd_unrecorded."""
+    from arag.llm import Prices, Usage
+    from tests.conftest import compose_cfg
+
+    victim: dict[str, subprocess.Popen] = {}
+    policy = agent_policy()
+
+    def kill_at_fifth(request: dict, n: int) -> dict:
+        if n == 4 and "run" in victim:
+            os.killpg(victim.pop("run").pid, signal.SIGKILL)
+            return {"drop": True}
+        return policy(request, n)
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+    with FakeAnthropic(kill_at_fifth) as fake:
+        cmd = [*_claude_sweep(tmp_path, tmp_path / "cache", fake.url, "dataset.limit=3",
+                              "runner.concurrency=1")]
+        cmd[cmd.index("system=arag,stuffing")] = "system=arag"
+        victim["run"] = subprocess.Popen(
+            [*cmd, f"hydra.sweep.dir={tmp_path}/multirun/0"], cwd=ROOT, env=env,
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            start_new_session=True)
+        assert victim["run"].wait(timeout=600) == -signal.SIGKILL
+        done = subprocess.run([*cmd, f"hydra.sweep.dir={tmp_path}/multirun/1"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=600,
+                              stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    prices = Prices.from_config(compose_cfg(["model=claude-haiku-4-5"]).model)
+    paid = sum(prices.cost_usd(Usage(**u)) for u in fake.usages)
+    (job,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    metrics = job.data.metrics
+    assert metrics["spend_usd_total"] == pytest.approx(paid, rel=1e-6)
+    assert metrics["spend_usd_unrecorded"] > 0  # the calls of the task in flight at the kill
+    assert metrics["spend_usd_unrecorded"] == pytest.approx(
+        paid - metrics["cost_usd_total"], rel=1e-6)

@@ -22,6 +22,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -213,23 +214,58 @@ class CachedModel(ChatModel):
         write_text_atomically(path, json.dumps(data, ensure_ascii=False))
 
 
+class SpendJournal:
+    """An append-only log of every paid call, one JSON line written as the call returns:
+    the spend of calls whose task never got a record (a kill, a retried error) is still
+    counted (``spend_total``)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+
+    def record(self, cost_usd: float, usage: Usage) -> None:
+        line = json.dumps({"cost_usd": round(cost_usd, 10), "input_tokens": usage.input_tokens,
+                           "output_tokens": usage.output_tokens, "at": round(time.time(), 3)})
+        with self._lock:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(self.path, "a", encoding="utf-8") as f:  # O_APPEND: one whole line
+                f.write(line + "\n")
+
+    def spend_total(self) -> float:
+        """USD over every intact line (a line torn by a kill is not a call that returned)."""
+        if not self.path.exists():
+            return 0.0
+        total = 0.0
+        for line in self.path.read_text(encoding="utf-8").splitlines():
+            try:
+                total += float(json.loads(line)["cost_usd"])
+            except (ValueError, KeyError, TypeError):
+                continue
+        return total
+
+
 class MeteredModel(ChatModel):
-    """Counts the calls, cost and failures of a model used outside a system (the judge).
+    """Counts the calls, cost and failures of a model: the judge's, and the system's (whose
+    paid calls also go to a ``SpendJournal`` as they return).
 
     ``errors``: failed calls by ``ModelError.kind``, plus ``unparseable`` for replies the
     caller could not read (``forget_reply``).
     """
 
-    def __init__(self, inner: ChatModel, prices: Any):
+    def __init__(self, inner: ChatModel, prices: Any, journal: SpendJournal | None = None):
         self.inner = inner
         self.name = inner.name
         self.provider = inner.provider
         self.prices = prices
+        self.journal = journal
         self.calls = 0
         self.cached_calls = 0
         self.cost_usd = 0.0
         self.errors: Counter[str] = Counter()
         self._lock = threading.Lock()
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
 
     @property
     def can_judge(self) -> bool:
@@ -277,9 +313,10 @@ class MeteredModel(ChatModel):
     def _meter(self, completion: Completion) -> None:
         # Message Batches are billed at half the list price
         factor = 0.5 if completion.meta.get("batch") else 1.0
+        cost = 0.0 if completion.cached else factor * self.prices.cost_usd(completion.usage)
         with self._lock:
             self.calls += 1
-            if completion.cached:
-                self.cached_calls += 1
-            else:
-                self.cost_usd += factor * self.prices.cost_usd(completion.usage)
+            self.cached_calls += completion.cached
+            self.cost_usd += cost
+        if self.journal is not None and not completion.cached:
+            self.journal.record(cost, completion.usage)
