@@ -107,5 +107,17 @@ def too_many_errors(metrics: Mapping[str, float], runner: Any) -> str | None:
             "runner.max_error_rate=0.1 accepts up to 10% errors")
 
 
+def all_skipped(predictions: list[Prediction]) -> str | None:
+    """Why a run with tasks has no task that ran (every one skipped), or None: such a run
+    answered nothing and must not end FINISHED as if it had been scored."""
+    if not predictions or not all(p.skipped for p in predictions):
+        return None
+    reasons = Counter(p.skip_reason or "no reason given" for p in predictions)
+    reason, n = reasons.most_common(1)[0]
+    return (f"every one of the {len(predictions)} tasks was skipped ({n} of them: {reason}); "
+            "nothing was answered or scored. Fix: change the setting the reason names (e.g. "
+            "model.context_limit, or a retrieving system such as system=naive)")
+
+
 def _counts(kinds: Mapping[str, int]) -> str:
     return ", ".join(f"{kind} x{n}" for kind, n in sorted(kinds.items(), key=lambda kv: -kv[1]))

@@ -31,7 +31,7 @@ from arag.retrieval import build_chunks
 from arag.systems import Sources
 from runners import dryrun, track
 from runners.console import quiet, verdict
-from runners.errors import TooManyErrors, too_many_errors
+from runners.errors import TooManyErrors, all_skipped, too_many_errors
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
 from runners.judges import panel_configs
@@ -82,12 +82,14 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
                            (parent or {}).get("run_id"), resume_id) as tracker:
         tracker.log_params(track.flatten(resolved(cfg)))
         tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
-        metrics = _execute(job, model, tracker, _progress_label(run_name or cfg.system.name,
-                                                               parent))
+        metrics, predictions = _execute(job, model, tracker, _progress_label(
+            run_name or cfg.system.name, parent))
         failed = too_many_errors(metrics, cfg.runner)
-        if failed:  # FAILED, so the same command continues it and retries the errors
-            tracker.set_tags({"too_many_errors": failed})
+        skipped = all_skipped(predictions)
+        if failed or skipped:  # FAILED, so the same command continues it (retrying errors)
+            tracker.set_tags({"too_many_errors": failed} if failed else {"all_skipped": skipped})
             tracker.end_status = "FAILED"
+        failed = failed or skipped
     log.info("%s: %s", cfg.system.name, ", ".join(
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:
@@ -178,7 +180,7 @@ def spend_metrics(job: Job, predictions: list[Prediction]) -> dict[str, float]:
 
 
 def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
-             ) -> dict[str, float]:
+             ) -> tuple[dict[str, float], list[Prediction]]:
     cfg = job.cfg
     system = build_system(job, model)
     outcome = predict(
@@ -198,7 +200,7 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
                                       cfg.judge.name)
     log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
              n_assessed)
-    return metrics
+    return metrics, outcome.predictions
 
 
 def main(cfg: DictConfig) -> dict[str, float] | None:

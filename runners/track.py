@@ -215,7 +215,7 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
         resumes = int(run.data.tags.get("resumed", "0")) + 1
         for key, value in {**all_tags, "resumed": str(resumes)}.items():
             client.set_tag(resume_run_id, key, value)
-        for stale in ("error", "stopped", "n_not_run", "too_many_errors"):
+        for stale in ("error", "stopped", "n_not_run", "too_many_errors", "all_skipped"):
             if stale in run.data.tags:
                 client.delete_tag(resume_run_id, stale)
     else:

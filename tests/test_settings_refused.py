@@ -63,3 +63,13 @@ def test_the_sweep_stops_before_any_run_opens(setting, tmp_path):
     assert "Traceback" not in result.stderr
     runs = all_runs(tmp_path) if (tmp_path / "mlflow.db").exists() else []
     assert runs == []
+
+
+def test_a_run_whose_every_task_was_skipped_is_not_finished(tmp_path, shared_cache):
+    result = run_cli(tmp_path, "system=stuffing", "dataset.limit=2", "model.context_limit=1100",
+                     cache=shared_cache, sweep=False)
+    assert result.returncode != 0
+    assert "every one of the 2 tasks was skipped" in result.stderr, result.stderr[-2000:]
+    assert "exceeds the model's context" in result.stderr and "Fix:" in result.stderr
+    (run,) = all_runs(tmp_path)
+    assert run.info.status == "FAILED" and "all_skipped" in run.data.tags
