@@ -84,12 +84,12 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
         metrics, predictions = _execute(job, model, tracker, _progress_label(
             run_name or cfg.system.name, parent))
-        failed = too_many_errors(metrics, cfg.runner)
-        skipped = all_skipped(predictions)
-        if failed or skipped:  # FAILED, so the same command continues it (retrying errors)
-            tracker.set_tags({"too_many_errors": failed} if failed else {"all_skipped": skipped})
+        problems = {"too_many_errors": too_many_errors(metrics, cfg.runner),
+                    "all_skipped": all_skipped(predictions)}
+        failed = next((why for why in problems.values() if why), None)
+        if failed:  # FAILED, so the same command continues it (retrying errors)
+            tracker.set_tags({tag: why for tag, why in problems.items() if why})
             tracker.end_status = "FAILED"
-        failed = failed or skipped
     log.info("%s: %s", cfg.system.name, ", ".join(
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:

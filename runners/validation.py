@@ -112,7 +112,7 @@ def check_schema(node: DictConfig, prefix: str = "") -> None:
     if not (isinstance(schema, type) and is_dataclass(schema)):
         return  # a free-form node (``options``): its reader checks it
     declared = {f.name: f for f in fields(schema)}
-    for key in node:
+    for key in map(str, node):
         dotted = f"{prefix}{key}"
         if key not in declared:
             raise ConfigError(
