@@ -4,6 +4,7 @@ a line that cannot be written in full (a full disk) is taken back."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 from pathlib import Path
@@ -50,3 +51,12 @@ def _cut_back(fd: int, size: int) -> None:
         os.ftruncate(fd, size)
     except OSError:
         pass  # the disk refuses even that: the next read sets the torn line aside
+
+
+def sha256_file(path: Path) -> str:
+    """SHA-256 of a file's bytes, read in blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
