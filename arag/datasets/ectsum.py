@@ -62,6 +62,7 @@ from arag.datasets.base import (
     read_text_lines,
     register_adapter,
     resolve_root,
+    split_lines,
     validate,
 )
 from arag.records import Corpus, Document, Task
@@ -124,7 +125,7 @@ def read_reference(path: Path, transcript: Path) -> str:
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
                            "file as UTF-8", path) from None
-    bullets = [normalise(line) for line in text.splitlines()]
+    bullets = [normalise(line) for line in split_lines(text)]
     reference = "\n".join(b for b in bullets if b)
     if not reference:
         raise DatasetError("reference summary is empty; restore it or remove the transcript",
@@ -151,8 +152,8 @@ def read_labels(root: Path, split: str) -> tuple[dict[str, list[str]] | None, Pa
                            "file name per line); restore it from the upstream repository",
                            files_path)
     try:
-        rows = labels_path.read_text(encoding="utf-8-sig").splitlines()
-        names = [n.strip() for n in files_path.read_text(encoding="utf-8-sig").splitlines()]
+        rows = split_lines(labels_path.read_text(encoding="utf-8-sig"))
+        names = [n.strip() for n in split_lines(files_path.read_text(encoding="utf-8-sig"))]
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
                            labels_path) from None

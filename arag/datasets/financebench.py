@@ -243,6 +243,10 @@ def read_doc_info(path: Path) -> dict[str, dict[str, Any]]:
     info = {}
     for n, obj in read_jsonl(path):
         name = require(obj, "doc_name", str, path, n)
+        if Path(name).name != name or name.startswith("."):
+            raise DatasetError(f"{name!r} is not a plain file name: each filing is read from "
+                               f"{PDFS}/<doc_name>.pdf under dataset.root. Fix: give the PDF's "
+                               "name without folders or '..'", path, n, "doc_name")
         doc_type = str(obj.get("doc_type", "")).lower()
         if doc_type not in DOC_TYPES:
             raise DatasetError(f"doc_type {obj.get('doc_type')!r} is unknown; expected one of "
