@@ -36,7 +36,7 @@ from runners.predict import predict
 from runners.report import write_run_report
 from runners.resume import prior_run
 from runners.scoring import rescore, score_and_log
-from runners.storage import check_storage
+from runners.storage import check_storage, storage_errors
 from runners.traces import log_task_assessments, log_task_traces
 from runners.validation import ConfigError, require_keys, validate_config
 
@@ -187,8 +187,8 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
     run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
-        return run(cfg, parent, run_name=run_name,
-                   sweep_id=(parent or {}).get("sweep_id"))
+        with storage_errors(cfg):  # a full disk or read-only store: path, key and fix
+            return run(cfg, parent, run_name=run_name, sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors) as exc:
         message = str(exc)

@@ -60,6 +60,7 @@ from arag.datasets.base import (
     Dataset,
     DatasetError,
     read_text_lines,
+    read_utf8,
     register_adapter,
     resolve_root,
     split_lines,
@@ -120,11 +121,7 @@ def read_reference(path: Path, transcript: Path) -> str:
     if not path.exists():
         raise DatasetError(f"transcript {transcript.name} has no reference summary; restore "
                            f"{path.name} in gt_summaries/ or remove the transcript", path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
-                           "file as UTF-8", path) from None
+    text = read_utf8(path, "reference summary not found")
     bullets = [normalise(line) for line in split_lines(text)]
     reference = "\n".join(b for b in bullets if b)
     if not reference:
