@@ -126,3 +126,18 @@ def test_a_task_that_crashes_the_system_is_a_recorded_error_and_the_others_go_on
     crashed = out.predictions[1]
     assert crashed.error_kind == "crash" and "OverflowError: cannot convert" in crashed.error
     assert read_log(log)["t1"].error == crashed.error
+
+
+def test_a_rerun_keeps_the_old_log_and_its_set_aside_lines_together(tmp_path):
+    from runners.resume import start_fresh
+
+    log = tmp_path / "predictions.jsonl"
+    predict(CountingSystem(), _tasks(2), log, source="s", progress=False)
+    with open(log, "a") as f:
+        f.write("not json\n")
+    read_log(log)
+    start_fresh(log)
+    (old,) = tmp_path.glob("predictions.*[0-9].jsonl")
+    assert len(read_log(old)) == 2 and not log.exists()
+    assert (tmp_path / f"{old.name}.damaged").read_text() == "not json\n"
+    assert not (tmp_path / "predictions.jsonl.damaged").exists()
