@@ -75,12 +75,13 @@ def test_a_damaged_middle_record_keeps_every_other_record_and_predicts_only_its_
     log = tmp_path / "predictions.jsonl"
     predict(CountingSystem(), _tasks(6), log, source="s", progress=False)
     lines = log.read_text().splitlines(keepends=True)
+    damaged = json.loads(lines[2])["id"]
     lines[2] = lines[2][: len(lines[2]) // 2] + "\n"  # damaged in the middle of the log
     lines[4] = "[1, 2]\n" + lines[4]  # valid JSON, not an object
     log.write_text("".join(lines))
     system = CountingSystem()
     out = predict(system, _tasks(6), log, source="s", progress=False)
-    assert system.calls == ["t2"] and out.n_resumed == 5 and out.n_new == 1
+    assert system.calls == [damaged] and out.n_resumed == 5 and out.n_new == 1
     assert sorted(read_log(log)) == [f"t{i}" for i in range(6)]
     aside = (tmp_path / "predictions.jsonl.damaged").read_text().splitlines()
     assert aside == [lines[2].rstrip("\n"), "[1, 2]"]
