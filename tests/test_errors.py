@@ -31,9 +31,9 @@ from metrics.judging import judge_calls, judge_request
 from runners.errors import has_errors, too_many_errors, zero_stale_counts
 from runners.preflight import job_overrides
 from runners.resume import nothing_to_do
-from runners.storage import StorageError, check_tracking, prepare_sqlite, probe_server, writable_dir
 from runners.validation import ConfigError
 from tests.conftest import ROOT, write_mini_dataset
+from tracking.storage import StorageError, check_tracking, prepare_sqlite, probe_server, writable_dir
 
 RUNNER = SimpleNamespace(max_error_rate=0.0, retry_errors=True, rerun=False)
 
@@ -200,7 +200,7 @@ def unused_port() -> int:
 
 
 def test_a_fresh_sqlite_store_is_created_whole_or_not_at_all(tmp_path, monkeypatch):
-    import runners.storage as storage
+    import tracking.storage as storage
 
     db = tmp_path / "mlflow.db"
 
@@ -233,7 +233,7 @@ def test_a_read_only_store_file_is_refused_before_any_run(tmp_path, monkeypatch)
     """Tests run as root, whom chmod does not stop: the access check is what is simulated."""
     import os
 
-    import runners.storage as storage
+    import tracking.storage as storage
 
     db = tmp_path / "mlflow.db"
     prepare_sqlite(db, "sqlite:///x")
@@ -261,8 +261,8 @@ def test_a_read_only_store_file_is_refused_before_any_run(tmp_path, monkeypatch)
      "The run writes under runner.runs_dir='{tmp}/runs'; cache.dir='{tmp}/cache'"),
 ])
 def test_a_failed_write_names_the_path_its_key_and_the_fix(make_cfg, tmp_path, failure, expect):
-    from runners.storage import storage_errors
     from tests.conftest import store_overrides
+    from tracking.storage import storage_errors
 
     cfg = make_cfg(*store_overrides(tmp_path))
     if isinstance(failure, OSError) and failure.filename:
@@ -274,7 +274,7 @@ def test_a_failed_write_names_the_path_its_key_and_the_fix(make_cfg, tmp_path, f
 
 
 def test_other_errors_pass_through_unexplained(make_cfg):
-    from runners.storage import storage_errors
+    from tracking.storage import storage_errors
 
     with pytest.raises(ConnectionRefusedError), storage_errors(make_cfg()):
         raise ConnectionRefusedError(111, "Connection refused")
