@@ -146,7 +146,9 @@ class Prediction:
     error_kind: str | None = None  # rate_limit, overloaded, auth, refusal, ... (ModelError.kind)
 
     def to_json(self) -> str:
-        return json.dumps(json_safe(asdict(self)), ensure_ascii=False, allow_nan=False)
+        data = asdict(self)
+        data["trace"] = json_safe(data["trace"])  # tool inputs as the model sent them
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Prediction:
