@@ -4,10 +4,21 @@ a line that cannot be written in full (a full disk) is taken back."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
 from pathlib import Path
+
+# a write that failed because of where it writes, not what: what each means decides the fix
+DISK_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+NOT_WRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
+MISPLACED = frozenset({errno.ENOTDIR, errno.EISDIR, errno.EEXIST})  # a file for a folder
+
+
+def is_storage_failure(exc: BaseException) -> bool:
+    """A full disk, a read-only or unwritable place, a file where a folder should be."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL | NOT_WRITABLE | MISPLACED
 
 
 def write_text_atomically(path: Path, text: str) -> None:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from arag.files import append_whole, write_bytes_atomically
+from arag.files import append_whole, is_storage_failure, write_bytes_atomically
 from arag.records import Prediction, Task
 from arag.systems.base import System
 
@@ -111,10 +111,12 @@ class PredictionLog:
 def _predict_one(system: System, task: Task, source: str) -> Prediction:
     """The system's prediction; a task that crashes the system becomes that task's recorded
     error (counted against runner.max_error_rate, its traceback in the log), not a crashed
-    job."""
+    job. A failed write (a full disk) is no task's fault: it stops the job."""
     try:
         return system.predict(task, source)
     except Exception as exc:  # noqa: BLE001 - one task's failure must not end the others
+        if is_storage_failure(exc):
+            raise  # a full disk or read-only cache ends the job, naming the path and key
         log.exception("%s: task %s failed", system.name, task.id)
         return Prediction(id=task.id, source=source, system=system.name,
                           model=_model_name(system),

@@ -142,3 +142,19 @@ def test_a_rerun_keeps_the_old_log_and_its_set_aside_lines_together(tmp_path):
     assert len(read_log(old)) == 2 and not log.exists()
     assert (tmp_path / f"{old.name}.damaged").read_text() == "not json\n"
     assert not (tmp_path / "predictions.jsonl.damaged").exists()
+
+
+def test_a_full_disk_inside_a_task_stops_the_job_instead_of_erroring_every_task(tmp_path):
+    import errno
+
+    import pytest
+
+    class FullCache(CountingSystem):
+        def predict(self, task, source):
+            raise OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "cache/x"))
+
+    with pytest.raises(OSError) as err:
+        predict(FullCache(), _tasks(3), tmp_path / "predictions.jsonl", source="s",
+                concurrency=1, progress=False)
+    assert err.value.filename == str(tmp_path / "cache/x")
+    assert not (tmp_path / "predictions.jsonl").read_text()

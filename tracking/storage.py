@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from arag.config import ConfigError
+from arag.files import DISK_FULL, MISPLACED, is_storage_failure
 from arag.redact import redact, reveal
 from tracking.paths import resolve
 
@@ -35,10 +36,6 @@ SQLITE = "sqlite:///"
 PROBE_TIMEOUT_S = 8.0
 PROBE_ATTEMPTS = 3  # at most ~30 s before an unreachable server is reported
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
-# what a failed write means, and what to do about it
-_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-_DENIED = {errno.EROFS, errno.EACCES, errno.EPERM}
-_MISPLACED = {errno.ENOTDIR, errno.EISDIR, errno.EEXIST}
 
 
 class StorageError(ConfigError):
@@ -243,7 +240,7 @@ def explain_write_failure(exc: BaseException, cfg: Any) -> StorageError | None:
 
 def _failed_write(exc: BaseException, cfg: Any) -> tuple[int, str | None] | None:
     """(errno, the path written, if known) of a failed write; None for other errors."""
-    if isinstance(exc, OSError) and exc.errno in _FULL | _DENIED | _MISPLACED:
+    if isinstance(exc, OSError) and exc.errno is not None and is_storage_failure(exc):
         return exc.errno, exc.filename if isinstance(exc.filename, str) else None
     text = str(exc)  # sqlite's own errors, through MLflow and SQLAlchemy
     if "database or disk is full" in text:
@@ -255,9 +252,9 @@ def _failed_write(exc: BaseException, cfg: Any) -> tuple[int, str | None] | None
 
 def _fix(code: int | None, key: str, example: str) -> str:
     elsewhere = f"point {key} elsewhere" + (f", e.g. {example}" if example else "")
-    if code in _FULL:
+    if code in DISK_FULL:
         return f"free disk space (or quota) on that volume, or {elsewhere}"
-    if code in _MISPLACED:
+    if code in MISPLACED:
         return f"a file stands where a directory is expected (or the reverse): move it, or " \
                f"{elsewhere}"
     return f"make it writable for this user, or {elsewhere}"
