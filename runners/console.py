@@ -168,7 +168,10 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
     finished = result.finished
     finding = key_finding(finished, result.records, result.key)
     finding = re.sub(r"\*\*|`", "", finding)
-    lines = ["", table(finished, result.key), "", finding, "",
+    from runners.sections import dataset_caveats
+
+    lines = ["", table(finished, result.key), "", finding,
+             *(f"note: {n}" for n in dataset_caveats(finished)), "",
              *where_to_look(result.artifact_uri, tracking_uri,
                             result.experiment_id, result.run_id)]
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
