@@ -297,3 +297,10 @@ def check_runs(tmp: Path, experiment: str, reference_free: set[str]) -> None:
     text = report.read_text()
     assert "fit inside the retrieval context budget" in text
     assert "have no reference summary" in text
+
+
+def test_a_folder_run_without_a_root_is_stopped_with_the_fix(make_cfg):
+    from runners.validation import ConfigError, validate_config
+
+    with pytest.raises(ConfigError, match=r"dataset.root must be set. Fix: add dataset.root="):
+        validate_config(make_cfg("dataset=folder"))
