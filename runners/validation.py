@@ -77,7 +77,7 @@ def missing_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
     """Keys left ``???``, found without resolving anything (``OmegaConf.missing_keys``
     resolves interpolations, and one that reads a missing key raises instead)."""
     found = []
-    for key in cfg.keys():
+    for key in map(str, cfg.keys()):
         if OmegaConf.is_missing(cfg, key):
             found.append(f"{prefix}{key}")
             continue
