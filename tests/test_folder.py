@@ -15,8 +15,8 @@ import pytest
 from arag.agent.prompts import task_prompt
 from arag.datasets import DatasetError, load_dataset
 from arag.retrieval.chunking import chunk_document
+from report.sections import dataset_caveats
 from runners.job import prepare
-from runners.sections import dataset_caveats
 from tests.conftest import ROOT, SHARED, all_runs, run_cli
 
 TRANSCRIPT = [  # a paragraph per line, speaker names on lines of their own
