@@ -150,9 +150,13 @@ def test_tasks_file_gives_references_gold_by_text_and_line_style_and_length(tmp_
                   {"line": 5}, "Revenue fell 40% in Antarctica."],
          "style": "earnings_call", "target_length": 30},
         {"doc_id": "letter", "instruction": "What did the letter say about margins?",
-         "task_type": "qa", "gold": [{"text": "operating margin expanded by two points"}]}])
+         "task_type": "qa", "gold": [{"text": "operating margin expanded by two points"}]},
+        {"id": "both", "doc_ids": ["acme_q3", "letter"], "question": "Compare the two.",
+         "gold": ["We returned $300 million", {"doc_id": "acme_q3", "line": 1}]}])
     ds, _ = load(make_cfg, root)
-    q3, letter = ds.tasks
+    q3, letter, both = ds.tasks
+    # text is looked up in each of the task's documents; a line needs its doc_id
+    assert both.gold_lines == {"letter": (4,), "acme_q3": (1,)}
     lines = ds.corpus.documents["acme_q3"].lines
     assert [lines[n - 1] for n in q3.gold_lines["acme_q3"]] == [
         "Revenue rose 8% to $452 million in the quarter, driven by strong demand in the U.S. "
@@ -201,7 +205,7 @@ def test_every_mistake_of_a_folder_is_found_in_one_load(tmp_path, make_cfg):
     (root / "tasks.jsonl").write_text("\n".join([
         '{"question": "Summarize." "doc_ids": []}',
         '{"doc_ids": ["acme_q3"], "style": "haiku", "target_length": 0}',
-        '{"question": "Q", "doc_ids": ["acme_q3", "letter"], "gold": ["Revenue rose"]}',
+        '{"question": "Q", "doc_ids": ["acme_q3", "letter"], "gold": [{"line": 1}]}',
         '{"question": "Q", "doc_ids": ["notes"], "gold": [{"page": 1}]}',
     ]) + "\n")
     with pytest.raises(DatasetError) as caught:

@@ -455,17 +455,22 @@ class TaskReader:
         return {d: tuple(sorted(lines)) for d, lines in found.items() if lines} or None
 
     def gold_document(self, i: int, spec: dict[str, Any], doc_ids: list[str]) -> str | None:
+        if not doc_ids:
+            return None  # already a problem of the task's doc_ids
         doc_id = spec.get("doc_id")
         if doc_id is None and len(doc_ids) == 1:
             doc_id = doc_ids[0]
+        if doc_id is None and "text" in spec:  # the first of the task's documents holding it
+            holding = [d for d in doc_ids if d in self.folder.sentences
+                       and locate(self.folder.sentences[d], str(spec["text"]))]
+            doc_id = holding[0] if holding else doc_ids[0]
         if doc_id is None:
             self.problem(f"gold[{i}] does not say which of the task's {len(doc_ids)} documents "
                          "it is in", f'add "doc_id" (one of {doc_ids}) to gold[{i}]')
             return None
         if doc_id not in doc_ids:
-            if doc_ids:
-                self.problem(f"gold[{i}] names document {doc_id!r}, not one of the task's "
-                             f"{doc_ids}", "add it to doc_ids or fix gold's doc_id")
+            self.problem(f"gold[{i}] names document {doc_id!r}, not one of the task's "
+                         f"{doc_ids}", "add it to doc_ids or fix gold's doc_id")
             return None
         return doc_id if doc_id in self.folder.sentences else None
 
