@@ -91,7 +91,8 @@ class DuplicateKey(ValueError):
         self.key = key
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` hook: a key given twice raises DuplicateKey (JSON keeps the last)."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -107,7 +108,7 @@ def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw, object_pairs_hook=_no_duplicate_keys)
+            obj = json.loads(raw, object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"malformed JSON ({exc.msg} at column {exc.colno}); each line "
                                "must be one JSON object", path, n) from None
