@@ -60,6 +60,10 @@ def seconds(default: float, what: str) -> Any:
     return ranged(default, low=0, above=True, must=f"more than 0 seconds ({what})")
 
 
+class ConfigError(ValueError):
+    """An invalid config value; the message names the key and the fix."""
+
+
 class TaskType(str, Enum):
     summarization = "summarization"
     qa = "qa"

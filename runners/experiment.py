@@ -29,22 +29,24 @@ from arag.records import Prediction
 from arag.redact import redact_logs
 from arag.retrieval import build_chunks
 from arag.systems import Sources
-from runners import dryrun, track
-from runners.console import quiet, verdict
+from report.console import quiet, verdict
+from report.policy import report_metrics
+from report.report import write_run_report
+from runners import dryrun
 from runners.errors import TooManyErrors, all_skipped, too_many_errors
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
 from runners.judges import panel_configs
-from runners.paths import resolve
 from runners.predict import predict
 from runners.preflight import prediction_folders
-from runners.report import write_run_report
 from runners.resume import prior_run
 from runners.scoring import rescore, score_and_log
-from runners.storage import check_storage
 from runners.sweeplock import SweepBusy, hold
-from runners.traces import log_task_assessments, log_task_traces
 from runners.validation import ConfigError, require_keys, validate_config
+from tracking import runs as track
+from tracking.paths import resolve
+from tracking.storage import check_storage, storage_errors
+from tracking.traces import log_task_assessments, log_task_traces
 
 log = logging.getLogger(__name__)
 # overrides that say where things are kept, not what runs: left out of a run's name
@@ -193,11 +195,12 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         tracker.end_status = "KILLED"
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
-        **job.index_metrics(), **spend_metrics(job, outcome.predictions)})
+        **job.index_metrics(), **job.dataset_metrics,
+        **spend_metrics(job, outcome.predictions)})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
-                                      cfg.judge.name)
+                                      cfg.judge.name, [m.name for m in report_metrics()])
     log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
              n_assessed)
     return metrics, outcome.predictions
@@ -214,9 +217,8 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
     run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
-        with _single_run_lock(cfg, multirun):
-            return run(cfg, parent, run_name=run_name,
-                       sweep_id=(parent or {}).get("sweep_id"))
+        with storage_errors(cfg), _single_run_lock(cfg, multirun):
+            return run(cfg, parent, run_name=run_name, sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, SweepBusy) as exc:
         message = str(exc)

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runners import track
 from runners.errors import has_errors
 from runners.job import SPEND_FILE, Job
+from tracking import runs as track
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,9 @@ def start_fresh(predictions_path: Path) -> None:
         aside = predictions_path.with_name(f"predictions.{stamp}.jsonl")
         predictions_path.rename(aside)
         log.info("runner.rerun=true: previous predictions kept as %s", aside)
+        damaged = predictions_path.with_name(predictions_path.name + ".damaged")
+        if damaged.exists():  # lines set aside from that log go with it
+            damaged.rename(aside.with_name(aside.name + ".damaged"))
     spend = predictions_path.with_name(SPEND_FILE)
     if spend.exists():  # their spend goes with them
         spend.rename(spend.with_name(f"spend.{stamp}.jsonl"))

@@ -21,15 +21,15 @@ from arag.retrieval import build_chunks
 from arag.retrieval.embedder import resolve_embedder_path
 from arag.trace import model_calls
 from metrics import aggregate
-from runners import track
+from report.console import headline_metrics
+from report.plots import run_plots
 from runners.config import RunConfig
-from runners.console import headline_metrics
 from runners.errors import error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import evaluate
 from runners.identity import config_hash, prompt_versions, resolved
 from runners.job import Job, make_scorers, prepare
-from runners.plots import run_plots
 from runners.validation import ConfigError
+from tracking import runs as track
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +170,6 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                            (parent or {}).get("run_id")) as tracker:
         tracker.log_params(track.flatten(resolved(merged)))
         tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
-        metrics, _ = score_and_log(job, predictions, tracker, {})
+        metrics, _ = score_and_log(job, predictions, tracker, dict(job.dataset_metrics))
     log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
     return metrics

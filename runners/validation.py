@@ -8,21 +8,22 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from arag.config import RANGE
+from arag.config import RANGE, ConfigError
 from arag.llm.registry import require_credentials
 from arag.retrieval import check_precision
 from arag.systems import SYSTEMS
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS
-from runners.paths import resolve
-
-
-class ConfigError(ValueError):
-    """An invalid config value; the message names the key and the fix."""
+from runners.judges import panel_configs
+from tracking.paths import resolve
 
 
 def validate_config(cfg: DictConfig) -> None:
     """Value checks the schema's types cannot express; each names the key and the fix."""
+    missing = [k for k in missing_keys(cfg) if not k.startswith("hydra.")]
+    if missing:  # ``???`` in a config file: a value only the user can give
+        raise ConfigError(f"{', '.join(missing)} must be set. Fix: add {missing[0]}=<value> to "
+                          "the command (e.g. dataset.root=<your folder> for dataset=folder)")
     tools = list(cfg.system.tools)
     top_k = cfg.system.top_k or cfg.retrieval.top_k
     checks = [
@@ -49,8 +50,6 @@ def validate_config(cfg: DictConfig) -> None:
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
     check_schema(cfg)
     check_embedder(cfg.retrieval.embedder)
-    from runners.judges import panel_configs
-
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
 
 
@@ -84,6 +83,20 @@ def _device_available(device: str) -> bool:
     return False  # not a device the embedder runs on
 
 
+def missing_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
+    """Keys left ``???``, found without resolving anything (``OmegaConf.missing_keys``
+    resolves interpolations, and one that reads a missing key raises instead)."""
+    found = []
+    for key in map(str, cfg.keys()):
+        if OmegaConf.is_missing(cfg, key):
+            found.append(f"{prefix}{key}")
+            continue
+        node = cfg._get_node(key)
+        if isinstance(node, DictConfig):
+            found += missing_keys(node, f"{prefix}{key}.")
+    return found
+
+
 def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
     """The model, judge and reference model of this run (and ``more``: those a sweep's
     other jobs choose, choice -> config with a ``provider``) have their credentials, so a
@@ -94,8 +107,6 @@ def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
     reference = cfg.dataset.get("reference_model")
     if reference is not None:
         nodes[f"dataset/reference_model={reference.name}"] = reference
-    from runners.judges import panel_configs
-
     try:
         panel = panel_configs(cfg)
     except ConfigError:  # validate_config reports it, naming the fix, before the job runs

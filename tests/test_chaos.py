@@ -147,13 +147,13 @@ def test_two_identical_sweeps_at_once_run_once(tmp_path, shared_cache):
 
 KILL_IN_REPORT = """
 import os, runpy, signal, sys
-import runners.report as report
+import runners.callbacks as callbacks
 
 def killed(client, parent):  # the report is being logged when the process is killed
     client.set_tag(parent["run_id"], "writing_report", "yes")
     os.kill(os.getpid(), signal.SIGKILL)
 
-report.write_sweep_report = killed
+callbacks.write_sweep_report = killed
 sys.argv = ["run.py", *sys.argv[1:]]
 runpy.run_path("run.py", run_name="__main__")
 """

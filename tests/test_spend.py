@@ -30,7 +30,7 @@ def test_every_paid_call_is_journaled_as_it_returns_and_a_cached_one_is_not(tmp_
 
 
 def test_a_continued_run_logs_only_the_metrics_that_changed(tmp_path):
-    from runners import track
+    from tracking import runs as track
 
     client = client_for(tmp_path)
     experiment = client.create_experiment("e", artifact_location=(tmp_path / "a").as_uri())
