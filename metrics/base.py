@@ -126,6 +126,14 @@ class Scorer(ABC):
         """JSON-serialisable files to log with the run, name -> data."""
         return {}
 
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """Every call scoring ``items`` would make to one judge (``primary``: the run's
+        judge, else a panel judge ``judge_id``), as ``complete()`` kwargs by id, with none
+        made: the dry run prices them. Where a call depends on an earlier reply, count it
+        (an upper bound). None by default: a scorer that asks no judge."""
+        return {}
+
     def provenance(self) -> dict[str, str]:
         """Run params naming what the scores were computed with that the config does not
         spell out (e.g. the resolved path of a model)."""

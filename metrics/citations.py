@@ -117,13 +117,14 @@ class CitationScorer(Scorer):
                 s.null(FIELDS, why)
                 s.values["citations"] = None
                 continue
-            checks[n] = [self._by_figures(item, c) for c in claims(item.cited_answer)]
+            checks[n] = [self._by_figures(item, c, self.judge is not None)
+                         for c in claims(item.cited_answer)]
         self._ask_judge(items, checks)
         for n, task_checks in checks.items():
             _fill(out[n], task_checks, judged=self.judge is not None)
         return out
 
-    def _by_figures(self, item: ScoringItem, claim: Claim) -> _Check:
+    def _by_figures(self, item: ScoringItem, claim: Claim, judged: bool) -> _Check:
         shown = shown_chunk_ids(item.prediction)
         check = _Check(claim, [c for c in claim.chunk_ids if c in shown and c in item.chunks])
         figures = quantities(claim.text)
@@ -131,7 +132,7 @@ class CitationScorer(Scorer):
             found = quantities("\n".join(item.chunks[c].body for c in check.valid))
             if all(any(f.matches(h) for h in found) for f in figures):
                 check.supported, check.checked_by = True, "figures"
-            elif self.judge is None:
+            elif not judged:
                 check.supported, check.checked_by = False, "figures"
         return check
 
@@ -139,15 +140,31 @@ class CitationScorer(Scorer):
         """The judge settles what the figures could not (nothing to do without a judge)."""
         if self.judge is None:
             return
-        requests = {f"{n}:{i}": judge_request(_SYSTEM, support_prompt(c.claim.text, "\n\n".join(
-                        items[n].chunks[cid].text for cid in c.valid)), 300)
-                    for n, task_checks in checks.items()
-                    for i, c in enumerate(task_checks) if c.valid and c.supported is None}
+        requests = _support_requests(items, checks)
         if not requests:
             return
         for key, reply in judge_calls(self.judge, requests, self.batch, self.concurrency).items():
             n, i = map(int, key.split(":"))
             _apply_verdict(checks[n][i], reply)
+
+
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """One support check per cited claim its figures cannot settle (primary judge)."""
+        if self.judge is None or not primary:
+            return {}
+        checks = {n: [self._by_figures(item, c, True) for c in claims(item.cited_answer)]
+                  for n, item in enumerate(items) if item.cites and not answered(item)}
+        return _support_requests(items, checks)
+
+
+def _support_requests(items: list[ScoringItem], checks: dict[int, list[_Check]]
+                      ) -> dict[str, dict[str, Any]]:
+    """The judge's support check of every cited claim the figures left undecided."""
+    return {f"{n}:{i}": judge_request(_SYSTEM, support_prompt(c.claim.text, "\n\n".join(
+                items[n].chunks[cid].text for cid in c.valid)), 300)
+            for n, task_checks in checks.items()
+            for i, c in enumerate(task_checks) if c.valid and c.supported is None}
 
 
 def _apply_verdict(check: _Check, reply: Completion | ModelError) -> None:

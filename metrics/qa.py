@@ -91,12 +91,18 @@ class QAScorer(JudgedScorer):
             else:
                 todo[str(n)] = (item, s)
         if todo and self.judge is not None:
-            replies = self.ask({i: judge_request(_SYSTEM, verdict_prompt(item), 400)
-                                for i, (item, _) in todo.items()},
+            replies = self.ask({i: self._verdict_request(item) for i, (item, _) in todo.items()},
                                lambda text: parse_verdict(text) is not None)
             for i, (_, s) in todo.items():
                 self._apply_verdict(s, replies[i])
         return out
+
+    def request(self, item: ScoringItem) -> dict[str, Any] | None:
+        return self._verdict_request(item) if item.task.task_type == "qa" else None
+
+    @staticmethod
+    def _verdict_request(item: ScoringItem) -> dict[str, Any]:
+        return judge_request(_SYSTEM, verdict_prompt(item), 400)
 
     def _apply_verdict(self, s: Scores, reply: Completion | ModelError) -> None:
         if isinstance(reply, ModelError):

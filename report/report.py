@@ -27,7 +27,13 @@ from typing import Any
 from metrics.geval import ERROR_CODES
 from report import compare, console, plots, verdict
 from report.policy import comparison_order, report_metrics
-from report.sections import caveats, examples, judge_section, length_breakdown
+from report.sections import (
+    caveats,
+    examples,
+    further_dimensions,
+    judge_section,
+    length_breakdown,
+)
 from report.verdict import (
     TaskSets,
     common_rows,
@@ -148,6 +154,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
                "whose task sets differ):\n")
     out.append(_quality_table(finished))
+    out.append(further_dimensions(finished))
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")

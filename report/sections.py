@@ -10,6 +10,8 @@ import numpy as np
 from metrics.geval import DIMENSIONS
 from report.verdict import Row, TaskSets, fmt, is_answered, table
 
+_FLAG_SUFFIX = "_parse_failures"
+
 JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
 REASONING_CHARS = 1500
 
@@ -78,18 +80,50 @@ def judge_section(rows: list[Row], sets: TaskSets) -> str:
     return "\n".join(out)
 
 
+def judged_dimensions(rows: list[Row]) -> list[str]:
+    """The G-Eval dimensions these runs were judged on (``metrics.geval.dimensions``), read
+    from the parse-failure count every judged dimension logs; the defaults first."""
+    found = {key[len("geval_"):-len(_FLAG_SUFFIX)] for r in rows for key in r
+             if key.startswith("geval_") and key.endswith(_FLAG_SUFFIX)
+             and not key.endswith("_sample" + _FLAG_SUFFIX)}
+    return [d for d in DIMENSIONS if d in found or not found] + sorted(found - set(DIMENSIONS))
+
+
+def further_dimensions(rows: list[Row]) -> str:
+    """A table of the dimensions a team added to faithfulness and coverage (their means with
+    95% CIs, the share scoring 4 or more, and parse failures), or "" when there are none."""
+    extra = [d for d in judged_dimensions(rows) if d not in DIMENSIONS]
+    if not extra:
+        return ""
+    body = []
+    for r in rows:
+        cells = []
+        for d in extra:
+            mean, lo, hi = (r.get(f"geval_{d}_{k}") for k in ("mean", "ci_low", "ci_high"))
+            share = r.get(f"geval_{d}_share_ge4")
+            cells.append("–" if mean is None else f"{mean:.3f}" + (
+                f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
+                + (f"; ≥4: {share:.0%}" if share is not None else "")
+                + f"; parse failures: {int(r.get(f'geval_{d}{_FLAG_SUFFIX}') or 0)}")
+        body.append([r["run"], *cells])
+    return ("**Further G-Eval dimensions** (`metrics.geval.dimensions`), each run over its own "
+            "answered tasks: mean [95% CI]; share scoring 4 or more; replies without a "
+            "readable score.\n\n" + table(["run", *extra], body))
+
+
 def _self_consistency(rows: list[Row]) -> str:
+    dims = judged_dimensions(rows)
     sampled = [r for r in rows if any(r.get(f"geval_{d}_judge_sd_mean") is not None
-                                      for d in DIMENSIONS)]
+                                      for d in dims)]
     if not sampled:
         return ("**Judge self-consistency:** one judge reply per item (`judge.samples=1`), so "
                 "the judge's own spread is not measured; `judge.samples=3` measures it.\n")
-    header = ["run", "samples", *(f"judge SD ({d})" for d in DIMENSIONS)]
+    header = ["run", "samples", *(f"judge SD ({d})" for d in dims)]
     return ("**Judge self-consistency:** each item was scored by independent judge samples "
             "and its score is their mean; the judge's SD per item, averaged over items (on a "
             "1-5 scale; 0 means the judge always agreed with itself).\n\n"
             + table(header, [[r["run"], r.get("judge_samples"),
-                              *(r.get(f"geval_{d}_judge_sd_mean") for d in DIMENSIONS)]
+                              *(r.get(f"geval_{d}_judge_sd_mean") for d in dims)]
                              for r in sampled]))
 
 
@@ -99,16 +133,17 @@ def _agreement(rows: list[Row]) -> str:
         return ("**Judge agreement:** no panel (`judge.panel=[claude-sonnet-4-6]` adds a "
                 "second judge and measures how far the verdict depends on the judge).\n")
     body = []
+    dims = judged_dimensions(rows)
     for r in paneled:
         cells = []
-        for d in DIMENSIONS:
+        for d in dims:
             alpha = r.get(f"judge_agreement_{d}")
             lo, hi = r.get(f"judge_agreement_{d}_ci_low"), r.get(f"judge_agreement_{d}_ci_high")
             n = r.get(f"judge_agreement_{d}_n")
             cells.append("– (undefined: too few items or one value throughout)" if alpha is None
                          else f"{alpha:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
                          + f" (n={int(n or 0)})")
-        failures = ", ".join(f"{name}: {int(sum(r.get(f'panel_{name}_geval_{d}_parse_failures') or 0 for d in DIMENSIONS))}"  # noqa: E501
+        failures = ", ".join(f"{name}: {int(sum(r.get(f'panel_{name}_geval_{d}_parse_failures') or 0 for d in dims))}"  # noqa: E501
                              for name in r["judge_panel"])
         body.append([r["run"], f"{r.get('judge')} + {', '.join(r['judge_panel'])}", *cells,
                      failures])
@@ -116,7 +151,7 @@ def _agreement(rows: list[Row]) -> str:
             "the panel on the same items, with a 95% bootstrap CI over items (1 is perfect "
             "agreement, 0 is chance; below about 0.67 a verdict resting on one judge is "
             "fragile). Parse failures per panel judge are null scores, not counted in alpha.\n\n"
-            + table(["run", "judges", *(f"alpha ({d})" for d in DIMENSIONS),
+            + table(["run", "judges", *(f"alpha ({d})" for d in dims),
                      "panel parse failures"], body))
 
 
@@ -126,7 +161,7 @@ def _disagreements(sets: TaskSets, top: int = 3) -> str:
         for tid in sets.common:
             rec = sets.tables[run["run_id"]][tid]
             for name, view in (rec.get("geval_panel") or {}).items():
-                for d in DIMENSIONS:
+                for d in [k for k in view or {} if f"{k}_reasoning" in view]:
                     mine, theirs = rec.get(f"geval_{d}"), (view or {}).get(d)
                     if mine is not None and theirs is not None and mine != theirs:
                         found.append((abs(mine - theirs), run, rec, name, view, d))
@@ -211,4 +246,5 @@ def _block(title: str, rec: dict[str, Any], note: str) -> str:
             f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
 
 
-__all__ = ["caveats", "examples", "fmt", "judge_section", "length_breakdown"]
+__all__ = ["caveats", "examples", "fmt", "further_dimensions", "judge_section",
+           "judged_dimensions", "length_breakdown"]

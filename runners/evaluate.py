@@ -43,17 +43,17 @@ def paged_gold_documents(task: Task, corpus: Corpus) -> dict[str, tuple[int, ...
     return {d.doc_id: d.line_pages for d in docs if d is not None and d.line_pages is not None}
 
 
-def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
-             chunks: list[Chunk], scorers: list[Scorer], target_length: int,
-             system: type[System], citations: bool = True) -> list[dict[str, Any]]:
-    """One eval record per prediction. Citation markers are stripped here, once: every
+def scoring_items(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
+                  chunks: list[Chunk], target_length: int, system: type[System],
+                  citations: bool = True) -> list[ScoringItem]:
+    """What scorers see of each prediction. Citation markers are stripped here, once: every
     scorer reads the answer as a reader would; the citation scorer also gets it as written
     (``citations``: the run's ``system.citations``)."""
     chunks_by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         chunks_by_doc.setdefault(c.doc_id, []).append(c)
     sources = Sources(corpus, {c.chunk_id: c for c in chunks})
-    items = [
+    return [
         ScoringItem(
             prediction=replace(p, predicted=strip_citations(p.predicted)), task=tasks[p.id],
             gold_chunk_ids=gold_chunk_ids(tasks[p.id], chunks_by_doc),
@@ -66,6 +66,13 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
         )
         for p in predictions
     ]
+
+
+def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
+             chunks: list[Chunk], scorers: list[Scorer], target_length: int,
+             system: type[System], citations: bool = True) -> list[dict[str, Any]]:
+    """One eval record per prediction, from its ``scoring_items``."""
+    items = scoring_items(predictions, tasks, corpus, chunks, target_length, system, citations)
     records: list[dict[str, Any]] = [{"id": p.id, "system": p.system} for p in predictions]
     reasons: list[dict[str, str]] = [{} for _ in predictions]
     for scorer in scorers:
