@@ -7,6 +7,9 @@ Systems that declare ``cites`` are asked to end every bullet or sentence with
   context (read, summarized or retrieved into the prompt) or named in a tool result the
   model saw. An invented or unseen id is not;
 * ``citation_coverage``: the share of claims with at least one valid citation;
+* ``citation_invalid_rate``: of all the citations the answer makes, the share naming a
+  chunk the model was never shown (fabricated or unseen ids; lower is better). Null when
+  the answer cites nothing;
 * ``citation_precision``: of the claims with valid citations whose support could be
   checked, the share their cited chunks back. A claim with figures is backed when the
   cited chunks (their text, without the metadata header) hold every figure (normalised as
@@ -43,7 +46,7 @@ from metrics.base import (
 from metrics.geval import judge_calls, judge_request
 from metrics.numeric import quantities
 
-FIELDS = ["citation_precision", "citation_coverage"]
+FIELDS = ["citation_precision", "citation_coverage", "citation_invalid_rate"]
 NOT_ASKED = ("this run asked for no citations (the system shows the model no chunk ids, "
              "System.cites=False, or system.citations=false)")
 SUPPORTED = re.compile(r"supported\s*\**\s*:\s*\**\s*(yes|no)\b", re.IGNORECASE)
@@ -96,7 +99,9 @@ class _Check:
 class CitationScorer(Scorer):
     Options = CitationOptions
     metrics = [Metric("citation_precision", "citation precision", report=True),
-               Metric("citation_coverage", "citation coverage", report=True)]
+               Metric("citation_coverage", "citation coverage", report=True),
+               # lower is better: citations of chunks the model was never shown
+               Metric("citation_invalid_rate", "invalid citations", report=True)]
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
@@ -188,6 +193,12 @@ def _fill(s: Scores, checks: list[_Check], judged: bool) -> None:
         s.null(FIELDS, "the answer has no claims")
         return
     s.values["citation_coverage"] = len(cited) / len(checks)
+    made = sum(len(c.claim.chunk_ids) for c in checks)
+    if made:
+        s.values["citation_invalid_rate"] = sum(len(c.claim.chunk_ids) - len(c.valid)
+                                                for c in checks) / made
+    else:
+        s.null(["citation_invalid_rate"], "the answer cites no chunk")
     if decided:
         s.values["citation_precision"] = sum(bool(c.supported) for c in decided) / len(decided)
     elif not cited:
