@@ -117,7 +117,8 @@ def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -
         scores += f"; {record['cached_calls']} call(s) from the response cache"
     link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}'>trace</a>"
             if route else "")
-    return f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}</td>"
+    return (f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}"
+            f"{details(record)}</td>")
 
 
 def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], key: str,
@@ -164,3 +165,23 @@ def _row(task_id: str, finished: list[dict[str, Any]], by_run: list[dict[str, di
             f"{html.escape(task_id)}</b><br>{html.escape(first.get('question') or '')}"
             f"<details><summary>reference</summary><div class='out'>{reference}</div></details>"
             f"</td><td class='diff'></td>{''.join(cells)}</tr>")
+
+
+def details(record: dict[str, Any]) -> str:
+    """What a run's cell folds away below its chunks: where its ranking put the gold."""
+    return _ranking(record)
+
+
+def _ranking(record: dict[str, Any]) -> str:
+    """Where the system's ranking holds gold (``gold_hit_ranks``) and its top chunks."""
+    top = record.get("top_hit_ids")
+    if not top:
+        return ""
+    ranks = record.get("gold_hit_ranks")
+    gold = set(record.get("gold_chunk_ids") or [])
+    where = ("gold not recorded" if ranks is None else "no gold in the ranking" if not ranks
+             else "gold at rank " + ", ".join(str(r) for r in ranks))
+    marks = "".join(f"<span class='chunk{' gold' if c in gold else ''}'>{i}. {html.escape(c)}"
+                    "</span>" for i, c in enumerate(top, start=1))
+    return (f"<details class='ranking'><summary>ranking: {html.escape(where)}</summary>{marks}"
+            "</details>")

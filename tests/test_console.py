@@ -64,6 +64,18 @@ def test_compare_page_has_every_task_and_run_with_gold_errors_and_trace_links():
     assert " src=" not in page and "<link" not in page  # self-contained: nothing fetched
 
 
+def test_compare_page_shows_where_each_ranking_put_the_gold():
+    records = {"r1": [{**RECORDS["r1"][0], "top_hit_ids": ["d#L1-4", "d#L5-9"],
+                       "gold_hit_ranks": [2]},
+                      {**RECORDS["r1"][1], "top_hit_ids": ["e#L1-3"], "gold_hit_ranks": []}],
+               "r2": RECORDS["r2"]}
+    page = compare.page(ROWS, records, "rouge2_f1", {}, "7", "Sweep")
+    assert "ranking: gold at rank 2</summary>" in page
+    assert "<span class='chunk gold'>2. d#L5-9</span>" in page
+    assert "ranking: no gold in the ranking" in page  # t2: the gold is nowhere in it
+    assert page.count("<details class='ranking'>") == 2  # stuffing ranks nothing: no panel
+
+
 def test_verdict_lists_every_run_the_finding_and_where_to_look():
     result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1",
                                  "file:///store/3/p1/artifacts/report.html",

@@ -59,7 +59,12 @@ def load_jsonl_dataset(cfg: Any, project_root: Path) -> Dataset:
         if task_type not in ("summarization", "qa"):
             raise DatasetError(f"task_type must be 'summarization' or 'qa', got {task_type!r}",
                                tasks_path, n, "task_type")
+        answerable = obj.get("answerable", True)
+        if not isinstance(answerable, bool):
+            raise DatasetError(f"must be true or false, got {answerable!r}", tasks_path, n,
+                               "answerable")
         tasks.append(Task(
+            answerable=answerable,
             id=task_id,
             task_type=task_type,
             doc_ids=tuple(doc_ids),
