@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from arag.datasets.sections import Section
 from arag.llm.base import ChatModel
 from arag.records import Chunk, Prediction, Task
 from arag.registry import Registry
@@ -72,6 +73,8 @@ class ScoringItem:
     cited_answer: str | None = None
     cites: bool = False  # the run asked for [c:<chunk id>] citations (System.cites)
     chunks: Mapping[str, Chunk] = field(default_factory=dict)  # the run's chunks by id
+    # doc_id -> its sections (arag.datasets.sections), for the task's documents
+    sections: Mapping[str, tuple[Section, ...]] = field(default_factory=dict)
 
 
 @dataclass

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from arag.citations import strip_citations
+from arag.datasets.sections import document_sections
 from arag.records import Chunk, Corpus, Prediction, Task
 from arag.systems import Sources, System
 from metrics import Scorer, ScoringItem
@@ -53,6 +54,8 @@ def scoring_items(predictions: list[Prediction], tasks: dict[str, Task], corpus:
     for c in chunks:
         chunks_by_doc.setdefault(c.doc_id, []).append(c)
     sources = Sources(corpus, {c.chunk_id: c for c in chunks})
+    sections = {d: document_sections(doc) for d, doc in corpus.documents.items()
+                if d in {d for p in predictions for d in tasks[p.id].doc_ids}}
     return [
         ScoringItem(
             prediction=replace(p, predicted=strip_citations(p.predicted)), task=tasks[p.id],
@@ -63,6 +66,7 @@ def scoring_items(predictions: list[Prediction], tasks: dict[str, Task], corpus:
             ranking=system.ranking(p) if system.ranks else None,
             context_chunks=system.context_chunks(p, tasks[p.id], sources), agentic=system.agentic,
             cited_answer=p.predicted, cites=system.cites and citations, chunks=sources.chunks,
+            sections={d: sections[d] for d in tasks[p.id].doc_ids if d in sections},
         )
         for p in predictions
     ]

@@ -76,6 +76,28 @@ def test_compare_page_shows_where_each_ranking_put_the_gold():
     assert page.count("<details class='ranking'>") == 2  # stuffing ranks nothing: no panel
 
 
+def test_compare_page_folds_the_judges_reasoning_and_draws_the_sections_touched():
+    sections = [{"doc_id": "d", "section": "Prepared remarks", "first_line": 1,
+                 "last_line": 40, "touched": True},
+                {"doc_id": "d", "section": "Q&A", "first_line": 41, "last_line": 90,
+                 "touched": False}]
+    judged = {**RECORDS["r1"][0], "geval_coverage": 2.0,
+              "geval_coverage_reasoning": "Misses the <guidance>.\nFinal score: 2",
+              "geval_guidance_covered": None, "geval_guidance_covered_reasoning": "Unclear.",
+              "geval_faithfulness_reasoning": None, "sections_touched": sections,
+              "section_coverage": 0.5}
+    page = compare.page(ROWS, {"r1": [judged, RECORDS["r1"][1]], "r2": RECORDS["r2"]},
+                        "rouge2_f1", {}, "7", "Sweep")
+    assert ("<details class='reasoning'><summary>judge: coverage 2</summary><div class='out'>"
+            "Misses the &lt;guidance&gt;.\nFinal score: 2</div></details>") in page
+    assert "judge: guidance_covered no score</summary>" in page  # a configured dimension
+    assert "judge: faithfulness" not in page  # no reply: no empty panel
+    assert "sections touched 50%:" in page
+    strip = page.split("<div class='sections'>", 1)[1].split("</div>", 1)[0]
+    assert strip.count("class='section'") == 2 and "Q&amp;A" in strip
+    assert "lines 41-90: not touched" in strip and "lines 1-40: touched" in strip
+
+
 def test_verdict_lists_every_run_the_finding_and_where_to_look():
     result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1",
                                  "file:///store/3/p1/artifacts/report.html",
