@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from metrics.geval import DIMENSIONS
+from metrics.stats import correlation
 from report.verdict import Row, TaskSets, fmt, is_answered, table
 
 _FLAG_SUFFIX = "_parse_failures"
@@ -39,20 +40,29 @@ def caveats(rows: list[Row]) -> str:
         f"> - {n}" for n in notes) + "\n"
 
 
-def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
-    """Main metrics per run by document-length tercile (tokens), with n per cell, over each
-    run's answered tasks (a run that skips long documents shows n = 0 there)."""
+def _terciles(sets: TaskSets) -> tuple[dict[str, float], list[tuple[str, Any]]] | None:
+    """Each task's document length (tokens) and the three length bins (label, test); None
+    with fewer than three tasks of known length."""
     lengths: dict[str, float] = {}
     for recs in sets.tables.values():
         for tid, rec in recs.items():
             if rec.get("document_tokens") is not None:
                 lengths.setdefault(tid, float(rec["document_tokens"]))
-    if len(lengths) < 3 or not metrics:
-        return "Too few tasks with a known document length to split into terciles.\n"
+    if len(lengths) < 3:
+        return None
     low, high = np.quantile(list(lengths.values()), [1 / 3, 2 / 3])
-    bins = [(f"short (≤ {low:,.0f} tokens)", lambda n: n <= low),
-            (f"medium ({low:,.0f}–{high:,.0f})", lambda n: low < n <= high),
-            (f"long (> {high:,.0f})", lambda n: n > high)]
+    return lengths, [(f"short (≤ {low:,.0f} tokens)", lambda n: n <= low),
+                     (f"medium ({low:,.0f}–{high:,.0f})", lambda n: low < n <= high),
+                     (f"long (> {high:,.0f})", lambda n: n > high)]
+
+
+def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
+    """Main metrics per run by document-length tercile (tokens), with n per cell, over each
+    run's answered tasks (a run that skips long documents shows n = 0 there)."""
+    split = _terciles(sets)
+    if split is None or not metrics:
+        return "Too few tasks with a known document length to split into terciles.\n"
+    lengths, bins = split
     sizes = [sum(1 for n in lengths.values() if test(n)) for _, test in bins]
     out = ["Tasks split into terciles of their documents' length in tokens (≈4 characters a "
            f"token): {sizes[0]} / {sizes[1]} / {sizes[2]} tasks. Each cell: mean over the run's "
@@ -69,6 +79,75 @@ def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
             rows.append([run["run"], *cells])
         out.append(f"**`{metric}`**\n\n" + table(["run", *(b[0] for b in bins)], rows))
     return "\n".join(out)
+
+
+def length_finding(sets: TaskSets, key: str) -> str:
+    """One sentence per end of the length range: whether retrieval adds value for short and
+    for long documents on ``key``, and why, from the best run that retrieves against the
+    best that reads whole documents on the tasks of that tercile both answered."""
+    split = _terciles(sets)
+    retrieving = [r for r in sets.runs if r.get("retrieves") and sets.has(r, key)]
+    whole = [r for r in sets.runs if not r.get("retrieves") and sets.has(r, key)]
+    if split is None or not retrieving or not whole:
+        return ""
+    lengths, bins = split
+    out = []
+    for label, test in (bins[0], bins[2]):
+        ids = [t for t in sets.all_ids if t in lengths and test(lengths[t])]
+        out.append(_length_sentence(sets, key, label, ids, retrieving, whole))
+    return "**By document length:** " + " ".join(out) + "\n"
+
+
+def _length_sentence(sets: TaskSets, key: str, label: str, ids: list[str],
+                     retrieving: list[Row], whole: list[Row]) -> str:
+    def best(runs: list[Row]) -> Row:
+        return max(runs, key=lambda r: np.mean(sets.values(r, key, ids) or [-np.inf]))
+
+    r, w = best(retrieving), best(whole)
+    docs = label.split(" (")[0] + " documents (" + label.split(" (", 1)[1]
+    skipped = [t for t in ids if sets.tables[w["run_id"]].get(t, {}).get("skipped")]
+    both = [t for t in ids if all(sets.tables[x["run_id"]].get(t, {}).get(key) is not None
+                                  for x in (r, w))]
+    if not both:
+        why = (f"{w['run']} skipped all {len(skipped)} (over its context limit)" if skipped
+               else "no task of this length was scored by both")
+        return (f"Retrieval is the only option for {docs}: {why}, so {r['run']} answers where "
+                f"{w['run']} cannot." if skipped else f"For {docs}, {why}.")
+    res = sets.pair(r, w, key, both)
+    mine, theirs = (float(np.mean([sets.tables[x["run_id"]][t][key] for t in both]))
+                    for x in (r, w))
+    numbers = (f"{r['run']} {mine:.3f} vs {w['run']} {theirs:.3f} on {len(both)} tasks"
+               + (f", difference {res.mean_diff:+.3f} [95% CI {res.ci_low:+.3f}, "
+                  f"{res.ci_high:+.3f}]" if res is not None else ""))
+    also = (f"; {w['run']} also skipped {len(skipped)} of {len(ids)} (over its context limit)"
+            if skipped else "")
+    if res is None or res.ci_includes_zero:
+        verdict = (f"Retrieval does not clearly add value for {docs}: {numbers}, because "
+                   f"reading only the retrieved chunks and reading the whole document score "
+                   f"alike within the noise of {len(both)} tasks")
+    elif res.mean_diff > 0:
+        verdict = (f"Retrieval adds value for {docs}: {numbers}, because {r['run']}'s chosen "
+                   f"chunks beat reading the whole document on the same tasks")
+    else:
+        verdict = (f"Retrieval does not add value for {docs}: {numbers}, because "
+                   f"{w['run']}, reading the whole document, scores higher on the same "
+                   "tasks than the chunks retrieval picks")
+    return verdict + also + "."
+
+
+def loops_recall(points: list[tuple[float, float]]) -> str:
+    """Spearman's correlation of an agent's loops with its retrieval recall, with its CI."""
+    found = correlation([p[0] for p in points], [p[1] for p in points]) if points else None
+    if found is None:
+        return ("Loops vs recall: too few agentic tasks with both numbers, or one of them "
+                "never varies, to correlate.\n")
+    ci = (f" [95% CI {found.ci_low:+.2f}, {found.ci_high:+.2f}]" if found.ci_low is not None
+          else "")
+    reading = ("no clear relation" if found.ci_includes_zero else
+               "more loops go with higher recall" if found.rho > 0 else
+               "more loops go with lower recall (the agent keeps searching when it is lost)")
+    return (f"**Loops vs recall:** Spearman's rho {found.rho:+.2f}{ci} over {found.n} "
+            f"agentic tasks: {reading}.\n")
 
 
 def judge_section(rows: list[Row], sets: TaskSets) -> str:
@@ -247,4 +326,4 @@ def _block(title: str, rec: dict[str, Any], note: str) -> str:
 
 
 __all__ = ["caveats", "examples", "fmt", "further_dimensions", "judge_section",
-           "judged_dimensions", "length_breakdown"]
+           "judged_dimensions", "length_breakdown", "length_finding", "loops_recall"]
