@@ -169,6 +169,9 @@ class RetrievalConfig:
     neighbors: int = 0  # naive: add the ±N neighbouring chunks of each hit (same document)
     # embed and BM25-index each sentence/chunk with its metadata header (part of the index key)
     contextual_headers: bool = False
+    # the run's model writes each chunk a context situating it in its document, indexed with
+    # it (contextual retrieval; through the response cache, priced by the dry run)
+    llm_context: bool = False
     rerank: Rerank = Rerank.none
     rerank_candidates: int = 20  # first-stage chunks the reranker orders
     # rerank=cross_encoder: a local folder holding a sentence-transformers CrossEncoder

@@ -46,6 +46,11 @@ def count_tokens(text: str) -> int:
     return int(len(ids) * CLAUDE_PER_WORDPIECE) + 1
 
 
+@lru_cache(maxsize=256)
+def _counted(text: str) -> int:
+    return count_tokens(text)
+
+
 class EstimatingModel(ChatModel):
     """Answers like the offline model; counts what the configured model would be sent."""
 
@@ -107,8 +112,9 @@ def estimate_requests(label: str, requests: dict[str, dict[str, Any]], model_cfg
     those the response cache already answers cost nothing and are not counted."""
     todo = [r for r in requests.values()
             if not is_cached(cache_dir, model_cfg.provider, model_cfg.model_id, **r)]
-    input_tokens = sum(count_tokens(json.dumps({"system": r["system"],
-                                                "messages": r["messages"]})) for r in todo)
+    # a system prompt many requests share (a document, for chunk contexts) is counted once
+    input_tokens = sum(_counted(r["system"]) + count_tokens(json.dumps(r["messages"]))
+                       for r in todo)
     output_tokens = sum(int(r["max_tokens"]) for r in todo)
     prices = Prices.from_config(model_cfg)
     cost = (input_tokens * prices.input + output_tokens * prices.output) / 1e6

@@ -24,6 +24,7 @@ from arag.llm.base import MissingCredentials
 from arag.llm.registry import PROVIDERS
 from arag.redact import redact_logs
 from arag.retrieval import build_chunks
+from arag.retrieval.chunk_context import context_requests
 from metrics import ScorerEnv, build_scorers
 from report.console import quiet, verdict
 from report.policy import report_metrics
@@ -112,6 +113,12 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     est = dryrun.estimate(name, lambda m: build_system(job, m), job.dataset.tasks, cfg.model,
                           job.dataset.name, cfg.model.offline)
     parts = {"system": [est], "judge": _judge_estimates(job, name, est.predictions)}
+    if cfg.retrieval.get("llm_context"):  # the contexts the model would write for the index
+        chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
+                              cfg.retrieval.chunk_overlap)
+        parts["retrieval"] = [dryrun.estimate_requests(
+            f"{name} chunk contexts", context_requests(job.dataset.corpus, chunks), cfg.model,
+            resolve(cfg.cache.dir))]
     pending = job.dataset.pending
     if pending is not None:  # e.g. silver references the dataset would have written
         parts["dataset"] = [dryrun.estimate_requests(f"{job.dataset.name} needs",

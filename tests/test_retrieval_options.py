@@ -301,3 +301,53 @@ def test_retrieval_options_are_swept_keys(make_cfg, tiny_cross_encoder, tmp_path
                            (["retrieval.parent_chunk_size=100"], "retrieval.parent_chunk_size")):
         with pytest.raises(ConfigError, match=rf"{key}=.* Fix: {key}="):
             validate_config(make_cfg(*overrides))
+
+
+class ContextWriter(ScriptedModel):
+    """Writes a context naming a made-up project for one chunk, a plain one for the rest;
+    counts its calls."""
+
+    def __init__(self, special: str):
+        super().__init__([])
+        self.special, self.calls = special, 0
+
+    def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                 tool_choice="auto"):
+        from arag.llm.base import Completion, Usage
+
+        self.calls += 1
+        text = ("This passage covers the Zephyrine expansion programme."
+                if self.special in messages[-1]["content"] else "A passage of the call.")
+        return Completion([{"type": "text", "text": text}], "end_turn", Usage(900, 12),
+                          "writer")
+
+
+def test_llm_chunk_context_is_indexed_cached_and_priced(sample, tmp_path):
+    from arag.retrieval.chunk_context import context_requests, write_contexts
+    from runners import dryrun
+
+    cfg, ds, index = sample
+    chunks = index.chunks_of([ds.tasks[0].doc_ids[0]])
+    every_body = "\n".join(c.body for c in index.chunks)
+    target = next(c for c in chunks[len(chunks) // 2:] if every_body.count(c.lines[0]) == 1)
+    writer = ContextWriter(target.lines[0])
+    cached = CachedModel(writer, tmp_path / "responses")
+    contexts = write_contexts(cached, ds.corpus, index.chunks, concurrency=2)
+    assert writer.calls == len(index.chunks) and "Zephyrine" in contexts[target.chunk_id]
+    assert write_contexts(cached, ds.corpus, index.chunks) == contexts  # from the cache
+    assert writer.calls == len(index.chunks)
+    with_context = load_or_build_index(ds.corpus, cfg.retrieval, tmp_path / "c",
+                                       contexts=contexts)
+    assert with_context.key != index.key  # the contexts are part of the index key
+    doc = [target.doc_id]
+    assert rank_chunks(index, "Zephyrine", 5, doc, Method("bm25")) == []
+    found = rank_chunks(with_context, "Zephyrine", 5, doc, Method("bm25"))
+    assert [h.chunk_id for h in found] == [target.chunk_id]
+    dense = [h.chunk_id for h in rank_chunks(with_context, "Zephyrine", 3, doc, Method())]
+    assert dense[0] == target.chunk_id != rank_chunks(index, "Zephyrine", 1, doc)[0].chunk_id
+    requests = context_requests(ds.corpus, index.chunks)
+    priced = compose_cfg(store_overrides(tmp_path) + ["model=claude-haiku-4-5"]).model
+    est = dryrun.estimate_requests("contexts", requests, priced, tmp_path / "responses")
+    assert est.n_calls == len(index.chunks) and est.cost_usd > 0
+    # the document goes in the system prompt: one prompt cache entry per document
+    assert requests[target.chunk_id]["system"].count(target.lines[0]) == 1
