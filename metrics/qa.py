@@ -80,7 +80,9 @@ class QAScorer(JudgedScorer):
         out = [Scores() for _ in items]
         todo: dict[str, tuple[ScoringItem, Scores]] = {}
         for n, (item, s) in enumerate(zip(items, out, strict=True)):
-            why = "not a QA task" if item.task.task_type != "qa" else answered(item)
+            why = ("not a QA task" if item.task.task_type != "qa" else
+                   "the task is unanswerable from its documents: scored by no_evidence"
+                   if not item.task.answerable else answered(item))
             if why:
                 _unjudged(s, self.fields, why)
                 continue
@@ -98,7 +100,8 @@ class QAScorer(JudgedScorer):
         return out
 
     def request(self, item: ScoringItem) -> dict[str, Any] | None:
-        return self._verdict_request(item) if item.task.task_type == "qa" else None
+        return (self._verdict_request(item) if item.task.task_type == "qa"
+                and item.task.answerable else None)
 
     @staticmethod
     def _verdict_request(item: ScoringItem) -> dict[str, Any]:
