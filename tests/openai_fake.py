@@ -85,7 +85,7 @@ class FakeOpenAI:
         self.no_tools = no_tools
         self.min_cache_tokens = min_cache_tokens
         self.requests: list[dict[str, Any]] = []
-        self.usages: list[dict[str, Any]] = []  # usage of every successful reply
+        self.replies: list[tuple[dict, dict]] = []  # (request, usage) of every reply
         self._prefixes: dict[str, int] = {}  # prefix hash -> its tokens
         self._lock = threading.Lock()
         self.server: ThreadingHTTPServer | None = None
@@ -94,6 +94,11 @@ class FakeOpenAI:
     def url(self) -> str:
         assert self.server is not None
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    @property
+    def usages(self) -> list[dict[str, Any]]:
+        """The usage of every reply that reported one, in order."""
+        return [usage for _, usage in self.replies]
 
     def __enter__(self) -> FakeOpenAI:
         fake = self
@@ -132,7 +137,7 @@ class FakeOpenAI:
                 if not spec.get("no_usage"):
                     body["usage"] = fake._usage(request, body)
                     with fake._lock:
-                        fake.usages.append(body["usage"])
+                        fake.replies.append((request, body["usage"]))
                 self._send(200, json.dumps(body).encode(), spec.get("headers", {}))
 
             def _send(self, status: int, payload: bytes, headers: dict) -> None:
