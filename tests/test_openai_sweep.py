@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
-from tests.openai_fake import FakeOpenAI, agent_policy, error, text_reply
+from tests.openai_fake import VLLM_NO_TOOLS, FakeOpenAI, agent_policy, error, text_reply
 
 pytestmark = pytest.mark.slow
 MARKER = "sk-proj-MARKER-5b1e0d-never-log-me"
@@ -161,3 +161,20 @@ def test_the_api_key_appears_nowhere(openai_sweep):
     assert (tmp / "cache" / "responses").is_dir() and (tmp / "runs").is_dir()
     for run in all_runs(tmp):
         assert MARKER not in str(run.data.params) + str(run.data.tags)
+
+
+def test_a_server_without_tools_fails_the_agent_run_with_the_fix_and_the_sweep_goes_on(
+        tmp_path):
+    with FakeOpenAI(no_tools=VLLM_NO_TOOLS) as fake:
+        cmd = [sys.executable, "run.py", "-m", "system=arag,naive", "dataset=sample",
+               "dataset.limit=2", "model=openai-compatible", "model.name=llama3",
+               f"model.base_url={fake.url}", "metrics.scorers=[retrieval]",
+               f"hydra.sweep.dir={tmp_path}/multirun", *store_overrides(tmp_path)]
+        result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                                stdin=subprocess.DEVNULL)
+    assert result.returncode != 0
+    assert "tools_unsupported x2" in result.stderr
+    assert "enable tool calling on the model's server (docs/models.md)" in result.stderr
+    runs = {r.data.tags["system"]: r for r in all_runs(tmp_path) if r.data.tags.get("system")}
+    assert runs["arag"].info.status == "FAILED" and runs["naive"].info.status == "FINISHED"
+    assert runs["naive"].data.metrics["n_errors"] == 0
