@@ -35,10 +35,13 @@ def _compose(group: str, name: str) -> DictConfig:
     assert isinstance(node, DictConfig)
     merged: Any = OmegaConf.create()
     for entry in node.get("defaults", []):
-        for key, value in (entry.items() if isinstance(entry, DictConfig) else []):
+        # ``/group@package: name``, or a plain ``name``: another option of the same group
+        pairs = entry.items() if isinstance(entry, DictConfig) else \
+            [] if entry == "_self_" else [(group, entry)]
+        for key, value in pairs:
             base_group = str(key).lstrip("/").split("@")[0]
             merged = OmegaConf.merge(merged, _compose(base_group, str(value)))
-    own = {k: v for k, v in node.items() if k != "defaults"}
+    own = {k: v for k, v in node.items_ex(resolve=False) if k != "defaults"}
     result = OmegaConf.merge(merged, own)
     assert isinstance(result, DictConfig)
     return result

@@ -11,7 +11,7 @@ from arag.llm.cache import CachedModel
 from arag.llm.registry import require_credentials
 from arag.trace import step_to_dict
 from runners.job import build_system, prepare
-from tests.conftest import write_mini_dataset
+from tests.conftest import ROOT, write_mini_dataset
 from tests.openai_fake import (
     ANSWER,
     LLAMA_CPP_NO_TOOLS,
@@ -244,3 +244,30 @@ def test_the_response_cache_makes_a_repeat_free(make_cfg, fake, tmp_path):
     assert len(fake.requests) == 1 and again.cached and not first.cached
     assert again.content == first.content and vars(again.usage) == vars(first.usage)
     assert KEY not in "".join(p.read_text() for p in tmp_path.rglob("*.json"))
+
+
+def test_a_panel_judge_keeps_the_server_and_model_its_own_file_names(make_cfg, tmp_path,
+                                                                     monkeypatch):
+    import shutil
+
+    import runners.judges as judges
+
+    conf = shutil.copytree(ROOT / "conf", tmp_path / "conf")
+    (conf / "model" / "qwen-local.yaml").write_text(
+        "defaults:\n  - openai-compatible\n  - _self_\nname: qwen2.5:7b\n"
+        "base_url: http://gpu-box:11434/v1\nprice_input: 0.05\n")
+    (conf / "judge" / "qwen-local.yaml").write_text(
+        "defaults:\n  - /model@_here_: qwen-local\nbatch: false\n")
+    monkeypatch.setattr(judges, "PROJECT_ROOT", tmp_path)
+    cfg = make_cfg("judge=gpt-4o-mini", "judge.base_url=http://127.0.0.1:9/v1",
+                   "judge.max_retries=1", "judge.panel=[qwen-local,openai-compatible]")
+    panel = judges.panel_configs(cfg)
+    mine, template = panel["qwen-local"], panel["openai-compatible"]
+    assert (mine.model_id, mine.base_url, mine.price_input, mine.max_retries) == (
+        "qwen2.5:7b", "http://gpu-box:11434/v1", 0.05, 1)
+    assert (template.model_id, template.base_url) == ("openai-compatible",
+                                                      "http://127.0.0.1:8000/v1")
+    # a panel judge without a server of its own is reached where the primary judge is
+    cfg = make_cfg("judge=openai-compatible", "judge.base_url=http://127.0.0.1:9/v1",
+                   "judge.panel=[gpt-4o-mini]")
+    assert judges.panel_configs(cfg)["gpt-4o-mini"].base_url == "http://127.0.0.1:9/v1"
