@@ -22,8 +22,9 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.fake_http import FakeServer, JSONHandler
 
 Spec = dict[str, Any]
 ANSWER = "q3 revenue rose 14.2 percent to $612.4 million."
@@ -76,7 +77,7 @@ def agent_policy(rounds: int = 2) -> Callable[[dict, int], Spec]:
     return handle
 
 
-class FakeOpenAI:
+class FakeOpenAI(FakeServer):
     def __init__(self, handler: Callable[[dict, int], Spec] | None = None, delay: float = 0.0,
                  no_tools: tuple[int, str] | None = None, min_cache_tokens: int = 1024):
         self.handler = handler or agent_policy()
@@ -88,12 +89,10 @@ class FakeOpenAI:
         self.replies: list[tuple[dict, dict]] = []  # (request, usage) of every reply
         self._prefixes: dict[str, int] = {}  # prefix hash -> its tokens
         self._lock = threading.Lock()
-        self.server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     @property
     def usages(self) -> list[dict[str, Any]]:
@@ -103,19 +102,12 @@ class FakeOpenAI:
     def __enter__(self) -> FakeOpenAI:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JSONHandler):
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-                length = int(self.headers.get("content-length", 0))
-                request = json.loads(self.rfile.read(length) or b"{}")
+                request = self.read_json()
                 with fake._lock:
                     n = len(fake.requests)
-                    fake.requests.append({"path": self.path,
-                                          "headers": {k.lower(): v for k, v in self.headers.items()},
+                    fake.requests.append({"path": self.path, "headers": self.header_dict(),
                                           "json": request})
                     spec = fake.queue.pop(0) if fake.queue else None
                 if spec is None and fake.no_tools and request.get("tools"):
@@ -123,45 +115,26 @@ class FakeOpenAI:
                 spec = spec or fake.handler(request, n)
                 time.sleep(spec.get("delay", fake.delay))
                 if spec.get("drop"):
-                    self.close_connection = True
-                    self.connection.close()
-                    return
-                if spec.get("malformed"):
+                    self.hang_up()
+                elif spec.get("malformed"):
                     self._send(200, b'{"id": "chatcmpl-x", "choices": [', {})
-                    return
-                if "error" in spec:
+                elif "error" in spec:
                     self._send(spec["status"], json.dumps(spec["error"]).encode(),
                                spec.get("headers", {}))
-                    return
-                body = spec["body"]
-                if not spec.get("no_usage"):
-                    body["usage"] = fake._usage(request, body)
-                    with fake._lock:
-                        fake.replies.append((request, body["usage"]))
-                self._send(200, json.dumps(body).encode(), spec.get("headers", {}))
+                else:
+                    self._send(200, json.dumps(fake._answer(request, spec)).encode(),
+                               spec.get("headers", {}))
 
-            def _send(self, status: int, payload: bytes, headers: dict) -> None:
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for k, v in headers.items():
-                    self.send_header(k, str(v))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # a client that hung up (a killed run, a timeout) is not our error
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
+    def _answer(self, request: dict, spec: Spec) -> dict[str, Any]:
+        body = spec["body"]
+        if not spec.get("no_usage"):
+            body["usage"] = self._usage(request, body)
+            with self._lock:
+                self.replies.append((request, body["usage"]))
+        return body
 
     def _usage(self, request: dict, body: dict) -> dict[str, Any]:
         digest = hashlib.sha256(json.dumps([request.get("model"), request.get("tools")],

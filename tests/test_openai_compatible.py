@@ -271,3 +271,11 @@ def test_a_panel_judge_keeps_the_server_and_model_its_own_file_names(make_cfg, t
     cfg = make_cfg("judge=openai-compatible", "judge.base_url=http://127.0.0.1:9/v1",
                    "judge.panel=[gpt-4o-mini]")
     assert judges.panel_configs(cfg)["gpt-4o-mini"].base_url == "http://127.0.0.1:9/v1"
+
+
+def test_a_missing_model_named_like_a_tool_is_not_a_server_without_tools(make_cfg, fake):
+    fake.queue = [error(404, "The model `llama3-groq-tool-use` does not exist.")]
+    model = gpt(make_cfg, fake.url, "model.model_id=llama3-groq-tool-use")
+    with pytest.raises(ModelError, match="does not exist") as err:
+        ask(model, tools=[TOOL])
+    assert err.value.kind == "not_found" and model.tools_refused is None

@@ -131,7 +131,7 @@ class OpenAICompatibleModel(ChatModel):
         try:
             return self.client.chat.completions.create(**request)
         except self._openai.APIStatusError as exc:
-            if offers_tools and not self._tools_worked and _refuses_tools(exc):
+            if offers_tools and not self._tools_worked and _refuses_tools(exc, self.model_id):
                 self.tools_refused = (
                     f"the server at {self.server} does not take tool definitions for model "
                     f"{self.model_id} (HTTP {exc.status_code}: {api_message(exc)}). The agent "
@@ -216,8 +216,11 @@ def _arguments(raw: Any, cut: bool) -> Any:
         return {} if cut else str(raw)
 
 
-def _refuses_tools(exc: Any) -> bool:
-    return exc.status_code in NO_TOOL_STATUS and "tool" in api_message(exc).lower()
+def _refuses_tools(exc: Any, model_id: str) -> bool:
+    """An error about tools (the model's own name aside: ``llama3-groq-tool-use`` not found
+    is not one)."""
+    message = api_message(exc).lower().replace(model_id.lower(), "")
+    return exc.status_code in NO_TOOL_STATUS and "tool" in message
 
 
 def to_chat(system: str, messages: list[Message]) -> list[dict[str, Any]]:
