@@ -279,3 +279,12 @@ def test_a_missing_model_named_like_a_tool_is_not_a_server_without_tools(make_cf
     with pytest.raises(ModelError, match="does not exist") as err:
         ask(model, tools=[TOOL])
     assert err.value.kind == "not_found" and model.tools_refused is None
+
+
+def test_where_the_key_is_read_from_is_not_part_of_a_runs_identity(make_cfg):
+    from runners.identity import config_hash, predictions_hash
+
+    a = make_cfg("model=gpt-4o-mini")
+    b = make_cfg("model=gpt-4o-mini", "model.api_key_env=TEAM_OPENAI_KEY")
+    assert config_hash(a) == config_hash(b) and predictions_hash(a) == predictions_hash(b)
+    assert config_hash(a) != config_hash(make_cfg("model=gpt-4o-mini", "model.model_id=gpt-4o"))
