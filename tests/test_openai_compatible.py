@@ -163,12 +163,12 @@ def test_429_honours_retry_after_and_500_and_malformed_replies_are_retried(make_
 
 
 def test_timeouts_and_dropped_connections_are_retried(make_cfg, fake):
-    fake.queue = [{"drop": True}, {"delay": 3.0, **text_reply("late", {})}]
-    model = gpt(make_cfg, fake.url)  # timeout 2 s
+    fake.queue = [{"drop": True}, {"delay": 1.5, **text_reply("late", {})}]
+    model = gpt(make_cfg, fake.url, "model.timeout_s=1")
     assert ask(model).text == ANSWER and len(model.sleeps) == 2
-    fake.handler = lambda req, n: {"delay": 3.0, **text_reply("late", req)}
+    fake.handler = lambda req, n: {"delay": 1.5, **text_reply("late", req)}
     with pytest.raises(ModelError, match="Timeout") as err:
-        ask(gpt(make_cfg, fake.url, "model.max_retries=0"))
+        ask(gpt(make_cfg, fake.url, "model.timeout_s=1", "model.max_retries=0"))
     assert err.value.kind == "timeout"
 
 
