@@ -4,6 +4,7 @@ credentials of every provider the run will call."""
 from __future__ import annotations
 
 from dataclasses import MISSING, fields, is_dataclass
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
@@ -27,6 +28,15 @@ def validate_config(cfg: DictConfig) -> None:
     tools = list(cfg.system.tools)
     top_k = cfg.system.top_k or cfg.retrieval.top_k
     checks = [
+        ("retrieval.parent_chunk_size", cfg.retrieval.parent_chunk_size is None
+         or cfg.retrieval.parent_chunk_size > cfg.retrieval.chunk_size,
+         f"more words than retrieval.chunk_size ({cfg.retrieval.chunk_size}), or null for off",
+         f"retrieval.parent_chunk_size={cfg.retrieval.chunk_size * 4}"),
+        ("retrieval.reranker_path",
+         str(getattr(cfg.retrieval.rerank, "value", cfg.retrieval.rerank)) != "cross_encoder"
+         or bool(cfg.retrieval.reranker_path) and Path(cfg.retrieval.reranker_path).is_dir(),
+         "a folder holding a sentence-transformers CrossEncoder (rerank=cross_encoder)",
+         "retrieval.reranker_path=/path/to/cross-encoder"),
         ("system.kind", SYSTEMS.has(cfg.system.kind), f"a registered system, one of "
          f"{SYSTEMS.names()}", "system=arag"),
         ("system.tools", all(t in TOOL_SPECS for t in tools),
