@@ -214,7 +214,7 @@ def test_bad_files_are_named(make_cfg, tmp_path, damage, expect):
 
 
 def test_missing_root_and_split_say_how_to_fix(make_cfg, tmp_path):
-    with pytest.raises(DatasetError, match="does not exist. Clone https://github.com/rajdeep345"):
+    with pytest.raises(DatasetError, match="does not exist. Fix: `make data`.*clone https://github.com/rajdeep345"):
         load(make_cfg, f"dataset.root={tmp_path / 'nope'}")
     root = write_tree(tmp_path / "ect")
     with pytest.raises(DatasetError, match=r"split 'test' not found .*\['val'\]"):

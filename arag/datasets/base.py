@@ -29,6 +29,14 @@ class DatasetError(ValueError):
         self.path, self.line, self.field = path, line, field_name
 
 
+def missing_root(root: Path, upstream: str) -> DatasetError:
+    """A real dataset whose folder is not there: how to get it, in one command."""
+    return DatasetError(
+        f"dataset.root {root} does not exist. Fix: `make data` (links ../shared/datasets into "
+        f"data/datasets/ where it is there), or clone {upstream} into {root}, or set "
+        "dataset.root=<path of the clone> (docs/datasets.md)")
+
+
 class PendingCalls(Protocol):
     """Model calls a dataset needs before it can be scored (e.g. silver references)."""
 
