@@ -18,6 +18,7 @@ from typing import Any
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from arag import progress
 from arag.datasets import DatasetError
 from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
@@ -28,7 +29,7 @@ from arag.systems import Sources
 from report.console import quiet, verdict
 from report.policy import report_metrics
 from report.report import write_run_report
-from runners import dryrun
+from runners import dryrun, overview
 from runners.errors import TooManyErrors, too_many_errors
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
@@ -52,6 +53,7 @@ SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrie
 def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | None = None,
         sweep_id: str | None = None) -> dict[str, float]:
     validate_config(cfg)
+    progress.configure(cfg.runner.progress, _progress_label(run_name or cfg.system.name, parent))
     if cfg.mode == "evaluate":
         require_keys(cfg)
         check_storage(cfg)
@@ -88,6 +90,7 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:
         result = write_run_report(client, tracker.run_id)
+        overview.publish(client, result)
         print(verdict(result, str(cfg.tracking.uri)), flush=True)
     if failed:
         raise TooManyErrors(f"run {tracker.run_id}: {failed}")
@@ -172,7 +175,8 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
-                                      cfg.judge.name, [m.name for m in report_metrics()])
+                                      cfg.judge.name, [m.name for m in report_metrics()],
+                                      {p.id: p.ground_truth for p in outcome.predictions})
     log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
              n_assessed)
     return metrics
