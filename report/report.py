@@ -305,7 +305,8 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
         "</table>", "</table></div>")
     style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em}"
+             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em;"
+             "white-space:pre-wrap;overflow-wrap:anywhere}code{overflow-wrap:anywhere}"
              ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body>{body}</body></html>")

@@ -1,10 +1,11 @@
 """What a person sees first on a sweep's parent run in the MLflow UI: its description.
 
 MLflow shows a run's description (the ``mlflow.note.content`` tag, Markdown) at the top of
-the run's Overview. The parent's is written from the sweep report: the caveats that apply,
-the key finding (who wins, by how much, how sure), a table of every run together (the
-comparison metric, retrieval recall, cost per task, median latency, tasks answered) and
-where the rest is. So the run a person lands on answers the question without a click.
+the run's Overview, its first lines before "Show more". The parent's is written from the
+sweep report: the key finding first (who wins, by how much, how sure: what those lines
+must show), a table of every run together (the comparison metric, retrieval recall, cost
+per task, median latency, tasks answered), the caveats that apply, and where the rest is.
+So the run a person lands on answers the question without a click.
 """
 
 from __future__ import annotations
@@ -37,10 +38,9 @@ def runs_table(result: ReportResult) -> str:
 
 
 def description(result: ReportResult) -> str:
-    """The parent run's description: caveats, the verdict, every run, where to look."""
-    parts = [caveats(result.finished),
-             f"**Verdict** (comparison metric `{result.key}`): {result.finding}",
-             runs_table(result),
+    """The parent run's description: the verdict, every run, caveats, where to look."""
+    parts = [f"**Verdict** (comparison metric `{result.key}`): {result.finding}",
+             runs_table(result), caveats(result.finished),
              "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "
