@@ -122,6 +122,9 @@ def test_console_ends_with_the_verdict_and_no_download_bars(ui):
                   "Flushing the async trace"):
         assert noise not in sweep.stdout + sweep.stderr, noise
     assert re.search(r"job 2/3 naive: +100%", sweep.stderr)  # one bar per job, with its place
+    for step in ("job 1/3 arag: loading embedder", "job 1/3 arag: embedding",
+                 "job 1/3 arag: BERTScore", "job 3/3 stuffing: traces"):  # every long step
+        assert step in sweep.stderr, step
 
 
 def test_parent_run_carries_the_comparison_and_every_child_trace_its_scores(ui):

@@ -78,6 +78,22 @@ def test_a_readme_command_runs_as_written_in_a_fresh_shell(tmp_path):
     assert "system: arag, arag_summarize" in done.stdout  # Hydra's list of config groups
 
 
+def test_progress_bars_name_their_job_and_step_and_switch_off(capsys):
+    from arag import progress
+
+    try:
+        progress.configure(True, "job 2/3 naive")
+        with progress.bar("embedding", 4, "sentence") as shown:
+            shown.update(4)
+        assert "job 2/3 naive: embedding: " in capsys.readouterr().err
+        progress.configure(False, "job 2/3 naive")  # runner.progress=false
+        with progress.bar("embedding", 4, "sentence") as shown:
+            shown.update(4)
+        assert capsys.readouterr().err == ""
+    finally:
+        progress.configure(True)
+
+
 def _heading_slugs(markdown: str) -> set[str]:
     """GitHub's anchors for a page's headings."""
     slugs = set()
