@@ -43,6 +43,7 @@ def readme_command(start: str) -> str:
 def project_copy(tmp: Path) -> Path:
     """The project's code and sample data in ``tmp``, with the same ``.venv``."""
     copy = tmp / "arag-eval"
+    copy.mkdir()
     for name in CODE:
         src = ROOT / name
         (shutil.copytree if src.is_dir() else shutil.copy)(
