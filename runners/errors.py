@@ -26,6 +26,7 @@ _FIXES = {
     "rate_limit": "lower runner.concurrency or model.requests_per_minute",
     "overloaded": "wait for the API to recover",
     "server": "wait for the API to recover",
+    "crash": "the system raised on these tasks: see the traceback in the job's log",
 }
 
 
