@@ -171,11 +171,11 @@ def test_parent_run_carries_the_comparison_and_every_child_trace_its_scores(ui):
 
 
 def _key_finding(tmp) -> str:
-    """The key finding as the sweep's report.md states it."""
+    """The key finding as the sweep's report.md states it (its first paragraph)."""
     parent = _parent(tmp)
     text = Path(client_for(tmp).download_artifacts(parent.info.run_id, "report.md",
                                                    str(tmp / "kf"))).read_text()
-    return text.split("## Key finding\n\n", 1)[1].split("\n## ", 1)[0].strip()
+    return text.split("## Key finding\n\n", 1)[1].split("\n\n", 1)[0].strip()
 
 
 def test_runs_read_well_in_mlflow_description_rounded_metrics_no_machine_paths(ui):
