@@ -48,6 +48,7 @@ from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, ModelError
 from arag.llm.cache import forget_reply, fresh_replies
 from metrics.base import (
+    NO_CONTEXT,
     NO_JUDGE,
     Metric,
     Scorer,
@@ -302,14 +303,15 @@ class GEvalScorer(Scorer):
         # Step B: every (task, dimension, sample) scoring call, by every judge; then the
         # taxonomy for low scorers. Coverage is judged against the reference, so a task
         # without one is not sent.
-        dims = {i: [d for d in DIMENSIONS if d != "coverage" or not missing_reference(item)]
-                for i, item, _ in todo}
+        dims = {i: [d for d in DIMENSIONS if _judgeable(d, item)] for i, item, _ in todo}
         primary = self._ask(self.judge, todo, dims, steps)
         panel = {name: self._ask(judge, todo, dims, steps) for name, judge in self.panel.items()}
         low = []
         for i, item, s in todo:
             if "coverage" not in dims[i]:
                 _no_reply(s, ["coverage"], missing_reference(item) or "")
+            if "faithfulness" not in dims[i]:
+                _no_reply(s, ["faithfulness"], NO_CONTEXT)
             reasons = self._apply_scores(s, {d: primary.replies[(i, d)] for d in dims[i]})
             if self.panel:
                 s.values["geval_panel"] = {name: _panel_entry({d: judged.replies[(i, d)]
@@ -485,6 +487,13 @@ def _flag_premature_stop(item: ScoringItem, s: Scores) -> None:
     else:
         s.values["premature_stop"] = float(not item.prediction.max_loops_reached
                                            and coverage < 3)
+
+
+def _judgeable(dimension: str, item: ScoringItem) -> bool:
+    """Coverage needs a reference; faithfulness needs the context the answer rests on."""
+    if dimension == "coverage":
+        return not missing_reference(item)
+    return dimension != "faithfulness" or item.context_text is not None
 
 
 def _no_reply(s: Scores, dimensions: list[str], reason: str) -> None:

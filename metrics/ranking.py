@@ -48,7 +48,15 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metrics.base import Metric, Scorer, ScorerEnv, Scores, ScoringItem, register_scorer
+from metrics.base import (
+    Metric,
+    Scorer,
+    ScorerEnv,
+    Scores,
+    ScoringItem,
+    register_scorer,
+    retrieval_unknown,
+)
 
 DEFAULT_KS = (1, 3, 5, 10)
 LINE_METRICS = ("recall", "mrr", "ndcg", "hit_strict")
@@ -203,6 +211,9 @@ class RankingScorer(Scorer):
             s.null(self.fields, f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}")
             return s
         ranked = item.ranking
+        if retrieval_unknown(item):
+            s.null(self.fields, retrieval_unknown(item) or "")
+            return s
         if ranked is None:
             s.null(self.fields, "this system does not rank chunks (its class declares "
                                 "ranks=False)")

@@ -133,7 +133,7 @@ _STEPS_STAND_IN = " ".join(["Read the summary and the source, check each stated 
                             "period against it, and note what is missing or unsupported."] * 4)
 
 
-def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, str],
+def judge_requests(items: list[tuple[Prediction, Task, str | None]], steps: dict[str, str],
                    samples: int = 1, taxonomy: bool = True,
                    scorers: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
     """Every call G-Eval would make to one judge for these (prediction, task, judged
@@ -177,7 +177,8 @@ def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, s
     return requests
 
 
-def estimate_judge(label: str, items: list[tuple[Prediction, Task, str]], judge_cfgs: list[Any],
+def estimate_judge(label: str, items: list[tuple[Prediction, Task, str | None]],
+                   judge_cfgs: list[Any],
                    cache_dir: Path, samples: int = 1, batch: bool = False,
                    scorers: tuple[str, ...] = ()) -> list[Estimate]:
     """What judging these predictions would cost, per judge (the primary, then the panel):

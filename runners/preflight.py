@@ -75,8 +75,9 @@ def credentials_message(keys: list[str]) -> str:
 
 
 def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
-    """Values, keys, storage and data of every job, each distinct setting checked once."""
-    from runners.job import prepare
+    """Values, keys, storage and data of every job, each distinct setting checked once;
+    each job's system is configured on its data (a predictions file is read and checked)."""
+    from runners.job import load_tasks, prepare
 
     checked: set[str] = set()
     for cfg in jobs:
@@ -88,11 +89,15 @@ def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
         if where not in checked:
             check_storage(cfg)
             checked.add(where)
+    datasets: dict[str, Any] = {}
     for cfg in jobs:
         data = _key(cfg, "dataset", "task_type")
-        if data not in checked:  # the dataset loads (files, fields, gold) as the job will
-            prepare(cfg, call_models=False)
-            checked.add(data)
+        if data not in datasets:  # the dataset loads (files, fields, gold) as the job will
+            datasets[data] = load_tasks(cfg, call_models=False)
+        system = _key(cfg, "dataset", "task_type", "system", "retrieval")
+        if system not in checked:
+            prepare(cfg, call_models=False, dataset=datasets[data])
+            checked.add(system)
 
 
 def _key(cfg: DictConfig, *nodes: str) -> str:

@@ -159,7 +159,7 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                                                                  "runner", "tracking")})
     assert isinstance(merged, DictConfig)
     merged.mode, merged.source_run_id = "evaluate", cfg.source_run_id
-    job = prepare(merged)
+    job = prepare(merged, recorded=predictions)
     tags = {**track.system_tags(merged.system.name, job.system_class),
             "dataset": merged.dataset.name, "model": merged.model.name,
             "judge": merged.judge.name, "mode": "evaluate", "source_run_id": cfg.source_run_id,

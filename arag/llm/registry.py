@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arag.llm.base import ChatModel, MissingCredentials
-from arag.registry import Registry
+from arag.registry import Registry, origin_of
 
 ProviderFactory = Callable[[Any], ChatModel]
 
@@ -29,13 +29,14 @@ class Provider:
         return [v for v in self.env_vars if not os.environ.get(v, "").strip()]
 
 
-PROVIDERS: Registry[Provider] = Registry("provider", "model.provider", "arag.llm")
+PROVIDERS: Registry[Provider] = Registry("provider", "model.provider", "arag.llm",
+                                         group="arag_eval.providers")
 
 
 def register_provider(name: str, env_vars: tuple[str, ...] = (), judges: bool = True
                       ) -> Callable[[ProviderFactory], ProviderFactory]:
     def decorate(factory: ProviderFactory) -> ProviderFactory:
-        PROVIDERS.register(name)(Provider(name, factory, env_vars, judges))
+        PROVIDERS.register(name, origin_of(factory))(Provider(name, factory, env_vars, judges))
         return factory
 
     return decorate
