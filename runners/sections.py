@@ -31,6 +31,7 @@ def caveats(rows: list[Row]) -> str:
     if any(r.get("synthetic") for r in rows):
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
+    notes += [f"`{r['run']}`: {note}" for r in rows for note in r.get("system_notes") or []]
     if not notes:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(

@@ -20,9 +20,13 @@ from metrics import SCORERS, Metric, ScorerEnv, ScoringItem
 from runners.evaluate import evaluate
 from runners.job import build_system, make_scorers, prepare
 from tests.conftest import ROOT, write_mini_dataset
-from tests.plugins import context_words, keyword_rag  # noqa: F401  (register the plugins)
+from tests.plugins.arag_test_plugins import keyword_rag  # noqa: F401  (registers the system)
+from tests.plugins.arag_test_plugins.context_words import ContextWords
 
-PLUGINS = f"hydra.searchpath=[file://{ROOT}/tests/plugins/conf]"
+# in-process, the test plugins are registered by hand; tests/test_plugins.py installs them
+# as a package and finds them through their entry points alone
+SCORERS.register("context_words")(ContextWords)
+PLUGINS = f"hydra.searchpath=[file://{ROOT}/tests/plugins/arag_test_plugins/conf]"
 SYSTEM_YAMLS = sorted(p.stem for p in (ROOT / "conf" / "system").glob("*.yaml"))
 
 
