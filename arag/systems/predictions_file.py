@@ -20,7 +20,7 @@ kept for faithfulness, counted, and left out of retrieval, never guessed.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,7 +60,7 @@ def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list
     seen: dict[str, int] = {}
     out: dict[str, Prediction] = {}
     unknown: list[tuple[int, str]] = []
-    for n, obj in read_jsonl(path):
+    for n, obj in _records(path):
         task_id = _task_id(obj, path, n)
         if task_id in seen:
             raise PredictionsFileError(f"duplicate id {task_id!r} (first on line {seen[task_id]});"
@@ -85,6 +85,16 @@ def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list
             f"{len(missing)} task(s) of the dataset have no record: {listed}. Add them, or set "
             "system.allow_missing=true to score the others only", path, None, "id")
     return PredictionsFile(path, out, missing)
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each record; malformed JSON names its line."""
+    try:
+        yield from read_jsonl(path)
+    except PredictionsFileError:
+        raise
+    except DatasetError as exc:
+        raise PredictionsFileError(str(exc)) from None
 
 
 def _task_id(obj: dict[str, Any], path: Path, n: int) -> str:
