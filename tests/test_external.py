@@ -428,3 +428,20 @@ def test_predictions_without_contexts_are_judged_against_the_document_and_say_so
     assert "6 of 6 prediction(s) carry no context: faithfulness and numeric precision are " \
            "judged against the task's whole documents" in report
     assert "1 of 6 record(s) give no cost_usd: null, not 0" in report
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", BAD_FILES)
+def test_a_sweep_with_a_bad_predictions_file_exits_non_zero_and_leaves_no_run(case, mini,
+                                                                              tmp_path):
+    from tests.conftest import run_cli
+
+    make, expected = BAD_FILES[case]
+    path = write(tmp_path / "preds.jsonl", make([t0, t1]))
+    result = run_cli(tmp_path, "system=naive,external", f"dataset.root={mini}",
+                     f"system.predictions={path}")
+    assert result.returncode != 0
+    assert str(path) in result.stderr
+    for part in expected:
+        assert part in result.stderr
+    assert all_runs(tmp_path) == []
