@@ -20,15 +20,7 @@ import re
 from typing import Any
 
 from arag.llm.base import Completion, ModelError
-from metrics.base import (
-    NO_CONTEXT,
-    Metric,
-    Scores,
-    ScoringItem,
-    answered,
-    count_flags,
-    register_scorer,
-)
+from metrics.base import NO_CONTEXT, Metric, Scores, ScoringItem, answered, count_flags, register_scorer
 from metrics.judging import JudgedScorer, judge_request
 
 VERDICTS = ("verified", "unsupported", "contradicted")
