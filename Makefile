@@ -38,10 +38,12 @@ test: $(DEV) chromium
 test-all: $(DEV) chromium
 	$(BIN)/python -m pytest --runslow $(PYTEST_ARGS)
 
-# ruff over the whole tree, mypy over arag/, metrics/ and runners/ (pyproject.toml)
+# ruff over the whole tree, mypy over the packages, import-linter over their layering
+# (runners > report > tracking > metrics > arag, no cycles; pyproject.toml)
 lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 # the MLflow UI over the default store: make ui PORT=5001 for another port
 PORT ?= 5000

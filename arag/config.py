@@ -14,6 +14,10 @@ from typing import Any
 from omegaconf import MISSING
 
 
+class ConfigError(ValueError):
+    """An invalid config value; the message names the key and the fix."""
+
+
 class TaskType(str, Enum):
     summarization = "summarization"
     qa = "qa"

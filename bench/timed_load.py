@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 
 import runners.config  # noqa: E402,F401  (registers the schema)
 from arag.datasets import Dataset, load_dataset  # noqa: E402
-from runners.paths import resolve  # noqa: E402
+from tracking.paths import resolve  # noqa: E402
 
 
 def timed_load(dataset: str, overrides: list[str]) -> tuple[Any, Dataset, float]:

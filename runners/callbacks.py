@@ -28,9 +28,13 @@ from omegaconf import DictConfig, OmegaConf
 from arag.datasets import DatasetError
 from arag.llm.base import MissingCredentials
 from arag.redact import keys_with_credentials, redact, redact_logs
-from runners import track
+from report import console
+from report.console import quiet
+from report.report import write_sweep_report
+from runners import dryrun
 from runners.preflight import all_finished, check_jobs, credentials_message, job_configs
 from runners.validation import ConfigError
+from tracking import runs as track
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +65,6 @@ class MLflowSweepCallback(Callback):
             raise SystemExit(2)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
-        from runners.console import quiet
-
         quiet(config.runner.verbose)
         redact_logs()
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -121,8 +123,6 @@ class MLflowSweepCallback(Callback):
                  sweep_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
-        from runners import console, dryrun
-
         failures = _read_failures(self.sweep_dir) if self.sweep_dir else []
         if self.parent and self.client is not None:
             self._close_parent(failures)
@@ -144,14 +144,12 @@ class MLflowSweepCallback(Callback):
             raise SystemExit(1)
 
     def _close_parent(self, failures: list[dict[str, str]]) -> None:
-        from runners.report import write_sweep_report
-
         assert self.parent is not None
         try:
             self.result = write_sweep_report(self.client, self.parent)
         except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result
             log.exception("could not build the sweep comparison")
-            # visible on the parent: rebuild with python -m runners.report <parent run id>
+            # visible on the parent: rebuild with python -m report <parent run id>
             self.client.set_tag(self.parent["run_id"], "report_error",
                                 f"{type(exc).__name__}: {exc}"[:5000])
         if failures:

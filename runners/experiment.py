@@ -25,20 +25,22 @@ from arag.llm.registry import PROVIDERS
 from arag.redact import redact_logs
 from arag.retrieval import build_chunks
 from arag.systems import Sources
-from runners import dryrun, track
-from runners.console import quiet, verdict
+from report.console import quiet, verdict
+from report.policy import report_metrics
+from report.report import write_run_report
+from runners import dryrun
 from runners.errors import TooManyErrors, too_many_errors
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
 from runners.judges import panel_configs
-from runners.paths import resolve
 from runners.predict import predict
-from runners.report import write_run_report
 from runners.resume import prior_run
 from runners.scoring import rescore, score_and_log
-from runners.storage import check_storage
-from runners.traces import log_task_assessments, log_task_traces
 from runners.validation import ConfigError, require_keys, validate_config
+from tracking import runs as track
+from tracking.paths import resolve
+from tracking.storage import check_storage
+from tracking.traces import log_task_assessments, log_task_traces
 
 log = logging.getLogger(__name__)
 # overrides that say where things are kept, not what runs: left out of a run's name
@@ -170,7 +172,7 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
-                                      cfg.judge.name)
+                                      cfg.judge.name, [m.name for m in report_metrics()])
     log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
              n_assessed)
     return metrics

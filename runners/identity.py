@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.agent import PROMPT_VERSION
 from arag.records import content_hash
 from metrics.geval import PROMPT_VERSION as JUDGE_PROMPT_VERSION
-from runners.paths import resolve
+from tracking.paths import resolve
 
 # keys that change how a run is executed or recorded, not what it computes
 # how a model is reached, not which model answers
@@ -47,7 +47,7 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
 
 # system keys added after runs were recorded: left out at their defaults, so the runs of
 # every other system keep their identity (and resume)
-_NEWER_DEFAULTS = {"predictions": None, "allow_missing": False, "options": {}}
+_NEWER_DEFAULTS: dict[str, Any] = {"predictions": None, "allow_missing": False, "options": {}}
 
 
 def _without(data: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:

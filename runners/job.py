@@ -20,8 +20,8 @@ from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
 from runners.identity import config_hash, predictions_hash
 from runners.judges import panel_configs
-from runners.paths import resolve
 from runners.validation import ConfigError, validate_config
+from tracking.paths import resolve
 
 log = logging.getLogger(__name__)
 

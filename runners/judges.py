@@ -14,9 +14,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from arag.config import JudgeConfig
-from runners.paths import PROJECT_ROOT
-from runners.validation import ConfigError
+from arag.config import ConfigError, JudgeConfig
+from tracking.paths import PROJECT_ROOT
 
 TRANSPORT = ("base_url", "max_retries", "retry_base_delay_s", "timeout_s",
              "requests_per_minute", "tokens_per_minute")

@@ -14,8 +14,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from arag.redact import keys_with_credentials
 from runners.identity import config_hash, resolved
-from runners.storage import check_storage
+from runners.job import load_tasks, prepare
+from runners.resume import nothing_to_do
 from runners.validation import ConfigError, require_keys, validate_config
+from tracking.runs import find_run
+from tracking.storage import check_storage
 
 log = logging.getLogger(__name__)
 
@@ -77,8 +80,6 @@ def credentials_message(keys: list[str]) -> str:
 def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
     """Values, keys, storage and data of every job, each distinct setting checked once;
     each job's system is configured on its data (a predictions file is read and checked)."""
-    from runners.job import load_tasks, prepare
-
     checked: set[str] = set()
     for cfg in jobs:
         validate_config(cfg)
@@ -108,9 +109,6 @@ def _key(cfg: DictConfig, *nodes: str) -> str:
 def all_finished(client: Any, experiment_id: str, jobs: list[DictConfig]) -> list[Any] | None:
     """The runs of a sweep whose every job already FINISHED with nothing left to do, or
     None."""
-    from runners.resume import nothing_to_do
-    from runners.track import find_run
-
     runs = [find_run(client, experiment_id, config_hash(cfg)) for cfg in jobs]
     if not all(nothing_to_do(run, cfg.runner) for run, cfg in zip(runs, jobs, strict=True)):
         return None

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runners import track
 from runners.errors import has_errors
 from runners.job import Job
+from tracking import runs as track
 
 log = logging.getLogger(__name__)
 

@@ -21,15 +21,15 @@ from arag.retrieval import build_chunks
 from arag.retrieval.embedder import resolve_embedder_path
 from arag.trace import model_calls
 from metrics import aggregate
-from runners import track
+from report.console import headline_metrics
+from report.plots import run_plots
 from runners.config import RunConfig
-from runners.console import headline_metrics
 from runners.errors import error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import evaluate
 from runners.identity import config_hash, prompt_versions, resolved
 from runners.job import Job, make_scorers, prepare
-from runners.plots import run_plots
 from runners.validation import ConfigError
+from tracking import runs as track
 
 log = logging.getLogger(__name__)
 

@@ -7,13 +7,11 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from arag.config import ConfigError
 from arag.llm.registry import require_credentials
 from arag.retrieval import check_precision
 from arag.systems import SYSTEMS
-
-
-class ConfigError(ValueError):
-    """An invalid config value; the message names the key and the fix."""
+from runners.judges import panel_configs
 
 
 def validate_config(cfg: DictConfig) -> None:
@@ -64,8 +62,6 @@ def validate_config(cfg: DictConfig) -> None:
         check_precision(str(cfg.retrieval.embedder.precision.value))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    from runners.judges import panel_configs
-
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
 
 
@@ -79,8 +75,6 @@ def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
     reference = cfg.dataset.get("reference_model")
     if reference is not None:
         nodes[f"dataset/reference_model={reference.name}"] = reference
-    from runners.judges import panel_configs
-
     try:
         panel = panel_configs(cfg)
     except ConfigError:  # validate_config reports it, naming the fix, before the job runs

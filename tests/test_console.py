@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runners import compare, console, dryrun, plots, report
+from report import compare, console, plots, report
+from runners import dryrun
 from runners.preflight import job_overrides
 
 ROWS = [
@@ -65,7 +66,8 @@ def test_compare_page_has_every_task_and_run_with_gold_errors_and_trace_links():
 
 def test_verdict_lists_every_run_the_finding_and_where_to_look():
     result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1",
-                                 "file:///store/3/p1/artifacts/report.html")
+                                 "file:///store/3/p1/artifacts/report.html",
+                                 report.key_finding(ROWS, RECORDS, "rouge2_f1"))
     text = console.verdict(result, "sqlite:///mlruns/mlflow.db")
     lines = text.splitlines()
     assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "P50", "ms",

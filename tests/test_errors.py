@@ -30,9 +30,9 @@ from metrics.judging import judge_calls, judge_request
 from runners.errors import has_errors, too_many_errors, zero_stale_counts
 from runners.preflight import job_overrides
 from runners.resume import nothing_to_do
-from runners.storage import StorageError, check_tracking, prepare_sqlite, probe_server, writable_dir
 from runners.validation import ConfigError
 from tests.conftest import ROOT, write_mini_dataset
+from tracking.storage import StorageError, check_tracking, prepare_sqlite, probe_server, writable_dir
 
 RUNNER = SimpleNamespace(max_error_rate=0.0, retry_errors=True, rerun=False)
 
@@ -199,7 +199,7 @@ def unused_port() -> int:
 
 
 def test_a_fresh_sqlite_store_is_created_whole_or_not_at_all(tmp_path, monkeypatch):
-    import runners.storage as storage
+    import tracking.storage as storage
 
     db = tmp_path / "mlflow.db"
 

@@ -329,7 +329,7 @@ def test_a_section_without_an_end_heading_is_cut_and_says_so():
 
 
 def test_report_says_why_a_metric_has_no_scores():
-    from runners.report import key_finding, primary_metric
+    from report.report import key_finding, primary_metric
 
     reason = "silver references need a real model"
     records = {"r1": [{"id": "t", "rouge2_f1": None, "retrieval_precision": None,

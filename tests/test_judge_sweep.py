@@ -70,7 +70,7 @@ def check_judged_report(tmp: Path, client) -> None:
     assert "### A failure" in text and "Judge's reasoning:" in text
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert "plots/error_taxonomy_by_system.png" in plots
-    rebuilt = subprocess.run([sys.executable, "-m", "runners.report", parent.info.run_id,
+    rebuilt = subprocess.run([sys.executable, "-m", "report.report", parent.info.run_id,
                               "--tracking-uri", f"sqlite:///{tmp}/mlflow.db"], cwd=ROOT,
                              capture_output=True, text=True, timeout=300,
                              stdin=subprocess.DEVNULL)

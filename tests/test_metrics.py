@@ -134,7 +134,7 @@ def test_one_value_has_no_confidence_interval_and_cost_per_coverage_point_is_exa
 
 
 def test_every_score_gets_a_histogram(tmp_path):
-    from runners.plots import histogram_fields, run_plots
+    from report.plots import histogram_fields, run_plots
 
     records = [{"id": "a", "rouge1_f1": 0.4, "rouge2_f1": 0.2, "rougeL_f1": 0.3,
                 "bertscore_p": 0.8, "retrieval_precision": 0.5, "retrieval_recall": None,

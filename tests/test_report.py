@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from runners.report import build_report
+from report.report import build_report
 
 
 def row(name: str, **extra) -> dict:

@@ -140,12 +140,12 @@ class ChatModel(ABC):
         """Local estimate (≈4 characters a token) for budgets and dry runs."""
         return estimate_tokens(text)
 
+    judges: bool = True  # set from its provider's declaration by ``make_model``
+
     @property
     def can_judge(self) -> bool:
         """Whether it may act as the judge: its provider declares it (``register_provider``)."""
-        from arag.llm.registry import PROVIDERS
-
-        return PROVIDERS.get(self.provider).judges if self.provider in PROVIDERS else True
+        return self.judges
 
     def classify_error(self, exc: Exception) -> APIFailure | None:
         """Whether an exception of a call is an API failure, and whether to retry it.

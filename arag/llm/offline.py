@@ -60,6 +60,7 @@ HYDE_PASSAGE = ("Revenue, earnings per share, net income and margins rose or fel
 
 class OfflineModel(ChatModel):
     provider = "offline"
+    judges = False  # extractive: it cannot judge (also declared to register_provider)
 
     def __init__(self, name: str = "offline", chunks_per_read: int = 2,
                  max_chunks_read: int | None = None, search_top_k: int = 5):

@@ -44,7 +44,10 @@ def register_provider(name: str, env_vars: tuple[str, ...] = (), judges: bool = 
 
 def make_model(model_cfg: Any) -> ChatModel:
     """Build the model a ``model``/``judge`` config names (SDKs are imported lazily)."""
-    return PROVIDERS.get(model_cfg.provider).factory(model_cfg)
+    provider = PROVIDERS.get(model_cfg.provider)
+    model = provider.factory(model_cfg)
+    model.judges = provider.judges
+    return model
 
 
 def require_credentials(nodes: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from metrics.geval import DIMENSIONS
-from runners.verdict import Row, TaskSets, fmt, is_answered, table
+from report.verdict import Row, TaskSets, fmt, is_answered, table
 
 JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
 REASONING_CHARS = 1500

@@ -57,13 +57,12 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
 
 
 def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str, Any]],
-                         judge: str) -> int:
+                         judge: str, fields: list[str]) -> int:
     """Scores as feedback on each task's trace (a task without scores gets one saying
     why); a trace that already has them (a continued run) is left alone. Returns the
     number of traces given assessments."""
     import mlflow
 
-    fields = assessed_fields()
     traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id,
                                   return_type="list", include_spans=False)
     by_task = {t.info.trace_metadata.get("task_id"): t for t in traces}
@@ -76,13 +75,6 @@ def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str
             mlflow.log_feedback(trace_id=trace.info.trace_id, name=name, **kwargs)
         count += 1
     return count
-
-
-def assessed_fields() -> list[str]:
-    """The per-task scores shown on traces: every metric declared for the report."""
-    from runners.report import report_metrics
-
-    return [m.name for m in report_metrics()]
 
 
 def _feedback(record: dict[str, Any], fields: list[str], judge: str

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from arag.config import ConfigError
 from arag.redact import redact, reveal
-from runners.paths import resolve
-from runners.validation import ConfigError
+from tracking.paths import resolve
 
 log = logging.getLogger(__name__)
 SQLITE = "sqlite:///"

@@ -3,7 +3,7 @@
 Written to the parent run when a multirun ends (``report.md``, ``report.html``, plots),
 and rebuildable for any past sweep:
 
-    python -m runners.report <parent run id> [--tracking-uri sqlite:///mlruns/mlflow.db]
+    python -m report <parent run id> [--tracking-uri sqlite:///mlruns/mlflow.db]
 
 Every sentence is assembled from measured values; no model writes any of it.
 """
@@ -24,38 +24,23 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from metrics import Metric, declared_metrics
 from metrics.geval import ERROR_CODES
-from runners import plots, verdict
-from runners.sections import caveats, examples, judge_section, length_breakdown
-from runners.track import REUSED_RUNS_FILE
-from runners.verdict import (
+from report import compare, console, plots, verdict
+from report.policy import comparison_order, report_metrics
+from report.sections import caveats, examples, judge_section, length_breakdown
+from report.verdict import (
     TaskSets,
     common_rows,
     paired_section,
     task_set_section,
     task_sets,
 )
-from runners.verdict import fmt as _fmt
-from runners.verdict import table as _table
+from report.verdict import fmt as _fmt
+from report.verdict import table as _table
+from tracking.paths import resolve_tracking_uri
+from tracking.runs import REUSED_RUNS_FILE
 
 log = logging.getLogger(__name__)
-
-
-def comparison_order() -> list[str]:
-    """The scores a sweep may compare on, in the order the scorers declare: the first that
-    any run has is used (G-Eval coverage when judged, ROUGE-2 with references, retrieval
-    precision last, so a sweep with neither references nor a judge still gets a finding)."""
-    ranked = [m for m in declared_metrics() if m.compare_priority is not None]
-    return [m.name for m in sorted(ranked, key=lambda m: m.compare_priority or 0)]
-
-
-def report_metrics() -> list[Metric]:
-    """The quality table's columns: what scorers declare for the report, comparison
-    metrics first."""
-    order = {name: i for i, name in enumerate(comparison_order())}
-    return sorted((m for m in declared_metrics() if m.report),
-                  key=lambda m: (order.get(m.name, len(order)), m.name))
 
 
 def child_runs(client, parent: dict[str, Any]) -> list[Any]:
@@ -333,6 +318,7 @@ class ReportResult:
     records: dict[str, list[dict[str, Any]]]  # run id -> eval records
     key: str  # the comparison metric
     artifact_uri: str  # where report.html is
+    finding: str  # the key finding, as the report states it
 
     @property
     def finished(self) -> list[dict[str, Any]]:
@@ -354,8 +340,6 @@ def write_sweep_report(client, parent: dict[str, Any]) -> ReportResult:
 
 def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
                   ) -> ReportResult:
-    from runners import compare, console
-
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
@@ -391,7 +375,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
         console.log_comparison(client, target_run_id, finished, key)
     log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
     return ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
-                        f"{target.info.artifact_uri}/report.html")
+                        f"{target.info.artifact_uri}/report.html",
+                        key_finding(finished, records, key))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -402,8 +387,6 @@ def main(argv: list[str] | None = None) -> None:
     import mlflow
     from mlflow import MlflowClient
 
-    from runners.paths import resolve_tracking_uri
-
     uri = resolve_tracking_uri(args.tracking_uri)
     mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
     client = MlflowClient(tracking_uri=uri)
@@ -412,9 +395,7 @@ def main(argv: list[str] | None = None) -> None:
                                          "experiment_id": run.info.experiment_id,
                                          "sweep_id": run.data.tags.get("sweep_id", ""),
                                          "sweep_dir": run.data.tags.get("sweep_dir", "")})
-    from runners.console import verdict
-
-    print(verdict(result, args.tracking_uri))
+    print(console.verdict(result, args.tracking_uri))
     print(f"report logged to run {run.info.run_id}")
 
 

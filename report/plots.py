@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from metrics import Metric, Scorer, default_scorers  # noqa: E402
 from metrics.geval import ERROR_CODES  # noqa: E402
+from report.policy import report_metrics  # noqa: E402
 
 HISTOGRAM_COLUMNS = 4
 BLUE, RED = "#4C72B0", "#C44E52"
@@ -21,8 +22,6 @@ BLUE, RED = "#4C72B0", "#C44E52"
 def compared() -> list[str]:
     """The run means the comparison plots show: every metric declared for the report,
     comparison metrics first."""
-    from runners.report import report_metrics
-
     return [f"{m.name}_mean" for m in report_metrics()]
 
 

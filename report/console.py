@@ -20,8 +20,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from report.policy import comparison_order
+
 if TYPE_CHECKING:
-    from runners.report import ReportResult
+    from report.report import ReportResult
 
 # (run metric, column title) after the comparison metric
 HEADLINE = (("retrieval_recall_mean", "retrieval recall"), ("cost_usd_mean", "cost/task ($)"),
@@ -53,8 +55,6 @@ def quiet(verbose: int = 0) -> None:
 
 def quality_key(metrics: dict[str, Any]) -> str | None:
     """The first comparison metric the run has a mean of."""
-    from runners.report import comparison_order
-
     return next((k for k in comparison_order() if metrics.get(f"{k}_mean") is not None), None)
 
 
@@ -163,11 +163,8 @@ def where_to_look(report_uri: str, tracking_uri: str, experiment_id: str, run_id
 
 def verdict(result: ReportResult, tracking_uri: str) -> str:
     """The end of a sweep in the terminal: the table, the key finding, where to look."""
-    from runners.report import key_finding
-
     finished = result.finished
-    finding = key_finding(finished, result.records, result.key)
-    finding = re.sub(r"\*\*|`", "", finding)
+    finding = re.sub(r"\*\*|`", "", result.finding)
     lines = ["", table(finished, result.key), "", finding, "",
              *where_to_look(result.artifact_uri, tracking_uri,
                             result.experiment_id, result.run_id)]

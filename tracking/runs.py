@@ -1,6 +1,6 @@
 """A job's MLflow run: connecting to the store, creating, continuing and closing runs, and
-logging params, tags, metrics and artifacts. (Traces are written by ``runners.traces``, the
-sweep's parent run by ``runners.callbacks``, reports by ``runners.report``; ``arag`` and
+logging params, tags, metrics and artifacts. (Traces are written by ``tracking.traces``, the
+sweep's parent run by ``runners.callbacks``, reports by ``report.report``; ``arag`` and
 ``metrics`` never import MLflow.)
 
 Runs are created and closed explicitly with ``MlflowClient`` (no global active run), so
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from arag.redact import redact, redact_data
-from runners.paths import PROJECT_ROOT, resolve
-from runners.storage import check_tracking
+from tracking.paths import PROJECT_ROOT, resolve
+from tracking.storage import check_tracking
 
 log = logging.getLogger(__name__)
 PARENT_FILE = "mlflow_parent.json"
@@ -35,7 +35,7 @@ class TrackingError(RuntimeError):
 
 def connect(tracking_cfg: Any):
     """Point MLflow at the configured store; fail early and clearly when it is unusable
-    (``runners.storage`` checks it first, with bounded waits for a server)."""
+    (``tracking.storage`` checks it first, with bounded waits for a server)."""
     import mlflow
     from mlflow import MlflowClient
 
