@@ -445,3 +445,10 @@ def test_a_sweep_with_a_bad_predictions_file_exits_non_zero_and_leaves_no_run(ca
     for part in expected:
         assert part in result.stderr
     assert all_runs(tmp_path) == []
+
+
+def test_external_without_a_file_says_which_key_to_set(make_cfg, mini):
+    from arag.config import ConfigError
+
+    with pytest.raises(ConfigError, match="system.predictions is not set"):
+        prepare(make_cfg(f"dataset.root={mini}", "system=external"))

@@ -23,14 +23,11 @@ from dataclasses import replace
 from typing import Any, ClassVar
 
 from arag.calls import CallLog
+from arag.config import ConfigError
 from arag.records import Prediction, Task
 from arag.systems.base import RunSetup, Sources, System, register_system
 from arag.systems.builtin import whole_documents
-from arag.systems.predictions_file import (
-    PredictionsFileError,
-    read_predictions,
-    unmapped_contexts,
-)
+from arag.systems.predictions_file import read_predictions, unmapped_contexts
 
 
 @register_system("external")
@@ -90,9 +87,9 @@ class ExternalPredictions(System):
 def _file(setup: RunSetup) -> Any:
     path = setup.options.get("predictions")
     if not path:
-        raise PredictionsFileError("system.predictions is not set: system=external needs "
-                                   "system.predictions=PATH, the JSONL file of your pipeline's "
-                                   "predictions (docs/your-pipeline.md)")
+        raise ConfigError("system.predictions is not set: system=external needs "
+                          "system.predictions=PATH, the JSONL file of your pipeline's "
+                          "predictions (docs/your-pipeline.md)")
     file = setup.base / str(path)
     return read_predictions(file, setup.tasks, setup.corpus, setup.chunks(),
                             bool(setup.options.get("allow_missing", False)))
