@@ -429,6 +429,18 @@ def test_predictions_without_contexts_are_judged_against_the_document_and_say_so
            "judged against the task's whole documents" in report
     assert "1 of 6 record(s) give no cost_usd: null, not 0" in report
 
+    # re-scored from the run's own artifacts (the file is gone): the same scores and notes
+    (tmp_path / "bare.jsonl").unlink()
+    again = run_cli(tmp_path, "mode=evaluate", f"source_run_id={ext.info.run_id}", SCORERS,
+                    sweep=False)
+    assert again.returncode == 0, again.stderr[-3000:]
+    rescored = next(r for r in all_runs(tmp_path) if r.data.tags.get("mode") == "evaluate")
+    assert rescored.data.tags["system_retrieves"] == "false"
+    assert "whole documents" in rescored.data.tags["system_notes"]
+    assert [json.loads(line) for line in artifact(tmp_path, rescored,
+                                                  "predictions.eval.jsonl").splitlines()] \
+        == records
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", BAD_FILES)
