@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from report.policy import comparison_order
+from report.sections import dataset_caveats
 
 if TYPE_CHECKING:
     from report.report import ReportResult
@@ -165,7 +166,8 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
     """The end of a sweep in the terminal: the table, the key finding, where to look."""
     finished = result.finished
     finding = re.sub(r"\*\*|`", "", result.finding)
-    lines = ["", table(finished, result.key), "", finding, "",
+    lines = ["", table(finished, result.key), "", finding,
+             *(f"note: {n}" for n in dataset_caveats(finished)), "",
              *where_to_look(result.artifact_uri, tracking_uri,
                             result.experiment_id, result.run_id)]
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]

@@ -26,6 +26,9 @@ _FIXES = {
     "rate_limit": "lower runner.concurrency or model.requests_per_minute",
     "overloaded": "wait for the API to recover",
     "server": "wait for the API to recover",
+    "tools_unsupported": "enable tool calling on the model's server (docs/models.md) or drop "
+                         "system=arag from the sweep",
+    "crash": "the system raised on these tasks: see the traceback in the job's log",
 }
 
 

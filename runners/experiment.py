@@ -39,7 +39,7 @@ from runners.scoring import rescore, score_and_log
 from runners.validation import ConfigError, require_keys, validate_config
 from tracking import runs as track
 from tracking.paths import resolve
-from tracking.storage import check_storage
+from tracking.storage import check_storage, storage_errors
 from tracking.traces import log_task_assessments, log_task_traces
 
 log = logging.getLogger(__name__)
@@ -168,7 +168,7 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         tracker.end_status = "KILLED"
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
-        **job.index_metrics(), **job.system_class.run_metrics})
+        **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
@@ -189,8 +189,8 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
     run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
-        return run(cfg, parent, run_name=run_name,
-                   sweep_id=(parent or {}).get("sweep_id"))
+        with storage_errors(cfg):  # a full disk or read-only store: path, key and fix
+            return run(cfg, parent, run_name=run_name, sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors) as exc:
         message = str(exc)

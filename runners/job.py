@@ -15,6 +15,7 @@ from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel
 from arag.records import Prediction
 from arag.retrieval import RetrievalSettings, SearchIndex, build_chunks, load_or_build_index
+from arag.retrieval.chunking import chunk_document
 from arag.systems import SYSTEMS, RunSetup, System, SystemContext
 from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
@@ -24,6 +25,8 @@ from runners.validation import ConfigError, validate_config
 from tracking.paths import resolve
 
 log = logging.getLogger(__name__)
+# above this share of documents inside the context budget, retrieval cannot tell systems apart
+MOST = 0.5
 
 
 @dataclass
@@ -36,6 +39,8 @@ class Job:
     predictions_path: Path
     # the class that answers, as it declared itself for this run (System.configure)
     system_class: type[System]
+    # what the dataset lets a comparison show (dataset_metrics), logged with the run
+    dataset_metrics: dict[str, float] = field(default_factory=dict)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -64,9 +69,14 @@ def prepare(cfg: DictConfig, call_models: bool = True, recorded: list[Prediction
     if len(tasks) < len(dataset.tasks):
         log.info("system %s answers %d of %d tasks", cfg.system.name, len(tasks),
                  len(dataset.tasks))
+    dataset = replace(dataset, tasks=tasks, notes=list(dataset.notes))  # preflight shares it
+    budget = dataset_metrics(dataset, cfg)
+    if budget["docs_within_context_budget_share"] > MOST:
+        dataset.notes.append(budget_warning(budget))
+        log.warning("dataset %s: %s", dataset.name, dataset.notes[-1])
     runs_dir = resolve(cfg.runner.runs_dir)
-    return Job(cfg, replace(dataset, tasks=tasks), config_hash(cfg),
-               runs_dir / predictions_hash(cfg) / "predictions.jsonl", system_class)
+    return Job(cfg, dataset, config_hash(cfg),
+               runs_dir / predictions_hash(cfg) / "predictions.jsonl", system_class, budget)
 
 
 def configure_system(cfg: DictConfig, dataset: Dataset, recorded: list[Prediction] | None
@@ -93,6 +103,31 @@ def load_tasks(cfg: DictConfig, call_models: bool = True) -> Dataset:
         log.info("task_type=%s: %d of %d tasks", wanted, len(tasks), len(dataset.tasks))
     dataset.tasks = tasks
     return dataset
+
+
+def dataset_metrics(dataset: Dataset, cfg: DictConfig) -> dict[str, float]:
+    """Run metrics that say what the dataset lets a comparison show: the share of the
+    tasks' documents whose every chunk fits in the retrieval context budget (each system
+    then sees nearly all of the document, so retrieval cannot make a difference), the
+    budget in chunks, and how many tasks have no reference."""
+    budget = cfg.retrieval.context_budget or cfg.system.top_k or cfg.retrieval.top_k
+    doc_ids = {d for t in dataset.tasks for d in t.doc_ids}
+    sizes = [len(chunk_document(dataset.corpus.documents[d], cfg.retrieval.chunk_size,
+                                cfg.retrieval.chunk_overlap)) for d in sorted(doc_ids)]
+    within = sum(1 for n in sizes if n <= budget)
+    return {"docs_within_context_budget_share": within / len(sizes) if sizes else 0.0,
+            "docs_within_context_budget": float(within), "n_documents": float(len(sizes)),
+            "context_budget_chunks": float(budget),
+            "n_tasks_without_reference": float(sum(1 for t in dataset.tasks
+                                                   if not t.reference.strip()))}
+
+
+def budget_warning(metrics: dict[str, float]) -> str:
+    return (f"{metrics['docs_within_context_budget']:.0f} of {metrics['n_documents']:.0f} "
+            f"documents ({metrics['docs_within_context_budget_share']:.0%}) fit inside the "
+            f"retrieval context budget of {metrics['context_budget_chunks']:.0f} chunks: every "
+            "system sees nearly all of each, so retrieval cannot make a difference here. Use "
+            "longer documents, or a smaller retrieval.top_k / retrieval.chunk_size")
 
 
 def cached(model: ChatModel, cfg: DictConfig) -> ChatModel:

@@ -170,6 +170,7 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                            (parent or {}).get("run_id")) as tracker:
         tracker.log_params(track.flatten(resolved(merged)))
         tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
-        metrics, _ = score_and_log(job, predictions, tracker, dict(job.system_class.run_metrics))
+        metrics, _ = score_and_log(job, predictions, tracker, {**job.dataset_metrics,
+                                                               **job.system_class.run_metrics})
     log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
     return metrics

@@ -368,6 +368,12 @@ def test_a_pipelines_predictions_swept_with_arag_and_naive_score_as_computed_fro
               "cost_usd_total": sum(costs), "cost_usd_per_task": sum(costs) / 6,
               "max_loops_reached_rate": 0.0,
               **{f"latency_ms_p{q}": float(np.percentile(latencies, q)) for q in (50, 90, 99)}}
+    # what the dataset lets a comparison show: documents that fit in the 5-chunk budget
+    per_doc = [sum(1 for c in chunks if c.doc_id == k["doc"]) for k in known.values()]
+    within = sum(1 for n in per_doc if n <= 5)
+    counts.update({"n_documents": 6, "context_budget_chunks": 5, "n_tasks_without_reference": 0,
+                   "docs_within_context_budget": within,
+                   "docs_within_context_budget_share": within / 6})
     metrics = {k: v for k, v in ext.data.metrics.items() if not k.startswith("headline/")}
     for key, value in metrics.items():  # every metric of the run, from the file
         if key in counts:
