@@ -44,6 +44,9 @@ class RetrievalMethod(str, Enum):
 class Rerank(str, Enum):
     none = "none"
     model = "model"  # the run's model reorders the first-stage candidates (one call a task)
+    # a local cross-encoder (sentence-transformers, retrieval.reranker_path) scores each
+    # (question, candidate) pair and reorders them
+    cross_encoder = "cross_encoder"
 
 
 class Precision(str, Enum):
@@ -179,8 +182,19 @@ class RetrievalConfig:
     neighbors: int = 0  # naive: add the ±N neighbouring chunks of each hit (same document)
     # embed and BM25-index each sentence/chunk with its metadata header (part of the index key)
     contextual_headers: bool = False
+    # the run's model writes each chunk a context situating it in its document, indexed with
+    # it (contextual retrieval; through the response cache, priced by the dry run)
+    llm_context: bool = False
     rerank: Rerank = Rerank.none
     rerank_candidates: int = 20  # first-stage chunks the reranker orders
+    # rerank=cross_encoder: a local folder holding a sentence-transformers CrossEncoder
+    reranker_path: str | None = None
+    # drop hits scoring below this (dense: cosine of the best sentence; bm25: BM25 score;
+    # hybrid: the fused score); None: keep every hit
+    min_score: float | None = None
+    # small-to-big: a naive hit brings in the other chunks of its parent, consecutive
+    # chunks of one document of about this many words (None: off); chunks stay the unit
+    parent_chunk_size: int | None = None
     hyde: bool = False  # naive: search with a hypothetical answer the model writes
     # chunks any retrieving system may put in front of the model: naive's hits plus their
     # neighbours, the chunks A-RAG reads; None: top_k

@@ -94,6 +94,9 @@ class Task:
     gold_lines: dict[str, tuple[int, ...]] | None = None
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # False: the documents hold no answer (an out-of-scope or false-premise question); the
+    # right answer says so, and retrieval is not scored (there is no evidence to find)
+    answerable: bool = True
 
 
 @dataclass

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from arag.datasets.sections import Section
 from arag.llm.base import ChatModel
 from arag.records import Chunk, Prediction, Task
 from arag.registry import Registry
@@ -74,6 +75,8 @@ class ScoringItem:
     cited_answer: str | None = None
     cites: bool = False  # the run asked for [c:<chunk id>] citations (System.cites)
     chunks: Mapping[str, Chunk] = field(default_factory=dict)  # the run's chunks by id
+    # doc_id -> its sections (arag.datasets.sections), for the task's documents
+    sections: Mapping[str, tuple[Section, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -126,6 +129,14 @@ class Scorer(ABC):
 
     def artifacts(self) -> dict[str, Any]:
         """JSON-serialisable files to log with the run, name -> data."""
+        return {}
+
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """Every call scoring ``items`` would make to one judge (``primary``: the run's
+        judge, else a panel judge ``judge_id``), as ``complete()`` kwargs by id, with none
+        made: the dry run prices them. Where a call depends on an earlier reply, count it
+        (an upper bound). None by default: a scorer that asks no judge."""
         return {}
 
     def provenance(self) -> dict[str, str]:

@@ -72,12 +72,15 @@ class FactualConsistencyScorer(JudgedScorer):
                 self._unjudged(s, why)
             else:
                 todo[str(n)] = s
-                requests[str(n)] = judge_request(_SYSTEM, claims_prompt(item), 1200)
+                requests[str(n)] = self.request(item)
         if self.judge is not None and requests:
             replies = self.ask(requests)
             for cid, scores in todo.items():
                 self._apply(scores, replies[cid])
         return out
+
+    def request(self, item: ScoringItem) -> dict[str, Any]:
+        return judge_request(_SYSTEM, claims_prompt(item), 1200)
 
     def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
                   ) -> dict[str, float]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
 from arag.llm.cache import forget_reply, reply_sample
-from metrics.base import Scorer, ScorerEnv
+from metrics.base import Scorer, ScorerEnv, ScoringItem, answered
 
 
 def judge_request(system: str, prompt: str, max_tokens: int, sample: int = 0) -> dict[str, Any]:
@@ -85,6 +85,19 @@ class JudgedScorer(Scorer):
         self.no_judge_reason = no_judge_reason
         self.batch = batch
         self.concurrency = concurrency
+
+    def request(self, item: ScoringItem) -> dict[str, Any] | None:
+        """The judge call for one answered task, or None when it needs none."""
+        return None
+
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """One call per answered task that needs one, to the primary judge only."""
+        if self.judge is None or not primary:
+            return {}
+        found = {str(n): self.request(item) for n, item in enumerate(items)
+                 if not answered(item)}
+        return {n: r for n, r in found.items() if r is not None}
 
     def ask(self, requests: dict[str, dict[str, Any]],
             readable: Callable[[str], bool] | None = None) -> dict[str, Completion | ModelError]:

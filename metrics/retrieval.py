@@ -12,6 +12,9 @@ from metrics.base import (
     retrieval_unknown,
 )
 
+UNANSWERABLE = ("the task is unanswerable from its documents (answerable=false): there is no "
+                "evidence to retrieve")
+
 
 def precision_recall(read: list[str], gold: set[str]) -> tuple[float | None, float | None]:
     """Chunks read vs chunks containing a gold line; each chunk counted once."""
@@ -38,6 +41,8 @@ class RetrievalScorer(Scorer):
             if p.skipped or p.error:
                 why = f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}"
                 s.null(self.fields, why)
+            elif not item.task.answerable:
+                s.null(self.fields, UNANSWERABLE)
             elif retrieval_unknown(item):
                 s.null(self.fields, retrieval_unknown(item) or "")
             elif not item.retrieves:

@@ -117,7 +117,8 @@ def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -
         scores += f"; {record['cached_calls']} call(s) from the response cache"
     link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}'>trace</a>"
             if route else "")
-    return f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}</td>"
+    return (f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}"
+            f"{details(record)}</td>")
 
 
 def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], key: str,
@@ -164,3 +165,61 @@ def _row(task_id: str, finished: list[dict[str, Any]], by_run: list[dict[str, di
             f"{html.escape(task_id)}</b><br>{html.escape(first.get('question') or '')}"
             f"<details><summary>reference</summary><div class='out'>{reference}</div></details>"
             f"</td><td class='diff'></td>{''.join(cells)}</tr>")
+
+
+def details(record: dict[str, Any]) -> str:
+    """What a run's cell shows below its chunks: the sections its chunks touched, where its
+    ranking put the gold, and the judge's reasoning per G-Eval dimension (folded)."""
+    return _section_strip(record) + _ranking(record) + _reasoning(record)
+
+
+_TOUCHED = "background:#2e7d32;color:#fff"
+_MISSED = "background:#eee;color:#777"
+
+
+def _section_strip(record: dict[str, Any]) -> str:
+    """One box per section of the task's documents, filled where a chunk the system used
+    lies (``sections_touched``), with the share touched."""
+    sections = record.get("sections_touched")
+    if not sections:
+        return ""
+    boxes = "".join(
+        f"<span class='section' title='{html.escape(s['doc_id'])} lines {s['first_line']}-"
+        f"{s['last_line']}: {'touched' if s['touched'] else 'not touched'}' style='display:"
+        f"inline-block;margin:1px;padding:1px 4px;font-size:11px;"
+        f"{_TOUCHED if s['touched'] else _MISSED}'>{html.escape(s['section'])}</span>"
+        for s in sections)
+    share = record.get("section_coverage")
+    label = f"sections touched {share:.0%}" if share is not None else "sections"
+    return f"<div class='sections'><span class='muted'>{label}:</span> {boxes}</div>"
+
+
+def _reasoning(record: dict[str, Any]) -> str:
+    """The judge's reasoning for each G-Eval dimension the record was judged on."""
+    dims = [k[len("geval_"):-len("_reasoning")] for k, v in record.items()
+            if k.startswith("geval_") and k.endswith("_reasoning") and v]
+    if not dims:
+        return ""
+    parts = []
+    for dim in dims:
+        score = record.get(f"geval_{dim}")
+        shown = _number(score) if score is not None else "no score"
+        parts.append(f"<details class='reasoning'><summary>judge: {html.escape(dim)} "
+                     f"{shown}</summary><div class='out'>"
+                     f"{html.escape(str(record[f'geval_{dim}_reasoning']))}</div></details>")
+    return "".join(parts)
+
+
+def _ranking(record: dict[str, Any]) -> str:
+    """Where the system's ranking holds gold (``gold_hit_ranks``) and its top chunks."""
+    top = record.get("top_hit_ids")
+    if not top:
+        return ""
+    ranks = record.get("gold_hit_ranks")
+    gold = set(record.get("gold_chunk_ids") or [])
+    where = ("gold not recorded" if ranks is None else "no gold in the ranking" if not ranks
+             else "gold at rank " + ", ".join(str(r) for r in ranks))
+    marks = "".join(f"<span class='chunk{' gold' if c in gold else ''}'>{i}. {html.escape(c)}"
+                    "</span>" for i, c in enumerate(top, start=1))
+    return (f"<details class='ranking'><summary>ranking: {html.escape(where)}</summary>{marks}"
+            "</details>")

@@ -27,7 +27,15 @@ from typing import Any
 from metrics.geval import ERROR_CODES
 from report import compare, console, plots, verdict
 from report.policy import comparison_order, report_metrics
-from report.sections import caveats, examples, judge_section, length_breakdown
+from report.sections import (
+    caveats,
+    examples,
+    further_dimensions,
+    judge_section,
+    length_breakdown,
+    length_finding,
+    loops_recall,
+)
 from report.verdict import (
     TaskSets,
     common_rows,
@@ -138,6 +146,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("## Task sets\n\n" + task_set_section(sets))
     out.append("## Key finding\n\n" + verdict.key_finding(
         sets, key, _null_reason(records_by_run, key)) + "\n")
+    out.append(length_finding(sets, key))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count"])
     out.append("## Quality\n")
@@ -149,6 +158,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
                "whose task sets differ):\n")
     out.append(_quality_table(finished))
+    out.append(further_dimensions(finished))
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
@@ -221,8 +231,8 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
                    for r in finished if r["agentic"]
                    for x in records_by_run.get(r["run_id"], [])
                    if x.get("retrieval_recall") is not None and x.get("loops") is not None]
-    out.append("![recall vs loops](plots/recall_vs_loops.png)\n" if arag_points
-               else "No agentic run with retrieval gold in this sweep.\n")
+    out.append("![recall vs loops](plots/recall_vs_loops.png)\n\n" + loops_recall(arag_points)
+               if arag_points else "No agentic run with retrieval gold in this sweep.\n")
     budgets = {r.get("max_loops") for r in finished if r["agentic"]}
     if len(budgets) > 1:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n")

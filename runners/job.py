@@ -13,8 +13,10 @@ from omegaconf import DictConfig
 from arag.datasets import Dataset, load_dataset
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel
+from arag.llm.offline import OfflineModel
 from arag.records import Prediction
 from arag.retrieval import RetrievalSettings, SearchIndex, build_chunks, load_or_build_index
+from arag.retrieval.chunk_context import write_contexts
 from arag.retrieval.chunking import chunk_document
 from arag.systems import SYSTEMS, RunSetup, System, SystemContext
 from metrics import Scorer, ScorerEnv, build_scorers
@@ -50,8 +52,25 @@ class Job:
             if self._index is None:
                 self._index = load_or_build_index(self.dataset.corpus, self.cfg.retrieval,
                                                   resolve(self.cfg.cache.dir),
-                                                  self.cfg.cache.mode)
+                                                  self.cfg.cache.mode, self.chunk_contexts())
             return self._index
+
+    def chunk_contexts(self) -> dict[str, str] | None:
+        """The contexts the run's model writes for every chunk (``retrieval.llm_context``),
+        through the response cache; a dry run has the offline model stand in (it prices
+        the real requests apart)."""
+        cfg = self.cfg
+        if not cfg.retrieval.get("llm_context"):
+            return None
+        chunks = build_chunks(self.dataset.corpus, cfg.retrieval.chunk_size,
+                              cfg.retrieval.chunk_overlap)
+        model = OfflineModel() if cfg.runner.dry_run else MeteredModel(
+            cached(make_model(cfg.model), cfg), Prices.from_config(cfg.model))
+        contexts = write_contexts(model, self.dataset.corpus, chunks, cfg.runner.concurrency)
+        if isinstance(model, MeteredModel):
+            log.info("chunk contexts: %d chunks, %d model calls (%d from the response cache), "
+                     "$%.4f", len(chunks), model.calls, model.cached_calls, model.cost_usd)
+        return contexts
 
     def index_metrics(self) -> dict[str, float]:
         """index_sentences_embedded/_reused and index_embed_seconds; none if nothing searched."""

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,13 +38,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def ui(tmp_path_factory, shared_cache):
-    tmp = tmp_path_factory.mktemp("ui")
-    # as `make run` does it, with the progress bars a terminal shows
-    sweep = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample", "runner.progress=true",
-                    cache=shared_cache)
-    assert sweep.returncode == 0, sweep.stderr[-2000:]
+@contextmanager
+def mlflow_ui(tmp: Path):
+    """``mlflow ui`` on a free local port over the store in ``tmp``; yields its URL."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{tmp}/mlflow.db",
@@ -60,9 +57,22 @@ def ui(tmp_path_factory, shared_cache):
     else:
         proc.kill()
         pytest.fail("mlflow ui did not start within 90 s")
-    yield url, tmp, sweep
-    proc.terminate()
-    proc.wait(timeout=30)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory, shared_cache):
+    tmp = tmp_path_factory.mktemp("ui")
+    # as `make run` does it, with the progress bars a terminal shows
+    sweep = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample", "runner.progress=true",
+                    cache=shared_cache)
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    with mlflow_ui(tmp) as url:
+        yield url, tmp, sweep
 
 
 @pytest.fixture(scope="module")
