@@ -79,6 +79,7 @@ def _row(run: Any) -> dict[str, Any]:
                model_provider=params.get("model.provider"),
                synthetic=params.get("dataset.synthetic") == "True",
                max_loops=params.get("max_loops"),
+               system_notes=json.loads(tags.get("system_notes") or "[]"),
                target_length=params.get("target_length"))
     return row
 

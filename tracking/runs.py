@@ -88,9 +88,11 @@ def git_commit() -> str:
 def system_tags(name: str, system_class: Any) -> dict[str, str]:
     """The system's name and what its class declares, so the report and the MLflow UI can
     tell agentic, retrieving and ranking runs apart without knowing any system's name."""
+    notes = list(getattr(system_class, "notes", ()))  # how it was scored, for the report
     return {"system": name, "system_kind": getattr(system_class, "__name__", ""),
             **{f"system_{flag}": str(bool(getattr(system_class, flag))).lower()
-               for flag in ("retrieves", "ranks", "agentic", "cites")}}
+               for flag in ("retrieves", "ranks", "agentic", "cites")},
+            **({"system_notes": json.dumps(notes)[:5000]} if notes else {})}
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:

@@ -160,7 +160,7 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
                          "max_loops_reached": pred.max_loops_reached})
     if pred.error:
         root.set_status("ERROR")
-    root.end(end_time_ns=int((started + pred.latency_ms / 1000.0) * 1e9))
+    root.end(end_time_ns=int((started + (pred.latency_ms or 0.0) / 1000.0) * 1e9))
 
 
 def _span(parent: Any, pred: Prediction, step: Step, SpanType: Any) -> None:

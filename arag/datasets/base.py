@@ -65,7 +65,8 @@ class Dataset:
 
 AdapterFn = Callable[[Any, Path], Dataset]
 # a new adapter is one module in arag/datasets/ (``@register_adapter("name")``) and one YAML
-ADAPTERS: Registry[AdapterFn] = Registry("dataset adapter", "dataset.adapter", "arag.datasets")
+ADAPTERS: Registry[AdapterFn] = Registry("dataset adapter", "dataset.adapter", "arag.datasets",
+                                      group="arag_eval.datasets")
 register_adapter = ADAPTERS.register
 
 
