@@ -110,7 +110,8 @@ class CacheMode(str, Enum):
 class SystemConfig:
     name: str = MISSING
     # which registered System class answers (arag.systems): arag | naive | stuffing | oracle
-    # | closed_book, or any system registered in a module of arag/systems/
+    # | closed_book | external, any system registered in a module of arag/systems/, or one
+    # an installed package registers (entry-point group arag_eval.systems)
     kind: str = MISSING
     tools: list[str] = field(default_factory=list)
     top_k: int | None = positive(None, "chunks; or null for retrieval.top_k")
@@ -118,6 +119,13 @@ class SystemConfig:
     citations: bool = True
     max_tokens: int = positive(1024, "output tokens per call")
     temperature: float = non_negative(0.0, "sampling temperature")
+    # system=external: the JSONL file of a pipeline's predictions (relative paths resolve
+    # against the project), and whether tasks missing from it are left out (else an error)
+    predictions: str | None = None
+    allow_missing: bool = False
+    # a plugin system's own settings, read by its class (System.configure) without
+    # widening this schema
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

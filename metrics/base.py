@@ -58,7 +58,9 @@ class ScoringItem:
     prediction: Prediction
     task: Task
     gold_chunk_ids: set[str] | None  # None: the dataset has no retrieval gold
-    context_text: str  # what the system put in front of the model (System.judged_context)
+    # what the system put in front of the model (System.judged_context); None: the record
+    # does not say (scores that need it are null with NO_CONTEXT)
+    context_text: str | None
     target_length: int
     retrieves: bool  # the system declares it picks chunks (System.retrieves)
     # doc_id -> page of each line, for the task's paginated gold documents (PDF filings)
@@ -171,15 +173,17 @@ class PerTaskScorer(Scorer):
         return out
 
 
-SCORERS: Registry[type[Scorer]] = Registry("scorer", "metrics.scorers", "metrics")
+def _named(name: str, cls: type[Scorer]) -> None:
+    cls.name = name
+
+
+# an installed package's scorers come through the ``arag_eval.scorers`` entry-point group
+SCORERS: Registry[type[Scorer]] = Registry("scorer", "metrics.scorers", "metrics",
+                                           group="arag_eval.scorers", on_register=_named)
 
 
 def register_scorer(name: str) -> Callable[[type[Scorer]], type[Scorer]]:
-    def decorate(cls: type[Scorer]) -> type[Scorer]:
-        cls.name = name
-        return SCORERS.register(name)(cls)
-
-    return decorate
+    return SCORERS.register(name)
 
 
 def answered(item: ScoringItem) -> str | None:
@@ -192,6 +196,18 @@ def answered(item: ScoringItem) -> str | None:
     if not (p.predicted or "").strip():
         return "empty prediction"
     return None
+
+
+NO_CONTEXT = ("the prediction records no context (no context_chunk_ids or context texts): "
+              "there is nothing to judge it against")
+NO_RETRIEVAL = ("the prediction records no retrieval (no retrieved_chunk_ids or locatable "
+                "context texts)")
+
+
+def retrieval_unknown(item: ScoringItem) -> str | None:
+    """Why a task's retrieval cannot be scored from its record, or None if it can."""
+    p = item.prediction
+    return NO_RETRIEVAL if "retrieved_chunk_ids" in p.not_recorded else None
 
 
 def missing_reference(item: ScoringItem) -> str | None:

@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from arag.llm.base import Completion, ModelError
-from metrics.base import Metric, Scores, ScoringItem, answered, count_flags, register_scorer
+from metrics.base import NO_CONTEXT, Metric, Scores, ScoringItem, answered, count_flags, register_scorer
 from metrics.judging import JudgedScorer, judge_request
 
 VERDICTS = ("verified", "unsupported", "contradicted")
@@ -66,7 +66,8 @@ class FactualConsistencyScorer(JudgedScorer):
         todo: dict[str, Scores] = {}
         requests: dict[str, dict[str, Any]] = {}
         for n, (item, s) in enumerate(zip(items, out, strict=True)):
-            why = self.no_judge_reason if self.judge is None else answered(item)
+            why = self.no_judge_reason if self.judge is None else (
+                answered(item) or (NO_CONTEXT if item.context_text is None else None))
             if why:
                 self._unjudged(s, why)
             else:

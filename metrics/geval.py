@@ -59,6 +59,7 @@ from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, ModelError
 from arag.llm.cache import forget_reply, fresh_replies
 from metrics.base import (
+    NO_CONTEXT,
     NO_JUDGE,
     Metric,
     Scorer,
@@ -115,6 +116,18 @@ class Dimension:
     @property
     def needs_reference(self) -> bool:
         return self.against != Against.context
+
+    @property
+    def needs_context(self) -> bool:
+        return self.against != Against.reference
+
+    def unjudgeable(self, item: ScoringItem) -> str | None:
+        """Why this task cannot be judged on this dimension, or None if it can."""
+        if self.needs_reference and missing_reference(item):
+            return missing_reference(item)
+        if self.needs_context and item.context_text is None:
+            return NO_CONTEXT
+        return None
 
 
 DEFAULT_DIMENSIONS = (Dimension("faithfulness", DIMENSIONS["faithfulness"], Against.context),
@@ -389,14 +402,16 @@ class GEvalScorer(Scorer):
                 todo.append((i, item, s))
         # Step B: every (task, dimension, sample) scoring call, by every judge; then the
         # taxonomy for low scorers. A dimension judged against the reference is not sent
-        # for a task without one.
+        # for a task without one, nor one judged against the context for a task whose
+        # record does not say what its context was.
         dims = {i: self._judgeable(item) for i, item, _ in todo}
         primary = self._ask(self.judge, todo, dims, steps)
         panel = {name: self._ask(judge, todo, dims, steps) for name, judge in self.panel.items()}
         low = []
         for i, item, s in todo:
-            _no_reply(s, [d for d in self.names if d not in dims[i]],
-                      missing_reference(item) or "")
+            for d in self.names:
+                if d not in dims[i]:
+                    _no_reply(s, [d], self.dimensions[d].unjudgeable(item) or "")
             reasons = self._apply_scores(s, {d: primary.replies[(i, d)] for d in dims[i]})
             if self.panel:
                 s.values["geval_panel"] = {name: _panel_entry({d: judged.replies[(i, d)]
@@ -413,9 +428,9 @@ class GEvalScorer(Scorer):
         return out
 
     def _judgeable(self, item: ScoringItem) -> list[str]:
-        """The dimensions this task can be judged on (those needing a reference need one)."""
-        return [d for d in self.names
-                if not self.dimensions[d].needs_reference or not missing_reference(item)]
+        """The dimensions this task can be judged on (those needing a reference need one,
+        those needing the context need a record that says what it was)."""
+        return [d for d in self.names if not self.dimensions[d].unjudgeable(item)]
 
     def _scoring_requests(self, todo: list[tuple[int, ScoringItem]], dims: dict[int, list[str]],
                           steps: dict[str, str]) -> dict[str, dict[str, Any]]:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from arag import progress
 from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
 from arag.llm.cache import forget_reply, reply_sample
 from metrics.base import Scorer, ScorerEnv, ScoringItem, answered
@@ -59,14 +60,18 @@ def _replies(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool,
         missing = ModelError("no result for this request in the message batch")
         return {cid: replies.get(cid, missing) for cid in requests}
 
+    shown = progress.bar("judge", len(requests), "call", show=bool(requests))
+
     def one(request: dict[str, Any]) -> Completion | ModelError:
         try:
             with reply_sample(judge, request.get(SAMPLE, 0)):
                 return judge.complete(**call_arguments(request))
         except ModelError as exc:
             return exc
+        finally:
+            shown.update(1)
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with shown, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return dict(zip(requests, pool.map(one, requests.values()), strict=True))
 
 

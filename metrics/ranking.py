@@ -55,7 +55,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from arag.config import non_negative, ranged
-from metrics.base import Metric, Scorer, ScorerEnv, Scores, ScoringItem, register_scorer
+from metrics.base import (
+    Metric,
+    Scorer,
+    ScorerEnv,
+    Scores,
+    ScoringItem,
+    register_scorer,
+    retrieval_unknown,
+)
 from metrics.retrieval import UNANSWERABLE
 
 DEFAULT_KS = (1, 3, 5, 10)
@@ -229,7 +237,7 @@ class RankingScorer(Scorer):
         s = Scores()
         p = item.prediction
         why = (f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}" if p.error
-               else None if item.task.answerable else UNANSWERABLE)
+               else None if item.task.answerable else UNANSWERABLE) or retrieval_unknown(item)
         if item.ranking is None and why is None:
             why = "this system does not rank chunks (its class declares ranks=False)"
         if why is not None:

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from metrics.base import Metric, Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.base import (
+    Metric,
+    Scorer,
+    Scores,
+    ScoringItem,
+    answered,
+    register_scorer,
+    retrieval_unknown,
+)
 
 UNANSWERABLE = ("the task is unanswerable from its documents (answerable=false): there is no "
                 "evidence to retrieve")
@@ -35,6 +43,8 @@ class RetrievalScorer(Scorer):
                 s.null(self.fields, why)
             elif not item.task.answerable:
                 s.null(self.fields, UNANSWERABLE)
+            elif retrieval_unknown(item):
+                s.null(self.fields, retrieval_unknown(item) or "")
             elif not item.retrieves:
                 s.null(self.fields, "this system does not retrieve (whole documents, the gold, "
                        "or nothing)")

@@ -27,6 +27,8 @@ vertical-align:top;text-align:left}th{background:#f3f3f3;position:sticky;top:0}
 .scores{color:#333;margin-top:.4em}.err{color:#b00020}.gold{background:#d9f2d9;font-weight:bold}
 .chunk{font-family:monospace;font-size:11px;display:inline-block;margin:1px 2px;padding:0 2px}
 .diff{font-weight:bold}.controls{margin:.5em 0 1em}.muted{color:#777}
+.scroll{overflow:auto;max-width:100%;max-height:85vh;border:1px solid #ddd}
+.trace-note{margin-top:.3em;color:#333}.trace-note input{font-size:11px;width:100%}
 """
 
 _SCRIPT = """
@@ -35,6 +37,23 @@ const origin = (() => { try { const u = new URL(location.href.replace(/^blob:/, 
   return /^https?:$/.test(u.protocol) ? u.origin : null; } catch (e) { return null; } })();
 if (origin) document.querySelectorAll('a.trace').forEach(a => {
   a.href = origin + a.getAttribute('data-route'); });
+// A trace opens in a new tab. MLflow's artifact viewer is a sandboxed frame that lets no
+// link leave it (no popups, no top navigation; following one there blanks the pane), so
+// there the link shows its address to open in a new tab instead, and the page stays.
+function showAddress(a) {
+  let note = a.parentNode.querySelector('.trace-note');
+  if (!note) { note = document.createElement('div'); note.className = 'trace-note';
+    a.parentNode.appendChild(note); }
+  note.textContent = 'This viewer cannot open links: open this address in a new tab ';
+  const box = document.createElement('input'); box.readOnly = true; box.value = a.href;
+  note.appendChild(box); box.focus(); box.select();
+}
+document.querySelectorAll('a.trace').forEach(a => a.addEventListener('click', e => {
+  e.preventDefault();
+  let opened = null;
+  try { opened = window.open(a.href, '_blank'); } catch (err) { opened = null; }
+  if (opened) { opened.opener = null; } else { showAddress(a); }
+}));
 function score(tr, run, metric) {
   const v = JSON.parse(tr.getAttribute('data-scores'))[run]; return v ? v[metric] : null; }
 function sortRows() {
@@ -115,8 +134,8 @@ def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -
         scores += f"; error codes {', '.join(codes)}"
     if record.get("cached_calls"):
         scores += f"; {record['cached_calls']} call(s) from the response cache"
-    link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}'>trace</a>"
-            if route else "")
+    link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}' "
+            "target='_blank' rel='noopener'>trace</a>" if route else "")
     return (f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}"
             f"{details(record)}</td>")
 
@@ -143,8 +162,8 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
         "difference between two runs (tasks where either has no score last).</p>"
         f"<div class='controls'>sort by <select id='metric'>{metrics}</select> of "
         f"<select id='runA'>{options}</select> minus <select id='runB'>{second}</select>"
-        f"</div><table><thead><tr><th class='q'>task</th><th>difference</th>{head}</tr></thead>"
-        f"<tbody id='rows'>{''.join(rows)}</tbody></table>"
+        f"</div><div class='scroll'><table><thead><tr><th class='q'>task</th><th>difference</th>"
+        f"{head}</tr></thead><tbody id='rows'>{''.join(rows)}</tbody></table></div>"
         f"<script type='application/json' id='runs'>{runs_json}</script>"
         f"<script>{_SCRIPT}</script></body></html>")
 

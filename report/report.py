@@ -79,6 +79,7 @@ def _row(run: Any) -> dict[str, Any]:
                model_provider=params.get("model.provider"),
                synthetic=params.get("dataset.synthetic") == "True",
                max_loops=params.get("max_loops"),
+               system_notes=json.loads(tags.get("system_notes") or "[]"),
                target_length=params.get("target_length"))
     return row
 
@@ -310,9 +311,14 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
 
     body = MarkdownIt("commonmark").enable("table").render(markdown_text)
     body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, body)
+    # a wide table scrolls in its own box, not the page (MLflow's viewer is a narrow frame)
+    body = body.replace("<table>", "<div class='scroll'><table>").replace(
+        "</table>", "</table></div>")
     style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em}")
+             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em;"
+             "white-space:pre-wrap;overflow-wrap:anywhere}code{overflow-wrap:anywhere}"
+             ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body>{body}</body></html>")
 

@@ -36,6 +36,7 @@ def caveats(rows: list[Row]) -> str:
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
     notes += dataset_caveats(rows)
+    notes += [f"`{r['run']}`: {note}" for r in rows for note in r.get("system_notes") or []]
     if not notes:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(

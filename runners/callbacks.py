@@ -39,7 +39,7 @@ from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console
 from report.console import quiet
 from report.report import write_sweep_report
-from runners import dryrun
+from runners import dryrun, overview
 from runners.preflight import (
     all_finished,
     check_jobs,
@@ -177,6 +177,7 @@ class MLflowSweepCallback(Callback):
             self.result = write_sweep_report(self.client, self.parent)
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
                                 runs_key(row["run_id"] for row in self.result.rows))
+            overview.publish(self.client, self.result)  # the verdict, first thing in the UI
         except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result
             log.exception("could not build the sweep comparison")
             # visible on the parent: rebuild with python -m report <parent run id>

@@ -86,6 +86,8 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
     for record, why, item in zip(records, reasons, items, strict=True):
         for key in PASSTHROUGH:
             record[key] = getattr(item.prediction, key)
+            if record[key] is None and key in item.prediction.not_recorded:
+                why[key] = f"the prediction's record does not carry {key}"
         record.update(provenance(item, corpus))
         record["null_reasons"] = why
     return records

@@ -20,6 +20,7 @@ from typing import Any
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from arag import progress
 from arag.datasets import DatasetError
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.base import MissingCredentials
@@ -33,7 +34,7 @@ from metrics import ScorerEnv, build_scorers
 from report.console import quiet, verdict
 from report.policy import report_metrics
 from report.report import write_run_report
-from runners import dryrun
+from runners import dryrun, overview
 from runners.errors import TooManyErrors, all_skipped, too_many_errors
 from runners.evaluate import scoring_items
 from runners.identity import resolved
@@ -60,6 +61,7 @@ SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrie
 def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | None = None,
         sweep_id: str | None = None) -> dict[str, float]:
     validate_config(cfg)
+    progress.configure(cfg.runner.progress, _progress_label(run_name or cfg.system.name, parent))
     if cfg.mode == "evaluate":
         require_keys(cfg)
         check_storage(cfg)
@@ -98,6 +100,7 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:
         result = write_run_report(client, tracker.run_id)
+        overview.publish(client, result)
         print(verdict(result, str(cfg.tracking.uri)), flush=True)
     if failed:
         raise TooManyErrors(f"run {tracker.run_id}: {failed}")
@@ -182,14 +185,14 @@ def _journaled(model: ChatModel, job: Job) -> ChatModel:
 
 
 def spend_metrics(job: Job, predictions: list[Prediction]) -> dict[str, float]:
-    """``spend_usd_total``: every paid call of these predictions, as journaled;
-    ``spend_usd_unrecorded``: the part no record counts (tasks in flight at a kill,
+    """``cost_usd_spent_total``: every paid call of these predictions, as journaled;
+    ``cost_usd_unrecorded_total``: the part no record counts (tasks in flight at a kill,
     errored tasks predicted again). None without a journal (nothing was paid for)."""
     if not job.spend_path.exists():
         return {}
     spend = SpendJournal(job.spend_path).spend_total()
     recorded = sum(p.cost_usd or 0.0 for p in predictions)
-    return {"spend_usd_total": spend, "spend_usd_unrecorded": max(0.0, spend - recorded)}
+    return {"cost_usd_spent_total": spend, "cost_usd_unrecorded_total": max(0.0, spend - recorded)}
 
 
 def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
@@ -206,12 +209,13 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         tracker.end_status = "KILLED"
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
-        **job.index_metrics(), **job.dataset_metrics,
+        **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics,
         **spend_metrics(job, outcome.predictions)})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
-                                      cfg.judge.name, [m.name for m in report_metrics()])
+                                      cfg.judge.name, [m.name for m in report_metrics()],
+                                      {p.id: p.ground_truth for p in outcome.predictions})
     log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
              n_assessed)
     return metrics, outcome.predictions

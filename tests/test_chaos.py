@@ -194,8 +194,8 @@ def test_a_sweep_killed_while_writing_its_report_gets_it_on_the_next_run(tmp_pat
 def test_a_kill_loses_no_spend(tmp_path):
     """One call at a time, killed as the 5th request arrives: the 4 replies before it were
     paid and are in the spend journal, though the task in flight has no record; the re-run
-    answers that task's first call from the cache, so spend_usd_total is every paid reply
-    once, and the part no record counts is spend_usd_unrecorded."""
+    answers that task's first call from the cache, so cost_usd_spent_total is every paid reply
+    once, and the part no record counts is cost_usd_unrecorded_total."""
     from arag.llm import Prices, Usage
     from tests.conftest import compose_cfg
 
@@ -226,7 +226,7 @@ def test_a_kill_loses_no_spend(tmp_path):
     paid = sum(prices.cost_usd(Usage(**u)) for u in fake.usages)
     (job,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
     metrics = job.data.metrics
-    assert metrics["spend_usd_total"] == pytest.approx(paid, rel=1e-6)
-    assert metrics["spend_usd_unrecorded"] > 0  # the calls of the task in flight at the kill
-    assert metrics["spend_usd_unrecorded"] == pytest.approx(
+    assert metrics["cost_usd_spent_total"] == pytest.approx(paid, rel=1e-6)
+    assert metrics["cost_usd_unrecorded_total"] > 0  # the calls of the task in flight at the kill
+    assert metrics["cost_usd_unrecorded_total"] == pytest.approx(
         paid - metrics["cost_usd_total"], rel=1e-6)

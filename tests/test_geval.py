@@ -454,3 +454,19 @@ def test_a_changed_definition_writes_new_criteria_and_bad_names_fail_at_build(tm
     with pytest.raises(ConfigError, match=r"dimensions\[0\].name='Guidance Covered'"):
         GEvalScorer.from_config(GEvalOptions(dimensions=[
             Dimension("Guidance Covered", GUIDANCE)]), ScorerEnv())
+
+
+def test_a_record_that_does_not_say_its_context_is_not_judged_for_faithfulness(judge, tmp_path):
+    """A re-scored record with no context ids: faithfulness is null with the reason (the
+    judge is never shown "(the system read no context)"); coverage is still judged."""
+    from dataclasses import replace
+
+    from metrics.base import NO_CONTEXT
+
+    (s,) = GEvalScorer(judge, "fake/rule", tmp_path).score([replace(_item(PERFECT),
+                                                                     context_text=None)])
+    assert s.values["geval_faithfulness"] is None
+    assert s.null_reasons["geval_faithfulness"] == NO_CONTEXT
+    assert s.values["geval_coverage"] == 5
+    graded = [call for call in judge.calls if call.startswith("You will grade")]
+    assert graded and not any("Faithfulness (1-5)" in call for call in graded)

@@ -277,7 +277,7 @@ def embed_sentences(sentences: list[str], embedder: Embedder, store: EmbeddingSt
             log.info("%s: all %d sentences from the embedding store, nothing to embed", label,
                      len(distinct))
         started = time.perf_counter()
-        new = embedder.encode([distinct[i] for i in missing], progress=len(missing) > 2000)
+        new = embedder.encode([distinct[i] for i in missing], progress=True)
         stats.embed_seconds = time.perf_counter() - started if missing else 0.0
         if store is not None:
             store.add([keys[i] for i in missing], new)
