@@ -113,6 +113,9 @@ class Prediction:
     predicted: str | None = None
     loops: int = 0
     max_loops_reached: bool = False
+    # an agent that used its whole context budget (chunks read or summarized): it could
+    # not have read more, so stopping then is not premature
+    context_budget_reached: bool = False
     stop_reason: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0

@@ -36,6 +36,9 @@ The pages of a document's lines come from ``ScoringItem.line_pages`` (doc_id -> 
 each line of the task's paginated gold documents, ``Document.line_pages``), filled in by
 ``runners.evaluate``; a document without pages is scored by gold lines.
 
+A system is scored at k only when it ranked at least k chunks: deeper, every ``*_at_k`` is
+null with the reason, so no two systems are compared at unequal depths.
+
 With ``retrieval.scope=corpus`` hit_doc shows whether the retriever even found the right
 filing. ks come from ``metrics.ranking.ks`` (default [1, 3, 5, 10]).
 """
@@ -197,6 +200,20 @@ class RankingScorer(Scorer):
         return [self.score_one(item) for item in items]
 
     def score_one(self, item: ScoringItem) -> Scores:
+        """Every field at every k; a k deeper than the system ranked is null with the reason
+        (an agent that read 5 chunks has no rank 6 to 10: scoring it at 10 beside a
+        retriever ranked 10 deep would not compare like with like)."""
+        s = self._score_all_depths(item)
+        depth = len(dict.fromkeys(item.ranking or []))
+        for k in self.ks:
+            shallow = [f for f in self.fields if f.endswith(f"_at_{k}")
+                       and s.values.get(f) is not None]
+            if item.ranking is not None and k > depth and shallow:
+                s.null(shallow, f"the system ranked {depth} chunks, fewer than {k}: it is "
+                                f"scored only at depths it ranked")
+        return s
+
+    def _score_all_depths(self, item: ScoringItem) -> Scores:
         s = Scores()
         p = item.prediction
         if p.skipped or p.error:

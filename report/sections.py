@@ -20,14 +20,18 @@ def caveats(rows: list[Row]) -> str:
     offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"})
     if offline:
         notes.append(f"The model is `offline` ({', '.join(offline)}): a deterministic extractive "
-                     "stand-in, not an LLM. Its numbers compare retrieval (which chunks reach "
-                     "the model), not how an LLM would summarize.")
+                     "stand-in, not an LLM. It measures the retrieval plumbing (which chunks "
+                     "reach the model under each system's fixed policy), not whether agentic "
+                     "retrieval helps an LLM, nor how an LLM would summarize.")
     unjudged = sorted({r["run"] for r in rows
                        if r.get("judge_provider") in JUDGES_THAT_DO_NOT_JUDGE})
     if unjudged:
         notes.append(f"No judge ({', '.join(unjudged)}): G-Eval faithfulness and coverage, the "
                      "error taxonomy and factual consistency are missing; the comparison "
                      "falls back to reference overlap. Run with `judge=claude-haiku-4-5`.")
+    priors = query_priors(rows)
+    if priors:
+        notes.append(priors)
     if any(r.get("synthetic") for r in rows):
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
@@ -35,6 +39,34 @@ def caveats(rows: list[Row]) -> str:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
         f"> - {n}" for n in notes) + "\n"
+
+
+def query_priors(rows: list[Row]) -> str:
+    """What each retrieving run searches with, beyond the question: the prior knowledge a
+    system brings (a HyDE passage; an agent's own queries), and the option that gives the
+    other side the same."""
+    parts = []
+    for r in rows:
+        if not r.get("retrieves"):
+            continue
+        if r.get("agentic"):
+            how = ("the offline agent's queries: the question, its content words, then terms "
+                   "of the chunks it read (no vocabulary of its own)"
+                   if r.get("model_provider") == "offline" else
+                   "queries the model writes (its own knowledge of the domain)")
+            tools = ", ".join(r.get("tools") or [])
+            parts.append(f"{r['run']}: {how}; tools {tools or 'as configured'}")
+        else:
+            parts.append(f"{r['run']}: " + (
+                "the question plus a hypothetical answer the model writes "
+                "(`retrieval.hyde=true`)" if r.get("hyde") else
+                "the question only (`retrieval.hyde=true` adds the model's hypothetical "
+                "answer)"))
+    if not parts:
+        return ""
+    return ("What each system searches with (its prior knowledge): " + "; ".join(parts)
+            + ". With `system.tools=[semantic_search,chunk_read]` the offline agent reads "
+            "naive's top-k.")
 
 
 def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
@@ -212,3 +244,32 @@ def _block(title: str, rec: dict[str, Any], note: str) -> str:
 
 
 __all__ = ["caveats", "examples", "fmt", "judge_section", "length_breakdown"]
+
+
+def unreadable_note(rows: list[Row]) -> str:
+    """Judge-scored fields whose replies could not be read, per run (those tasks have no
+    score for the field, so its mean rests on fewer tasks)."""
+    parts = []
+    for r in rows:
+        fails = {k.removesuffix("_parse_failures"): int(v) for k, v in r.items()
+                 if k.endswith("_parse_failures") and not k.endswith("_sample_parse_failures")
+                 and v}
+        parts += [f"{r['run']}: {field} on {n} of {int(r.get('n_answered') or 0)} answered "
+                  "tasks" for field, n in fails.items()]
+    if not parts:
+        return ""
+    return ("Unreadable judge replies (no score for those tasks; above "
+            "runner.max_parse_failure_rate the run fails): " + "; ".join(parts) + ".\n")
+
+
+def resumed_latency_note(rows: list[Row]) -> str:
+    """Runs whose predictions (and so their latencies) were resumed from an earlier run,
+    made under whatever load that run had."""
+    resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0]
+    if not resumed:
+        return ""
+    parts = [f"{r['run']} ({int(r['n_resumed'])} of {int(r.get('n_tasks') or 0)} tasks)"
+             for r in resumed]
+    return ("Latency from an earlier run: " + "; ".join(parts) + " were resumed from an "
+            "earlier run of the same configuration, so their latencies were measured then, "
+            "under that run's load.\n")

@@ -43,6 +43,9 @@ class RunnerConfig:
     # share of errored tasks (or failed judge calls) above which the run ends FAILED and
     # the command exits non-zero
     max_error_rate: float = 0.0
+    # share of answered tasks on which a judge-scored field (G-Eval, taxonomy, factual
+    # consistency, citation support, QA) may be unreadable before the run ends FAILED
+    max_parse_failure_rate: float = 0.5
     verbose: int = 0  # 0: quiet (our INFO, one bar per job); 1: libraries' INFO; 2: DEBUG
 
 

@@ -29,7 +29,7 @@ from report.console import quiet, verdict
 from report.policy import report_metrics
 from report.report import write_run_report
 from runners import dryrun
-from runners.errors import TooManyErrors, too_many_errors
+from runners.errors import CostCapReached, TooManyErrors, cost_cap_message, too_many_errors
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
 from runners.judges import panel_configs
@@ -91,6 +91,8 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         print(verdict(result, str(cfg.tracking.uri)), flush=True)
     if failed:
         raise TooManyErrors(f"run {tracker.run_id}: {failed}")
+    if tracker.end_status == "KILLED":
+        raise CostCapReached(cost_cap_message(tracker.run_id, metrics, cfg.runner.max_cost_usd))
     return metrics
 
 
@@ -192,7 +194,7 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
         return run(cfg, parent, run_name=run_name,
                    sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
-            TooManyErrors) as exc:
+            TooManyErrors, CostCapReached) as exc:
         message = str(exc)
         log.error("%s", message)
         if not multirun:

@@ -43,6 +43,8 @@ def validate_config(cfg: DictConfig) -> None:
          "at least 1 chunk, or null for the context budget", "model.offline.max_chunks_read=null"),
         ("runner.max_error_rate", 0 <= cfg.runner.max_error_rate <= 1,
          "a share of tasks from 0 (any error fails the run) to 1", "runner.max_error_rate=0.05"),
+        ("runner.max_parse_failure_rate", 0 <= cfg.runner.max_parse_failure_rate <= 1,
+         "a share of answered tasks from 0 to 1", "runner.max_parse_failure_rate=0.5"),
         ("runner.max_cost_usd", cfg.runner.max_cost_usd is None or cfg.runner.max_cost_usd > 0,
          "a positive amount in USD, or null for no cap", "runner.max_cost_usd=5"),
         ("system.kind", SYSTEMS.has(cfg.system.kind), f"a registered system, one of "

@@ -84,7 +84,7 @@ def system_tags(name: str, system_class: Any) -> dict[str, str]:
     tell agentic, retrieving and ranking runs apart without knowing any system's name."""
     return {"system": name, "system_kind": getattr(system_class, "__name__", ""),
             **{f"system_{flag}": str(bool(getattr(system_class, flag))).lower()
-               for flag in ("retrieves", "ranks", "agentic", "cites")}}
+               for flag in ("retrieves", "ranks", "agentic", "bound", "cites")}}
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:
