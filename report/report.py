@@ -32,15 +32,16 @@ from report.sections import (
     examples,
     judge_section,
     length_breakdown,
+    query_priors,
     resumed_latency_note,
     unreadable_note,
 )
 from report.verdict import (
+    SMALL_N,
     TaskSets,
     common_rows,
     headline_rows,
     paired_section,
-    small_n_note,
     task_set_section,
     task_sets,
 )
@@ -148,6 +149,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                   else "")
                + f". Comparison metric: `{key}` ({verdict.direction(key)}; the first of "
                f"{', '.join(f'`{m}`' for m in comparison_order())} any run has).\n")
+    out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
     out.append("## Key finding\n\n" + verdict.key_finding(
         sets, key, _null_reason(records_by_run, key)) + "\n")
@@ -272,7 +274,7 @@ def _quality_table(rows: list[dict[str, Any]], sets: TaskSets | None = None) -> 
     (``sets``: a cell with fewer scored tasks says its n) or each run's own answered tasks."""
     header: list[str] = ["run", "tasks"]
     cells: list[Callable[[dict[str, Any]], Any]] = [
-        (lambda r: len(sets.common)) if sets is not None else
+        (lambda r: len(sets.all_ids)) if sets is not None else
         (lambda r: int(r.get("n_answered", 0)))]
     for m in report_metrics():
         header.append(m.title)
@@ -290,8 +292,10 @@ def _with_n(row: dict[str, Any], key: str, sets: TaskSets | None) -> str:
     if sets is None or text == "–":
         return text
     n = row.get(f"{key}_n")
-    text += small_n_note(n) if n is not None and row.get(f"{key}_ci_low") is not None else ""
-    return text if n == len(sets.all_ids) else f"{text} (n={n})"
+    notes = [] if n == len(sets.all_ids) else [f"n={n}"]
+    if n is not None and n < SMALL_N and row.get(f"{key}_ci_low") is not None:
+        notes.append("small n: CI unreliable")
+    return f"{text} ({'; '.join(notes)})" if notes else text
 
 
 def latency_cache_note(finished: list[dict[str, Any]]) -> str:

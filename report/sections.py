@@ -29,9 +29,6 @@ def caveats(rows: list[Row]) -> str:
         notes.append(f"No judge ({', '.join(unjudged)}): G-Eval faithfulness and coverage, the "
                      "error taxonomy and factual consistency are missing; the comparison "
                      "falls back to reference overlap. Run with `judge=claude-haiku-4-5`.")
-    priors = query_priors(rows)
-    if priors:
-        notes.append(priors)
     if any(r.get("synthetic") for r in rows):
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
@@ -64,9 +61,10 @@ def query_priors(rows: list[Row]) -> str:
                 "answer)"))
     if not parts:
         return ""
-    return ("What each system searches with (its prior knowledge): " + "; ".join(parts)
-            + ". With `system.tools=[semantic_search,chunk_read]` the offline agent reads "
-            "naive's top-k.")
+    offline_agent = any(r.get("agentic") and r.get("model_provider") == "offline" for r in rows)
+    return ("What each system searches with (its prior knowledge): " + "; ".join(parts) + "."
+            + (" With `system.tools=[semantic_search,chunk_read]` the offline agent reads "
+               "naive's top-k." if offline_agent else "") + "\n")
 
 
 def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:

@@ -91,11 +91,13 @@ def task_sets(finished: list[Row], records_by_run: dict[str, list[Record]]) -> T
 
 def task_set_section(sets: TaskSets) -> str:
     """How many tasks each run answered, and the common set every comparison uses."""
-    lines = [f"Every comparison below (key finding, paired tests, wins and losses, examples, "
-             f"the comparison plot) uses the **{len(sets.common)} tasks every compared run "
-             f"answered** (of {len(sets.all_ids)} in the sweep). A metric some runs have no "
-             f"score for at all (stuffing retrieves nothing) is compared among the runs that "
-             f"have it, on the tasks all of those answered.\n"]
+    lines = [f"There are **{len(sets.common)} tasks every compared run answered** (of "
+             f"{len(sets.all_ids)} in the sweep). Every comparison below (key finding, paired "
+             "tests, wins and losses, examples, the quality table, the plots, the console and "
+             "the parent run's metrics) is made, for each metric, on the tasks every run that "
+             "has the metric answered: a metric some runs have no score for at all (stuffing "
+             "retrieves nothing) is compared among the runs that have it, so their skips do "
+             "not shrink it. Where that set is not every task, its n is shown.\n"]
     rows = []
     for r in sets.runs + sets.left_out:
         recs = list(sets.tables[r["run_id"]].values())
@@ -172,9 +174,9 @@ def pair_sentence(sets: TaskSets, a: Row, b: Row, key: str, means: dict[str, flo
     return f"{text}: **no significant difference** ({why})."
 
 
-def small_n_note(n: int) -> str:
-    """Said beside a CI over fewer than ``SMALL_N`` pairs."""
-    return (f" (small n: a bootstrap CI over {n} pairs is unreliable)" if n < SMALL_N else "")
+def small_n_note(n: int, unit: str = "pairs") -> str:
+    """Said beside a CI over fewer than ``SMALL_N`` pairs (or tasks)."""
+    return (f" (small n: a bootstrap CI over {n} {unit} is unreliable)" if n < SMALL_N else "")
 
 
 def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str, float]) -> str:
