@@ -143,3 +143,25 @@ def test_premature_stop_is_flagged_only_with_loops_and_context_left():
         s = Scores(values={"geval_coverage": 2.0})
         _flag_premature_stop(_item(**fields), s)
         assert s.values["premature_stop"] == flagged, fields
+
+
+def test_answer_input_tokens_count_everything_the_answering_call_saw():
+    """context_tokens counts the chunks; answer_input_tokens what the final call was sent
+    (an agent's search results and snippets included), so the report can compare both."""
+    from arag.trace import ModelCall
+    from metrics.context import ContextScorer
+
+    def call(tokens: int, cached: int = 0) -> ModelCall:
+        return ModelCall(model="m", start_ms=0.0, latency_ms=1.0, stop_reason="end_turn",
+                         usage={"input_tokens": tokens, "cache_read_input_tokens": cached},
+                         cost_usd=0.0, cached=False)
+
+    item = _item(trace=[call(900), call(1900, cached=186)])
+    item.context_text, item.context_chunks = "x" * 4000, 5
+    values = ContextScorer().score([item])[0].values
+    assert values["context_tokens"] == 1000 and values["answer_input_tokens"] == 2086
+    bare = _item()
+    bare.context_chunks = 0
+    scores = ContextScorer().score([bare])[0]
+    assert scores.values["answer_input_tokens"] is None
+    assert "no model call" in scores.null_reasons["answer_input_tokens"]
