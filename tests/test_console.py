@@ -203,3 +203,21 @@ def test_make_ui_takes_a_port():
     dry = subprocess.run(["make", "-n", "ui", "PORT=5123"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert "--port 5123" in dry.stdout and "sqlite:///mlruns/mlflow.db" in dry.stdout
+
+
+def test_the_console_verdict_opens_with_the_caveats_and_says_the_reports_finding():
+    from report.sections import caveats
+
+    rows = [dict(r, model_provider="offline", judge_provider="none", synthetic=True)
+            for r in ROWS]
+    finding = report.key_finding(rows, RECORDS, "rouge2_f1")
+    result = report.ReportResult("p1", "3", rows, RECORDS, "rouge2_f1", "file:///r", finding,
+                                 caveats(rows))
+    lines = [line for line in console.verdict(result, "sqlite:///m.db").splitlines() if line]
+    assert lines[0].startswith("Caveats")
+    assert "offline" in lines[1] and "not whether agentic retrieval helps an LLM" in lines[2]
+    assert any("No judge" in line for line in lines[:5])
+    assert any("synthetic" in line for line in lines[:5])
+    text = "\n".join(lines)
+    assert console.plain(finding) in text  # the report's key finding, word for word
+    assert "arag max_loops=8 vs stuffing (n=1)" in text and "Best mean:" in text
