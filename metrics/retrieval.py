@@ -61,6 +61,8 @@ class LengthScorer(Scorer):
             else:
                 words = len((item.prediction.predicted or "").split())
                 s.values = {"word_count": float(words),
-                            "length_ratio": words / item.target_length}
+                            # a task may set its own target (dataset=folder's tasks.jsonl)
+                            "length_ratio": words / (item.task.meta.get("target_length")
+                                                     or item.target_length)}
             out.append(s)
         return out

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
 from report.verdict import Row, TaskSets, fmt, is_answered, table
 
@@ -32,6 +33,7 @@ def caveats(rows: list[Row]) -> str:
     if any(r.get("synthetic") for r in rows):
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
+    notes += dataset_caveats(rows)
     if not notes:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
@@ -65,6 +67,28 @@ def query_priors(rows: list[Row]) -> str:
     return ("What each system searches with (its prior knowledge): " + "; ".join(parts) + "."
             + (" With `system.tools=[semantic_search,chunk_read]` the offline agent reads "
                "naive's top-k." if offline_agent else "") + "\n")
+
+
+def dataset_caveats(rows: list[Row]) -> list[str]:
+    """What the dataset lets the comparison show, from the metrics each run logged: short
+    documents inside the context budget, and tasks without a reference."""
+    notes = []
+    share = max((r.get("docs_within_context_budget_share") or 0.0 for r in rows), default=0.0)
+    if share > 0.5:
+        budget = max(r.get("context_budget_chunks") or 0 for r in rows)
+        notes.append(f"{share:.0%} of the documents fit inside the retrieval context budget "
+                     f"({budget:.0f} chunks): every system sees nearly all of each, so "
+                     "retrieval cannot make a difference here.")
+    missing = max((r.get("n_tasks_without_reference") or 0.0 for r in rows), default=0.0)
+    if missing:
+        shown = [m for m in declared_metrics() if m.report]
+        can = [m.title for m in shown if any(r.get(f"{m.name}_mean") is not None for r in rows)]
+        cannot = [m.title for m in shown if m.title not in can]
+        notes.append(f"{missing:.0f} task(s) have no reference summary, so reference-based "
+                     "metrics are null for them. Comparisons possible here: "
+                     f"{', '.join([*can, 'cost', 'latency'])}; not possible (null, with the "
+                     f"reason in each record): {', '.join(cannot) or 'none'}.")
+    return notes
 
 
 def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:

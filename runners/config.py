@@ -7,9 +7,10 @@ group option and override is type-checked at compose time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
+from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from arag.config import (
     CacheConfig,
@@ -86,8 +87,16 @@ class RunConfig:
     source_run_id: str | None = None
 
 
+def folder_name(root: str) -> str:
+    """``${folder_name:${dataset.root}}``: the folder's own name (``~/calls/`` -> ``calls``),
+    so a folder's runs land in an experiment named after it."""
+    path = Path(str(root)).expanduser()
+    return path.name or path.resolve().name or "documents"
+
+
 def register_configs() -> None:
     ConfigStore.instance().store(name="base_config", node=RunConfig)
+    OmegaConf.register_new_resolver("folder_name", folder_name, replace=True)
 
 
 register_configs()

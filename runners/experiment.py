@@ -170,7 +170,7 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         tracker.end_status = "KILLED"
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
-        **job.index_metrics()})
+        **job.index_metrics(), **job.dataset_metrics})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,

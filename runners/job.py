@@ -14,6 +14,7 @@ from arag.datasets import Dataset, load_dataset
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel
 from arag.retrieval import RetrievalSettings, SearchIndex, load_or_build_index
+from arag.retrieval.chunking import chunk_document
 from arag.systems import SYSTEMS, System, SystemContext, make_system
 from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
@@ -23,6 +24,8 @@ from runners.validation import ConfigError, validate_config
 from tracking.paths import resolve
 
 log = logging.getLogger(__name__)
+# above this share of documents inside the context budget, retrieval cannot tell systems apart
+MOST = 0.5
 
 
 @dataclass
@@ -33,6 +36,8 @@ class Job:
     dataset: Dataset
     config_hash: str
     predictions_path: Path
+    # what the dataset lets a comparison show (dataset_metrics), logged with the run
+    dataset_metrics: dict[str, float] = field(default_factory=dict)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
@@ -67,9 +72,38 @@ def prepare(cfg: DictConfig, call_models: bool = True) -> Job:
     if len(tasks) < len(dataset.tasks):
         log.info("task_type=%s: %d of %d tasks", wanted, len(tasks), len(dataset.tasks))
     dataset.tasks = tasks
+    budget = dataset_metrics(dataset, cfg)
+    if budget["docs_within_context_budget_share"] > MOST:
+        dataset.notes.append(budget_warning(budget))
+        log.warning("dataset %s: %s", dataset.name, dataset.notes[-1])
     runs_dir = resolve(cfg.runner.runs_dir)
     return Job(cfg, dataset, config_hash(cfg),
-               runs_dir / predictions_hash(cfg) / "predictions.jsonl")
+               runs_dir / predictions_hash(cfg) / "predictions.jsonl", budget)
+
+
+def dataset_metrics(dataset: Dataset, cfg: DictConfig) -> dict[str, float]:
+    """Run metrics that say what the dataset lets a comparison show: the share of the
+    tasks' documents whose every chunk fits in the retrieval context budget (each system
+    then sees nearly all of the document, so retrieval cannot make a difference), the
+    budget in chunks, and how many tasks have no reference."""
+    budget = cfg.retrieval.context_budget or cfg.system.top_k or cfg.retrieval.top_k
+    doc_ids = {d for t in dataset.tasks for d in t.doc_ids}
+    sizes = [len(chunk_document(dataset.corpus.documents[d], cfg.retrieval.chunk_size,
+                                cfg.retrieval.chunk_overlap)) for d in sorted(doc_ids)]
+    within = sum(1 for n in sizes if n <= budget)
+    return {"docs_within_context_budget_share": within / len(sizes) if sizes else 0.0,
+            "docs_within_context_budget": float(within), "n_documents": float(len(sizes)),
+            "context_budget_chunks": float(budget),
+            "n_tasks_without_reference": float(sum(1 for t in dataset.tasks
+                                                   if not t.reference.strip()))}
+
+
+def budget_warning(metrics: dict[str, float]) -> str:
+    return (f"{metrics['docs_within_context_budget']:.0f} of {metrics['n_documents']:.0f} "
+            f"documents ({metrics['docs_within_context_budget_share']:.0%}) fit inside the "
+            f"retrieval context budget of {metrics['context_budget_chunks']:.0f} chunks: every "
+            "system sees nearly all of each, so retrieval cannot make a difference here. Use "
+            "longer documents, or a smaller retrieval.top_k / retrieval.chunk_size")
 
 
 def cached(model: ChatModel, cfg: DictConfig) -> ChatModel:

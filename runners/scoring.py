@@ -170,6 +170,6 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                            (parent or {}).get("run_id")) as tracker:
         tracker.log_params(track.flatten(resolved(merged)))
         tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
-        metrics, _ = score_and_log(job, predictions, tracker, {})
+        metrics, _ = score_and_log(job, predictions, tracker, dict(job.dataset_metrics))
     log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
     return metrics

@@ -16,6 +16,10 @@ from runners.judges import panel_configs
 
 def validate_config(cfg: DictConfig) -> None:
     """Value checks the schema's types cannot express; each names the key and the fix."""
+    missing = [k for k in missing_keys(cfg) if not k.startswith("hydra.")]
+    if missing:  # ``???`` in a config file: a value only the user can give
+        raise ConfigError(f"{', '.join(missing)} must be set. Fix: add {missing[0]}=<value> to "
+                          "the command (e.g. dataset.root=<your folder> for dataset=folder)")
     checks = [
         ("max_loops", cfg.max_loops >= 1, "a positive integer, the agent's model-call budget",
          "max_loops=6"),
@@ -65,6 +69,20 @@ def validate_config(cfg: DictConfig) -> None:
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
+
+
+def missing_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
+    """Keys left ``???``, found without resolving anything (``OmegaConf.missing_keys``
+    resolves interpolations, and one that reads a missing key raises instead)."""
+    found = []
+    for key in map(str, cfg.keys()):
+        if OmegaConf.is_missing(cfg, key):
+            found.append(f"{prefix}{key}")
+            continue
+        node = cfg._get_node(key)
+        if isinstance(node, DictConfig):
+            found += missing_keys(node, f"{prefix}{key}.")
+    return found
 
 
 def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:

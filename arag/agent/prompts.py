@@ -94,6 +94,9 @@ def task_prompt(task: Task, style: str, target_words: int, context: str = "",
                 cite: bool = False) -> str:
     """The task's prompt; ``cite``: ask for ``[c:<chunk id>]`` citations (systems whose
     context names chunk ids, ``System.cites``)."""
+    # a task may name its own style and length (dataset=folder's tasks.jsonl)
+    style = task.meta.get("style") or style
+    target_words = task.meta.get("target_length") or target_words
     parts = []
     if context:
         parts.append(context)
