@@ -36,8 +36,10 @@ The pages of a document's lines come from ``ScoringItem.line_pages`` (doc_id -> 
 each line of the task's paginated gold documents, ``Document.line_pages``), filled in by
 ``runners.evaluate``; a document without pages is scored by gold lines.
 
-A system is scored at k only when it ranked at least k chunks: deeper, every ``*_at_k`` is
-null with the reason, so no two systems are compared at unequal depths.
+A system is scored at k only when it ranked at least k chunks (or every chunk of the task's
+documents): deeper, every ``*_at_k`` is null with the reason, so no two systems are compared
+at unequal depths (an agent that read 5 chunks is not scored at 10 beside a retriever that
+ranked 10).
 
 With ``retrieval.scope=corpus`` hit_doc shows whether the retriever even found the right
 filing. ks come from ``metrics.ranking.ks`` (default [1, 3, 5, 10]).
@@ -163,6 +165,14 @@ def hit_at(ranked: list[str], relevant: Callable[[str], Any], k: int) -> float:
     return 1.0 if any(relevant(cid) for cid in ranked[:k]) else 0.0
 
 
+def _ranks_all(item: ScoringItem) -> bool:
+    """Whether the ranking holds every chunk of the task's documents (a short filing has
+    fewer than k chunks: ranking all of them is complete at any depth)."""
+    docs = set(item.task.doc_ids)
+    own = {cid for cid, chunk in item.chunks.items() if chunk.doc_id in docs}
+    return bool(own) and own <= set(item.ranking or [])
+
+
 def gold_documents(item: ScoringItem) -> set[str]:
     gold = item.task.gold_lines
     if gold is not None:
@@ -208,7 +218,7 @@ class RankingScorer(Scorer):
         for k in self.ks:
             shallow = [f for f in self.fields if f.endswith(f"_at_{k}")
                        and s.values.get(f) is not None]
-            if item.ranking is not None and k > depth and shallow:
+            if item.ranking is not None and k > depth and shallow and not _ranks_all(item):
                 s.null(shallow, f"the system ranked {depth} chunks, fewer than {k}: it is "
                                 f"scored only at depths it ranked")
         return s

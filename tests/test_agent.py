@@ -90,6 +90,7 @@ def test_offline_agent_searches_then_reads_and_summarizes_what_it_read(world):
     names = [t["name"] for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
     assert names[:2] == ["semantic_search", "keyword_search"] and "chunk_read" in names
     assert len(pred.retrieved_chunk_ids) == 4
+    assert pred.context_budget_reached and not pred.max_loops_reached  # read all it may
     assert "$452.0 million" in pred.predicted and "$1.10" in pred.predicted
     assert pred.word_count <= 50
     again = _system("arag", OfflineModel(), ds, index, budget=4).predict(ds.tasks[0], "m")

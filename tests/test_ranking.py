@@ -242,3 +242,11 @@ def test_factory_reads_ks_from_config(make_cfg):
     assert RankingScorer([5, 2]).fields[:2] == ["recall_at_2", "recall_at_5"]
     with pytest.raises(ValueError, match="positive integers"):
         RankingScorer([0, 3])
+
+
+def test_a_ranking_of_every_chunk_of_a_short_document_is_complete_at_any_depth():
+    from arag.records import Chunk
+
+    chunks = {c: Chunk(c, DOC, 1, 1, "", ("text",)) for c in RANKED[:6]}
+    it = dataclasses.replace(item(RANKED[:6], GOLD), chunks=chunks)
+    assert score(it).values["recall_at_10"] == 1.0  # nothing left to rank below 6
