@@ -116,9 +116,11 @@ def recompute_retrieval(eval_path: Path, tasks_path: Path) -> tuple[float, float
     return float(np.mean(recalls)), float(np.mean(precisions))
 
 
-def key_finding_means(report: str) -> dict[str, float]:
+def key_finding_pairs(report: str) -> list[tuple[str, str, int, float, float]]:
+    """Each comparison of the key finding: the two runs, n and their means."""
     finding = report.split("## Key finding\n", 1)[1].split("\n## ", 1)[0]
-    return {m[0]: float(m[1]) for m in re.findall(r"\*\*(arag|naive|stuffing)\*\* (\d\.\d{3})", finding)}
+    return [(a, b, int(n), float(x), float(y)) for a, b, n, x, y in re.findall(
+        r"\*\*(\w+)\*\* vs \*\*(\w+)\*\* \(n=(\d+)\): (\d\.\d{3}) vs (\d\.\d{3})", finding)]
 
 
 def test_judged_sweep_with_skipped_tasks_gives_a_verdict_on_common_tasks(tmp_path):
@@ -183,14 +185,20 @@ def check_report(tmp: Path, client, runs: dict, records: dict) -> None:
     assert n == int(runs["stuffing"].data.metrics["n_answered"])
     assert f"**{n} tasks every compared run answered** (of 6 in the sweep)" in report
     assert "> **Caveats" in report and "synthetic" in report.split("Runs:", 1)[0]
-    means = key_finding_means(report)
-    assert len(means) == 2, report.split("## Key finding", 1)[1][:800]
+    pairs = key_finding_pairs(report)
+    # the agent against each baseline
+    assert [(a, b) for a, b, *_ in pairs] == [("arag", "naive"), ("arag", "stuffing")], \
+        report.split("## Key finding", 1)[1][:800]
     scored = [t for t in common if all(recs[t]["geval_coverage"] is not None
                                        for recs in records.values())]
     assert f"On the **{len(scored)} tasks**" in report
-    for run, mean in means.items():
-        expected = np.mean([records[run][t]["geval_coverage"] for t in scored])
-        assert mean == pytest.approx(expected, abs=5e-4)  # on the common tasks, not its own
+    for a, b, n, mean_a, mean_b in pairs:
+        both = [t for t in common if records[a][t]["geval_coverage"] is not None
+                and records[b][t]["geval_coverage"] is not None]
+        assert n == len(both)
+        for run, mean in ((a, mean_a), (b, mean_b)):
+            expected = np.mean([records[run][t]["geval_coverage"] for t in both])
+            assert mean == pytest.approx(expected, abs=5e-4)  # on the common tasks only
     assert "minimum detectable difference" in report
     paired = report.split("## Paired comparisons", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in paired.splitlines()
