@@ -9,6 +9,7 @@ import numpy as np
 
 from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
+from report import policy
 from report.verdict import Row, TaskSets, fmt, is_answered, table
 
 JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
@@ -215,15 +216,18 @@ def examples(sets: TaskSets, key: str) -> str:
     def score(run: Row, tid: str) -> float | None:
         return sets.tables[run["run_id"]].get(tid, {}).get(key)
 
+    sign = 1.0 if policy.higher_is_better(key) else -1.0  # the policy's direction
+
     def margins(run: Row, rivals: list[Row]) -> list[tuple[float, str]]:
+        """Tasks where ``run`` beats every rival, widest margin first."""
         found = []
         for tid in ids:
             mine, theirs = score(run, tid), [score(r, tid) for r in rivals]
             if mine is not None and theirs and all(t is not None for t in theirs):
-                best = max(t for t in theirs if t is not None)
-                if mine > best:
-                    found.append((mine - best, tid))
-        return sorted(found, reverse=True)
+                margin = sign * mine - max(sign * t for t in theirs if t is not None)
+                if margin > 0:
+                    found.append((margin, tid))
+        return sorted(found, reverse=True)  # widest first: margins are already oriented
 
     def note(tid: str, extra: str = "") -> str:
         listed = ", ".join(f"{r['run']} {score(r, tid):.3f}" for r in runs
@@ -247,8 +251,8 @@ def examples(sets: TaskSets, key: str) -> str:
     scored = [sets.tables[r["run_id"]][t] for r in runs for t in ids
               if score(r, t) is not None]
     if scored:
-        worst = min(scored, key=lambda x: x[key])
-        text = f"Lowest `{key}` on the common tasks: {worst[key]:.3f}."
+        worst = min(scored, key=lambda x: sign * x[key])
+        text = f"Worst `{key}` on the common tasks: {worst[key]:.3f}."
         reasoning = worst.get("geval_coverage_reasoning") or worst.get(
             "geval_faithfulness_reasoning")
         if reasoning:
