@@ -101,7 +101,8 @@ class OfflineModelOptions:
 @dataclass
 class ModelConfig:
     name: str = MISSING
-    provider: str = MISSING  # a registered provider (arag.llm): offline | anthropic | scripted
+    # a registered provider (arag.llm): offline | anthropic | openai-compatible | scripted
+    provider: str = MISSING
     model_id: str = MISSING
     context_limit: int = 200_000
     max_output_tokens: int = 1024
@@ -111,6 +112,10 @@ class ModelConfig:
     price_cache_read: float = 0.0
     price_cache_write: float = 0.0
     base_url: str | None = None
+    # the environment variable holding the API key, for a provider whose key variable the
+    # config chooses (openai-compatible; null: a local server that needs no key). Only the
+    # variable's name is ever in a config; its value is read from the environment
+    api_key_env: str | None = None
     max_retries: int = 6
     retry_base_delay_s: float = 1.0  # backoff: base * 2**attempt (+ jitter), at most 60 s
     timeout_s: float = 120.0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -17,6 +18,18 @@ def content_hash(*parts: Any, length: int = 16) -> str:
     """Stable short hash of JSON-serialisable parts (ids, cache keys, config hashes)."""
     payload = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:length]
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with every non-finite float (``1e400`` reads as infinity) as its string
+    ("inf", "nan"): strict JSON, which APIs and other tools accept."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -136,7 +149,9 @@ class Prediction:
     error_kind: str | None = None  # rate_limit, overloaded, auth, refusal, ... (ModelError.kind)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), ensure_ascii=False)
+        data = asdict(self)
+        data["trace"] = json_safe(data["trace"])  # tool inputs as the model sent them
+        return json.dumps(data, ensure_ascii=False)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Prediction:

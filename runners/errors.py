@@ -30,6 +30,9 @@ _FIXES = {
                     "does not follow the format: pick another with judge=...); "
                     "runner.max_parse_failure_rate sets how many unreadable replies a score "
                     "may have"),
+    "tools_unsupported": "enable tool calling on the model's server (docs/models.md) or drop "
+                         "system=arag from the sweep",
+    "crash": "the system raised on these tasks: see the traceback in the job's log",
 }
 PARSE_FAILURES = "_parse_failures"
 

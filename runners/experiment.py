@@ -39,7 +39,7 @@ from runners.scoring import rescore, score_and_log
 from runners.validation import ConfigError, require_keys, validate_config
 from tracking import runs as track
 from tracking.paths import resolve
-from tracking.storage import check_storage
+from tracking.storage import check_storage, storage_errors
 from tracking.traces import log_task_assessments, log_task_traces
 
 log = logging.getLogger(__name__)
@@ -191,8 +191,8 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
     run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
-        return run(cfg, parent, run_name=run_name,
-                   sweep_id=(parent or {}).get("sweep_id"))
+        with storage_errors(cfg):  # a full disk or read-only store: path, key and fix
+            return run(cfg, parent, run_name=run_name, sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, CostCapReached) as exc:
         message = str(exc)

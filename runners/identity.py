@@ -20,7 +20,7 @@ from metrics.geval import PROMPT_VERSION as JUDGE_PROMPT_VERSION
 # keys that change how a run is executed or recorded, not what it computes
 # how a model is reached, not which model answers
 _TRANSPORT = ("max_retries", "retry_base_delay_s", "timeout_s", "requests_per_minute",
-              "tokens_per_minute", "base_url")
+              "tokens_per_minute", "base_url", "api_key_env")
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "runner.max_error_rate",

@@ -4,7 +4,8 @@ Each entry names a ``judge`` config option. It is composed the way Hydra compose
 ``judge`` group: ``conf/judge/<name>.yaml`` over the model file its defaults list extends
 (``/model@_here_: ...``), typed by ``JudgeConfig``. A panel judge is reached the way the
 primary judge is: when it uses the same provider it takes the primary judge's transport
-settings (``base_url``, retries, timeouts, rate limits), and it always takes ``batch``,
+settings (``base_url``, retries, timeouts, rate limits; a ``base_url`` its own file sets
+names its server and is kept: a local model beside OpenAI), and it always takes ``batch``,
 ``batch_timeout_s`` and ``samples``, so one switch governs every judge of a run.
 """
 
@@ -33,10 +34,13 @@ def _compose(group: str, name: str) -> DictConfig:
     assert isinstance(node, DictConfig)
     merged: Any = OmegaConf.create()
     for entry in node.get("defaults", []):
-        for key, value in (entry.items() if isinstance(entry, DictConfig) else []):
+        # ``/group@package: name``, or a plain ``name``: another option of the same group
+        pairs = entry.items() if isinstance(entry, DictConfig) else \
+            [] if entry == "_self_" else [(group, entry)]
+        for key, value in pairs:
             base_group = str(key).lstrip("/").split("@")[0]
             merged = OmegaConf.merge(merged, _compose(base_group, str(value)))
-    own = {k: v for k, v in node.items() if k != "defaults"}
+    own = {k: v for k, v in node.items_ex(resolve=False) if k != "defaults"}
     result = OmegaConf.merge(merged, own)
     assert isinstance(result, DictConfig)
     return result
@@ -70,7 +74,8 @@ def panel_configs(cfg: DictConfig) -> dict[str, DictConfig]:
 def _typed(node: DictConfig, primary: Any) -> DictConfig:
     shared = {k: primary.get(k) for k in SHARED}
     if node.get("provider") == primary.provider:
-        shared.update({k: primary.get(k) for k in TRANSPORT})
+        shared.update({k: primary.get(k) for k in TRANSPORT
+                       if k != "base_url" or not node.get("base_url")})
     typed = OmegaConf.merge(OmegaConf.structured(JudgeConfig), node, shared, {"panel": []})
     assert isinstance(typed, DictConfig)
     return typed

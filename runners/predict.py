@@ -3,8 +3,10 @@
 ``predictions.jsonl`` is an append-only log: one line per finished task, flushed and
 fsynced at once, so a killed process loses at most the tasks in flight. On start the log
 is read back; tasks already answered are skipped (errored ones too, unless
-``retry_errors``), a torn last line is dropped, and a later line for the same id
-supersedes an earlier one.
+``retry_errors``), and a later line for the same id supersedes an earlier one. A damaged
+line (a torn write, a line that is not a prediction object) is set aside to
+``predictions.jsonl.damaged`` and named, wherever it sits: every intact record is kept and
+only the tasks without one are predicted again.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from arag.files import append_whole, is_storage_failure, write_bytes_atomically
 from arag.records import Prediction, Task
 from arag.systems.base import System
 
 log = logging.getLogger(__name__)
+CRASH = "crash"  # Prediction.error_kind of a task whose system raised (a bug, not the API)
 
 
 @dataclass
@@ -35,27 +39,60 @@ class PredictOutcome:
 
 
 def read_log(path: Path) -> dict[str, Prediction]:
-    """Predictions already on disk, last line per id wins; a torn trailing line is cut off."""
+    """Predictions already on disk, last line per id wins. A damaged line (torn by a kill,
+    not JSON, not a prediction object) is set aside wherever it sits: every intact record
+    is kept, the damaged lines move to ``<log>.damaged`` and each is named (file:line)."""
     done: dict[str, Prediction] = {}
     if not path.exists():
         return done
     raw = path.read_bytes()
-    good_end = 0
-    for line in raw.splitlines(keepends=True):
-        if not line.endswith(b"\n"):
-            break
-        try:
-            pred = Prediction.from_dict(json.loads(line))
-        except (json.JSONDecodeError, TypeError):
-            break
+    kept: list[bytes] = []
+    damaged: list[tuple[int, bytes, str]] = []
+    for number, line in enumerate(raw.splitlines(keepends=True), start=1):
+        pred, why = _parse_record(line)
+        if pred is None:
+            damaged.append((number, line, why))
+            continue
         done[pred.id] = pred
-        good_end += len(line)
-    if good_end != len(raw):
-        log.warning("%s: dropping a torn last record (%d bytes) left by an interrupted run",
-                    path, len(raw) - good_end)
-        with open(path, "r+b") as f:
-            f.truncate(good_end)
+        kept.append(line)
+    if damaged:
+        _set_aside(path, kept, damaged)
     return done
+
+
+def _parse_record(line: bytes) -> tuple[Prediction | None, str]:
+    """The prediction on one line of the log, or (None, why the line is damaged)."""
+    if not line.endswith(b"\n"):
+        return None, "torn last line (no newline): a write interrupted by a kill"
+    if not line.strip():
+        return None, "blank line"
+    try:
+        data = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"not JSON ({getattr(exc, 'msg', exc)})"
+    if not isinstance(data, dict):
+        return None, f"JSON {type(data).__name__}, not a prediction object"
+    try:
+        pred = Prediction.from_dict(data)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        return None, f"not a prediction record ({exc})"
+    if not isinstance(pred.id, str) or not pred.id:
+        return None, "no task id"
+    return pred, ""
+
+
+def _set_aside(path: Path, kept: list[bytes], damaged: list[tuple[int, bytes, str]]) -> None:
+    """Move the damaged lines to ``<log>.damaged`` (appended, never deleted), then rewrite
+    the log with the intact ones, whole or not at all."""
+    aside = path.with_name(path.name + ".damaged")
+    for number, _, why in damaged:
+        log.warning("%s:%d: damaged record set aside (%s); kept in %s, the task is "
+                    "predicted again", path, number, why, aside)
+    with open(aside, "ab") as f:
+        f.writelines(line if line.endswith(b"\n") else line + b"\n" for _, line, _ in damaged)
+        f.flush()
+        os.fsync(f.fileno())
+    write_bytes_atomically(path, b"".join(kept))
 
 
 class PredictionLog:
@@ -65,11 +102,32 @@ class PredictionLog:
         self._lock = threading.Lock()
 
     def append(self, pred: Prediction) -> None:
-        line = pred.to_json() + "\n"
-        with self._lock, open(self.path, "a", encoding="utf-8") as f:
-            f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
+        """One whole line, or none: a failed write (a full disk) leaves no torn record and
+        raises an OSError naming the log."""
+        with self._lock:
+            append_whole(self.path, (pred.to_json() + "\n").encode("utf-8"))
+
+
+def _predict_one(system: System, task: Task, source: str) -> Prediction:
+    """The system's prediction; a task that crashes the system becomes that task's recorded
+    error (counted against runner.max_error_rate, its traceback in the log), not a crashed
+    job. A failed write (a full disk) is no task's fault: it stops the job."""
+    try:
+        return system.predict(task, source)
+    except Exception as exc:  # noqa: BLE001 - one task's failure must not end the others
+        if is_storage_failure(exc):
+            raise  # a full disk or read-only cache ends the job, naming the path and key
+        log.exception("%s: task %s failed", system.name, task.id)
+        return Prediction(id=task.id, source=source, system=system.name,
+                          model=_model_name(system),
+                          task_type=task.task_type, question=task.question,
+                          doc_ids=list(task.doc_ids), ground_truth=task.reference,
+                          error=f"{type(exc).__name__}: {exc}", error_kind=CRASH)
+
+
+def _model_name(system: System) -> str:
+    model = getattr(getattr(system, "ctx", None), "model", None)
+    return str(getattr(model, "name", ""))
 
 
 def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
@@ -99,12 +157,12 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
                     log.warning("%s: %s", system.name, outcome.stop_reason)
                     queue = []
                     break
-                pending.add(pool.submit(system.predict, queue.pop(0), source))
+                pending.add(pool.submit(_predict_one, system, queue.pop(0), source))
             if not pending:
                 break
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                pred = future.result()  # a framework error fails the run, loudly
+                pred = future.result()
                 sink.append(pred)
                 results[pred.id] = pred
                 spent += pred.cost_usd

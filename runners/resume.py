@@ -54,6 +54,9 @@ def start_fresh(predictions_path: Path) -> None:
         aside = predictions_path.with_name(f"predictions.{int(time.time())}.jsonl")
         predictions_path.rename(aside)
         log.info("runner.rerun=true: previous predictions kept as %s", aside)
+        damaged = predictions_path.with_name(predictions_path.name + ".damaged")
+        if damaged.exists():  # lines set aside from that log go with it
+            damaged.rename(aside.with_name(aside.name + ".damaged"))
 
 
 def record_reused(parent: dict[str, Any] | None, run_id: str) -> None:

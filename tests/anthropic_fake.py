@@ -24,8 +24,9 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, NamedTuple
+
+from tests.fake_http import FakeServer, JSONHandler
 
 Spec = dict[str, Any]
 # Minimum cacheable prompt length (Anthropic's prompt-caching docs); other models: 1,024.
@@ -143,7 +144,7 @@ def agent_policy(rounds: int = 2, cite: bool = False) -> Callable[[dict, int], S
     return handle
 
 
-class FakeAnthropic:
+class FakeAnthropic(FakeServer):
     def __init__(self, handler: Callable[[dict, int], Spec] | None = None, delay: float = 0.0,
                  min_cache_tokens: int | None = None):
         self.handler = handler or agent_policy()
@@ -158,22 +159,15 @@ class FakeAnthropic:
         self.batch_failures: dict[str, str] = {}
         self.batch_polls_to_end = 1  # a batch reports "ended" at this poll
         self._lock = threading.Lock()
-        self.server: ThreadingHTTPServer | None = None
 
     @property
     def url(self) -> str:
-        assert self.server is not None
-        return f"http://127.0.0.1:{self.server.server_address[1]}"
+        return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> FakeAnthropic:
         fake = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
+        class Handler(JSONHandler):
             def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
                 with fake._lock:
                     fake.requests.append({"path": self.path, "headers": {}, "json": None})
@@ -189,8 +183,7 @@ class FakeAnthropic:
                            .encode(), {})
 
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
-                length = int(self.headers.get("content-length", 0))
-                request = json.loads(self.rfile.read(length) or b"{}")
+                request = self.read_json()
                 if self.path.split("?")[0].endswith("/cancel"):
                     batch_id = self.path.split("/")[4]
                     with fake._lock:
@@ -206,15 +199,13 @@ class FakeAnthropic:
                     return
                 with fake._lock:
                     n = len(fake.requests)
-                    fake.requests.append({"path": self.path,
-                                          "headers": {k.lower(): v for k, v in self.headers.items()},
+                    fake.requests.append({"path": self.path, "headers": self.header_dict(),
                                           "json": request})
                     spec = fake.queue.pop(0) if fake.queue else None
                 spec = spec or fake.handler(request, n)
                 time.sleep(spec.get("delay", fake.delay))
                 if spec.get("drop"):
-                    self.close_connection = True
-                    self.connection.close()
+                    self.hang_up()
                     return
                 if spec.get("malformed"):
                     self._send(200, b'{"id": "msg_x", "type": "message", "content": [', {})
@@ -229,29 +220,8 @@ class FakeAnthropic:
                     fake.usages.append(dict(body["usage"]))
                 self._send(200, json.dumps(body).encode(), spec.get("headers", {}))
 
-            def _send(self, status: int, payload: bytes, headers: dict) -> None:
-                self.send_response(status)
-                if "content-type" not in headers:
-                    self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                for k, v in headers.items():
-                    self.send_header(k, str(v))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                pass  # a client that hung up (a killed run, a timeout) is not our error
-
-        self.server = Server(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.serve(Handler)
         return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.server is not None:
-            self.server.shutdown()
-            self.server.server_close()
 
     def _new_batch(self, items: list[dict]) -> str:
         results = []

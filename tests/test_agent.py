@@ -66,6 +66,24 @@ def test_bad_tool_arguments_go_back_to_the_model_and_the_loop_goes_on(world):
     assert tools[1]["result_chunk_ids"], "search result ids are traced"
 
 
+def test_a_top_k_of_1e400_is_a_tool_error_and_the_run_goes_on(world):
+    """``1e400`` is valid JSON and reads as infinity: the model hears why, then answers."""
+    ds, index = world
+    model = ScriptedModel([{"tool": "semantic_search",
+                            "input": json.loads('{"query": "revenue", "top_k": 1e400}')},
+                           {"tool": "semantic_search", "input": {"query": "revenue", "top_k": 3}},
+                           "done"])
+    pred = _system("arag", model, ds, index).predict(ds.tasks[0], "mini")
+    assert pred.predicted == "done" and pred.error is None
+    first = model.requests[1]["messages"][-1]["content"][0]
+    assert first["is_error"] is True and "top_k must be a whole number" in first["content"]
+    tools = [t for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
+    assert [t["is_error"] for t in tools] == [True, False] and tools[1]["result_chunk_ids"]
+    # the history sent back and the record written are strict JSON (an SDK refuses infinity)
+    json.dumps(model.requests[2]["messages"], allow_nan=False)
+    assert '"top_k": "inf"' in pred.to_json()
+
+
 def test_scripted_model_fails_loudly_when_its_script_runs_out(world):
     ds, index = world
     with pytest.raises(ScriptExhausted):

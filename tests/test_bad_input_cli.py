@@ -28,6 +28,13 @@ def _tasks(root: Path, mutate: Callable[[list[dict]], list[dict]]) -> None:
     path.write_text("".join(json.dumps(r) + "\n" for r in mutate(rows)))
 
 
+def _document_path(root: Path, path: str) -> None:
+    docs = root / "documents.jsonl"
+    rows = [json.loads(line) for line in docs.read_text().splitlines()]
+    docs.write_text("".join(json.dumps({**r, "path": path}) + "\n" for r in rows[:1]) +
+                    "".join(json.dumps(r) + "\n" for r in rows[1:]))
+
+
 def _document(root: Path, content: bytes) -> None:
     next((root / "documents").glob("*.txt")).write_bytes(content)
 
@@ -67,6 +74,12 @@ CASES = {
         mini(lambda r: _tasks(r, lambda rows: [{**rows[0], "gold_lines": {
             rows[0]["doc_ids"][0]: [9999]}}])),
         ["tasks.jsonl:1", "gold_lines", "9999", "out of range", "fix gold_lines"]),
+    "document path outside dataset.root": (
+        mini(lambda r: _document_path(r, "/etc/passwd")),
+        ["documents.jsonl:1 (field 'path')", "leads outside dataset.root", "Fix: move the file"]),
+    "misspelt task field": (
+        mini(lambda r: _tasks(r, lambda rows: [{**rows[0], "gold_line": {}}])),
+        ["tasks.jsonl:1 (field 'gold_line')", "did you mean 'gold_lines'"]),
     "zero target_length": (
         lambda tmp: ["target_length=0"],
         ["target_length=0", "Fix: target_length="]),

@@ -18,6 +18,7 @@ import pytest
 from arag.citations import strip_citations
 from tests.anthropic_fake import UNCITED, FakeAnthropic, agent_policy, error
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
+from tests.sweep_checks import assert_rerun_was_free, assert_secret_nowhere
 
 pytestmark = pytest.mark.slow
 MARKER = "sk-ant-MARKER-7f3a9c-never-log-me"
@@ -66,24 +67,12 @@ def test_claude_sweep_finishes_with_exact_cost(claude_sweep):
 
 def test_rerun_is_served_by_the_response_cache_without_any_request(claude_sweep):
     tmp, _, again, _, _, n_again = claude_sweep
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert n_again == 0
-    latest = sorted((r for r in all_runs(tmp) if r.data.tags.get("system")),
-                    key=lambda r: r.info.start_time)[-3:]
-    assert all(r.data.metrics["cost_usd_total"] == 0.0 for r in latest)
-    assert all(r.data.metrics["cost_usd_uncached_total"] > 0 for r in latest)
+    assert_rerun_was_free(tmp, again, n_again)
 
 
 def test_the_api_key_appears_nowhere(claude_sweep):
     tmp, first, again, *_ = claude_sweep
-    assert MARKER not in first.stdout + first.stderr + again.stdout + again.stderr
-    leaks = []
-    for path in tmp.rglob("*"):
-        if path.is_file() and MARKER.encode() in path.read_bytes():
-            leaks.append(str(path))
-    assert leaks == []
-    for run in all_runs(tmp):
-        assert MARKER not in str(run.data.params) + str(run.data.tags)
+    assert_secret_nowhere(tmp, MARKER, first, again)
 
 
 def test_citations_are_scored_per_claim_and_stripped_before_rouge(claude_sweep):

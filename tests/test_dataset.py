@@ -49,6 +49,18 @@ def _rewrite_tasks(root, mutate):
      ["tasks.jsonl:1", "'NOPE'", "doc_ids"]),
     (lambda rows: json.dumps({**rows[0], "gold_lines": {rows[0]["doc_ids"][0]: [9999]}}) + "\n",
      ["tasks.jsonl:1", "gold_lines", "9999", "out of range"]),
+    (lambda rows: json.dumps({**rows[0], "gold_line": {}}) + "\n",
+     ["tasks.jsonl:1", "unknown field 'gold_line'", "did you mean 'gold_lines'", "'reference'"]),
+    (lambda rows: json.dumps({**rows[0], "gold_lines": {rows[0]["doc_ids"][0]: [20, True]}})
+     + "\n", ["tasks.jsonl:1", "'gold_lines'", "whole numbers", "True"]),
+    (lambda rows: json.dumps({**rows[0], "gold_lines": {rows[0]["doc_ids"][0]: [1.5]}}) + "\n",
+     ["tasks.jsonl:1", "'gold_lines'", "1.5"]),
+    (lambda rows: json.dumps(rows[0])[:-1] + ', "question": "Another question?"}\n',
+     ["tasks.jsonl:1", "'question'", "appears twice"]),
+    (lambda rows: json.dumps({**rows[0], "question": " \t "}) + "\n",
+     ["tasks.jsonl:1", "'question'", "non-empty str"]),
+    (lambda rows: json.dumps({**rows[0], "doc_ids": [rows[0]["doc_ids"]]}) + "\n",
+     ["tasks.jsonl:1", "'doc_ids'", "list of non-empty strings"]),
 ])
 def test_bad_task_files_name_file_line_and_field(make_cfg, tmp_path, mutate, expect):
     root = write_mini_dataset(tmp_path / "bad")
@@ -83,3 +95,36 @@ def test_limit_takes_first_tasks_and_their_documents(make_cfg, tmp_path):
     ds = load_dataset(make_cfg(f"dataset.root={root}", "dataset.limit=2").dataset, ROOT)
     assert [t.id for t in ds.tasks] == ["T0X_q3_2024", "T1X_q3_2024"]
     assert sorted(ds.corpus.documents) == ["T0X_q3_2024", "T1X_q3_2024"]
+
+
+@pytest.mark.parametrize("path,expect", [
+    ("/etc/passwd", "leads outside dataset.root"),
+    ("../outside.txt", "leads outside dataset.root"),
+    ("documents", "is a directory, not a document file"),
+])
+def test_document_paths_stay_inside_the_root_and_name_files(make_cfg, tmp_path, path, expect):
+    root = write_mini_dataset(tmp_path / "escape")
+    (tmp_path / "outside.txt").write_text("A secret line.\n")
+    docs = root / "documents.jsonl"
+    rows = [json.loads(line) for line in docs.read_text().splitlines()]
+    rows[1]["path"] = path
+    docs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(DatasetError) as err:
+        load(make_cfg, root)
+    assert "documents.jsonl:2 (field 'path')" in str(err.value) and expect in str(err.value)
+    assert "Fix" in str(err.value) or "names one text file" in str(err.value)
+
+
+def test_separators_inside_a_line_keep_gold_on_its_line(make_cfg, tmp_path):
+    """Form feed, U+2028, U+0085 and friends are not line breaks in the datasets' numbering."""
+    root = write_mini_dataset(tmp_path / "ff")
+    doc = root / "documents" / "T0X_q3_2024.txt"
+    lines = doc.read_text().split("\n")
+    lines[4] = "Page two\x0cof the call\u2028continues\x85here\x1cand\u2029on."
+    doc.write_text("\n".join(lines))
+    ds = load(make_cfg, root)
+    task = ds.tasks[0]
+    document = ds.corpus.documents["T0X_q3_2024"]
+    gold = [document.lines[n - 1] for n in task.gold_lines["T0X_q3_2024"]]
+    assert gold[0].startswith("Third quarter revenue rose") and "per share" in gold[1]
+    assert document.lines[4] == "Page two of the call continues here and on."

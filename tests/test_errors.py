@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -226,6 +227,57 @@ def test_a_half_built_store_is_detected_with_how_to_recover(tmp_path):
         con.execute("CREATE TABLE _alembic_tmp_experiments (id INTEGER)")
     with pytest.raises(StorageError, match=rf"half-built.*_alembic_tmp_experiments.*rm {db}"):
         prepare_sqlite(db, f"sqlite:///{db}")
+
+
+def test_a_read_only_store_file_is_refused_before_any_run(tmp_path, monkeypatch):
+    """Tests run as root, whom chmod does not stop: the access check is what is simulated."""
+    import os
+
+    import tracking.storage as storage
+
+    db = tmp_path / "mlflow.db"
+    prepare_sqlite(db, "sqlite:///x")
+    monkeypatch.setattr(storage.os, "access", lambda path, mode: Path(path) != db)
+    with pytest.raises(StorageError, match=rf"tracking.uri='sqlite:///x': {db} is read-only.*"
+                                           r"Fix: make it writable"):
+        prepare_sqlite(db, "sqlite:///x")
+    assert os.access(tmp_path, os.W_OK)  # only the store file was refused
+
+
+@pytest.mark.parametrize("failure,expect", [
+    (OSError(28, "No space left on device", "{tmp}/runs/ab/predictions.jsonl"),
+     "{tmp}/runs/ab/predictions.jsonl: No space left on device. It is under "
+     "runner.runs_dir='{tmp}/runs'. Fix: free disk space"),
+    (OSError(30, "Read-only file system", "{tmp}/cache/index/k/meta.json"),
+     "{tmp}/cache/index/k/meta.json: Read-only file system. It is under cache.dir='{tmp}/cache'"
+     ". Fix: make it writable for this user, or point cache.dir elsewhere"),
+    (OSError(20, "Not a directory", "{tmp}/artifacts/r1/plots"),
+     "It is under tracking.artifact_location='{tmp}/artifacts'. Fix: a file stands where a "
+     "directory is expected"),
+    (RuntimeError("(sqlite3.OperationalError) database or disk is full"),
+     "{tmp}/mlflow.db: No space left on device. It is under tracking.uri="),
+    (OSError(28, "No space left on device"),
+     "a write failed: No space left on device (OSError: [Errno 28] No space left on device). "
+     "The run writes under runner.runs_dir='{tmp}/runs'; cache.dir='{tmp}/cache'"),
+])
+def test_a_failed_write_names_the_path_its_key_and_the_fix(make_cfg, tmp_path, failure, expect):
+    from tests.conftest import store_overrides
+    from tracking.storage import storage_errors
+
+    cfg = make_cfg(*store_overrides(tmp_path))
+    if isinstance(failure, OSError) and failure.filename:
+        failure.filename = failure.filename.format(tmp=tmp_path)
+    with pytest.raises(StorageError) as err, storage_errors(cfg):
+        raise failure
+    assert expect.format(tmp=tmp_path) in str(err.value)
+    assert "run the same command again" in str(err.value)
+
+
+def test_other_errors_pass_through_unexplained(make_cfg):
+    from tracking.storage import storage_errors
+
+    with pytest.raises(ConnectionRefusedError), storage_errors(make_cfg()):
+        raise ConnectionRefusedError(111, "Connection refused")
 
 
 # --- input and config ---------------------------------------------------------------------

@@ -196,3 +196,40 @@ def test_a_failing_job_fails_only_itself(tmp_path, monkeypatch, shared_cache):
         "arag": "FAILED", "naive": "FINISHED"}
     assert parent.info.status == "FAILED"
     assert json.loads(parent.data.tags["failed_jobs"])[0]["job"] == "arag"
+
+
+def test_a_full_disk_mid_run_names_the_log_its_key_and_the_fix_and_tears_no_record(
+        tmp_path, make_cfg, shared_cache):
+    """A file-size limit (RLIMIT_FSIZE) stands in for a full disk: the prediction log is the
+    one file near the limit, so its next append fails part-way (EFBIG)."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    from runners.identity import predictions_hash
+    from tests.conftest import store_overrides
+
+    limit = 3_000_000
+    overrides = ["system=arag", "dataset.limit=2"]
+    log = tmp_path / "runs" / predictions_hash(make_cfg(*overrides)) / "predictions.jsonl"
+    log.parent.mkdir(parents=True)
+    padding = {"id": "not-a-task", "source": "sample", "system": "arag", "model": "offline",
+               "task_type": "summarization", "question": "", "doc_ids": [],
+               "ground_truth": "", "predicted": "x" * (limit - 400)}
+    log.write_text(json.dumps(padding) + "\n")
+    before = log.read_bytes()
+
+    def full_disk() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of a kill
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    cmd = [sys.executable, "run.py", *overrides, f"hydra.run.dir={tmp_path}/out",
+           *store_overrides(tmp_path, shared_cache)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          preexec_fn=full_disk, stdin=subprocess.DEVNULL)
+    assert done.returncode != 0
+    assert f"{log}: File too large. It is under runner.runs_dir=" in done.stderr
+    assert "Fix: free disk space" in done.stderr and "Traceback" not in done.stderr
+    assert log.read_bytes() == before, "no torn record"
+    assert [r.info.status for r in all_runs(tmp_path)] == ["FAILED"]

@@ -222,6 +222,28 @@ def test_every_mistake_of_a_folder_is_found_in_one_load(tmp_path, make_cfg):
         assert text in problem and "Fix: " in problem
 
 
+def test_a_form_feed_in_a_line_keeps_gold_by_line_and_links_out_and_twice_given_keys_are_refused(
+        tmp_path, make_cfg):
+    root = write_folder(tmp_path / "ff", pdf=False, tasks=[
+        {"id": "q3", "doc_ids": ["acme_q3"], "question": "Summarize.", "gold": [{"line": 5}]}])
+    transcript = [*TRANSCRIPT]
+    transcript[0] = "Operator\x0c(page 2)\u2028speaking"  # separators inside line 1
+    (root / "acme_q3.txt").write_text("\n".join(transcript) + "\n")
+    ds, _ = load(make_cfg, root)
+    lines = ds.corpus.documents["acme_q3"].lines
+    assert [lines[n - 1] for n in ds.tasks[0].gold_lines["acme_q3"]] == [
+        "We expect full-year revenue of $1.80 billion to $1.85 billion."]
+    (tmp_path / "secret.txt").write_text("A line from outside the folder.\n")
+    (root / "linked.txt").symlink_to(tmp_path / "secret.txt")
+    (root / "tasks.jsonl").write_text(
+        '{"question": "Q", "doc_ids": ["letter"], "question": "Other?"}\n')
+    with pytest.raises(DatasetError) as caught:
+        load(make_cfg, root)
+    found = [str(p) for p in caught.value.problems]  # type: ignore[attr-defined]
+    assert any("linked.txt: a link to" in p and "outside dataset.root" in p for p in found)
+    assert any("tasks.jsonl:1: the key 'question' appears twice" in p for p in found)
+
+
 def test_a_missing_root_says_how_to_set_it(tmp_path, make_cfg):
     with pytest.raises(DatasetError, match="dataset.root=<the folder"):
         load(make_cfg, tmp_path / "nowhere")

@@ -110,6 +110,22 @@ def test_corrupt_index_cache_is_rebuilt_not_trusted(make_cfg, tmp_path, mini_dat
     assert load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir).loaded_from_cache
 
 
+def test_an_index_damaged_at_the_same_size_is_rebuilt(make_cfg, tmp_path, mini_dataset, caplog):
+    """Bytes changed inside the vectors load fine in FAISS; only the checksum notices."""
+    cfg, ds = _sample(make_cfg, tmp_path, mini_dataset)
+    built = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    faiss_file = next((tmp_path / "cache" / "index").glob("*/index.faiss"))
+    data = bytearray(faiss_file.read_bytes())
+    data[-4000:-8] = bytes(len(data[-4000:-8]))  # zero a stretch of vectors, same size
+    faiss_file.write_bytes(bytes(data))
+    again = load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir)
+    assert not again.loaded_from_cache
+    assert "checksum mismatch in index.faiss" in caplog.text and "rebuilding" in caplog.text
+    q = "What was third quarter revenue?"
+    assert again.semantic_search(q, 3) == built.semantic_search(q, 3)
+    assert load_or_build_index(ds.corpus, cfg.retrieval, cfg.cache.dir).loaded_from_cache
+
+
 def test_cache_key_changes_with_content_and_config(make_cfg, tmp_path, mini_dataset):
     from arag.retrieval import index_key
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from arag.datasets import load_dataset
@@ -42,7 +44,16 @@ def test_chunk_read_returns_text_once_then_a_marker(index):
     ("semantic_search", {}, "missing required argument"),
     ("semantic_search", {"query": "x", "k": 3}, "unknown argument"),
     ("keyword_search", {"keywords": [1, 2]}, "non-empty list of strings"),
-    ("semantic_search", {"query": "x", "top_k": "lots"}, "must be an integer"),
+    ("semantic_search", {"query": "x", "top_k": "lots"}, "must be a whole number"),
+    ("semantic_search", {"query": "x", "top_k": "5"}, "must be a whole number from 1 to 20"),
+    ("semantic_search", json.loads('{"query": "x", "top_k": 1e400}'), "got inf"),
+    ("keyword_search", {"keywords": ["x"], "top_k": float("nan")}, "must be a whole number"),
+    ("keyword_search", {"keywords": ["x"], "top_k": True}, "must be a whole number"),
+    ("keyword_search", {"keywords": ["x"], "top_k": 2.5}, "must be a whole number"),
+    ("keyword_search", {"keywords": ["x"], "top_k": -3}, "must be from 1 to 20, got -3"),
+    ("keyword_search", {"keywords": ["x"], "top_k": 10**30}, "must be from 1 to 20"),
+    ("chunk_read", {"chunk_ids": [f"c{i}" for i in range(11)]}, "at most 10 items"),
+    ("chunk_read", {"chunk_ids": [["nested"]]}, "non-empty list of strings"),
     ("chunk_read", {"chunk_ids": ["nope#L1-2"]}, "none of the chunk ids exist"),
     ("delete_everything", {}, "unknown tool"),
 ])

@@ -11,6 +11,7 @@ version is detected and the message says how to recover.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import sqlite3
@@ -19,11 +20,14 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from arag.config import ConfigError
+from arag.files import DISK_FULL, MISPLACED, is_storage_failure
 from arag.redact import redact, reveal
 from tracking.paths import resolve
 
@@ -137,6 +141,10 @@ def prepare_sqlite(path: Path, shown: str) -> None:
     if path.is_dir():
         raise StorageError(f"tracking.uri={shown!r} names a directory, not a database file. "
                            f"Fix: tracking.uri=sqlite:///{path}/mlflow.db")
+    if path.exists() and not os.access(path, os.R_OK | os.W_OK):
+        raise StorageError(f"tracking.uri={shown!r}: {path} is read-only for this user (every "
+                           "run writes to the store). Fix: make it writable (chmod u+rw "
+                           f"{path}), or set tracking.uri={DEFAULT_URI} for a store of your own")
     if path.exists() and path.stat().st_size > 0:
         _refuse_half_built(path, shown)
         return
@@ -192,3 +200,90 @@ def _refuse_half_built(path: Path, shown: str) -> None:
            f"`mlflow db upgrade sqlite:///{path}`")
     raise StorageError(f"tracking.uri={shown!r}: the store was left half-built by an "
                        f"interrupted creation ({why}). Fix: {fix}")
+
+
+@contextmanager
+def storage_errors(cfg: Any) -> Iterator[None]:
+    """A write that fails while the job runs (a full disk, a read-only store, a file where a
+    directory should be) becomes a StorageError naming the path, the key that chose it and
+    the fix, instead of a traceback."""
+    try:
+        yield
+    except StorageError:
+        raise
+    except Exception as exc:
+        explained = explain_write_failure(exc, cfg)
+        if explained is None:
+            raise
+        raise explained from exc
+
+
+def explain_write_failure(exc: BaseException, cfg: Any) -> StorageError | None:
+    """The StorageError for a failed write, or None when ``exc`` is not one."""
+    failure = _failed_write(exc, cfg)
+    if failure is None:
+        return None
+    code, path = failure
+    why = os.strerror(code)
+    places = _write_places(cfg)
+    owner = _owner(Path(path), places) if path else None
+    again = "; then run the same command again (finished tasks are kept)"
+    if owner is None:
+        listed = "; ".join(f"{k}={redact(v)!r}" for k, (v, _, _) in places.items())
+        return StorageError(f"a write failed: {why} ({type(exc).__name__}: "
+                            f"{redact(str(exc))[:200]}). The run writes under {listed}. Fix: "
+                            f"{_fix(code, 'the key of that volume', '')}{again}")
+    key, (value, _, example) = owner
+    return StorageError(f"{path}: {why}. It is under {key}={redact(value)!r}. Fix: "
+                        f"{_fix(code, key, example)}{again}")
+
+
+def _failed_write(exc: BaseException, cfg: Any) -> tuple[int, str | None] | None:
+    """(errno, the path written, if known) of a failed write; None for other errors."""
+    if isinstance(exc, OSError) and exc.errno is not None and is_storage_failure(exc):
+        return exc.errno, exc.filename if isinstance(exc.filename, str) else None
+    text = str(exc)  # sqlite's own errors, through MLflow and SQLAlchemy
+    if "database or disk is full" in text:
+        return errno.ENOSPC, _sqlite_path(str(cfg.tracking.uri))
+    if "readonly database" in text:
+        return errno.EROFS, _sqlite_path(str(cfg.tracking.uri))
+    return None
+
+
+def _fix(code: int | None, key: str, example: str) -> str:
+    elsewhere = f"point {key} elsewhere" + (f", e.g. {example}" if example else "")
+    if code in DISK_FULL:
+        return f"free disk space (or quota) on that volume, or {elsewhere}"
+    if code in MISPLACED:
+        return f"a file stands where a directory is expected (or the reverse): move it, or " \
+               f"{elsewhere}"
+    return f"make it writable for this user, or {elsewhere}"
+
+
+def _write_places(cfg: Any) -> dict[str, tuple[str, Path, str]]:
+    """key -> (its value, the local directory it chooses, an example fix)."""
+    places = {"runner.runs_dir": (str(cfg.runner.runs_dir), "runner.runs_dir=data/runs"),
+              "cache.dir": (str(cfg.cache.dir), "cache.dir=data/cache")}
+    location = str(cfg.tracking.artifact_location)
+    if "://" not in location or location.startswith("file://"):
+        places["tracking.artifact_location"] = (location,
+                                                "tracking.artifact_location=mlruns/artifacts")
+    out = {k: (v, resolve(urlsplit(v).path if v.startswith("file://") else v), example)
+           for k, (v, example) in places.items()}
+    db = _sqlite_path(str(cfg.tracking.uri))
+    if db is not None:
+        out["tracking.uri"] = (str(cfg.tracking.uri), Path(db).parent,
+                               f"tracking.uri={DEFAULT_URI}")
+    return out
+
+
+def _owner(path: Path, places: dict[str, tuple[str, Path, str]]
+           ) -> tuple[str, tuple[str, Path, str]] | None:
+    """The key whose directory holds ``path`` (the most specific one)."""
+    path = resolve(path)
+    holders = [(key, place) for key, place in places.items() if path.is_relative_to(place[1])]
+    return max(holders, key=lambda kp: len(kp[1][1].parts), default=None)
+
+
+def _sqlite_path(uri: str) -> str | None:
+    return str(resolve(uri[len(SQLITE):])) if uri.startswith(SQLITE) else None

@@ -8,6 +8,7 @@ from typing import Any
 from arag.agent.prompts import BUDGET_REACHED, TOOL_CALL_CUT_OFF
 from arag.calls import CallLog
 from arag.llm.base import Completion
+from arag.records import json_safe
 from arag.tools.toolset import Toolset
 
 
@@ -37,7 +38,8 @@ def run_agent(calls: CallLog, toolset: Toolset, system: str, prompt: str, max_lo
                    temperature=temperature)
     for loop in range(1, max_loops + 1):
         completion = calls.complete(messages=messages, **request)
-        messages.append({"role": "assistant", "content": completion.content})
+        # sent back as it came, but as strict JSON: a tool input of 1e400 reads as infinity
+        messages.append({"role": "assistant", "content": json_safe(completion.content)})
         if completion.stop_reason == "pause_turn" and not completion.tool_uses:
             continue  # the API paused a long turn: sending it back lets the model go on
         if not completion.tool_uses:

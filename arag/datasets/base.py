@@ -5,6 +5,7 @@ Errors name the file, the line and the field, and say how to fix it.
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -63,24 +64,57 @@ register_adapter = ADAPTERS.register
 def read_utf8(path: Path, missing: str) -> str:
     if not path.exists():
         raise DatasetError(missing, path)
+    if path.is_dir():
+        raise DatasetError("is a directory, not a file; point it at the file itself", path)
     try:
         return path.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
                            "file as UTF-8", path) from None
+    except OSError as exc:
+        raise DatasetError(f"cannot be read ({exc.strerror or exc}); check its permissions "
+                           "(it must be readable by the user running the harness)",
+                           path) from None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as the datasets number them: split on newlines only (``\\r\\n`` and ``\\r`` are
+    already newlines once read as text). ``str.splitlines`` would also split on form feeds,
+    U+2028, U+0085 and other separators inside a line and shift every later line number."""
+    lines = text.split("\n")
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+class DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` hook: a key given twice raises DuplicateKey (JSON keeps the last)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (1-based line number, object); blank lines are skipped."""
     text = read_utf8(path, "file not found; check dataset.root")
-    for n, raw in enumerate(text.splitlines(), start=1):
+    for n, raw in enumerate(split_lines(text), start=1):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(raw, object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"malformed JSON ({exc.msg} at column {exc.colno}); each line "
                                "must be one JSON object", path, n) from None
+        except DuplicateKey as exc:
+            raise DatasetError(f"the key {exc.key!r} appears twice in this record (JSON would "
+                               "silently keep the last); keep one", path, n, exc.key) from None
         if not isinstance(obj, dict):
             raise DatasetError("each line must be a JSON object", path, n)
         yield n, obj
@@ -92,17 +126,69 @@ def require(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: 
         raise DatasetError(f"missing required field {key!r}; add it to this record", path, line,
                            key)
     value = obj[key]
-    if not isinstance(value, kind) or (isinstance(value, str | list | dict) and not value):
+    empty = not value.strip() if isinstance(value, str) else not value
+    if not isinstance(value, kind) or (isinstance(value, str | list | dict) and empty):
         names = kind.__name__ if isinstance(kind, type) else "/".join(k.__name__ for k in kind)
         raise DatasetError(f"must be a non-empty {names}, got {value!r:.60}", path, line, key)
     return value
+
+
+def refuse_unknown_fields(obj: dict[str, Any], known: tuple[str, ...], path: Path,
+                          line: int) -> None:
+    """A misspelt field (``gold_line``) is an error naming the known ones, not ignored."""
+    for key in obj:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            raise DatasetError(f"unknown field {key!r}; {hint}the known fields are "
+                               f"{list(known)}", path, line, key)
+
+
+def require_strings(obj: dict[str, Any], key: str, path: Path, line: int) -> list[str]:
+    """A non-empty list of non-empty strings (e.g. ``doc_ids``)."""
+    values = require(obj, key, list, path, line)
+    bad = [v for v in values if not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise DatasetError(f"must be a list of non-empty strings, e.g. [\"AAN_q3_2021\"]; got "
+                           f"{bad[0]!r:.60} in it", path, line, key)
+    return values
+
+
+def line_numbers(obj: dict[str, Any], key: str, path: Path, line: int
+                 ) -> dict[str, tuple[int, ...]] | None:
+    """``{doc_id: [1-based line numbers]}`` or None when absent; ``true`` and ``1.5`` are
+    not line numbers."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise DatasetError("must map doc_id -> list of 1-based line numbers", path, line, key)
+    for doc_id, numbers in value.items():
+        bad = [n for n in numbers if isinstance(n, bool) or not isinstance(n, int)] \
+            if isinstance(numbers, list) else [numbers]
+        if bad:
+            raise DatasetError(f"must map doc_id -> list of 1-based line numbers (whole "
+                               f"numbers); {doc_id!r} has {bad[0]!r:.60}", path, line, key)
+    return {k: tuple(v) for k, v in value.items()}
+
+
+def inside_root(root: Path, relative: str, path: Path, line: int, key: str) -> Path:
+    """``root / relative``, refused when it leads outside ``root`` (an absolute path,
+    ``..``, a symlink out): a dataset reads only files under ``dataset.root``."""
+    base = root.resolve()
+    target = (base / relative).resolve()
+    if not target.is_relative_to(base):
+        raise DatasetError(f"{relative!r} leads outside dataset.root ({base}); a dataset "
+                           "reads only files under its root. Fix: move the file under "
+                           f"{base} and give its path relative to it", path, line, key)
+    return target
 
 
 def read_text_lines(path: Path) -> tuple[str, ...]:
     """A document file: one sentence per line (blank lines kept, so line numbers match the
     file); must not be empty."""
     text = read_utf8(path, "document file not found; check the path and dataset.root")
-    lines = tuple(" ".join(line.split()) for line in text.splitlines())
+    lines = tuple(" ".join(line.split()) for line in split_lines(text))
     if not any(lines):
         raise DatasetError("document is empty; remove it from the dataset or restore its text",
                            path)

@@ -60,8 +60,10 @@ from arag.datasets.base import (
     Dataset,
     DatasetError,
     read_text_lines,
+    read_utf8,
     register_adapter,
     resolve_root,
+    split_lines,
     validate,
 )
 from arag.records import Corpus, Document, Task
@@ -119,12 +121,8 @@ def read_reference(path: Path, transcript: Path) -> str:
     if not path.exists():
         raise DatasetError(f"transcript {transcript.name} has no reference summary; restore "
                            f"{path.name} in gt_summaries/ or remove the transcript", path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as exc:
-        raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start}); re-save the "
-                           "file as UTF-8", path) from None
-    bullets = [normalise(line) for line in text.splitlines()]
+    text = read_utf8(path, "reference summary not found")
+    bullets = [normalise(line) for line in split_lines(text)]
     reference = "\n".join(b for b in bullets if b)
     if not reference:
         raise DatasetError("reference summary is empty; restore it or remove the transcript",
@@ -151,8 +149,8 @@ def read_labels(root: Path, split: str) -> tuple[dict[str, list[str]] | None, Pa
                            "file name per line); restore it from the upstream repository",
                            files_path)
     try:
-        rows = labels_path.read_text(encoding="utf-8-sig").splitlines()
-        names = [n.strip() for n in files_path.read_text(encoding="utf-8-sig").splitlines()]
+        rows = split_lines(labels_path.read_text(encoding="utf-8-sig"))
+        names = [n.strip() for n in split_lines(files_path.read_text(encoding="utf-8-sig"))]
     except UnicodeDecodeError as exc:
         raise DatasetError(f"not valid UTF-8 ({exc.reason} at byte {exc.start})",
                            labels_path) from None

@@ -47,7 +47,6 @@ Options (``dataset.options``)
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -68,7 +67,7 @@ from arag.datasets.base import (
     resolve_root,
     validate,
 )
-from arag.files import write_text_atomically
+from arag.files import sha256_file, write_text_atomically
 from arag.records import Corpus, Document, Task
 
 log = logging.getLogger(__name__)
@@ -130,14 +129,6 @@ def page_lines(pages: list[str], max_words: int = 60) -> tuple[tuple[str, ...], 
 
 
 # --- PDF parsing with a content-addressed cache -------------------------------------------
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def extract_pages(path: str | Path) -> tuple[list[str], float]:
     """Text of every page with pypdf; (pages, seconds)."""
@@ -252,6 +243,10 @@ def read_doc_info(path: Path) -> dict[str, dict[str, Any]]:
     info = {}
     for n, obj in read_jsonl(path):
         name = require(obj, "doc_name", str, path, n)
+        if Path(name).name != name or name.startswith("."):
+            raise DatasetError(f"{name!r} is not a plain file name: each filing is read from "
+                               f"{PDFS}/<doc_name>.pdf under dataset.root. Fix: give the PDF's "
+                               "name without folders or '..'", path, n, "doc_name")
         doc_type = str(obj.get("doc_type", "")).lower()
         if doc_type not in DOC_TYPES:
             raise DatasetError(f"doc_type {obj.get('doc_type')!r} is unknown; expected one of "

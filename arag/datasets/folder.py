@@ -66,9 +66,12 @@ from arag.config import SummarizationStyle
 from arag.datasets.base import (
     Dataset,
     DatasetError,
+    DuplicateKey,
+    no_duplicate_keys,
     read_utf8,
     register_adapter,
     resolve_root,
+    split_lines,
     validate,
 )
 from arag.records import Corpus, Document, Task
@@ -240,6 +243,11 @@ def document_files(folder: Folder) -> list[Path]:
         if path.is_dir() or any(part.startswith(".") for part in rel.parts) \
                 or rel.as_posix() == TASKS_FILE:
             continue
+        if not path.resolve().is_relative_to(folder.root):
+            folder.problem(path, None, f"a link to {path.resolve()}, outside dataset.root "
+                           "(documents are read only from inside it)",
+                           "copy the file into the folder instead of linking to it")
+            continue
         if path.suffix.lower() not in SUFFIXES:
             folder.problem(path, None, f"{path.suffix or 'a file without a suffix'} is not a "
                            "document type the harness reads (.txt, .md, .pdf)",
@@ -264,7 +272,7 @@ def read_text_document(folder: Folder, path: Path) -> list[Sentence]:
                        "re-save the file as UTF-8 text")
         return []
     blocks = markdown_blocks(text) if path.suffix.lower() == ".md" else \
-        text_blocks(text.splitlines())
+        text_blocks(split_lines(text))
     return [s for b in blocks for s in split_block(b, folder.options.language,
                                                     folder.options.max_words)]
 
@@ -544,14 +552,18 @@ def read_tasks(folder: Folder, path: Path, source: str
 def _rows(folder: Folder, path: Path) -> list[tuple[int, dict[str, Any]]]:
     """Every JSON object of the file; a malformed line is a problem, the others still read."""
     rows = []
-    for n, raw in enumerate(read_utf8(path, "file not found").splitlines(), start=1):
+    for n, raw in enumerate(split_lines(read_utf8(path, "file not found")), start=1):
         if not raw.strip():
             continue
         try:
-            obj = json.loads(raw)
+            obj = json.loads(raw, object_pairs_hook=no_duplicate_keys)
         except json.JSONDecodeError as exc:
             folder.problem(path, n, f"malformed JSON ({exc.msg} at column {exc.colno})",
                            "write each task as one JSON object on one line")
+            continue
+        except DuplicateKey as exc:
+            folder.problem(path, n, f"the key {exc.key!r} appears twice (JSON would silently "
+                           "keep the last)", "keep one")
             continue
         if not isinstance(obj, dict):
             folder.problem(path, n, "the line is not a JSON object",

@@ -12,15 +12,21 @@ from typing import Any
 from arag.datasets.base import (
     Dataset,
     DatasetError,
+    inside_root,
+    line_numbers,
     make_document,
     read_jsonl,
     read_text_lines,
+    refuse_unknown_fields,
     register_adapter,
     require,
+    require_strings,
     resolve_root,
     validate,
 )
 from arag.records import Corpus, Task
+
+TASK_FIELDS = ("id", "task_type", "doc_ids", "question", "reference", "gold_lines")
 
 
 @register_adapter("jsonl")
@@ -35,22 +41,22 @@ def load_jsonl_dataset(cfg: Any, project_root: Path) -> Dataset:
         rel = require(obj, "path", str, docs_path, n)
         if doc_id in documents:
             raise DatasetError(f"duplicate doc_id {doc_id!r}", docs_path, n, "doc_id")
-        file = root / rel
+        file = inside_root(root, rel, docs_path, n, "path")
         if not file.exists():
             raise DatasetError(f"document file {file} does not exist; fix 'path' or add the "
                                "file", docs_path, n, "path")
+        if not file.is_file():
+            raise DatasetError(f"{file} is a directory, not a document file; 'path' names one "
+                               "text file per document", docs_path, n, "path")
         documents[doc_id] = make_document(obj, read_text_lines(file))
     tasks_path = root / "tasks.jsonl"
     tasks: list[Task] = []
     lines: dict[str, int] = {}
     for n, obj in read_jsonl(tasks_path):
+        refuse_unknown_fields(obj, TASK_FIELDS, tasks_path, n)
         task_id = require(obj, "id", str, tasks_path, n)
-        doc_ids = require(obj, "doc_ids", list, tasks_path, n)
-        gold = obj.get("gold_lines")
-        if gold is not None and (not isinstance(gold, dict) or not all(
-                isinstance(v, list) and all(isinstance(i, int) for i in v) for v in gold.values())):
-            raise DatasetError("must map doc_id -> list of 1-based line numbers", tasks_path, n,
-                               "gold_lines")
+        doc_ids = require_strings(obj, "doc_ids", tasks_path, n)
+        gold = line_numbers(obj, "gold_lines", tasks_path, n)
         if task_id in lines:
             raise DatasetError(f"duplicate task id {task_id!r} (first at line {lines[task_id]}); "
                                "task ids must be unique", tasks_path, n, "id")
@@ -65,7 +71,7 @@ def load_jsonl_dataset(cfg: Any, project_root: Path) -> Dataset:
             doc_ids=tuple(doc_ids),
             question=require(obj, "question", str, tasks_path, n),
             reference=require(obj, "reference", str, tasks_path, n),
-            gold_lines={k: tuple(v) for k, v in gold.items()} if gold is not None else None,
+            gold_lines=gold,
             source=cfg.name,
         ))
     dataset = Dataset(cfg.name, Corpus(documents), tasks)

@@ -18,12 +18,12 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
 from typing import Any
 
+from arag.llm.api_errors import MalformedResponse, classify_sdk_error, parse_reply
 from arag.llm.base import (
     APIFailure,
     ChatModel,
@@ -41,21 +41,6 @@ from arag.redact import reveal
 
 log = logging.getLogger(__name__)
 KEY_ENV = "ANTHROPIC_API_KEY"
-RETRYABLE_STATUS = {408: "timeout", 409: "conflict", 429: "rate_limit", 529: "overloaded"}
-FATAL_STATUS = {400: "bad_request", 401: "auth", 403: "permission", 404: "not_found",
-                413: "request_too_large"}
-
-
-class MalformedResponse(Exception):
-    pass
-
-
-def _parse(build: Any, response: Any, started: float) -> Completion:
-    """A reply the SDK accepted but that lacks what a message must have is malformed."""
-    try:
-        return build(response, started)
-    except (AttributeError, TypeError, KeyError, ValueError) as exc:
-        raise MalformedResponse(f"{type(exc).__name__}: {exc}") from None
 
 
 def api_key() -> str:
@@ -101,7 +86,7 @@ class ClaudeModel(ChatModel):
             self.limiter.acquire(estimate)
             started = time.perf_counter()
             response = self.client.messages.create(**request)
-            completion = _parse(self._completion, response, started)
+            completion = parse_reply(self._completion, response, started)
             u = completion.usage
             self.limiter.record(u.input_tokens + u.cache_read_input_tokens
                                 + u.cache_creation_input_tokens + u.output_tokens, estimate)
@@ -139,7 +124,7 @@ class ClaudeModel(ChatModel):
             result = entry.result
             if result.type == "succeeded":
                 try:
-                    completion = _parse(self._completion, result.message, time.perf_counter())
+                    completion = parse_reply(self._completion, result.message, time.perf_counter())
                 except MalformedResponse as exc:
                     out[entry.custom_id] = ModelError(f"batch item malformed: {exc}")
                     continue
@@ -167,23 +152,7 @@ class ClaudeModel(ChatModel):
     def classify_error(self, exc: Exception) -> APIFailure | None:
         """429 (with its retry-after), 529, 408/409, any 5xx, connection errors, timeouts and
         malformed replies are retried; other 4xx fail at once with the API's message."""
-        anthropic = self._anthropic
-        if isinstance(exc, anthropic.APIStatusError):
-            status, message = exc.status_code, _api_message(exc)
-            if status not in RETRYABLE_STATUS and status < 500:
-                return APIFailure(FATAL_STATUS.get(status, f"http_{status}"),
-                                  f"Anthropic API error {status}: {message}", retryable=False)
-            return APIFailure(RETRYABLE_STATUS.get(status, "server"), f"HTTP {status}: {message}",
-                              retryable=True, retry_after_s=_retry_after(exc))
-        if isinstance(exc, anthropic.APITimeoutError):
-            return APIFailure("timeout", f"{type(exc).__name__}: {exc}", retryable=True)
-        if isinstance(exc, anthropic.APIConnectionError):
-            return APIFailure("connection", f"{type(exc).__name__}: {exc}", retryable=True)
-        if isinstance(exc, anthropic.APIResponseValidationError | MalformedResponse
-                      | json.JSONDecodeError):
-            return APIFailure("malformed", f"malformed response: {type(exc).__name__}: {exc}"[:300],
-                              retryable=True)
-        return None
+        return classify_sdk_error(exc, self._anthropic, "Anthropic API")
 
     def _request(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
                  max_tokens: int, temperature: float, tool_choice: str) -> dict[str, Any]:
@@ -237,24 +206,6 @@ def _mark_last_block(messages: list[Message], cache: dict[str, Any]) -> list[Mes
         return messages  # the API refuses cache_control on an empty text block
     blocks[-1] = {**blocks[-1], **cache}
     return [*messages[:-1], {**last, "content": blocks}]
-
-
-def _api_message(exc: Any) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict):
-        err = body.get("error") if isinstance(body.get("error"), dict) else body
-        if isinstance(err, dict) and err.get("message"):
-            return f"{err.get('type', 'error')}: {err['message']}"
-    return str(getattr(exc, "message", exc))[:500]
-
-
-def _retry_after(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    value = response.headers.get("retry-after") if response is not None else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
 
 
 @register_provider("anthropic", env_vars=(KEY_ENV,))

@@ -8,6 +8,7 @@ credential check before a run) works without any SDK installed.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +17,7 @@ from arag.llm.base import ChatModel, MissingCredentials
 from arag.registry import Registry
 
 ProviderFactory = Callable[[Any], ChatModel]
+ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -24,18 +26,38 @@ class Provider:
     factory: ProviderFactory
     env_vars: tuple[str, ...] = ()  # credentials, read from the environment only
     judges: bool = True  # its models can act as the judge (the offline model cannot)
+    # config keys whose value, when set, names a further variable holding a credential
+    # (``model.api_key_env: OPENAI_API_KEY``): the config picks the variable, never the value
+    env_var_keys: tuple[str, ...] = ()
 
-    def missing_env_vars(self) -> list[str]:
-        return [v for v in self.env_vars if not os.environ.get(v, "").strip()]
+    def required_env_vars(self, model_cfg: Any = None) -> tuple[str, ...]:
+        """The variables a model of this provider, configured by ``model_cfg``, reads.
+
+        A value of an ``env_var_keys`` key that is not a variable name (a key pasted in by
+        mistake) is refused without being repeated, so it reaches no message or log.
+        """
+        named = {k: str(model_cfg.get(k)) for k in self.env_var_keys
+                 if model_cfg is not None and model_cfg.get(k)}
+        for key, value in named.items():
+            if not ENV_VAR_NAME.fullmatch(value):
+                raise MissingCredentials(
+                    f"{key} must name an environment variable (letters, digits and _, e.g. "
+                    f"{key}=OPENAI_API_KEY), not hold the key itself; export the key under "
+                    "that name")
+        return (*self.env_vars, *named.values())
+
+    def missing_env_vars(self, model_cfg: Any = None) -> list[str]:
+        return [v for v in self.required_env_vars(model_cfg) if not os.environ.get(v, "").strip()]
 
 
 PROVIDERS: Registry[Provider] = Registry("provider", "model.provider", "arag.llm")
 
 
-def register_provider(name: str, env_vars: tuple[str, ...] = (), judges: bool = True
+def register_provider(name: str, env_vars: tuple[str, ...] = (), judges: bool = True,
+                      env_var_keys: tuple[str, ...] = ()
                       ) -> Callable[[ProviderFactory], ProviderFactory]:
     def decorate(factory: ProviderFactory) -> ProviderFactory:
-        PROVIDERS.register(name)(Provider(name, factory, env_vars, judges))
+        PROVIDERS.register(name)(Provider(name, factory, env_vars, judges, env_var_keys))
         return factory
 
     return decorate
@@ -59,7 +81,7 @@ def require_credentials(nodes: dict[str, Any]) -> None:
         if node is None:
             continue
         provider = PROVIDERS.get(str(node.provider))
-        missing = provider.missing_env_vars()
+        missing = provider.missing_env_vars(node)
         if missing:
             names = " and ".join(missing)
             raise MissingCredentials(

@@ -4,7 +4,9 @@ semantic_search ranks chunks by their best-matching sentence (A-RAG semantics);
 keyword_search scores chunks by exact keyword matches weighted by keyword length.
 An index is built once per (corpus content, retrieval config, embedder) and persisted
 under ``<cache.dir>/index/<key>/``; a later run with the same key loads it instead of
-embedding again. A truncated or corrupt cache entry is rebuilt, never trusted.
+embedding again. ``meta.json`` holds a SHA-256 of every other file of the entry, checked
+on load like the embedding shards' checksums: a truncated, corrupt or same-size damaged
+entry is rebuilt, never trusted.
 
 Building an index embeds only the sentences the embedding store (``arag.retrieval.store``,
 ``<cache.dir>/embeddings/``) lacks and assembles FAISS from stored vectors, so another
@@ -29,6 +31,7 @@ import faiss
 import numpy as np
 
 from arag.config import CacheMode
+from arag.files import sha256_file
 from arag.records import Chunk, Corpus, content_hash
 from arag.retrieval.chunking import chunk_document
 from arag.retrieval.embedder import Embedder, get_embedder, resolve_embedder_path
@@ -36,6 +39,7 @@ from arag.retrieval.store import EmbeddingStore, text_key
 
 log = logging.getLogger(__name__)
 INDEX_FORMAT = 1
+INDEX_FILES = ("chunks.jsonl", "row_chunk.npy", "index.faiss")  # checksummed in meta.json
 
 
 @dataclass(frozen=True)
@@ -282,7 +286,8 @@ def _store(folder: Path, index: SearchIndex) -> None:
         faiss.write_index(index.faiss, str(tmp / "index.faiss"))
         meta = {"format": INDEX_FORMAT, "key": index.key, "n_chunks": len(index.chunks),
                 "n_vectors": index.n_vectors, "dim": int(index.faiss.d),
-                "embedder": index.embedder.path if index.embedder else None}
+                "embedder": index.embedder.path if index.embedder else None,
+                "sha256": {name: sha256_file(tmp / name) for name in INDEX_FILES}}
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2))
         if folder.exists():  # a damaged entry we just rebuilt
             shutil.rmtree(folder, ignore_errors=True)
@@ -300,10 +305,20 @@ def _store(folder: Path, index: SearchIndex) -> None:
         raise
 
 
+def _check_sums(folder: Path, sums: object) -> None:
+    """Every file of the entry matches the checksum ``meta.json`` recorded for it."""
+    if not isinstance(sums, dict) or set(sums) != set(INDEX_FILES):
+        raise ValueError("meta.json has no checksums (an entry written by an older version)")
+    bad = [name for name in INDEX_FILES if sha256_file(folder / name) != sums[name]]
+    if bad:
+        raise ValueError(f"checksum mismatch in {', '.join(bad)}")
+
+
 def _load(folder: Path, embedder: Embedder, key: str) -> SearchIndex:
     meta = json.loads((folder / "meta.json").read_text())
     if meta.get("format") != INDEX_FORMAT or meta.get("key") != key:
         raise ValueError("format or key mismatch")
+    _check_sums(folder, meta.get("sha256"))
     with open(folder / "chunks.jsonl", encoding="utf-8") as f:
         chunks = []
         for line in f:

@@ -19,6 +19,7 @@ loop sends its message back to the model as an ``is_error`` tool result.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -250,7 +251,8 @@ def _with_default_top_k(spec: ToolSpec, top_k: int) -> ToolSpec:
 
 
 def _checked(name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Validate arguments against the declared schema; errors go back to the model."""
+    """Validate arguments against the declared schema (types, finite numbers, ranges,
+    lengths); every violation is a ToolError that goes back to the model."""
     schema = TOOL_SPECS[name].input_schema
     props = schema["properties"]
     missing = [k for k in schema["required"] if k not in args]
@@ -259,25 +261,38 @@ def _checked(name: str, args: dict[str, Any]) -> dict[str, Any]:
     extra = [k for k in args if k not in props]
     if extra:
         raise ToolError(f"{name}: unknown argument(s) {extra}; takes {sorted(props)}")
-    out: dict[str, Any] = {}
-    for key, value in args.items():
-        spec = props[key]
-        if spec["type"] == "array":
-            if isinstance(value, str):
-                value = [value]
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value) or not value:
-                raise ToolError(f"{name}: {key} must be a non-empty list of strings")
-            value = value[: spec.get("maxItems", len(value))]
-        elif spec["type"] == "integer":
-            if isinstance(value, bool) or not isinstance(value, int | float | str):
-                raise ToolError(f"{name}: {key} must be an integer")
-            try:
-                value = int(value)
-            except ValueError:
-                raise ToolError(f"{name}: {key} must be an integer") from None
-            value = max(spec["minimum"], min(spec["maximum"], value))
-        elif spec["type"] == "string":
-            if not isinstance(value, str) or not value.strip():
-                raise ToolError(f"{name}: {key} must be a non-empty string")
-        out[key] = value
-    return out
+    check = {"array": _string_list, "integer": _integer, "string": _string}
+    return {key: check[props[key]["type"]](f"{name}: {key}", value, props[key])
+            for key, value in args.items()}
+
+
+def _string_list(what: str, value: Any, spec: dict[str, Any]) -> list[str]:
+    if isinstance(value, str):
+        value = [value]  # one keyword or id given bare: what the model meant
+    if not isinstance(value, list) or not value or not all(
+            isinstance(v, str) and v.strip() for v in value):
+        raise ToolError(f"{what} must be a non-empty list of strings")
+    most = spec.get("maxItems")
+    if most is not None and len(value) > most:
+        raise ToolError(f"{what} takes at most {most} items per call, got {len(value)}; "
+                        "split them over several calls")
+    return value
+
+
+def _integer(what: str, value: Any, spec: dict[str, Any]) -> int:
+    """A whole number within the schema's range: not a string, a boolean, 1.5, NaN or
+    infinity (``1e400`` is valid JSON and reads as infinity)."""
+    low, high = spec["minimum"], spec["maximum"]
+    whole = isinstance(value, int) and not isinstance(value, bool) or (
+        isinstance(value, float) and math.isfinite(value) and value.is_integer())
+    if not whole:
+        raise ToolError(f"{what} must be a whole number from {low} to {high}, got {value!r:.40}")
+    if not low <= value <= high:
+        raise ToolError(f"{what} must be from {low} to {high}, got {value!r:.40}")
+    return int(value)
+
+
+def _string(what: str, value: Any, spec: dict[str, Any]) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"{what} must be a non-empty string")
+    return value

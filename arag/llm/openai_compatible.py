@@ -1,0 +1,271 @@
+"""The OpenAI-compatible provider: any server that speaks the chat-completions protocol
+(OpenAI itself, vLLM, Ollama, llama.cpp's server, LM Studio, SGLang) through the official
+``openai`` SDK, imported only when a model is built.
+
+* ``model.base_url`` is the server (``http://127.0.0.1:8000/v1``; null: OpenAI's API) and
+  ``model.model_id`` the model it serves. The key comes only from the environment variable
+  ``model.api_key_env`` names (null: a local server that needs none; nothing is sent); it is
+  never a config value and never logged. Key and server never come from the SDK's own
+  variables (``OPENAI_API_KEY``, ``OPENAI_BASE_URL``) unless ``api_key_env`` names one.
+* Messages stay in the project's format (``arag.llm.base``) everywhere else: ``tool_use``
+  blocks go out as an assistant's ``tool_calls``, ``tool_result`` blocks as ``tool`` role
+  messages, and a reply comes back as text and ``tool_use`` blocks. Finish reasons map onto
+  the stop reasons the agent loop handles: ``stop`` -> ``end_turn``, ``tool_calls`` ->
+  ``tool_use``, ``length`` -> ``max_tokens`` (a tool call cut there is reported to the
+  model, not run), ``content_filter`` and a ``refusal`` -> ``refusal``.
+* A server that refuses tool definitions is told apart on the first call that offers tools
+  (an error naming tools before any tool call worked): that call, and every later one
+  offering tools, fails with a ``tools_unsupported`` error saying the agent cannot run here
+  while naive and stuffing can, and how to enable tool calling on the server.
+* Retries run in the shared loop (``arag.llm.retry``; the SDK's own are off): 429 with its
+  ``retry-after``, 5xx, timeouts, connection errors and malformed replies
+  (``arag.llm.api_errors``); other 4xx fail at once with the server's message.
+* Usage: ``prompt_tokens`` less the cached part (``prompt_tokens_details.cached_tokens``,
+  priced at ``price_cache_read``) is ``input_tokens``; ``completion_tokens`` (reasoning
+  included) is ``output_tokens``. A reply without usage is malformed: its cost is unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from arag.llm.api_errors import MalformedResponse, api_message, classify_sdk_error, parse_reply
+from arag.llm.base import (
+    APIFailure,
+    ChatModel,
+    Completion,
+    Message,
+    MissingCredentials,
+    ModelError,
+    ToolSpec,
+    Usage,
+)
+from arag.llm.limits import RateLimiter
+from arag.llm.registry import register_provider
+from arag.llm.retry import RetryPolicy, call_with_retries
+from arag.redact import reveal
+
+PROVIDER = "openai-compatible"
+OPENAI_URL = "https://api.openai.com/v1"
+NO_TOOLS = "tools_unsupported"
+# finish_reason -> the stop reasons of arag.llm.base (what the agent loop handles)
+FINISH_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
+                  "function_call": "tool_use", "content_filter": "refusal"}
+# how servers without tool calling answer a request that offers tools
+NO_TOOL_STATUS = (400, 404, 422, 500, 501)
+FILTERED = "(no reply: the server's content filter withheld it, finish_reason=content_filter)"
+# sent where no key is configured: the SDK wants one; a server without auth ignores it
+NO_KEY = "no-key"
+
+
+class ToolsUnsupported(Exception):
+    """The server refused the tool definitions of a request."""
+
+
+def api_key(key_env: str | None) -> str:
+    if not key_env:
+        return NO_KEY
+    key = os.environ.get(key_env, "").strip()
+    if not key:
+        raise MissingCredentials(
+            f"provider {PROVIDER} reads its API key from {key_env} (model.api_key_env): "
+            f"export {key_env}=... (it is never read from a config file), or set "
+            "model.api_key_env=null for a local server that needs no key")
+    return key
+
+
+class OpenAICompatibleModel(ChatModel):
+    provider = PROVIDER
+
+    def __init__(self, cfg: Any):
+        try:
+            import openai
+        except ImportError as exc:
+            raise ImportError(f"model.provider={PROVIDER} needs the SDK: pip install openai") \
+                from exc
+        self._openai = openai
+        self.name = cfg.name
+        self.model_id = cfg.model_id
+        self.key_env = cfg.get("api_key_env")
+        self.server = cfg.base_url or OPENAI_URL  # as configured: credentials redacted
+        # a URL given with credentials on the command line is redacted in the config
+        self.client = openai.OpenAI(api_key=api_key(self.key_env),
+                                    base_url=reveal(cfg.base_url) if cfg.base_url else OPENAI_URL,
+                                    max_retries=0, timeout=float(cfg.timeout_s))
+        # newer OpenAI models take max_completion_tokens; most local servers max_tokens
+        options = cfg.get("options") or {}
+        self.max_tokens_param = str(options.get("max_tokens_param", "max_tokens"))
+        self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
+        self.sleep = time.sleep  # overridable: tests remove waits
+        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s))
+        self.tools_refused: str | None = None  # why, once the server refused tools
+        self._tools_worked = False
+
+    def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
+                 max_tokens: int = 1024, temperature: float = 0.0,
+                 tool_choice: str = "auto") -> Completion:
+        if tools and self.tools_refused:
+            raise ModelError(self.tools_refused, kind=NO_TOOLS)
+        request = self._request(system, messages, tools, max_tokens, temperature, tool_choice)
+        estimate = self.count_tokens(str(request)) + max_tokens
+
+        def call() -> Completion:
+            self.limiter.acquire(estimate)
+            started = time.perf_counter()
+            response = self._send(request, bool(tools))
+            completion = parse_reply(self._completion, response, started)
+            u = completion.usage
+            self.limiter.record(u.input_tokens + u.cache_read_input_tokens + u.output_tokens,
+                                estimate)
+            return completion
+
+        completion = call_with_retries(call, self.classify_error, self.retry, self.name,
+                                       lambda seconds: self.sleep(seconds))
+        self._tools_worked = self._tools_worked or bool(tools)
+        return completion
+
+    def _send(self, request: dict[str, Any], offers_tools: bool) -> Any:
+        try:
+            return self.client.chat.completions.create(**request)
+        except self._openai.APIStatusError as exc:
+            if offers_tools and not self._tools_worked and _refuses_tools(exc, self.model_id):
+                self.tools_refused = (
+                    f"the server at {self.server} does not take tool definitions for model "
+                    f"{self.model_id} (HTTP {exc.status_code}: {api_message(exc)}). The agent "
+                    "(system=arag) needs tool calling; naive and stuffing do not. Fix: enable "
+                    "tool calling on the server (vLLM: --enable-auto-tool-choice "
+                    "--tool-call-parser <parser>; llama.cpp: llama-server --jinja; Ollama: a "
+                    "model with tool support), or run system=naive,stuffing")
+                raise ToolsUnsupported(self.tools_refused) from None
+            raise
+
+    def classify_error(self, exc: Exception) -> APIFailure | None:
+        """429 (with its retry-after), 5xx, timeouts, connection errors and malformed replies
+        are retried; other 4xx, and a server refusing tools, fail at once."""
+        if isinstance(exc, ToolsUnsupported):
+            return APIFailure(NO_TOOLS, str(exc), retryable=False)
+        failure = classify_sdk_error(exc, self._openai, f"{PROVIDER} API ({self.server})")
+        if failure is not None and failure.kind == "auth":
+            sent = (f"the key in {self.key_env} (model.api_key_env) was refused" if self.key_env
+                    else "no key was sent: set model.api_key_env to the variable holding it")
+            return APIFailure(failure.kind, f"{failure.message}; {sent}", retryable=False)
+        return failure
+
+    def _request(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
+                 max_tokens: int, temperature: float, tool_choice: str) -> dict[str, Any]:
+        request: dict[str, Any] = {"model": self.model_id, "messages": to_chat(system, messages),
+                                   self.max_tokens_param: max_tokens, "temperature": temperature}
+        if tools:
+            request["tools"] = [{"type": "function", "function": {
+                "name": t.name, "description": t.description, "parameters": t.input_schema}}
+                for t in tools]
+            request["tool_choice"] = "none" if tool_choice == "none" else "auto"
+        return request
+
+    def _completion(self, response: Any, started: float) -> Completion:
+        choice = response.choices[0]
+        message = choice.message
+        cut = choice.finish_reason == "length"
+        content: list[dict[str, Any]] = []
+        refusal = getattr(message, "refusal", None)
+        text = message.content or refusal or ""
+        if text:
+            content.append({"type": "text", "text": text})
+        for i, call in enumerate(message.tool_calls or []):
+            content.append({"type": "tool_use", "id": call.id or f"call_{i}",
+                            "name": call.function.name,
+                            "input": _arguments(call.function.arguments, cut)})
+        stop = stop_reason(choice.finish_reason, bool(message.tool_calls), bool(refusal))
+        if stop == "refusal" and not text:
+            content.append({"type": "text", "text": FILTERED})
+        return Completion(content=content, stop_reason=stop, usage=_usage(response.usage),
+                          model=str(response.model or self.model_id),
+                          latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def stop_reason(finish_reason: str | None, has_tool_calls: bool, refused: bool) -> str:
+    """The project's stop reason for a chat-completions ``finish_reason``. Some servers
+    (Ollama) finish a reply holding tool calls with ``stop``: the calls decide."""
+    if refused:
+        return "refusal"
+    stop = FINISH_REASONS.get(str(finish_reason), str(finish_reason or "end_turn"))
+    return "tool_use" if has_tool_calls and stop == "end_turn" else stop
+
+
+def _usage(usage: Any) -> Usage:
+    if usage is None:
+        raise MalformedResponse("the reply has no usage (token counts), so its cost is unknown")
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = int(getattr(details, "cached_tokens", 0) or 0)
+    return Usage(input_tokens=int(usage.prompt_tokens) - cached,
+                 output_tokens=int(usage.completion_tokens), cache_read_input_tokens=cached)
+
+
+def _arguments(raw: Any, cut: bool) -> Any:
+    """A tool call's arguments as a dict. Arguments cut off at ``length`` are ``{}`` (the
+    agent loop reports the cut call to the model); other text that is not JSON stays text,
+    so the tool answers that it takes a JSON object."""
+    if isinstance(raw, dict):
+        return raw
+    try:
+        return json.loads(raw or "{}")
+    except json.JSONDecodeError:
+        return {} if cut else str(raw)
+
+
+def _refuses_tools(exc: Any, model_id: str) -> bool:
+    """An error about tools (the model's own name aside: ``llama3-groq-tool-use`` not found
+    is not one)."""
+    message = api_message(exc).lower().replace(model_id.lower(), "")
+    return exc.status_code in NO_TOOL_STATUS and "tool" in message
+
+
+def to_chat(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    """The project's messages (Anthropic's format) as chat-completions messages."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        content = message["content"]
+        if isinstance(content, str):
+            out.append({"role": message["role"], "content": content})
+        elif message["role"] == "assistant":
+            out.append(_assistant(content))
+        else:
+            out.extend(_user(content))
+    return out
+
+
+def _assistant(blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    text = "".join(b["text"] for b in blocks if b.get("type") == "text")
+    calls = [{"id": b["id"], "type": "function", "function": {
+        "name": b["name"],
+        "arguments": b["input"] if isinstance(b["input"], str) else json.dumps(b["input"])}}
+        for b in blocks if b.get("type") == "tool_use"]
+    out: dict[str, Any] = {"role": "assistant", "content": text or (None if calls else "")}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _user(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Tool results become ``tool`` messages (they must follow the calls directly); any
+    text the turn adds follows them as one user message."""
+    out = [{"role": "tool", "tool_call_id": b["tool_use_id"], "content": _text(b["content"])}
+           for b in blocks if b.get("type") == "tool_result"]
+    text = "\n\n".join(b["text"] for b in blocks if b.get("type") == "text")
+    if text:
+        out.append({"role": "user", "content": text})
+    return out
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content)
+
+
+@register_provider(PROVIDER, env_var_keys=("api_key_env",))
+def _openai_compatible(cfg: Any) -> ChatModel:
+    return OpenAICompatibleModel(cfg)
