@@ -207,3 +207,31 @@ def check_report(tmp: Path, client, runs: dict, records: dict) -> None:
     assert "Krippendorff's alpha" in report and "Where the judges disagree most" in report
     assert "| arag | 3 |" in report.split("## The judge", 1)[1]
     assert "## By document length" in report and "(n=0)" in report
+
+
+def test_a_factual_consistency_unreadable_on_every_task_fails_the_run(tmp_path):
+    """A judge whose claim-check replies can never be read: the run does not end FINISHED
+    with exit 0 and a "–" in the report; it ends FAILED, non-zero, naming the field."""
+    def judge(request: dict, n: int) -> dict:
+        prompt = request["messages"][-1]["content"]
+        if "numerical claim" in prompt:
+            return text_reply("I looked at the numbers and they seem fine overall.", request)
+        if "Write the evaluation steps" in prompt:
+            return text_reply("1. Check each figure.\n2. Score.", request)
+        if "Assign the error codes" in prompt:
+            return text_reply("Codes: O", request)
+        return text_reply("Reasoning.\nFinal score: 4", request)
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+    with FakeAnthropic(judge) as fake:
+        done = subprocess.run(
+            [sys.executable, "run.py", "system=naive", "dataset=sample", "dataset.limit=2",
+             "judge=claude-haiku-4-5", f"judge.base_url={fake.url}", *store_overrides(tmp_path),
+             f"hydra.run.dir={tmp_path}/out"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+            stdin=subprocess.DEVNULL)
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert "factual_consistency unreadable on 2 of 2 answered tasks" in done.stderr
+    (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    assert run.info.status == "FAILED"
+    assert run.data.metrics["factual_consistency_parse_failures"] == 2
