@@ -212,15 +212,12 @@ def check_report(tmp: Path, client, runs: dict, records: dict) -> None:
 def test_a_factual_consistency_unreadable_on_every_task_fails_the_run(tmp_path):
     """A judge whose claim-check replies can never be read: the run does not end FINISHED
     with exit 0 and a "–" in the report; it ends FAILED, non-zero, naming the field."""
+    judges = Judges()
+
     def judge(request: dict, n: int) -> dict:
-        prompt = request["messages"][-1]["content"]
-        if "numerical claim" in prompt:
+        if "numerical claim" in request["messages"][-1]["content"]:
             return text_reply("I looked at the numbers and they seem fine overall.", request)
-        if "Write the evaluation steps" in prompt:
-            return text_reply("1. Check each figure.\n2. Score.", request)
-        if "Assign the error codes" in prompt:
-            return text_reply("Codes: O", request)
-        return text_reply("Reasoning.\nFinal score: 4", request)
+        return judges(request, n)
 
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
     with FakeAnthropic(judge) as fake:
