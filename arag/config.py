@@ -44,6 +44,9 @@ class RetrievalMethod(str, Enum):
 class Rerank(str, Enum):
     none = "none"
     model = "model"  # the run's model reorders the first-stage candidates (one call a task)
+    # a local cross-encoder (sentence-transformers, retrieval.reranker_path) scores each
+    # (question, candidate) pair and reorders them
+    cross_encoder = "cross_encoder"
 
 
 class Precision(str, Enum):
@@ -61,7 +64,8 @@ class CacheMode(str, Enum):
 class SystemConfig:
     name: str = MISSING
     # which registered System class answers (arag.systems): arag | naive | stuffing | oracle
-    # | closed_book, or any system registered in a module of arag/systems/
+    # | closed_book | external, any system registered in a module of arag/systems/, or one
+    # an installed package registers (entry-point group arag_eval.systems)
     kind: str = MISSING
     tools: list[str] = field(default_factory=list)
     top_k: int | None = None  # None: use retrieval.top_k
@@ -69,6 +73,13 @@ class SystemConfig:
     citations: bool = True
     max_tokens: int = 1024
     temperature: float = 0.0
+    # system=external: the JSONL file of a pipeline's predictions (relative paths resolve
+    # against the project), and whether tasks missing from it are left out (else an error)
+    predictions: str | None = None
+    allow_missing: bool = False
+    # a plugin system's own settings, read by its class (System.configure) without
+    # widening this schema
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -171,8 +182,19 @@ class RetrievalConfig:
     neighbors: int = 0  # naive: add the ±N neighbouring chunks of each hit (same document)
     # embed and BM25-index each sentence/chunk with its metadata header (part of the index key)
     contextual_headers: bool = False
+    # the run's model writes each chunk a context situating it in its document, indexed with
+    # it (contextual retrieval; through the response cache, priced by the dry run)
+    llm_context: bool = False
     rerank: Rerank = Rerank.none
     rerank_candidates: int = 20  # first-stage chunks the reranker orders
+    # rerank=cross_encoder: a local folder holding a sentence-transformers CrossEncoder
+    reranker_path: str | None = None
+    # drop hits scoring below this (dense: cosine of the best sentence; bm25: BM25 score;
+    # hybrid: the fused score); None: keep every hit
+    min_score: float | None = None
+    # small-to-big: a naive hit brings in the other chunks of its parent, consecutive
+    # chunks of one document of about this many words (None: off); chunks stay the unit
+    parent_chunk_size: int | None = None
     hyde: bool = False  # naive: search with a hypothetical answer the model writes
     # chunks any retrieving system may put in front of the model: naive's hits plus their
     # neighbours, the chunks A-RAG reads; None: top_k

@@ -94,6 +94,9 @@ class Task:
     gold_lines: dict[str, tuple[int, ...]] | None = None
     source: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    # False: the documents hold no answer (an out-of-scope or false-premise question); the
+    # right answer says so, and retrieval is not scored (there is no evidence to find)
+    answerable: bool = True
 
 
 @dataclass
@@ -124,20 +127,22 @@ class Prediction:
     doc_ids: list[str]
     ground_truth: str
     predicted: str | None = None
-    loops: int = 0
+    # measurements (MEASURED): None when the record does not carry them (predictions made
+    # elsewhere), never a made-up 0
+    loops: int | None = 0
     max_loops_reached: bool = False
     # an agent that used its whole context budget (chunks read or summarized): it could
     # not have read more, so stopping then is not premature
     context_budget_reached: bool = False
     stop_reason: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
+    input_tokens: int | None = 0
+    output_tokens: int | None = 0
+    cache_read_input_tokens: int | None = 0
+    cache_creation_input_tokens: int | None = 0
     word_count: int = 0
-    cost_usd: float = 0.0
-    cost_usd_uncached: float = 0.0  # what cached calls would have cost
-    latency_ms: float = 0.0
+    cost_usd: float | None = 0.0
+    cost_usd_uncached: float | None = 0.0  # what cached calls would have cost
+    latency_ms: float | None = 0.0
     started_at: float = 0.0  # epoch seconds of the first call
     retrieved_chunk_ids: list[str] = field(default_factory=list)
     # what the system put in front of the model: chunks read/retrieved, or the whole doc
@@ -147,6 +152,12 @@ class Prediction:
     skip_reason: str | None = None
     error: str | None = None
     error_kind: str | None = None  # rate_limit, overloaded, auth, refusal, ... (ModelError.kind)
+    # context texts a pipeline outside the harness gave its model (system=external), each
+    # with where it was found: {"text", "doc_id", "lines", "chunk_ids", "unmapped"}
+    contexts: list[dict[str, Any]] = field(default_factory=list)
+    # fields of RECORDED the source record did not carry: their scores are null with the
+    # reason (a record written by this harness carries them all)
+    not_recorded: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         data = asdict(self)
@@ -158,4 +169,14 @@ class Prediction:
         known = {f for f in cls.__dataclass_fields__}
         values = {k: v for k, v in data.items() if k in known}
         values["trace"] = [step_from_dict(s) for s in values.get("trace") or []]
+        if "not_recorded" not in data:  # a record made by hand or elsewhere: say what it lacks
+            values["not_recorded"] = [k for k in RECORDED if k not in data]
+            values.update({k: None for k in MEASURED if k not in data})
         return cls(**values)
+
+
+# what a prediction measured about its own run: null when a record does not carry it
+MEASURED = ("loops", "input_tokens", "output_tokens", "cache_read_input_tokens",
+            "cache_creation_input_tokens", "cost_usd", "cost_usd_uncached", "latency_ms")
+# what the scores rest on beyond the answer: retrieval, context and the measurements
+RECORDED = ("retrieved_chunk_ids", "context_chunk_ids", *MEASURED)

@@ -4,6 +4,8 @@ headers, on FinanceBench QA (gold: evidence pages) and ECTSum val (gold: key sen
     .venv/bin/python bench/retrieval.py --limit 20                 # quick check
     .venv/bin/python bench/retrieval.py                            # ECTSum val, FinanceBench 12 q.
     .venv/bin/python bench/retrieval.py --tokenizers               # + BM25 tokenizer variants
+    .venv/bin/python bench/retrieval.py --min-score 0.3 --parent-chunk-size 480 \
+        --reranker-path /models/ms-marco-MiniLM-L-6-v2             # + the retrieval options
 
 Each task's question is ranked as the naive system ranks it (``arag.systems.retriever``:
 ``rank_chunks`` 10 deep, then ±N neighbours within the same 10-chunk depth), under
@@ -13,6 +15,9 @@ search alone (query embedding and/or BM25 scoring, fusion, neighbours), measured
 process. Indexes come from ``load_or_build_index`` under ``--cache-dir`` (default
 ``data/cache``, shared with runs), so the dense index is embedded once per corpus and header
 choice; ``--tokenizers`` adds BM25 rows for each tokenizer variant (stemming, stopwords).
+``--min-score``, ``--parent-chunk-size`` and ``--reranker-path`` add dense rows with
+``retrieval.min_score``, small-to-big (``retrieval.parent_chunk_size``) and a local
+cross-encoder reranking the first 20 candidates (``retrieval.rerank=cross_encoder``).
 """
 
 from __future__ import annotations
@@ -40,12 +45,15 @@ from arag.retrieval import (  # noqa: E402
     rank_chunks,
     with_neighbors,
 )
+from arag.retrieval.cross_encoder import cross_rerank  # noqa: E402
 from arag.retrieval.index import Hit  # noqa: E402
+from arag.retrieval.search import with_parents  # noqa: E402
 from metrics.base import ScoringItem  # noqa: E402
 from metrics.ranking import RankingScorer  # noqa: E402
 from runners.evaluate import gold_chunk_ids, paged_gold_documents  # noqa: E402
 
 DEPTH = 10
+RERANK_CANDIDATES = 20  # retrieval.rerank_candidates
 FIELDS = ("recall_at_5", "recall_at_10", "mrr_at_10", "ndcg_at_10")
 DATASETS = {"ectsum": ["dataset=ectsum", "dataset.split=val"],
             "financebench": ["dataset=financebench"]}
@@ -129,6 +137,36 @@ def bench_dataset(name: str, args) -> list[Row]:
                 print(fmt_row(rows[-1]), file=sys.stderr, flush=True)
         if args.tokenizers and not headers:
             rows += tokenizer_rows(name, index, tasks, ds.corpus)
+        if not headers:
+            rows += option_rows(name, index, tasks, ds.corpus, args)
+    return rows
+
+
+def option_rows(name: str, index: SearchIndex, tasks: list[Task], corpus, args) -> list[Row]:
+    """Dense retrieval with each retrieval option the command line gives."""
+    dense = Method("dense")
+    variants = []
+    if args.min_score is not None:
+        strict = Method("dense", min_score=args.min_score)
+        variants.append((f"dense min_score={args.min_score:g}",
+                         lambda q, k, docs: rank_chunks(index, q, k, docs, strict)))
+    if args.parent_chunk_size:
+        size = args.parent_chunk_size
+        variants.append((f"dense small-to-big {size}", lambda q, k, docs: [
+            Hit(c, 0.0, "") for c in with_parents(
+                index, [h.chunk_id for h in rank_chunks(index, q, k, docs, dense)], size, k)]))
+    if args.reranker_path:
+        path = args.reranker_path
+
+        def reranked(q, k, docs):
+            pool = rank_chunks(index, q, max(k, RERANK_CANDIDATES), docs, dense)
+            return cross_rerank(path, q, pool[:RERANK_CANDIDATES], index)[:k]
+
+        variants.append(("dense + cross-encoder", reranked))
+    rows = []
+    for label, search in variants:
+        rows.append(run_variant(name, index, tasks, corpus, label, search, 0, False))
+        print(fmt_row(rows[-1]), file=sys.stderr, flush=True)
     return rows
 
 
@@ -164,6 +202,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dense-weight", type=float, default=0.5)
     parser.add_argument("--tokenizers", action="store_true",
                         help="also compare BM25 tokenizers (stemming, stopwords)")
+    parser.add_argument("--min-score", type=float, default=None,
+                        help="add a dense row with retrieval.min_score")
+    parser.add_argument("--parent-chunk-size", type=int, default=None,
+                        help="add a dense small-to-big row (retrieval.parent_chunk_size)")
+    parser.add_argument("--reranker-path", default=None,
+                        help="add a dense row reranked by this local CrossEncoder folder")
     args = parser.parse_args(argv)
     args.cache_dir = args.cache_dir.resolve()
     rows = [r for name in args.datasets.split(",") for r in bench_dataset(name, args)]

@@ -48,6 +48,23 @@ def _numeric_fields(records: list[dict[str, Any]]) -> dict[str, list[float]]:
     return numeric
 
 
+def _cost_totals(records: list[dict[str, Any]]) -> dict[str, float]:
+    """Totals only when every record carries its cost: a total over the tasks that happen
+    to say theirs would be a made-up number (predictions made elsewhere may not)."""
+    out: dict[str, float] = {}
+    if all(isinstance(r.get("cost_usd"), int | float) for r in records):
+        out["cost_usd_total"] = float(sum(r["cost_usd"] for r in records))
+        ran = sum(1 for r in records if not r.get("skipped"))
+        if ran:
+            out["cost_usd_per_task"] = out["cost_usd_total"] / ran
+    if all(isinstance(r.get("cost_usd_uncached"), int | float) for r in records):
+        out["cost_usd_uncached_total"] = float(sum(r["cost_usd_uncached"] for r in records))
+        ran = sum(1 for r in records if not r.get("skipped"))
+        if ran:
+            out["cost_usd_uncached_per_task"] = out["cost_usd_uncached_total"] / ran
+    return out
+
+
 def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = None
               ) -> dict[str, float]:
     """The run's metrics; ``scorers``: those that wrote the records (None: every registered
@@ -85,14 +102,7 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
     if errored:
         metrics["latency_ms_errors_p50"] = float(np.percentile(errored, 50))
         metrics["latency_ms_errors_max"] = float(max(errored))
-    metrics["cost_usd_total"] = float(sum(r.get("cost_usd") or 0.0 for r in records))
-    ran = sum(1 for r in records if not r.get("skipped"))
-    if ran:
-        metrics["cost_usd_per_task"] = metrics["cost_usd_total"] / ran
-    metrics["cost_usd_uncached_total"] = float(sum(r.get("cost_usd_uncached") or 0.0
-                                                   for r in records))
-    if ran:
-        metrics["cost_usd_uncached_per_task"] = metrics["cost_usd_uncached_total"] / ran
+    metrics.update(_cost_totals(records))
     # the generic mean is over answered tasks only: named apart from the cost per task
     for name in ("cost_usd", "cost_usd_uncached"):
         if f"{name}_mean" in metrics:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from arag.datasets.sections import Section
 from arag.llm.base import ChatModel
 from arag.records import Chunk, Prediction, Task
 from arag.registry import Registry
@@ -58,7 +59,9 @@ class ScoringItem:
     prediction: Prediction
     task: Task
     gold_chunk_ids: set[str] | None  # None: the dataset has no retrieval gold
-    context_text: str  # what the system put in front of the model (System.judged_context)
+    # what the system put in front of the model (System.judged_context); None: the record
+    # does not say (scores that need it are null with NO_CONTEXT)
+    context_text: str | None
     target_length: int
     retrieves: bool  # the system declares it picks chunks (System.retrieves)
     # doc_id -> page of each line, for the task's paginated gold documents (PDF filings)
@@ -73,6 +76,8 @@ class ScoringItem:
     cited_answer: str | None = None
     cites: bool = False  # the run asked for [c:<chunk id>] citations (System.cites)
     chunks: Mapping[str, Chunk] = field(default_factory=dict)  # the run's chunks by id
+    # doc_id -> its sections (arag.datasets.sections), for the task's documents
+    sections: Mapping[str, tuple[Section, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -127,6 +132,14 @@ class Scorer(ABC):
         """JSON-serialisable files to log with the run, name -> data."""
         return {}
 
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """Every call scoring ``items`` would make to one judge (``primary``: the run's
+        judge, else a panel judge ``judge_id``), as ``complete()`` kwargs by id, with none
+        made: the dry run prices them. Where a call depends on an earlier reply, count it
+        (an upper bound). None by default: a scorer that asks no judge."""
+        return {}
+
     def provenance(self) -> dict[str, str]:
         """Run params naming what the scores were computed with that the config does not
         spell out (e.g. the resolved path of a model)."""
@@ -161,15 +174,17 @@ class PerTaskScorer(Scorer):
         return out
 
 
-SCORERS: Registry[type[Scorer]] = Registry("scorer", "metrics.scorers", "metrics")
+def _named(name: str, cls: type[Scorer]) -> None:
+    cls.name = name
+
+
+# an installed package's scorers come through the ``arag_eval.scorers`` entry-point group
+SCORERS: Registry[type[Scorer]] = Registry("scorer", "metrics.scorers", "metrics",
+                                           group="arag_eval.scorers", on_register=_named)
 
 
 def register_scorer(name: str) -> Callable[[type[Scorer]], type[Scorer]]:
-    def decorate(cls: type[Scorer]) -> type[Scorer]:
-        cls.name = name
-        return SCORERS.register(name)(cls)
-
-    return decorate
+    return SCORERS.register(name)
 
 
 def answered(item: ScoringItem) -> str | None:
@@ -182,6 +197,18 @@ def answered(item: ScoringItem) -> str | None:
     if not (p.predicted or "").strip():
         return "empty prediction"
     return None
+
+
+NO_CONTEXT = ("the prediction records no context (no context_chunk_ids or context texts): "
+              "there is nothing to judge it against")
+NO_RETRIEVAL = ("the prediction records no retrieval (no retrieved_chunk_ids or locatable "
+                "context texts)")
+
+
+def retrieval_unknown(item: ScoringItem) -> str | None:
+    """Why a task's retrieval cannot be scored from its record, or None if it can."""
+    p = item.prediction
+    return NO_RETRIEVAL if "retrieved_chunk_ids" in p.not_recorded else None
 
 
 def missing_reference(item: ScoringItem) -> str | None:

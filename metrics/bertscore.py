@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict, defaultdict
 from functools import lru_cache
 
+from arag import progress
 from arag.retrieval.embedder import filled, length_batches
 
 log = logging.getLogger(__name__)
@@ -41,7 +42,9 @@ class BertScoreModel:
         from bert_score import BERTScorer
 
         log.info("BERTScore: %s, %d layers", model_path, num_layers)
-        scorer = BERTScorer(model_type=model_path, num_layers=num_layers, device="cpu")
+        with progress.bar("loading BERTScore model", 1, "model") as shown:
+            scorer = BERTScorer(model_type=model_path, num_layers=num_layers, device="cpu")
+            shown.update(1)
         self._model = scorer._model
         self._tokenizer = scorer._tokenizer
         # BERTScorer.score without idf: every token weighs 1 but [SEP] and [CLS]
@@ -95,13 +98,15 @@ class BertScoreModel:
 
         ids = [sent_encode(self._tokenizer, t) for t in texts]
         out: dict[str, TokenStats] = {}
-        for batch in length_batches([len(i) for i in ids], MAX_BATCH_TEXTS):
-            rows = filled(batch, len(ids[batch[0]]))  # small batches take other kernels
-            x = torch.tensor([ids[i] for i in rows], dtype=torch.long)
-            emb = bert_encode(self._model, x, attention_mask=torch.ones_like(x))
-            for j, i in enumerate(batch):
-                idf = torch.tensor([self._idf[t] for t in ids[i]], dtype=torch.float)
-                out[texts[i]] = (emb[j].clone(), idf)
+        with progress.bar("BERTScore", len(texts), "text", show=bool(texts)) as shown:
+            for batch in length_batches([len(i) for i in ids], MAX_BATCH_TEXTS):
+                rows = filled(batch, len(ids[batch[0]]))  # small batches take other kernels
+                x = torch.tensor([ids[i] for i in rows], dtype=torch.long)
+                emb = bert_encode(self._model, x, attention_mask=torch.ones_like(x))
+                for j, i in enumerate(batch):
+                    idf = torch.tensor([self._idf[t] for t in ids[i]], dtype=torch.float)
+                    out[texts[i]] = (emb[j].clone(), idf)
+                shown.update(len(batch))
         self.texts_embedded += len(texts)
         return out
 

@@ -7,6 +7,9 @@ Systems that declare ``cites`` are asked to end every bullet or sentence with
   context (read, summarized or retrieved into the prompt) or named in a tool result the
   model saw. An invented or unseen id is not;
 * ``citation_coverage``: the share of claims with at least one valid citation;
+* ``citation_invalid_rate``: of all the citations the answer makes, the share naming a
+  chunk the model was never shown (fabricated or unseen ids; lower is better). Null when
+  the answer cites nothing;
 * ``citation_precision``: of the claims with valid citations whose support could be
   checked, the share their cited chunks back. A claim with figures is backed when the
   cited chunks (their text, without the metadata header) hold every figure (normalised as
@@ -44,7 +47,7 @@ from metrics.base import (
 from metrics.geval import judge_calls, judge_request
 from metrics.numeric import quantities
 
-FIELDS = ["citation_precision", "citation_coverage"]
+FIELDS = ["citation_precision", "citation_coverage", "citation_invalid_rate"]
 NOT_ASKED = ("this run asked for no citations (the system shows the model no chunk ids, "
              "System.cites=False, or system.citations=false)")
 SUPPORTED = re.compile(r"supported\s*\**\s*:\s*\**\s*(yes|no)\b", re.IGNORECASE)
@@ -98,7 +101,9 @@ class _Check:
 class CitationScorer(Scorer):
     Options = CitationOptions
     metrics = [Metric("citation_precision", "citation precision", report=True),
-               Metric("citation_coverage", "citation coverage", report=True)]
+               Metric("citation_coverage", "citation coverage", report=True),
+               # lower is better: citations of chunks the model was never shown
+               Metric("citation_invalid_rate", "invalid citations", report=True)]
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
@@ -125,13 +130,14 @@ class CitationScorer(Scorer):
                 s.null(FIELDS, why)
                 s.values["citations"] = None
                 continue
-            checks[n] = [self._by_figures(item, c) for c in claims(item.cited_answer)]
+            checks[n] = [self._by_figures(item, c, self.judge is not None)
+                         for c in claims(item.cited_answer)]
         self._ask_judge(items, checks)
         for n, task_checks in checks.items():
             _fill(out[n], task_checks, judged=self.judge is not None)
         return out
 
-    def _by_figures(self, item: ScoringItem, claim: Claim) -> _Check:
+    def _by_figures(self, item: ScoringItem, claim: Claim, judged: bool) -> _Check:
         shown = shown_chunk_ids(item.prediction)
         check = _Check(claim, [c for c in claim.chunk_ids if c in shown and c in item.chunks])
         figures = quantities(claim.text)
@@ -139,7 +145,7 @@ class CitationScorer(Scorer):
             found = quantities("\n".join(item.chunks[c].body for c in check.valid))
             if all(any(f.matches(h) for h in found) for f in figures):
                 check.supported, check.checked_by = True, "figures"
-            elif self.judge is None:
+            elif not judged:
                 check.supported, check.checked_by = False, "figures"
         return check
 
@@ -147,15 +153,31 @@ class CitationScorer(Scorer):
         """The judge settles what the figures could not (nothing to do without a judge)."""
         if self.judge is None:
             return
-        requests = {f"{n}:{i}": judge_request(_SYSTEM, support_prompt(c.claim.text, "\n\n".join(
-                        items[n].chunks[cid].text for cid in c.valid)), 300)
-                    for n, task_checks in checks.items()
-                    for i, c in enumerate(task_checks) if c.valid and c.supported is None}
+        requests = _support_requests(items, checks)
         if not requests:
             return
         for key, reply in judge_calls(self.judge, requests, self.batch, self.concurrency).items():
             n, i = map(int, key.split(":"))
             _apply_verdict(checks[n][i], reply)
+
+
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """One support check per cited claim its figures cannot settle (primary judge)."""
+        if self.judge is None or not primary:
+            return {}
+        checks = {n: [self._by_figures(item, c, True) for c in claims(item.cited_answer)]
+                  for n, item in enumerate(items) if item.cites and not answered(item)}
+        return _support_requests(items, checks)
+
+
+def _support_requests(items: list[ScoringItem], checks: dict[int, list[_Check]]
+                      ) -> dict[str, dict[str, Any]]:
+    """The judge's support check of every cited claim the figures left undecided."""
+    return {f"{n}:{i}": judge_request(_SYSTEM, support_prompt(c.claim.text, "\n\n".join(
+                items[n].chunks[cid].text for cid in c.valid)), 300)
+            for n, task_checks in checks.items()
+            for i, c in enumerate(task_checks) if c.valid and c.supported is None}
 
 
 def _apply_verdict(check: _Check, reply: Completion | ModelError) -> None:
@@ -182,6 +204,12 @@ def _fill(s: Scores, checks: list[_Check], judged: bool) -> None:
         s.null(FIELDS, "the answer has no claims")
         return
     s.values["citation_coverage"] = len(cited) / len(checks)
+    made = sum(len(c.claim.chunk_ids) for c in checks)
+    if made:
+        s.values["citation_invalid_rate"] = sum(len(c.claim.chunk_ids) - len(c.valid)
+                                                for c in checks) / made
+    else:
+        s.null(["citation_invalid_rate"], "the answer cites no chunk")
     if decided:
         s.values["citation_precision"] = sum(bool(c.supported) for c in decided) / len(decided)
     elif not cited:

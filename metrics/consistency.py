@@ -20,7 +20,7 @@ import re
 from typing import Any
 
 from arag.llm.base import Completion, ModelError
-from metrics.base import Metric, Scores, ScoringItem, answered, count_flags, register_scorer
+from metrics.base import NO_CONTEXT, Metric, Scores, ScoringItem, answered, count_flags, register_scorer
 from metrics.judging import JudgedScorer, judge_request
 
 VERDICTS = ("verified", "unsupported", "contradicted")
@@ -66,17 +66,21 @@ class FactualConsistencyScorer(JudgedScorer):
         todo: dict[str, Scores] = {}
         requests: dict[str, dict[str, Any]] = {}
         for n, (item, s) in enumerate(zip(items, out, strict=True)):
-            why = self.no_judge_reason if self.judge is None else answered(item)
+            why = self.no_judge_reason if self.judge is None else (
+                answered(item) or (NO_CONTEXT if item.context_text is None else None))
             if why:
                 self._unjudged(s, why)
             else:
                 todo[str(n)] = s
-                requests[str(n)] = judge_request(_SYSTEM, claims_prompt(item), 1200)
+                requests[str(n)] = self.request(item)
         if self.judge is not None and requests:
             replies = self.ask(requests)
             for cid, scores in todo.items():
                 self._apply(scores, replies[cid])
         return out
+
+    def request(self, item: ScoringItem) -> dict[str, Any]:
+        return judge_request(_SYSTEM, claims_prompt(item), 1200)
 
     def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
                   ) -> dict[str, float]:

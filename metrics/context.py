@@ -20,7 +20,7 @@ from __future__ import annotations
 from arag.llm.base import estimate_tokens
 from arag.records import Prediction
 from arag.trace import model_calls
-from metrics.base import Metric, Scorer, Scores, ScoringItem, register_scorer
+from metrics.base import NO_CONTEXT, Metric, Scorer, Scores, ScoringItem, register_scorer
 
 
 @register_scorer("context")
@@ -37,6 +37,8 @@ class ContextScorer(Scorer):
         p = item.prediction
         if p.skipped or p.error:
             why = f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}"
+        elif item.context_text is None:
+            why = NO_CONTEXT
         elif item.context_chunks is None:
             why = "the system did not say what its context was"
         else:

@@ -1,8 +1,16 @@
-"""G-Eval (Liu et al. 2023) faithfulness and coverage, and the error taxonomy.
+"""G-Eval (Liu et al. 2023) on the dimensions ``metrics.geval.dimensions`` lists, and the
+error taxonomy.
+
+A dimension is a name, a definition the judge is given, and what the prediction is judged
+against: ``context`` (what the system used), ``reference`` (the reference summary) or
+``both``. The defaults are faithfulness (against the context) and coverage (against the
+reference); a team adds its own ("guidance covered", conciseness) in config and each gets
+the same cached criteria, scores, reasoning, parse counts and report rows.
 
 Step A: evaluation steps are generated once per (dimension, judge model, prompt version)
-by the judge and cached as JSON under ``<cache.dir>/geval/``; every run logs the steps it
-used; ``regenerate_criteria`` asks the judge itself again, past the response cache.
+by the judge and cached as JSON under ``<cache.dir>/geval/`` (a changed definition writes
+new ones); every run logs the steps it used; ``regenerate_criteria`` asks the judge itself
+again, past the response cache.
 Step B: per task and dimension, one chain-of-thought call scores the prediction 1-5 over
 those steps. Faithfulness is judged against the context the system actually
 used (chunks read by the agent, top-k chunks for naive, the whole document for
@@ -38,16 +46,20 @@ import logging
 import re
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from omegaconf import MISSING
 
+from arag.config import ConfigError
 from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, ModelError
 from arag.llm.cache import forget_reply, fresh_replies
 from metrics.base import (
+    NO_CONTEXT,
     NO_JUDGE,
     Metric,
     Scorer,
@@ -80,6 +92,71 @@ DIMENSIONS = {
         "not raise it."
     ),
 }
+LIKERT_BINS = (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)
+# the default dimensions' place in the sweep report's choice of comparison metric
+_COMPARE_PRIORITY = {"coverage": 1, "faithfulness": 2}
+
+
+class Against(str, Enum):
+    """What a dimension's score is judged against."""
+
+    context = "context"  # the context the system used (System.judged_context)
+    reference = "reference"  # the task's reference summary
+    both = "both"
+
+
+@dataclass
+class Dimension:
+    """One G-Eval dimension (an entry of ``metrics.geval.dimensions``)."""
+
+    name: str = MISSING  # the record fields are geval_<name>, geval_<name>_reasoning, ...
+    definition: str = MISSING  # what the judge is told the 1-5 score means
+    against: Against = Against.context
+
+    @property
+    def needs_reference(self) -> bool:
+        return self.against != Against.context
+
+    @property
+    def needs_context(self) -> bool:
+        return self.against != Against.reference
+
+    def unjudgeable(self, item: ScoringItem) -> str | None:
+        """Why this task cannot be judged on this dimension, or None if it can."""
+        if self.needs_reference and missing_reference(item):
+            return missing_reference(item)
+        if self.needs_context and item.context_text is None:
+            return NO_CONTEXT
+        return None
+
+
+DEFAULT_DIMENSIONS = (Dimension("faithfulness", DIMENSIONS["faithfulness"], Against.context),
+                      Dimension("coverage", DIMENSIONS["coverage"], Against.reference))
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
+
+
+def dimensions_from(entries: Any) -> list[Dimension]:
+    """Typed dimensions from config entries; ConfigError naming the key and the fix."""
+    dims: list[Dimension] = []
+    for n, entry in enumerate(entries):
+        name, definition = str(entry.name), str(entry.definition or "").strip()
+        against = Against(getattr(entry.against, "value", entry.against))
+        key = f"metrics.geval.dimensions[{n}]"
+        if not _NAME.fullmatch(name):
+            raise ConfigError(f"{key}.name={name!r}: a dimension name becomes the field "
+                              "geval_<name>. Fix: lower-case letters, digits and _ "
+                              "(e.g. guidance_covered)")
+        if not definition:
+            raise ConfigError(f"{key}.definition is empty. Fix: say what a 1 and a 5 mean")
+        if name in {d.name for d in dims}:
+            raise ConfigError(f"{key}.name={name!r} is listed twice. Fix: name each once")
+        dims.append(Dimension(name, definition, against))
+    if not dims:
+        raise ConfigError("metrics.geval.dimensions is empty. Fix: list at least one, or drop "
+                          "geval from metrics.scorers")
+    return dims
+
+
 # The evaluation plan's taxonomy, defined to the judge exactly so.
 ERROR_CODES = {
     "H": "hallucination: a fact or figure not supported by the source context",
@@ -168,19 +245,29 @@ class CriteriaStore:
         safe = re.sub(r"[^A-Za-z0-9_.-]", "_", self.judge_id)
         return self.folder / f"criteria_{dimension}_{safe}_{PROMPT_VERSION}.json"
 
-    def get(self, dimension: str) -> str:
+    def cached(self, dimension: Dimension) -> str | None:
+        """The steps on disk for this dimension's definition, or None."""
+        try:
+            entry = json.loads(self.path(dimension.name).read_text())
+            if entry.get("definition", dimension.definition) != dimension.definition:
+                return None  # written for another definition of the same name
+            return str(entry["steps"]) or None
+        except (OSError, ValueError, KeyError, AttributeError):
+            return None
+
+    def get(self, dimension: Dimension) -> str:
         """The steps of a dimension; the same ones for the whole life of the store (a run),
         regenerated at most once."""
-        if dimension in self.used:
-            return self.used[dimension]["steps"]
-        path = self.path(dimension)
+        if dimension.name in self.used:
+            return self.used[dimension.name]["steps"]
+        path = self.path(dimension.name)
         if path.exists() and not self.regenerate:
-            try:
-                entry = json.loads(path.read_text())
-                self.used[dimension] = entry
-                return entry["steps"]
-            except (json.JSONDecodeError, KeyError):
-                log.warning("G-Eval criteria file %s is damaged; generating a new one", path)
+            steps = self.cached(dimension)
+            if steps is not None:
+                self.used[dimension.name] = json.loads(path.read_text())
+                return steps
+            log.warning("G-Eval criteria file %s is damaged or for another definition of %r; "
+                        "generating new ones", path, dimension.name)
         # the request never changes, so regenerating must ask the judge, not the response
         # cache (the new reply replaces the cached one)
         with fresh_replies(self.judge) if self.regenerate else nullcontext():
@@ -188,55 +275,68 @@ class CriteriaStore:
         if not completion.text.strip():  # never kept: the next run asks again
             forget_reply(self.judge, criteria_request(dimension))
             raise ModelError("the judge wrote no evaluation steps", kind="unparseable")
-        entry = {"dimension": dimension, "judge": self.judge_id, "prompt_version": PROMPT_VERSION,
-                 "definition": DIMENSIONS[dimension], "steps": completion.text.strip()}
+        entry = {"dimension": dimension.name, "judge": self.judge_id,
+                 "prompt_version": PROMPT_VERSION, "definition": dimension.definition,
+                 "against": dimension.against.value, "steps": completion.text.strip()}
         write_text_atomically(path, json.dumps(entry, indent=2))
-        self.used[dimension] = entry
+        self.used[dimension.name] = entry
         return entry["steps"]
 
 
-def criteria_request(dimension: str) -> dict[str, Any]:
+def criteria_request(dimension: Dimension) -> dict[str, Any]:
     """Step A's judge call for one dimension (``complete()`` kwargs)."""
     return judge_request(
         "You design evaluation procedures for financial summaries.",
-        f"Evaluation criterion:\n{DIMENSIONS[dimension]}\n\nWrite the evaluation steps (3-6 "
+        f"Evaluation criterion:\n{dimension.definition}\n\nWrite the evaluation steps (3-6 "
         "numbered steps) a careful grader follows to score a predicted summary on this "
         "criterion. Reply with the steps only.", 600)
 
 
-def scoring_prompt(dimension: str, steps: str, item: ScoringItem) -> str:
-    if dimension == "faithfulness":
-        source = f"Source context:\n{item.context_text or '(the system read no context)'}"
-    else:
-        source = f"Reference summary:\n{item.task.reference}"
+def scoring_prompt(dimension: Dimension, steps: str, item: ScoringItem) -> str:
+    context = f"Source context:\n{item.context_text or '(the system read no context)'}"
+    reference = f"Reference summary:\n{item.task.reference}"
+    source = {Against.context: context, Against.reference: reference,
+              Against.both: f"{context}\n\n{reference}"}[dimension.against]
     return (
         f"You will grade one predicted summary on one criterion.\n\nEvaluation criterion:\n"
-        f"{DIMENSIONS[dimension]}\n\nEvaluation steps:\n{steps}\n\nQuestion:\n"
+        f"{dimension.definition}\n\nEvaluation steps:\n{steps}\n\nQuestion:\n"
         f"{item.task.question}\n\n{source}\n\nPredicted summary:\n{item.prediction.predicted}\n\n"
         "Follow the evaluation steps, reasoning briefly, then end with a line of the exact form "
         "'Final score: N' where N is an integer from 1 to 5."
     )
 
 
-def taxonomy_prompt(item: ScoringItem, reasons: dict[str, str]) -> str:
+def taxonomy_prompt(item: ScoringItem, reasons: dict[str, str],
+                    dimensions: list[str] | tuple[str, ...] = tuple(DIMENSIONS)) -> str:
     codes = "\n".join(f"{k}: {v}" for k, v in ERROR_CODES.items())
+    graders = "".join(f"Grader's {d} reasoning:\n{reasons.get(d, '')}\n\n" for d in dimensions)
     return (
         f"A predicted summary scored low. Assign the error codes that apply.\n\nCodes:\n{codes}\n"
         f"\nQuestion:\n{item.task.question}\n\nReference summary:\n"
         f"{item.task.reference or '(none available)'}\n\n"
-        f"Predicted summary:\n{item.prediction.predicted}\n\nGrader's faithfulness reasoning:\n"
-        f"{reasons.get('faithfulness', '')}\n\nGrader's coverage reasoning:\n"
-        f"{reasons.get('coverage', '')}\n\nReply with one line of the form 'Codes: H, O' using "
-        "only the codes above, or 'Codes: none'."
+        f"Predicted summary:\n{item.prediction.predicted}\n\n{graders}"
+        "Reply with one line of the form 'Codes: H, O' using only the codes above, or "
+        "'Codes: none'."
     )
 
 
 @dataclass
 class GEvalOptions:
     regenerate_criteria: bool = False  # ask the judge for new evaluation steps
+    # what the judge scores: name, definition, against (context | reference | both)
+    dimensions: list[Dimension] = field(default_factory=lambda: list(DEFAULT_DIMENSIONS))
 
 
-LIKERT_BINS = (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)
+def dimension_metrics(dimensions: list[Dimension]) -> list[Metric]:
+    """Per dimension: its score (in the report) and the judge's spread over samples."""
+    return [*(Metric(f"geval_{d.name}", f"G-Eval {d.name}", share_at_least=4, bins=LIKERT_BINS,
+                     report=True, compare_priority=_COMPARE_PRIORITY.get(d.name))
+              for d in dimensions),
+            *(Metric(f"geval_{d.name}_judge_sd", f"judge SD ({d.name})", histogram=False)
+              for d in dimensions),
+            Metric("premature_stop", "premature stop (flagged)", ci=False, histogram=False)]
+
+
 PRIMARY = "primary"
 
 
@@ -250,25 +350,23 @@ class _Judged:
 @register_scorer("geval")
 class GEvalScorer(Scorer):
     Options = GEvalOptions
-    metrics = [Metric("geval_faithfulness", "G-Eval faithfulness", share_at_least=4,
-                      bins=LIKERT_BINS, report=True, compare_priority=2),
-               Metric("geval_coverage", "G-Eval coverage", share_at_least=4, bins=LIKERT_BINS,
-                      report=True, compare_priority=1),
-               *(Metric(f"geval_{d}_judge_sd", f"judge SD ({d})", histogram=False)
-                 for d in DIMENSIONS),
-               Metric("premature_stop", "premature stop (flagged)", ci=False, histogram=False)]
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
         return cls(env.judge, env.judge_id, env.cache_dir, options.regenerate_criteria,
                    env.concurrency, env.judge_reason, batch=env.judge_batch,
-                   samples=env.judge_samples, panel=env.panel)
+                   samples=env.judge_samples, panel=env.panel,
+                   dimensions=dimensions_from(options.dimensions))
 
     def __init__(self, judge: ChatModel | None, judge_id: str, cache_dir: Path,
                  regenerate_criteria: bool = False, concurrency: int = 4,
                  no_judge_reason: str = NO_JUDGE, batch: bool = False, samples: int = 1,
-                 panel: dict[str, ChatModel] | None = None):
+                 panel: dict[str, ChatModel] | None = None,
+                 dimensions: list[Dimension] | None = None):
         self.judge = judge
+        self.dimensions = {d.name: d for d in dimensions or DEFAULT_DIMENSIONS}
+        self.metrics = dimension_metrics(list(self.dimensions.values()))
+        self.cache_dir = cache_dir
         self.criteria = CriteriaStore(judge, judge_id, cache_dir, regenerate_criteria) \
             if judge else None
         self.concurrency = concurrency
@@ -278,6 +376,10 @@ class GEvalScorer(Scorer):
         self.panel = dict(panel or {}) if judge else {}
         self.dropped_codes: list[str] = []
 
+    @property
+    def names(self) -> list[str]:
+        return list(self.dimensions)
+
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
         if self.judge is None or self.criteria is None:
@@ -285,11 +387,10 @@ class GEvalScorer(Scorer):
                 self._unjudged(s, self.no_judge_reason)
             return out
         try:
-            steps = {d: self.criteria.get(d) for d in DIMENSIONS}
+            steps = {d: self.criteria.get(self.dimensions[d]) for d in self.names}
         except ModelError as exc:  # every other scorer's metrics are still logged
             for s in out:
-                _no_reply(s, list(DIMENSIONS), f"the judge could not write the G-Eval "
-                                               f"criteria: {exc}")
+                _no_reply(s, self.names, f"the judge could not write the G-Eval criteria: {exc}")
                 s.null(["error_codes"], f"the judge could not write the G-Eval criteria: {exc}")
             return out
         todo = []
@@ -300,16 +401,17 @@ class GEvalScorer(Scorer):
             else:
                 todo.append((i, item, s))
         # Step B: every (task, dimension, sample) scoring call, by every judge; then the
-        # taxonomy for low scorers. Coverage is judged against the reference, so a task
-        # without one is not sent.
-        dims = {i: [d for d in DIMENSIONS if d != "coverage" or not missing_reference(item)]
-                for i, item, _ in todo}
+        # taxonomy for low scorers. A dimension judged against the reference is not sent
+        # for a task without one, nor one judged against the context for a task whose
+        # record does not say what its context was.
+        dims = {i: self._judgeable(item) for i, item, _ in todo}
         primary = self._ask(self.judge, todo, dims, steps)
         panel = {name: self._ask(judge, todo, dims, steps) for name, judge in self.panel.items()}
         low = []
         for i, item, s in todo:
-            if "coverage" not in dims[i]:
-                _no_reply(s, ["coverage"], missing_reference(item) or "")
+            for d in self.names:
+                if d not in dims[i]:
+                    _no_reply(s, [d], self.dimensions[d].unjudgeable(item) or "")
             reasons = self._apply_scores(s, {d: primary.replies[(i, d)] for d in dims[i]})
             if self.panel:
                 s.values["geval_panel"] = {name: _panel_entry({d: judged.replies[(i, d)]
@@ -318,31 +420,62 @@ class GEvalScorer(Scorer):
             _flag_premature_stop(item, s)
             if self._needs_codes(s):
                 low.append((i, item, s, reasons))
-        codes = self._run(self.judge, {
-            str(i): judge_request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons), 100)
-            for i, item, _, reasons in low}, lambda text: parse_codes(text) is not None)
+        codes = self._run(self.judge, {str(i): self._taxonomy_request(item, reasons)
+                                       for i, item, _, reasons in low},
+                          lambda text: parse_codes(text) is not None)
         for i, item, s, _ in low:
             self._apply_codes(item, s, codes[str(i)])
         return out
 
+    def _judgeable(self, item: ScoringItem) -> list[str]:
+        """The dimensions this task can be judged on (those needing a reference need one,
+        those needing the context need a record that says what it was)."""
+        return [d for d in self.names if not self.dimensions[d].unjudgeable(item)]
+
+    def _scoring_requests(self, todo: list[tuple[int, ScoringItem]], dims: dict[int, list[str]],
+                          steps: dict[str, str]) -> dict[str, dict[str, Any]]:
+        return {f"{i}-{d}-{k}": judge_request(
+                    _SCORER_SYSTEM, scoring_prompt(self.dimensions[d], steps[d], item), 700,
+                    sample=k)
+                for i, item in todo for d in dims[i] for k in range(self.samples)}
+
+    def _taxonomy_request(self, item: ScoringItem, reasons: dict[str, str]) -> dict[str, Any]:
+        return judge_request(_TAXONOMY_SYSTEM, taxonomy_prompt(item, reasons, self.names), 100)
+
     def _ask(self, judge: ChatModel, todo: list[tuple[int, ScoringItem, Scores]],
              dims: dict[int, list[str]], steps: dict[str, str]) -> _Judged:
         """``judge.samples`` independent replies per (task, dimension) from one judge."""
-        requests = {f"{i}-{d}-{k}": judge_request(_SCORER_SYSTEM,
-                                                  scoring_prompt(d, steps[d], item), 700,
-                                                  sample=k)
-                    for i, item, _ in todo for d in dims[i] for k in range(self.samples)}
+        requests = self._scoring_requests([(i, item) for i, item, _ in todo], dims, steps)
         replies = self._run(judge, requests, lambda text: parse_score(text) is not None)
         return _Judged({(i, d): Sampled.read([replies[f"{i}-{d}-{k}"]
                                               for k in range(self.samples)], parse_score)
                         for i, _, _ in todo for d in dims[i]})
+
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """Every call scoring ``items`` would make to the judge ``judge_id`` (for the dry
+        run): the criteria it has not written yet, each (task, dimension, sample), and for
+        the primary judge one taxonomy call per task (made only below 3: an upper bound).
+        Criteria not written yet are stood in for by typical steps."""
+        store = CriteriaStore(None, judge_id, self.cache_dir, False)  # type: ignore[arg-type]
+        cached = {d: store.cached(self.dimensions[d]) for d in self.names}
+        requests = {f"criteria-{d}": criteria_request(self.dimensions[d])
+                    for d, steps in cached.items() if steps is None}
+        todo = [(i, item) for i, item in enumerate(items) if not answered(item)]
+        requests.update(self._scoring_requests(
+            todo, {i: self._judgeable(item) for i, item in todo},
+            {d: steps or STEPS_STAND_IN for d, steps in cached.items()}))
+        if primary:
+            requests.update({f"{i}-taxonomy": self._taxonomy_request(item, {})
+                             for i, item in todo})
+        return requests
 
     def _run(self, judge: ChatModel, requests: dict[str, dict[str, Any]],
              readable: Callable[[str], bool]) -> dict[str, Completion | ModelError]:
         return judge_calls(judge, requests, self.batch, self.concurrency, readable)
 
     def _unjudged(self, s: Scores, reason: str) -> None:
-        _no_reply(s, list(DIMENSIONS), reason)
+        _no_reply(s, self.names, reason)
         s.null(["error_codes", "premature_stop"], reason)
         if self.panel:
             s.values["geval_panel"] = None
@@ -351,7 +484,7 @@ class GEvalScorer(Scorer):
                   ) -> dict[str, float]:
         """Parse failures (per judge), error-taxonomy rates over judged tasks, cost per
         coverage point, and the panel's agreement with the primary judge."""
-        out = count_flags(records, [f"geval_{d}_parse_failed" for d in DIMENSIONS]
+        out = count_flags(records, [f"geval_{d}_parse_failed" for d in self.names]
                           + ["error_codes_parse_failed"])
         assessed = [r["error_codes"] for r in answered if isinstance(r.get("error_codes"), list)]
         if assessed:
@@ -363,10 +496,10 @@ class GEvalScorer(Scorer):
             out["cost_per_coverage_point"] = (float(np.mean(cost)) if cost else 0.0) / float(
                 np.mean(coverage))
         if self.samples > 1:
-            for d in DIMENSIONS:
+            for d in self.names:
                 out[f"geval_{d}_sample_parse_failures"] = float(sum(
                     r.get(f"geval_{d}_sample_parse_failures") or 0 for r in records))
-        out.update(panel_aggregates(answered, list(self.panel)))
+        out.update(panel_aggregates(answered, list(self.panel), self.names))
         return out
 
     def artifacts(self) -> dict[str, Any]:
@@ -401,7 +534,7 @@ class GEvalScorer(Scorer):
         return reasons
 
     def _needs_codes(self, s: Scores) -> bool:
-        scores = [s.values.get(f"geval_{d}") for d in DIMENSIONS]
+        scores = [s.values.get(f"geval_{d}") for d in self.names]
         if any(v is not None and v < 3 for v in scores):
             return True
         if any(v is None for v in scores):
@@ -445,13 +578,15 @@ def _panel_entry(replies: dict[str, Sampled]) -> dict[str, Any]:
     return entry
 
 
-def panel_aggregates(answered: list[dict[str, Any]], panel: list[str]) -> dict[str, float]:
+def panel_aggregates(answered: list[dict[str, Any]], panel: list[str],
+                     dimensions: list[str] | tuple[str, ...] = tuple(DIMENSIONS)
+                     ) -> dict[str, float]:
     """Per panel judge: mean scores and parse failures; per dimension: Krippendorff's alpha
     (ordinal) of every judge's item scores, with its bootstrap CI and how many items."""
     out: dict[str, float] = {}
     if not panel:
         return out
-    for dim in DIMENSIONS:
+    for dim in dimensions:
         views = [[r.get(f"geval_{dim}") for r in answered]]
         for name in panel:
             entries = [((r.get("geval_panel") or {}).get(name) or {}) for r in answered]
@@ -497,5 +632,8 @@ def _no_reply(s: Scores, dimensions: list[str], reason: str) -> None:
         s.values[f"geval_{dim}_parse_failed"] = None
 
 
+# typical G-Eval evaluation steps, standing in for criteria the judge has not written yet
+STEPS_STAND_IN = " ".join(["Read the summary and the source, check each stated figure and "
+                           "period against it, and note what is missing or unsupported."] * 4)
 _SCORER_SYSTEM = "You are a strict, careful grader of financial summaries."
 _TAXONOMY_SYSTEM = "You classify errors in financial summaries."

@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from arag import progress
 from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
 from arag.llm.cache import forget_reply, reply_sample
-from metrics.base import Scorer, ScorerEnv
+from metrics.base import Scorer, ScorerEnv, ScoringItem, answered
 
 
 def judge_request(system: str, prompt: str, max_tokens: int, sample: int = 0) -> dict[str, Any]:
@@ -59,14 +60,18 @@ def _replies(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool,
         missing = ModelError("no result for this request in the message batch")
         return {cid: replies.get(cid, missing) for cid in requests}
 
+    shown = progress.bar("judge", len(requests), "call", show=bool(requests))
+
     def one(request: dict[str, Any]) -> Completion | ModelError:
         try:
             with reply_sample(judge, request.get(SAMPLE, 0)):
                 return judge.complete(**call_arguments(request))
         except ModelError as exc:
             return exc
+        finally:
+            shown.update(1)
 
-    with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
+    with shown, ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return dict(zip(requests, pool.map(one, requests.values()), strict=True))
 
 
@@ -85,6 +90,19 @@ class JudgedScorer(Scorer):
         self.no_judge_reason = no_judge_reason
         self.batch = batch
         self.concurrency = concurrency
+
+    def request(self, item: ScoringItem) -> dict[str, Any] | None:
+        """The judge call for one answered task, or None when it needs none."""
+        return None
+
+    def judge_requests(self, items: list[ScoringItem], judge_id: str, primary: bool
+                       ) -> dict[str, dict[str, Any]]:
+        """One call per answered task that needs one, to the primary judge only."""
+        if self.judge is None or not primary:
+            return {}
+        found = {str(n): self.request(item) for n, item in enumerate(items)
+                 if not answered(item)}
+        return {n: r for n, r in found.items() if r is not None}
 
     def ask(self, requests: dict[str, dict[str, Any]],
             readable: Callable[[str], bool] | None = None) -> dict[str, Completion | ModelError]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from metrics.base import Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
+from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 
 SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9,
           "bn": 1e9, "b": 1e9, "trillion": 1e12}
@@ -85,10 +85,13 @@ class NumericScorer(PerTaskScorer):
 
     def score_one(self, item: ScoringItem) -> Scores:
         summary = quantities(item.prediction.predicted or "")
-        precision = share_found(summary, quantities(item.context_text))
+        context = item.context_text
+        precision = share_found(summary, quantities(context)) if context is not None else None
         recall = share_found(quantities(item.task.reference), summary)
         s = Scores({"numeric_precision": precision, "numeric_recall": recall})
-        if precision is None:
+        if context is None:
+            s.null_reasons["numeric_precision"] = NO_CONTEXT
+        elif precision is None:
             s.null_reasons["numeric_precision"] = "the summary states no numbers"
         if recall is None:
             s.null_reasons["numeric_recall"] = "the reference states no numbers"

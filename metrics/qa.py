@@ -80,7 +80,9 @@ class QAScorer(JudgedScorer):
         out = [Scores() for _ in items]
         todo: dict[str, tuple[ScoringItem, Scores]] = {}
         for n, (item, s) in enumerate(zip(items, out, strict=True)):
-            why = "not a QA task" if item.task.task_type != "qa" else answered(item)
+            why = ("not a QA task" if item.task.task_type != "qa" else
+                   "the task is unanswerable from its documents: scored by no_evidence"
+                   if not item.task.answerable else answered(item))
             if why:
                 _unjudged(s, self.fields, why)
                 continue
@@ -91,12 +93,19 @@ class QAScorer(JudgedScorer):
             else:
                 todo[str(n)] = (item, s)
         if todo and self.judge is not None:
-            replies = self.ask({i: judge_request(_SYSTEM, verdict_prompt(item), 400)
-                                for i, (item, _) in todo.items()},
+            replies = self.ask({i: self._verdict_request(item) for i, (item, _) in todo.items()},
                                lambda text: parse_verdict(text) is not None)
             for i, (_, s) in todo.items():
                 self._apply_verdict(s, replies[i])
         return out
+
+    def request(self, item: ScoringItem) -> dict[str, Any] | None:
+        return (self._verdict_request(item) if item.task.task_type == "qa"
+                and item.task.answerable else None)
+
+    @staticmethod
+    def _verdict_request(item: ScoringItem) -> dict[str, Any]:
+        return judge_request(_SYSTEM, verdict_prompt(item), 400)
 
     def _apply_verdict(self, s: Scores, reply: Completion | ModelError) -> None:
         if isinstance(reply, ModelError):

@@ -27,10 +27,16 @@ list count once, at their first rank. With G the task's gold spans:
     hit_doc_at_k     1 if a top-k chunk comes from a gold document, else 0. Gold
                      documents: those with at least one gold line; for a task without
                      line gold, the task's own documents (so it is still computed).
-    hit_near_page_at_k  1 if a top-k chunk lies within one page of an evidence page of the
-                     same document (the page itself, the one before or the one after), else
-                     0: a retriever that lands next to the evidence is told apart from one
-                     that misses the filing. Page-gold tasks only (null without pages).
+    hit_near_page_at_k  1 if a top-k chunk lies within ``metrics.ranking.near_page_tolerance``
+                     pages (default 1: the page itself, the one before or the one after) of
+                     an evidence page of the same document, else 0: a retriever that lands
+                     next to the evidence is told apart from one that misses the filing.
+                     Page-gold tasks only (null without pages).
+
+Each record also carries the diagnostics behind these numbers: ``top_hit_ids``, the system's
+top chunks (as many as the largest k), and ``gold_hit_ranks``, the 1-based ranks at which
+the ranking holds a chunk covering gold (empty: gold nowhere in the ranking). Tasks marked
+``answerable=false`` have no evidence to find: every field is null with the reason.
 
 The pages of a document's lines come from ``ScoringItem.line_pages`` (doc_id -> page of
 each line of the task's paginated gold documents, ``Document.line_pages``), filled in by
@@ -53,11 +59,21 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metrics.base import Metric, Scorer, ScorerEnv, Scores, ScoringItem, register_scorer
+from metrics.base import (
+    Metric,
+    Scorer,
+    ScorerEnv,
+    Scores,
+    ScoringItem,
+    register_scorer,
+    retrieval_unknown,
+)
+from metrics.retrieval import UNANSWERABLE
 
 DEFAULT_KS = (1, 3, 5, 10)
 LINE_METRICS = ("recall", "mrr", "ndcg", "hit_strict")
-NEAR_PAGES = 1  # hit_near_page: evidence within this many pages
+NEAR_PAGES = 1  # hit_near_page: evidence within this many pages, by default
+DIAGNOSTICS = ("gold_hit_ranks", "top_hit_ids")
 CHUNK_ID = re.compile(r"(?P<doc>.+)#L(?P<first>\d+)-(?P<last>\d+)")
 
 Span = tuple[str, int]  # (doc_id, page) on a paginated document, else (doc_id, gold line)
@@ -96,10 +112,11 @@ class GoldSpans:
 
 class GoldPages:
     """A task's evidence pages (paginated gold documents only), and whether a chunk lies
-    within ``NEAR_PAGES`` of one."""
+    within ``tolerance`` pages of one."""
 
     def __init__(self, gold_lines: Mapping[str, Sequence[int]],
-                 line_pages: Mapping[str, Sequence[int] | None]):
+                 line_pages: Mapping[str, Sequence[int] | None], tolerance: int = NEAR_PAGES):
+        self.tolerance = tolerance
         self.line_pages = {d: p for d, p in line_pages.items() if p is not None}
         self.pages = {doc_id: {self.line_pages[doc_id][line - 1] for line in lines}
                       for doc_id, lines in gold_lines.items()
@@ -113,7 +130,7 @@ class GoldPages:
         if not 1 <= first <= len(pages):
             return False
         page = pages[first - 1]  # a chunk lies on one page
-        return any(abs(page - p) <= NEAR_PAGES for p in self.pages[m["doc"]])
+        return any(abs(page - p) <= self.tolerance for p in self.pages[m["doc"]])
 
 
 def newly_covered(covers: Iterable[set[Span]]) -> list[int]:
@@ -182,9 +199,22 @@ def gold_documents(item: ScoringItem) -> set[str]:
     return set(item.task.doc_ids)
 
 
+def gold_hit_ranks(ranked: list[str], gold: GoldSpans) -> list[int]:
+    """The 1-based ranks at which the ranking holds a chunk covering gold (each chunk at
+    its first rank)."""
+    seen: set[str] = set()
+    ranks = []
+    for rank, chunk_id in enumerate(ranked, start=1):
+        if chunk_id not in seen and gold.covered_by(chunk_id):
+            ranks.append(rank)
+        seen.add(chunk_id)
+    return ranks
+
+
 @dataclass
 class RankingOptions:
     ks: list[int] = field(default_factory=lambda: list(DEFAULT_KS))
+    near_page_tolerance: int = NEAR_PAGES  # hit_near_page: evidence within this many pages
 
 
 @register_scorer("ranking")
@@ -193,12 +223,16 @@ class RankingScorer(Scorer):
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
-        return cls(list(options.ks))
+        return cls(list(options.ks), int(options.near_page_tolerance))
 
-    def __init__(self, ks: Iterable[int] = DEFAULT_KS):
+    def __init__(self, ks: Iterable[int] = DEFAULT_KS, near_page_tolerance: int = NEAR_PAGES):
         ks = sorted(set(ks))
         if not ks or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in ks):
             raise ValueError(f"metrics.ranking.ks must be positive integers (got {ks})")
+        if near_page_tolerance < 0:
+            raise ValueError("metrics.ranking.near_page_tolerance must be 0 (the evidence page "
+                             f"only) or more pages (got {near_page_tolerance})")
+        self.near_page_tolerance = near_page_tolerance
         self.ks = ks
         self.line_fields = [f"{m}_at_{k}" for m in LINE_METRICS for k in ks]
         self.doc_fields = [f"hit_doc_at_{k}" for k in ks]
@@ -226,23 +260,26 @@ class RankingScorer(Scorer):
     def _score_all_depths(self, item: ScoringItem) -> Scores:
         s = Scores()
         p = item.prediction
-        if p.skipped or p.error:
-            s.null(self.fields, f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}")
+        why = (f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}" if p.error
+               else None if item.task.answerable else UNANSWERABLE) or retrieval_unknown(item)
+        if item.ranking is None and why is None:
+            why = "this system does not rank chunks (its class declares ranks=False)"
+        if why is not None:
+            s.null([*self.fields, *DIAGNOSTICS], why)
             return s
-        ranked = item.ranking
-        if ranked is None:
-            s.null(self.fields, "this system does not rank chunks (its class declares "
-                                "ranks=False)")
-            return s
+        ranked = item.ranking or []
+        s.values["top_hit_ids"] = list(dict.fromkeys(ranked))[:max(self.ks)]
         docs = gold_documents(item)
         for k in self.ks:
             s.values[f"hit_doc_at_{k}"] = hit_at(ranked, lambda c: chunk_doc_id(c) in docs, k)
         if item.gold_chunk_ids is None or item.task.gold_lines is None:
-            s.null(self.line_fields + self.page_fields,
+            s.null(self.line_fields + self.page_fields + ["gold_hit_ranks"],
                    "the dataset has no retrieval gold for this task")
             return s
-        self._near_pages(s, ranked, GoldPages(item.task.gold_lines, item.line_pages))
+        self._near_pages(s, ranked, GoldPages(item.task.gold_lines, item.line_pages,
+                                              self.near_page_tolerance))
         gold = GoldSpans(item.task.gold_lines, item.line_pages)
+        s.values["gold_hit_ranks"] = gold_hit_ranks(ranked, gold)
         ideal = ideal_gains((gold.covered_by(c) for c in sorted(item.gold_chunk_ids)),
                             max(self.ks))
         if not ideal:

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from metrics.base import Metric, Scorer, Scores, ScoringItem, answered, register_scorer
+from metrics.base import (
+    Metric,
+    Scorer,
+    Scores,
+    ScoringItem,
+    answered,
+    register_scorer,
+    retrieval_unknown,
+)
+
+UNANSWERABLE = ("the task is unanswerable from its documents (answerable=false): there is no "
+                "evidence to retrieve")
 
 
 def precision_recall(read: list[str], gold: set[str]) -> tuple[float | None, float | None]:
@@ -30,6 +41,10 @@ class RetrievalScorer(Scorer):
             if p.skipped or p.error:
                 why = f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}"
                 s.null(self.fields, why)
+            elif not item.task.answerable:
+                s.null(self.fields, UNANSWERABLE)
+            elif retrieval_unknown(item):
+                s.null(self.fields, retrieval_unknown(item) or "")
             elif not item.retrieves:
                 s.null(self.fields, "this system does not retrieve (whole documents, the gold, "
                        "or nothing)")

@@ -11,6 +11,8 @@
   distribution, as statsmodels' ``TTestPower`` computes it: the smallest mean difference
   detectable with 80% power at 5% significance given the pairs' SD and n, and how many
   tasks would detect a given difference.
+* ``correlation``: Spearman's rank correlation of two per-task quantities (e.g. an agent's
+  loops and its retrieval recall) with a percentile bootstrap CI over the tasks.
 * ``agreement``: Krippendorff's alpha between judges (``krippendorff`` package; ordinal by
   default: the 1-5 scale is ordered but its steps need not be equal) with a percentile
   bootstrap CI over the items.
@@ -168,3 +170,41 @@ def agreement(ratings: np.ndarray, level: str = "ordinal", resamples: int = 1000
         return Agreement(alpha, None, None, n)
     low, high = np.percentile(kept, [2.5, 97.5])
     return Agreement(alpha, float(low), float(high), n)
+
+
+@dataclass(frozen=True)
+class Correlation:
+    rho: float  # Spearman's rank correlation
+    ci_low: float | None  # percentile bootstrap 95% CI over the pairs (None: undefined)
+    ci_high: float | None
+    n: int
+
+    @property
+    def ci_includes_zero(self) -> bool:
+        return self.ci_low is None or self.ci_high is None or self.ci_low <= 0.0 <= self.ci_high
+
+
+def correlation(x: Sequence[float], y: Sequence[float], seed: int = 0) -> Correlation | None:
+    """Spearman's rho of paired values with a bootstrap CI; None below three pairs or when
+    either side never varies (rho is undefined)."""
+    from scipy.stats import rankdata
+
+    a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return None
+    rho = float(_row_pearson(rankdata(a)[None], rankdata(b)[None])[0])
+    idx = np.random.default_rng(seed).integers(0, len(a), size=(BOOTSTRAP_SAMPLES, len(a)))
+    boots = _row_pearson(rankdata(a[idx], axis=1), rankdata(b[idx], axis=1))
+    boots = boots[np.isfinite(boots)]  # a resample without spread has no rho
+    if not len(boots):
+        return Correlation(rho, None, None, len(a))
+    low, high = np.percentile(boots, [2.5, 97.5])
+    return Correlation(rho, float(low), float(high), len(a))
+
+
+def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Pearson's r of each row pair (NaN where a row does not vary): of ranks, Spearman's."""
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))

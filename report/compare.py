@@ -27,6 +27,8 @@ vertical-align:top;text-align:left}th{background:#f3f3f3;position:sticky;top:0}
 .scores{color:#333;margin-top:.4em}.err{color:#b00020}.gold{background:#d9f2d9;font-weight:bold}
 .chunk{font-family:monospace;font-size:11px;display:inline-block;margin:1px 2px;padding:0 2px}
 .diff{font-weight:bold}.controls{margin:.5em 0 1em}.muted{color:#777}
+.scroll{overflow:auto;max-width:100%;max-height:85vh;border:1px solid #ddd}
+.trace-note{margin-top:.3em;color:#333}.trace-note input{font-size:11px;width:100%}
 """
 
 _SCRIPT = """
@@ -35,6 +37,23 @@ const origin = (() => { try { const u = new URL(location.href.replace(/^blob:/, 
   return /^https?:$/.test(u.protocol) ? u.origin : null; } catch (e) { return null; } })();
 if (origin) document.querySelectorAll('a.trace').forEach(a => {
   a.href = origin + a.getAttribute('data-route'); });
+// A trace opens in a new tab. MLflow's artifact viewer is a sandboxed frame that lets no
+// link leave it (no popups, no top navigation; following one there blanks the pane), so
+// there the link shows its address to open in a new tab instead, and the page stays.
+function showAddress(a) {
+  let note = a.parentNode.querySelector('.trace-note');
+  if (!note) { note = document.createElement('div'); note.className = 'trace-note';
+    a.parentNode.appendChild(note); }
+  note.textContent = 'This viewer cannot open links: open this address in a new tab ';
+  const box = document.createElement('input'); box.readOnly = true; box.value = a.href;
+  note.appendChild(box); box.focus(); box.select();
+}
+document.querySelectorAll('a.trace').forEach(a => a.addEventListener('click', e => {
+  e.preventDefault();
+  let opened = null;
+  try { opened = window.open(a.href, '_blank'); } catch (err) { opened = null; }
+  if (opened) { opened.opener = null; } else { showAddress(a); }
+}));
 function score(tr, run, metric) {
   const v = JSON.parse(tr.getAttribute('data-scores'))[run]; return v ? v[metric] : null; }
 function sortRows() {
@@ -115,9 +134,10 @@ def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -
         scores += f"; error codes {', '.join(codes)}"
     if record.get("cached_calls"):
         scores += f"; {record['cached_calls']} call(s) from the response cache"
-    link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}'>trace</a>"
-            if route else "")
-    return f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}</td>"
+    link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}' "
+            "target='_blank' rel='noopener'>trace</a>" if route else "")
+    return (f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}"
+            f"{details(record)}</td>")
 
 
 def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], key: str,
@@ -142,8 +162,8 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
         "difference between two runs (tasks where either has no score last).</p>"
         f"<div class='controls'>sort by <select id='metric'>{metrics}</select> of "
         f"<select id='runA'>{options}</select> minus <select id='runB'>{second}</select>"
-        f"</div><table><thead><tr><th class='q'>task</th><th>difference</th>{head}</tr></thead>"
-        f"<tbody id='rows'>{''.join(rows)}</tbody></table>"
+        f"</div><div class='scroll'><table><thead><tr><th class='q'>task</th><th>difference</th>"
+        f"{head}</tr></thead><tbody id='rows'>{''.join(rows)}</tbody></table></div>"
         f"<script type='application/json' id='runs'>{runs_json}</script>"
         f"<script>{_SCRIPT}</script></body></html>")
 
@@ -164,3 +184,61 @@ def _row(task_id: str, finished: list[dict[str, Any]], by_run: list[dict[str, di
             f"{html.escape(task_id)}</b><br>{html.escape(first.get('question') or '')}"
             f"<details><summary>reference</summary><div class='out'>{reference}</div></details>"
             f"</td><td class='diff'></td>{''.join(cells)}</tr>")
+
+
+def details(record: dict[str, Any]) -> str:
+    """What a run's cell shows below its chunks: the sections its chunks touched, where its
+    ranking put the gold, and the judge's reasoning per G-Eval dimension (folded)."""
+    return _section_strip(record) + _ranking(record) + _reasoning(record)
+
+
+_TOUCHED = "background:#2e7d32;color:#fff"
+_MISSED = "background:#eee;color:#777"
+
+
+def _section_strip(record: dict[str, Any]) -> str:
+    """One box per section of the task's documents, filled where a chunk the system used
+    lies (``sections_touched``), with the share touched."""
+    sections = record.get("sections_touched")
+    if not sections:
+        return ""
+    boxes = "".join(
+        f"<span class='section' title='{html.escape(s['doc_id'])} lines {s['first_line']}-"
+        f"{s['last_line']}: {'touched' if s['touched'] else 'not touched'}' style='display:"
+        f"inline-block;margin:1px;padding:1px 4px;font-size:11px;"
+        f"{_TOUCHED if s['touched'] else _MISSED}'>{html.escape(s['section'])}</span>"
+        for s in sections)
+    share = record.get("section_coverage")
+    label = f"sections touched {share:.0%}" if share is not None else "sections"
+    return f"<div class='sections'><span class='muted'>{label}:</span> {boxes}</div>"
+
+
+def _reasoning(record: dict[str, Any]) -> str:
+    """The judge's reasoning for each G-Eval dimension the record was judged on."""
+    dims = [k[len("geval_"):-len("_reasoning")] for k, v in record.items()
+            if k.startswith("geval_") and k.endswith("_reasoning") and v]
+    if not dims:
+        return ""
+    parts = []
+    for dim in dims:
+        score = record.get(f"geval_{dim}")
+        shown = _number(score) if score is not None else "no score"
+        parts.append(f"<details class='reasoning'><summary>judge: {html.escape(dim)} "
+                     f"{shown}</summary><div class='out'>"
+                     f"{html.escape(str(record[f'geval_{dim}_reasoning']))}</div></details>")
+    return "".join(parts)
+
+
+def _ranking(record: dict[str, Any]) -> str:
+    """Where the system's ranking holds gold (``gold_hit_ranks``) and its top chunks."""
+    top = record.get("top_hit_ids")
+    if not top:
+        return ""
+    ranks = record.get("gold_hit_ranks")
+    gold = set(record.get("gold_chunk_ids") or [])
+    where = ("gold not recorded" if ranks is None else "no gold in the ranking" if not ranks
+             else "gold at rank " + ", ".join(str(r) for r in ranks))
+    marks = "".join(f"<span class='chunk{' gold' if c in gold else ''}'>{i}. {html.escape(c)}"
+                    "</span>" for i, c in enumerate(top, start=1))
+    return (f"<details class='ranking'><summary>ranking: {html.escape(where)}</summary>{marks}"
+            "</details>")

@@ -33,8 +33,10 @@ HEADLINE = (("retrieval_recall_mean", "retrieval recall"),
             ("cost_usd_per_task", "spent/task ($)"), ("judge_cost_usd_total", "judge cost ($)"),
             ("latency_ms_p50", "P50 latency (ms)"), ("n_tasks", "n"))
 # libraries whose INFO lines are noise at verbosity 0 (httpx: one line per HTTP request)
-NOISY = ("httpx", "httpcore", "anthropic", "absl", "mlflow", "alembic", "sentence_transformers",
-         "transformers", "huggingface_hub", "urllib3", "filelock", "matplotlib", "faiss")
+# (anthropic 2.x sends through httpx2, which logs one INFO line per request)
+NOISY = ("httpx", "httpx2", "httpcore", "anthropic", "openai", "absl", "mlflow", "alembic",
+         "sentence_transformers", "transformers", "huggingface_hub", "urllib3", "filelock",
+         "matplotlib", "faiss")
 UI_PORT = 5000
 
 

@@ -30,8 +30,11 @@ from report.policy import comparison_order, report_metrics
 from report.sections import (
     caveats,
     examples,
+    further_dimensions,
     judge_section,
     length_breakdown,
+    length_finding,
+    loops_recall,
     query_priors,
     resumed_latency_note,
     unreadable_note,
@@ -84,6 +87,7 @@ def _row(run: Any) -> dict[str, Any]:
                max_loops=params.get("max_loops"),
                hyde=params.get("retrieval.hyde") == "True",
                tools=json.loads(params.get("system.tools") or "[]"),
+               system_notes=json.loads(tags.get("system_notes") or "[]"),
                target_length=params.get("target_length"))
     return row
 
@@ -153,6 +157,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("## Task sets\n\n" + task_set_section(sets))
     out.append("## Key finding\n\n" + verdict.key_finding(
         sets, key, _null_reason(records_by_run, key)) + "\n")
+    out.append(length_finding(sets, key))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append("## Quality\n")
@@ -165,6 +170,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
                "whose task sets differ):\n")
     out.append(_quality_table(finished))
+    out.append(further_dimensions(finished))
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
@@ -255,7 +261,8 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
                    for x in records_by_run.get(r["run_id"], [])
                    if x.get("retrieval_recall") is not None and x.get("loops") is not None]
     gap = plots.loops_plot_gap(arag_points)
-    out.append(f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
+    out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
+               + (f"\n{loops_recall(arag_points)}" if arag_points else ""))
     budgets = {r.get("max_loops") for r in finished if r["agentic"]}
     if len(budgets) > 1:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
@@ -338,9 +345,14 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
 
     body = MarkdownIt("commonmark").enable("table").render(markdown_text)
     body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, body)
+    # a wide table scrolls in its own box, not the page (MLflow's viewer is a narrow frame)
+    body = body.replace("<table>", "<div class='scroll'><table>").replace(
+        "</table>", "</table></div>")
     style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em}")
+             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em;"
+             "white-space:pre-wrap;overflow-wrap:anywhere}code{overflow-wrap:anywhere}"
+             ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body>{body}</body></html>")
 

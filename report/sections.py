@@ -9,8 +9,11 @@ import numpy as np
 
 from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
+from metrics.stats import correlation
 from report import policy
 from report.verdict import Row, TaskSets, fmt, is_answered, table
+
+_FLAG_SUFFIX = "_parse_failures"
 
 JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
 REASONING_CHARS = 1500
@@ -35,6 +38,7 @@ def caveats(rows: list[Row]) -> str:
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
     notes += dataset_caveats(rows)
+    notes += [f"`{r['run']}`: {note}" for r in rows for note in r.get("system_notes") or []]
     if not notes:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
@@ -92,20 +96,29 @@ def dataset_caveats(rows: list[Row]) -> list[str]:
     return notes
 
 
-def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
-    """Main metrics per run by document-length tercile (tokens), with n per cell, over each
-    run's answered tasks (a run that skips long documents shows n = 0 there)."""
+def _terciles(sets: TaskSets) -> tuple[dict[str, float], list[tuple[str, Any]]] | None:
+    """Each task's document length (tokens) and the three length bins (label, test); None
+    with fewer than three tasks of known length."""
     lengths: dict[str, float] = {}
     for recs in sets.tables.values():
         for tid, rec in recs.items():
             if rec.get("document_tokens") is not None:
                 lengths.setdefault(tid, float(rec["document_tokens"]))
-    if len(lengths) < 3 or not metrics:
-        return "Too few tasks with a known document length to split into terciles.\n"
+    if len(lengths) < 3:
+        return None
     low, high = np.quantile(list(lengths.values()), [1 / 3, 2 / 3])
-    bins = [(f"short (≤ {low:,.0f} tokens)", lambda n: n <= low),
-            (f"medium ({low:,.0f}–{high:,.0f})", lambda n: low < n <= high),
-            (f"long (> {high:,.0f})", lambda n: n > high)]
+    return lengths, [(f"short (≤ {low:,.0f} tokens)", lambda n: n <= low),
+                     (f"medium ({low:,.0f}–{high:,.0f})", lambda n: low < n <= high),
+                     (f"long (> {high:,.0f})", lambda n: n > high)]
+
+
+def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
+    """Main metrics per run by document-length tercile (tokens), with n per cell, over each
+    run's answered tasks (a run that skips long documents shows n = 0 there)."""
+    split = _terciles(sets)
+    if split is None or not metrics:
+        return "Too few tasks with a known document length to split into terciles.\n"
+    lengths, bins = split
     sizes = [sum(1 for n in lengths.values() if test(n)) for _, test in bins]
     out = ["Tasks split into terciles of their documents' length in tokens (≈4 characters a "
            f"token): {sizes[0]} / {sizes[1]} / {sizes[2]} tasks. Each cell: mean over the run's "
@@ -124,6 +137,75 @@ def length_breakdown(sets: TaskSets, metrics: list[str]) -> str:
     return "\n".join(out)
 
 
+def length_finding(sets: TaskSets, key: str) -> str:
+    """One sentence per end of the length range: whether retrieval adds value for short and
+    for long documents on ``key``, and why, from the best run that retrieves against the
+    best that reads whole documents on the tasks of that tercile both answered."""
+    split = _terciles(sets)
+    retrieving = [r for r in sets.runs if r.get("retrieves") and sets.has(r, key)]
+    whole = [r for r in sets.runs if not r.get("retrieves") and sets.has(r, key)]
+    if split is None or not retrieving or not whole:
+        return ""
+    lengths, bins = split
+    out = []
+    for label, test in (bins[0], bins[2]):
+        ids = [t for t in sets.all_ids if t in lengths and test(lengths[t])]
+        out.append(_length_sentence(sets, key, label, ids, retrieving, whole))
+    return "**By document length:** " + " ".join(out) + "\n"
+
+
+def _length_sentence(sets: TaskSets, key: str, label: str, ids: list[str],
+                     retrieving: list[Row], whole: list[Row]) -> str:
+    def best(runs: list[Row]) -> Row:
+        return max(runs, key=lambda r: np.mean(sets.values(r, key, ids) or [-np.inf]))
+
+    r, w = best(retrieving), best(whole)
+    docs = label.split(" (")[0] + " documents (" + label.split(" (", 1)[1]
+    skipped = [t for t in ids if sets.tables[w["run_id"]].get(t, {}).get("skipped")]
+    both = [t for t in ids if all(sets.tables[x["run_id"]].get(t, {}).get(key) is not None
+                                  for x in (r, w))]
+    if not both:
+        why = (f"{w['run']} skipped all {len(skipped)} (over its context limit)" if skipped
+               else "no task of this length was scored by both")
+        return (f"Retrieval is the only option for {docs}: {why}, so {r['run']} answers where "
+                f"{w['run']} cannot." if skipped else f"For {docs}, {why}.")
+    res = sets.pair(r, w, key, both)
+    mine, theirs = (float(np.mean([sets.tables[x["run_id"]][t][key] for t in both]))
+                    for x in (r, w))
+    numbers = (f"{r['run']} {mine:.3f} vs {w['run']} {theirs:.3f} on {len(both)} tasks"
+               + (f", difference {res.mean_diff:+.3f} [95% CI {res.ci_low:+.3f}, "
+                  f"{res.ci_high:+.3f}]" if res is not None else ""))
+    also = (f"; {w['run']} also skipped {len(skipped)} of {len(ids)} (over its context limit)"
+            if skipped else "")
+    if res is None or res.ci_includes_zero:
+        verdict = (f"Retrieval does not clearly add value for {docs}: {numbers}, because "
+                   f"reading only the retrieved chunks and reading the whole document score "
+                   f"alike within the noise of {len(both)} tasks")
+    elif res.mean_diff > 0:
+        verdict = (f"Retrieval adds value for {docs}: {numbers}, because {r['run']}'s chosen "
+                   f"chunks beat reading the whole document on the same tasks")
+    else:
+        verdict = (f"Retrieval does not add value for {docs}: {numbers}, because "
+                   f"{w['run']}, reading the whole document, scores higher on the same "
+                   "tasks than the chunks retrieval picks")
+    return verdict + also + "."
+
+
+def loops_recall(points: list[tuple[float, float]]) -> str:
+    """Spearman's correlation of an agent's loops with its retrieval recall, with its CI."""
+    found = correlation([p[0] for p in points], [p[1] for p in points]) if points else None
+    if found is None:
+        return ("Loops vs recall: too few agentic tasks with both numbers, or one of them "
+                "never varies, to correlate.\n")
+    ci = (f" [95% CI {found.ci_low:+.2f}, {found.ci_high:+.2f}]" if found.ci_low is not None
+          else "")
+    reading = ("no clear relation" if found.ci_includes_zero else
+               "more loops go with higher recall" if found.rho > 0 else
+               "more loops go with lower recall (the agent keeps searching when it is lost)")
+    return (f"**Loops vs recall:** Spearman's rho {found.rho:+.2f}{ci} over {found.n} "
+            f"agentic tasks: {reading}.\n")
+
+
 def judge_section(rows: list[Row], sets: TaskSets) -> str:
     """The judge's own spread over samples, the panel's agreement, and where judges differ."""
     out = [_self_consistency(rows), _agreement(rows)]
@@ -133,18 +215,50 @@ def judge_section(rows: list[Row], sets: TaskSets) -> str:
     return "\n".join(out)
 
 
+def judged_dimensions(rows: list[Row]) -> list[str]:
+    """The G-Eval dimensions these runs were judged on (``metrics.geval.dimensions``), read
+    from the parse-failure count every judged dimension logs; the defaults first."""
+    found = {key[len("geval_"):-len(_FLAG_SUFFIX)] for r in rows for key in r
+             if key.startswith("geval_") and key.endswith(_FLAG_SUFFIX)
+             and not key.endswith("_sample" + _FLAG_SUFFIX)}
+    return [d for d in DIMENSIONS if d in found or not found] + sorted(found - set(DIMENSIONS))
+
+
+def further_dimensions(rows: list[Row]) -> str:
+    """A table of the dimensions a team added to faithfulness and coverage (their means with
+    95% CIs, the share scoring 4 or more, and parse failures), or "" when there are none."""
+    extra = [d for d in judged_dimensions(rows) if d not in DIMENSIONS]
+    if not extra:
+        return ""
+    body = []
+    for r in rows:
+        cells = []
+        for d in extra:
+            mean, lo, hi = (r.get(f"geval_{d}_{k}") for k in ("mean", "ci_low", "ci_high"))
+            share = r.get(f"geval_{d}_share_ge4")
+            cells.append("–" if mean is None else f"{mean:.3f}" + (
+                f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
+                + (f"; ≥4: {share:.0%}" if share is not None else "")
+                + f"; parse failures: {int(r.get(f'geval_{d}{_FLAG_SUFFIX}') or 0)}")
+        body.append([r["run"], *cells])
+    return ("**Further G-Eval dimensions** (`metrics.geval.dimensions`), each run over its own "
+            "answered tasks: mean [95% CI]; share scoring 4 or more; replies without a "
+            "readable score.\n\n" + table(["run", *extra], body))
+
+
 def _self_consistency(rows: list[Row]) -> str:
+    dims = judged_dimensions(rows)
     sampled = [r for r in rows if any(r.get(f"geval_{d}_judge_sd_mean") is not None
-                                      for d in DIMENSIONS)]
+                                      for d in dims)]
     if not sampled:
         return ("**Judge self-consistency:** one judge reply per item (`judge.samples=1`), so "
                 "the judge's own spread is not measured; `judge.samples=3` measures it.\n")
-    header = ["run", "samples", *(f"judge SD ({d})" for d in DIMENSIONS)]
+    header = ["run", "samples", *(f"judge SD ({d})" for d in dims)]
     return ("**Judge self-consistency:** each item was scored by independent judge samples "
             "and its score is their mean; the judge's SD per item, averaged over items (on a "
             "1-5 scale; 0 means the judge always agreed with itself).\n\n"
             + table(header, [[r["run"], r.get("judge_samples"),
-                              *(r.get(f"geval_{d}_judge_sd_mean") for d in DIMENSIONS)]
+                              *(r.get(f"geval_{d}_judge_sd_mean") for d in dims)]
                              for r in sampled]))
 
 
@@ -154,16 +268,17 @@ def _agreement(rows: list[Row]) -> str:
         return ("**Judge agreement:** no panel (`judge.panel=[claude-sonnet-4-6]` adds a "
                 "second judge and measures how far the verdict depends on the judge).\n")
     body = []
+    dims = judged_dimensions(rows)
     for r in paneled:
         cells = []
-        for d in DIMENSIONS:
+        for d in dims:
             alpha = r.get(f"judge_agreement_{d}")
             lo, hi = r.get(f"judge_agreement_{d}_ci_low"), r.get(f"judge_agreement_{d}_ci_high")
             n = r.get(f"judge_agreement_{d}_n")
             cells.append("– (undefined: too few items or one value throughout)" if alpha is None
                          else f"{alpha:.3f}" + (f" [{lo:.3f}, {hi:.3f}]" if lo is not None else "")
                          + f" (n={int(n or 0)})")
-        failures = ", ".join(f"{name}: {int(sum(r.get(f'panel_{name}_geval_{d}_parse_failures') or 0 for d in DIMENSIONS))}"  # noqa: E501
+        failures = ", ".join(f"{name}: {int(sum(r.get(f'panel_{name}_geval_{d}_parse_failures') or 0 for d in dims))}"  # noqa: E501
                              for name in r["judge_panel"])
         body.append([r["run"], f"{r.get('judge')} + {', '.join(r['judge_panel'])}", *cells,
                      failures])
@@ -171,7 +286,7 @@ def _agreement(rows: list[Row]) -> str:
             "the panel on the same items, with a 95% bootstrap CI over items (1 is perfect "
             "agreement, 0 is chance; below about 0.67 a verdict resting on one judge is "
             "fragile). Parse failures per panel judge are null scores, not counted in alpha.\n\n"
-            + table(["run", "judges", *(f"alpha ({d})" for d in DIMENSIONS),
+            + table(["run", "judges", *(f"alpha ({d})" for d in dims),
                      "panel parse failures"], body))
 
 
@@ -181,7 +296,7 @@ def _disagreements(sets: TaskSets, top: int = 3) -> str:
         for tid in sets.common:
             rec = sets.tables[run["run_id"]][tid]
             for name, view in (rec.get("geval_panel") or {}).items():
-                for d in DIMENSIONS:
+                for d in [k for k in view or {} if f"{k}_reasoning" in view]:
                     mine, theirs = rec.get(f"geval_{d}"), (view or {}).get(d)
                     if mine is not None and theirs is not None and mine != theirs:
                         found.append((abs(mine - theirs), run, rec, name, view, d))
@@ -269,7 +384,8 @@ def _block(title: str, rec: dict[str, Any], note: str) -> str:
             f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
 
 
-__all__ = ["caveats", "examples", "fmt", "judge_section", "length_breakdown"]
+__all__ = ["caveats", "examples", "fmt", "further_dimensions", "judge_section",
+           "judged_dimensions", "length_breakdown", "length_finding", "loops_recall"]
 
 
 def unreadable_note(rows: list[Row]) -> str:

@@ -31,7 +31,7 @@ from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console
 from report.console import quiet
 from report.report import write_sweep_report
-from runners import dryrun
+from runners import dryrun, overview
 from runners.preflight import all_finished, check_jobs, credentials_message, job_configs
 from runners.validation import ConfigError
 from tracking import runs as track
@@ -147,6 +147,7 @@ class MLflowSweepCallback(Callback):
         assert self.parent is not None
         try:
             self.result = write_sweep_report(self.client, self.parent)
+            overview.publish(self.client, self.result)  # the verdict, first thing in the UI
         except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result
             log.exception("could not build the sweep comparison")
             # visible on the parent: rebuild with python -m report <parent run id>

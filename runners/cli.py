@@ -1,6 +1,8 @@
 """What ``run.py`` does before Hydra reads the command line: URL credentials are
-redacted (``arag.redact``), and an unknown config key is answered with the closest known
-key instead of Hydra's ``+key=value`` (which would add a key nothing reads)."""
+redacted (``arag.redact``), an unknown config key is answered with the closest known key
+instead of Hydra's ``+key=value`` (which would add a key nothing reads), and an unknown
+value (``system=naiv``, ``dataset=ectsun``, ``retrieval.scope=documnt``) with the closest
+valid one."""
 
 from __future__ import annotations
 
@@ -17,6 +19,58 @@ from arag.redact import stash_credentials
 def prepare_command_line() -> None:
     sys.argv = stash_credentials(sys.argv)
     suggest_closest_keys()
+    suggest_closest_options()
+
+
+def suggest_closest_options() -> None:
+    """Wrap Hydra's "Could not find 'system/naiv'" so it opens with the closest option of
+    the group and the fix (and, for a dataset, where the real datasets come from)."""
+    from hydra._internal import defaults_list
+    from hydra.errors import MissingConfigException
+
+    original = defaults_list.config_not_found_error
+    if getattr(original, "suggests_options", False):
+        return
+
+    def not_found(repo: Any, tree: Any) -> None:
+        try:
+            original(repo, tree)
+        except MissingConfigException as exc:
+            group, _, name = (exc.missing_cfg_file or "").rpartition("/")
+            if not group or not exc.options:
+                raise
+            raise MissingConfigException(
+                f"{unknown_option_message(group, name, list(exc.options))}\n\n{exc}",
+                missing_cfg_file=exc.missing_cfg_file, options=exc.options) from None
+
+    not_found.suggests_options = True  # type: ignore[attr-defined]
+    defaults_list.config_not_found_error = not_found
+
+
+def unknown_option_message(group: str, name: str, options: list[str]) -> str:
+    """``system=naiv is not a system. Did you mean naive? Fix: system=naive``."""
+    close = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
+    fix = (f"Did you mean {close[0]}? Fix: {group}={close[0]}" if close
+           else f"The options are: {', '.join(options)}")
+    extra = (" (A real dataset also needs its files: `make data` links them into "
+             "data/datasets/; docs/datasets.md)" if group == "dataset" else "")
+    return f"{group}={name} is not a {group.split('/')[-1]} option. {fix}{extra}"
+
+
+_INVALID_VALUE = re.compile(r"Invalid value '([^']*)', expected one of \[([^\]]*)\]")
+
+
+def unknown_value_message(override: str, error: str) -> str | None:
+    """``retrieval.scope=documnt``: the closest of the values the schema allows."""
+    match = _INVALID_VALUE.search(error)
+    if match is None:
+        return None
+    key = override.partition("=")[0]
+    valid = [v.strip() for v in match.group(2).split(",")]
+    close = difflib.get_close_matches(match.group(1), valid, n=1, cutoff=0.5)
+    fix = f"Did you mean {close[0]}? Fix: {key}={close[0]}" if close else \
+        f"Fix: {key}=<one of {', '.join(valid)}>"
+    return f"{override}: {key} takes one of {', '.join(valid)}. {fix}"
 
 
 def suggest_closest_keys() -> None:
@@ -34,7 +88,12 @@ def suggest_closest_keys() -> None:
         except ConfigCompositionException as exc:
             unknown = re.match(r"Could not override '([^']+)'", str(exc))
             if unknown is None:
-                raise
+                bad = re.match(r"Error merging override (\S+)", str(exc))
+                better = unknown_value_message(bad.group(1), f"{exc} {exc.__cause__}") \
+                    if bad else None
+                if better is None:
+                    raise
+                raise ConfigCompositionException(f"{better}\n\n{exc}") from None
             line = next((o.input_line for o in overrides
                          if o.key_or_group == unknown.group(1)), unknown.group(1))
             raise ConfigCompositionException(unknown_key_message(line, cfg)) from None

@@ -22,7 +22,8 @@ from arag.llm.base import ChatModel, Completion, Message, ToolSpec
 from arag.llm.cache import is_cached
 from arag.llm.offline import OfflineModel
 from arag.llm.pricing import Prices
-from arag.records import Prediction, Task
+from arag.records import Prediction
+from metrics import Scorer, ScoringItem
 
 log = logging.getLogger(__name__)
 # Claude's tokenizer yields ~10% more tokens than BERT WordPiece on English financial text
@@ -43,6 +44,11 @@ def _tokenizer():
 def count_tokens(text: str) -> int:
     ids = _tokenizer()(text, add_special_tokens=False, truncation=False)["input_ids"]
     return int(len(ids) * CLAUDE_PER_WORDPIECE) + 1
+
+
+@lru_cache(maxsize=256)
+def _counted(text: str) -> int:
+    return count_tokens(text)
 
 
 class EstimatingModel(ChatModel):
@@ -106,8 +112,9 @@ def estimate_requests(label: str, requests: dict[str, dict[str, Any]], model_cfg
     those the response cache already answers cost nothing and are not counted."""
     todo = [r for r in requests.values()
             if not is_cached(cache_dir, model_cfg.provider, model_cfg.model_id, **r)]
-    input_tokens = sum(count_tokens(json.dumps({"system": r["system"],
-                                                "messages": r["messages"]})) for r in todo)
+    # a system prompt many requests share (a document, for chunk contexts) is counted once
+    input_tokens = sum(_counted(r["system"]) + count_tokens(json.dumps(r["messages"]))
+                       for r in todo)
     output_tokens = sum(int(r["max_tokens"]) for r in todo)
     prices = Prices.from_config(model_cfg)
     cost = (input_tokens * prices.input + output_tokens * prices.output) / 1e6
@@ -128,90 +135,41 @@ def estimate(run_name: str, system_factory: Any, tasks: list, model_cfg: Any, so
                     cost, predictions=predictions)
 
 
-# typical G-Eval evaluation steps, standing in for criteria the judge has not written yet
-_STEPS_STAND_IN = " ".join(["Read the summary and the source, check each stated figure and "
-                            "period against it, and note what is missing or unsupported."] * 4)
+def judge_requests(scorers: list[Scorer], items: list[ScoringItem], judge_id: str,
+                   primary: bool) -> dict[str, dict[str, Any]]:
+    """Every call the scorers would make to one judge for these items, as each scorer
+    declares them (``Scorer.judge_requests``), by ``<scorer>:<id>``."""
+    return {f"{scorer.name}:{key}": request for scorer in scorers
+            for key, request in scorer.judge_requests(items, judge_id, primary).items()}
 
 
-def judge_requests(items: list[tuple[Prediction, Task, str]], steps: dict[str, str],
-                   samples: int = 1, taxonomy: bool = True,
-                   scorers: tuple[str, ...] = ()) -> dict[str, dict[str, Any]]:
-    """Every call G-Eval would make to one judge for these (prediction, task, judged
-    context) items: one per task, dimension and sample, plus (the primary judge) at most
-    one error-taxonomy call per task (made only for tasks scoring below 3: an upper
-    bound) and the calls of the other judged ``scorers`` it runs (one claim check per task
-    for ``factual_consistency``, one verdict per QA task for ``qa``)."""
-    from metrics.base import ScoringItem, answered, missing_reference
-    from metrics.consistency import _SYSTEM as _CLAIMS_SYSTEM
-    from metrics.consistency import claims_prompt
-    from metrics.geval import (
-        _SCORER_SYSTEM,
-        _TAXONOMY_SYSTEM,
-        DIMENSIONS,
-        judge_request,
-        scoring_prompt,
-        taxonomy_prompt,
-    )
-    from metrics.qa import _SYSTEM as _QA_SYSTEM
-    from metrics.qa import verdict_prompt
-
-    requests: dict[str, dict[str, Any]] = {}
-    for pred, task, context in items:
-        item = ScoringItem(pred, task, None, context, 0, False)
-        if answered(item):
-            continue
-        for dim in DIMENSIONS:
-            if dim == "coverage" and missing_reference(item):
-                continue
-            for sample in range(samples):
-                requests[f"{task.id}:{dim}:{sample}"] = judge_request(
-                    _SCORER_SYSTEM, scoring_prompt(dim, steps[dim], item), 700, sample=sample)
-        if taxonomy:
-            requests[f"{task.id}:taxonomy"] = judge_request(
-                _TAXONOMY_SYSTEM, taxonomy_prompt(item, {}), 100)
-        if "factual_consistency" in scorers:
-            requests[f"{task.id}:claims"] = judge_request(_CLAIMS_SYSTEM, claims_prompt(item),
-                                                          1200)
-        if "qa" in scorers and task.task_type == "qa":
-            requests[f"{task.id}:verdict"] = judge_request(_QA_SYSTEM, verdict_prompt(item), 400)
-    return requests
-
-
-def estimate_judge(label: str, items: list[tuple[Prediction, Task, str]], judge_cfgs: list[Any],
-                   cache_dir: Path, samples: int = 1, batch: bool = False,
-                   scorers: tuple[str, ...] = ()) -> list[Estimate]:
-    """What judging these predictions would cost, per judge (the primary, then the panel):
-    criteria still to be written, then every scoring call of every sample (and the
-    primary's taxonomy calls), each judge with its own prices; calls the response cache
-    holds are free, Message Batches half price."""
-    from metrics.geval import DIMENSIONS, CriteriaStore
-
+def estimate_judge(label: str, items: list[ScoringItem], scorers: list[Scorer],
+                   judge_cfgs: list[Any], cache_dir: Path, batch: bool = False
+                   ) -> list[Estimate]:
+    """What judging these items would cost, per judge (the primary, then the panel): what
+    every scorer declares it would ask that judge, each judge with its own prices; calls
+    the response cache holds are free, Message Batches half price."""
     estimates = []
     for rank, judge_cfg in enumerate(judge_cfgs):
         judge_id = f"{judge_cfg.provider}/{judge_cfg.model_id}"
-        store = CriteriaStore(None, judge_id, cache_dir, False)  # type: ignore[arg-type]
-        steps = {dim: _cached_steps(store.path(dim)) for dim in DIMENSIONS}
-        to_write = [dim for dim, s in steps.items() if s is None]
-        est = estimate_requests(f"{label} judge", judge_requests(
-            items, {d: s or _STEPS_STAND_IN for d, s in steps.items()}, samples,
-            taxonomy=rank == 0, scorers=scorers if rank == 0 else ()), judge_cfg, cache_dir)
-        # each criteria still to write: one call, its prompt about as long as the stand-in
-        prompt, prices = count_tokens(_STEPS_STAND_IN), Prices.from_config(judge_cfg)
-        est.n_calls += len(to_write)
-        est.input_tokens += len(to_write) * prompt
-        est.output_tokens += len(to_write) * 600
-        est.cost_usd += len(to_write) * (prompt * prices.input + 600 * prices.output) / 1e6
+        est = estimate_requests(f"{label} judge", judge_requests(scorers, items, judge_id,
+                                                                 primary=rank == 0),
+                                judge_cfg, cache_dir)
         if batch:
             est.cost_usd /= 2
         estimates.append(est)
     return estimates
 
 
-def _cached_steps(path: Path) -> str | None:
-    try:
-        return str(json.loads(path.read_text())["steps"]) or None
-    except (OSError, ValueError, KeyError):
-        return None
+class NoCallJudge(ChatModel):
+    """The judge scorers are built with for a dry run: they declare their calls, never
+    make one."""
+
+    provider = "estimate"
+    name = "dry-run judge"
+
+    def complete(self, *args: Any, **kwargs: Any) -> Completion:
+        raise AssertionError("a dry run makes no judge call; Scorer.judge_requests declares them")
 
 
 SWEEP_FILE = "dry_run.jsonl"

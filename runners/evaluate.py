@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 from arag.citations import strip_citations
+from arag.datasets.sections import document_sections
 from arag.records import Chunk, Corpus, Prediction, Task
 from arag.systems import Sources, System
 from metrics import Scorer, ScoringItem
@@ -43,17 +44,19 @@ def paged_gold_documents(task: Task, corpus: Corpus) -> dict[str, tuple[int, ...
     return {d.doc_id: d.line_pages for d in docs if d is not None and d.line_pages is not None}
 
 
-def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
-             chunks: list[Chunk], scorers: list[Scorer], target_length: int,
-             system: type[System], citations: bool = True) -> list[dict[str, Any]]:
-    """One eval record per prediction. Citation markers are stripped here, once: every
+def scoring_items(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
+                  chunks: list[Chunk], target_length: int, system: type[System],
+                  citations: bool = True) -> list[ScoringItem]:
+    """What scorers see of each prediction. Citation markers are stripped here, once: every
     scorer reads the answer as a reader would; the citation scorer also gets it as written
     (``citations``: the run's ``system.citations``)."""
     chunks_by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         chunks_by_doc.setdefault(c.doc_id, []).append(c)
     sources = Sources(corpus, {c.chunk_id: c for c in chunks})
-    items = [
+    sections = {d: document_sections(doc) for d, doc in corpus.documents.items()
+                if d in {d for p in predictions for d in tasks[p.id].doc_ids}}
+    return [
         ScoringItem(
             prediction=replace(p, predicted=strip_citations(p.predicted)), task=tasks[p.id],
             gold_chunk_ids=gold_chunk_ids(tasks[p.id], chunks_by_doc),
@@ -63,9 +66,17 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
             ranking=system.ranking(p) if system.ranks else None,
             context_chunks=system.context_chunks(p, tasks[p.id], sources), agentic=system.agentic,
             cited_answer=p.predicted, cites=system.cites and citations, chunks=sources.chunks,
+            sections={d: sections[d] for d in tasks[p.id].doc_ids if d in sections},
         )
         for p in predictions
     ]
+
+
+def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
+             chunks: list[Chunk], scorers: list[Scorer], target_length: int,
+             system: type[System], citations: bool = True) -> list[dict[str, Any]]:
+    """One eval record per prediction, from its ``scoring_items``."""
+    items = scoring_items(predictions, tasks, corpus, chunks, target_length, system, citations)
     records: list[dict[str, Any]] = [{"id": p.id, "system": p.system} for p in predictions]
     reasons: list[dict[str, str]] = [{} for _ in predictions]
     for scorer in scorers:
@@ -75,6 +86,8 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
     for record, why, item in zip(records, reasons, items, strict=True):
         for key in PASSTHROUGH:
             record[key] = getattr(item.prediction, key)
+            if record[key] is None and key in item.prediction.not_recorded:
+                why[key] = f"the prediction's record does not carry {key}"
         record.update(provenance(item, corpus))
         record["null_reasons"] = why
     return records

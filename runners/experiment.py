@@ -18,18 +18,21 @@ from typing import Any
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
+from arag import progress
 from arag.datasets import DatasetError
 from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
 from arag.llm.registry import PROVIDERS
 from arag.redact import redact_logs
 from arag.retrieval import build_chunks
-from arag.systems import Sources
+from arag.retrieval.chunk_context import context_requests
+from metrics import ScorerEnv, build_scorers
 from report.console import quiet, verdict
 from report.policy import report_metrics
 from report.report import write_run_report
-from runners import dryrun
+from runners import dryrun, overview
 from runners.errors import CostCapReached, TooManyErrors, cost_cap_message, too_many_errors
+from runners.evaluate import scoring_items
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
 from runners.judges import panel_configs
@@ -52,6 +55,7 @@ SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrie
 def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | None = None,
         sweep_id: str | None = None) -> dict[str, float]:
     validate_config(cfg)
+    progress.configure(cfg.runner.progress, _progress_label(run_name or cfg.system.name, parent))
     if cfg.mode == "evaluate":
         require_keys(cfg)
         check_storage(cfg)
@@ -88,6 +92,7 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:
         result = write_run_report(client, tracker.run_id)
+        overview.publish(client, result)
         print(verdict(result, str(cfg.tracking.uri)), flush=True)
     if failed:
         raise TooManyErrors(f"run {tracker.run_id}: {failed}")
@@ -113,6 +118,12 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     est = dryrun.estimate(name, lambda m: build_system(job, m), job.dataset.tasks, cfg.model,
                           job.dataset.name, cfg.model.offline)
     parts = {"system": [est], "judge": _judge_estimates(job, name, est.predictions)}
+    if cfg.retrieval.get("llm_context"):  # the contexts the model would write for the index
+        chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
+                              cfg.retrieval.chunk_overlap)
+        parts["retrieval"] = [dryrun.estimate_requests(
+            f"{name} chunk contexts", context_requests(job.dataset.corpus, chunks), cfg.model,
+            resolve(cfg.cache.dir))]
     pending = job.dataset.pending
     if pending is not None:  # e.g. silver references the dataset would have written
         parts["dataset"] = [dryrun.estimate_requests(f"{job.dataset.name} needs",
@@ -129,21 +140,24 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
 
 
 def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Estimate]:
-    """The judge's calls on the dry run's predictions (none without a judge that judges)."""
+    """The judge's calls on the dry run's predictions, as the run's scorers declare them
+    (none without a judge that judges)."""
     cfg = job.cfg
     if not PROVIDERS.get(cfg.judge.provider).judges:
         return []
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
                           cfg.retrieval.chunk_overlap)
-    sources = Sources(job.dataset.corpus, {c.chunk_id: c for c in chunks})
-    tasks = {t.id: t for t in job.dataset.tasks}
-    items = [(p, tasks[p.id], job.system_class.judged_context(p, tasks[p.id], sources))
-             for p in predictions]
-    judges = [cfg.judge, *panel_configs(cfg).values()]
-    return dryrun.estimate_judge(name, items, judges, resolve(cfg.cache.dir),
-                                 samples=int(cfg.judge.get("samples", 1) or 1),
-                                 batch=bool(cfg.judge.get("batch", False)),
-                                 scorers=tuple(cfg.metrics.scorers))
+    items = scoring_items(predictions, {t.id: t for t in job.dataset.tasks},
+                          job.dataset.corpus, chunks, cfg.target_length, job.system_class,
+                          cfg.system.citations)
+    panel = panel_configs(cfg)
+    env = ScorerEnv(judge=dryrun.NoCallJudge(), judge_id=f"{cfg.judge.provider}/"
+                    f"{cfg.judge.model_id}", judge_samples=int(cfg.judge.get("samples", 1) or 1),
+                    panel={n: dryrun.NoCallJudge() for n in panel},
+                    cache_dir=resolve(cfg.cache.dir))
+    return dryrun.estimate_judge(name, items, build_scorers(cfg.metrics, env),
+                                 [cfg.judge, *panel.values()], resolve(cfg.cache.dir),
+                                 batch=bool(cfg.judge.get("batch", False)))
 
 
 def _sweep_dir() -> Path | None:
@@ -170,11 +184,12 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         tracker.end_status = "KILLED"
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
-        **job.index_metrics(), **job.dataset_metrics})
+        **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
                                agentic=system.agentic)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
-                                      cfg.judge.name, [m.name for m in report_metrics()])
+                                      cfg.judge.name, [m.name for m in report_metrics()],
+                                      {p.id: p.ground_truth for p in outcome.predictions})
     log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
              n_assessed)
     return metrics

@@ -8,6 +8,7 @@ predictions.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
@@ -16,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.agent import PROMPT_VERSION
 from arag.records import content_hash
 from metrics.geval import PROMPT_VERSION as JUDGE_PROMPT_VERSION
+from tracking.paths import resolve
 
 # keys that change how a run is executed or recorded, not what it computes
 # how a model is reached, not which model answers
@@ -44,8 +46,18 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
     return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
 
 
+# system keys added after runs were recorded: left out at their defaults, so the runs of
+# every other system keep their identity (and resume)
+_NEWER_DEFAULTS: dict[str, Any] = {"predictions": None, "allow_missing": False, "options": {}}
+
+
 def _without(data: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:
     data = json.loads(json.dumps(data))
+    system = data.get("system")
+    if isinstance(system, dict):
+        for key, default in _NEWER_DEFAULTS.items():
+            if key in system and system[key] == default:
+                del system[key]
     for key in dotted:
         node: Any = data
         *parents, last = key.split(".")
@@ -61,9 +73,25 @@ def prompt_versions() -> dict[str, str]:
     return {"prompt_version": PROMPT_VERSION, "judge_prompt_version": JUDGE_PROMPT_VERSION}
 
 
+def input_files(cfg: DictConfig) -> dict[str, str | None]:
+    """The content of files the config points to whose answers it does not hold itself
+    (``system.predictions``): an edited file is a new run, not a resume of the old one."""
+    path = OmegaConf.select(cfg, "system.predictions")
+    if not path:
+        return {}
+    file = resolve(str(path))
+    digest = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else None
+    return {"system.predictions": digest}
+
+
 def config_hash(cfg: DictConfig) -> str:
     """Identity of a run: the resolved config without cosmetic keys, and its prompts."""
-    return content_hash("run", _without(resolved(cfg), COSMETIC_KEYS), prompt_versions())
+    return content_hash("run", _without(resolved(cfg), COSMETIC_KEYS), prompt_versions(),
+                        *_if_any(input_files(cfg)))
+
+
+def _if_any(files: dict[str, str | None]) -> list[dict[str, str | None]]:
+    return [files] if files else []  # configs without input files keep their old hashes
 
 
 def predictions_hash(cfg: DictConfig) -> str:
@@ -71,4 +99,4 @@ def predictions_hash(cfg: DictConfig) -> str:
     included."""
     data = _without(resolved(cfg), COSMETIC_KEYS + REFERENCE_KEYS)
     return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS},
-                        PROMPT_VERSION)
+                        PROMPT_VERSION, *_if_any(input_files(cfg)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from omegaconf import DictConfig
@@ -13,9 +13,12 @@ from omegaconf import DictConfig
 from arag.datasets import Dataset, load_dataset
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel
-from arag.retrieval import RetrievalSettings, SearchIndex, load_or_build_index
+from arag.llm.offline import OfflineModel
+from arag.records import Prediction
+from arag.retrieval import RetrievalSettings, SearchIndex, build_chunks, load_or_build_index
+from arag.retrieval.chunk_context import write_contexts
 from arag.retrieval.chunking import chunk_document
-from arag.systems import SYSTEMS, System, SystemContext, make_system
+from arag.systems import SYSTEMS, RunSetup, System, SystemContext
 from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
 from runners.identity import config_hash, predictions_hash
@@ -36,14 +39,12 @@ class Job:
     dataset: Dataset
     config_hash: str
     predictions_path: Path
+    # the class that answers, as it declared itself for this run (System.configure)
+    system_class: type[System]
     # what the dataset lets a comparison show (dataset_metrics), logged with the run
     dataset_metrics: dict[str, float] = field(default_factory=dict)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
-
-    @property
-    def system_class(self) -> type[System]:
-        return SYSTEMS.get(self.cfg.system.kind)
 
     def index_loader(self) -> SearchIndex:
         """The search index, loaded (or built) once, on first use."""
@@ -51,16 +52,64 @@ class Job:
             if self._index is None:
                 self._index = load_or_build_index(self.dataset.corpus, self.cfg.retrieval,
                                                   resolve(self.cfg.cache.dir),
-                                                  self.cfg.cache.mode)
+                                                  self.cfg.cache.mode, self.chunk_contexts())
             return self._index
+
+    def chunk_contexts(self) -> dict[str, str] | None:
+        """The contexts the run's model writes for every chunk (``retrieval.llm_context``),
+        through the response cache; a dry run has the offline model stand in (it prices
+        the real requests apart)."""
+        cfg = self.cfg
+        if not cfg.retrieval.get("llm_context"):
+            return None
+        chunks = build_chunks(self.dataset.corpus, cfg.retrieval.chunk_size,
+                              cfg.retrieval.chunk_overlap)
+        model = OfflineModel() if cfg.runner.dry_run else MeteredModel(
+            cached(make_model(cfg.model), cfg), Prices.from_config(cfg.model))
+        contexts = write_contexts(model, self.dataset.corpus, chunks, cfg.runner.concurrency)
+        if isinstance(model, MeteredModel):
+            log.info("chunk contexts: %d chunks, %d model calls (%d from the response cache), "
+                     "$%.4f", len(chunks), model.calls, model.cached_calls, model.cost_usd)
+        return contexts
 
     def index_metrics(self) -> dict[str, float]:
         """index_sentences_embedded/_reused and index_embed_seconds; none if nothing searched."""
         return self._index.stats.metrics() if self._index is not None else {}
 
 
-def prepare(cfg: DictConfig, call_models: bool = True) -> Job:
+def prepare(cfg: DictConfig, call_models: bool = True, recorded: list[Prediction] | None = None,
+            dataset: Dataset | None = None) -> Job:
+    """The job of ``cfg``; ``recorded``: a run's own predictions being re-scored;
+    ``dataset``: the tasks already loaded for this config (preflight loads each once)."""
     validate_config(cfg)
+    dataset = dataset if dataset is not None else load_tasks(cfg, call_models)
+    system_class = configure_system(cfg, dataset, recorded)
+    tasks = [t for t in dataset.tasks if system_class.answers(t)]
+    if len(tasks) < len(dataset.tasks):
+        log.info("system %s answers %d of %d tasks", cfg.system.name, len(tasks),
+                 len(dataset.tasks))
+    dataset = replace(dataset, tasks=tasks, notes=list(dataset.notes))  # preflight shares it
+    budget = dataset_metrics(dataset, cfg)
+    if budget["docs_within_context_budget_share"] > MOST:
+        dataset.notes.append(budget_warning(budget))
+        log.warning("dataset %s: %s", dataset.name, dataset.notes[-1])
+    runs_dir = resolve(cfg.runner.runs_dir)
+    return Job(cfg, dataset, config_hash(cfg),
+               runs_dir / predictions_hash(cfg) / "predictions.jsonl", system_class, budget)
+
+
+def configure_system(cfg: DictConfig, dataset: Dataset, recorded: list[Prediction] | None
+                     ) -> type[System]:
+    """The system class as it declares itself for this run and dataset (System.configure)."""
+    setup = RunSetup(cfg.system, dataset.corpus, dataset.tasks,
+                     lambda: build_chunks(dataset.corpus, cfg.retrieval.chunk_size,
+                                          cfg.retrieval.chunk_overlap),
+                     resolve("."), recorded)
+    return SYSTEMS.get(cfg.system.kind).configure(setup)
+
+
+def load_tasks(cfg: DictConfig, call_models: bool = True) -> Dataset:
+    """The dataset, its tasks narrowed to the run's task_type."""
     dataset = load_dataset(cfg.dataset, resolve("."), call_models)
     for note in dataset.notes:
         log.info("dataset %s: %s", dataset.name, note)
@@ -72,13 +121,7 @@ def prepare(cfg: DictConfig, call_models: bool = True) -> Job:
     if len(tasks) < len(dataset.tasks):
         log.info("task_type=%s: %d of %d tasks", wanted, len(tasks), len(dataset.tasks))
     dataset.tasks = tasks
-    budget = dataset_metrics(dataset, cfg)
-    if budget["docs_within_context_budget_share"] > MOST:
-        dataset.notes.append(budget_warning(budget))
-        log.warning("dataset %s: %s", dataset.name, dataset.notes[-1])
-    runs_dir = resolve(cfg.runner.runs_dir)
-    return Job(cfg, dataset, config_hash(cfg),
-               runs_dir / predictions_hash(cfg) / "predictions.jsonl", budget)
+    return dataset
 
 
 def dataset_metrics(dataset: Dataset, cfg: DictConfig) -> dict[str, float]:
@@ -164,7 +207,7 @@ def build_system(job: Job, model: ChatModel) -> System:
         snippet_words=cfg.retrieval.snippet_words,
         retrieval=RetrievalSettings.from_config(cfg.retrieval), citations=cfg.system.citations,
     )
-    system = make_system(cfg.system.kind, cfg.system.name, ctx)
-    if system.retrieves:
+    system = job.system_class(cfg.system.name, ctx)
+    if system.retrieves and system.searches:
         warm_up(ctx.index())  # before the clock starts: task latency excludes loading
     return system

@@ -141,7 +141,7 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
         log.info("%s: resuming; %d of %d tasks already done", system.name, outcome.n_resumed,
                  len(tasks))
     sink = PredictionLog(log_path)
-    spent = sum(p.cost_usd for p in keep.values())
+    spent = sum(p.cost_usd or 0.0 for p in keep.values())
     results: dict[str, Prediction] = dict(keep)
     bar = tqdm(total=len(tasks), initial=outcome.n_resumed, desc=label or system.name,
                unit="task", disable=not progress, dynamic_ncols=True)
@@ -165,7 +165,7 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
                 pred = future.result()
                 sink.append(pred)
                 results[pred.id] = pred
-                spent += pred.cost_usd
+                spent += pred.cost_usd or 0.0
                 outcome.n_new += 1
                 bar.update(1)
                 bar.set_postfix(cost=f"${spent:.4f}", errors=sum(1 for p in results.values()

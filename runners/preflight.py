@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from arag.redact import keys_with_credentials
 from runners.identity import config_hash, resolved
-from runners.job import prepare
+from runners.job import load_tasks, prepare
 from runners.resume import nothing_to_do
 from runners.validation import ConfigError, require_keys, validate_config
 from tracking.runs import find_run
@@ -78,7 +78,8 @@ def credentials_message(keys: list[str]) -> str:
 
 
 def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
-    """Values, keys, storage and data of every job, each distinct setting checked once."""
+    """Values, keys, storage and data of every job, each distinct setting checked once;
+    each job's system is configured on its data (a predictions file is read and checked)."""
     checked: set[str] = set()
     for cfg in jobs:
         validate_config(cfg)
@@ -89,11 +90,15 @@ def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
         if where not in checked:
             check_storage(cfg)
             checked.add(where)
+    datasets: dict[str, Any] = {}
     for cfg in jobs:
         data = _key(cfg, "dataset", "task_type")
-        if data not in checked:  # the dataset loads (files, fields, gold) as the job will
-            prepare(cfg, call_models=False)
-            checked.add(data)
+        if data not in datasets:  # the dataset loads (files, fields, gold) as the job will
+            datasets[data] = load_tasks(cfg, call_models=False)
+        system = _key(cfg, "dataset", "task_type", "system", "retrieval")
+        if system not in checked:
+            prepare(cfg, call_models=False, dataset=datasets[data])
+            checked.add(system)
 
 
 def _key(cfg: DictConfig, *nodes: str) -> str:

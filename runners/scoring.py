@@ -159,7 +159,7 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                                                                  "runner", "tracking")})
     assert isinstance(merged, DictConfig)
     merged.mode, merged.source_run_id = "evaluate", cfg.source_run_id
-    job = prepare(merged)
+    job = prepare(merged, recorded=predictions)
     tags = {**track.system_tags(merged.system.name, job.system_class),
             "dataset": merged.dataset.name, "model": merged.model.name,
             "judge": merged.judge.name, "mode": "evaluate", "source_run_id": cfg.source_run_id,
@@ -170,6 +170,7 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                            (parent or {}).get("run_id")) as tracker:
         tracker.log_params(track.flatten(resolved(merged)))
         tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
-        metrics, _ = score_and_log(job, predictions, tracker, dict(job.dataset_metrics))
+        metrics, _ = score_and_log(job, predictions, tracker, {**job.dataset_metrics,
+                                                               **job.system_class.run_metrics})
     log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
     return metrics

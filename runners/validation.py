@@ -3,6 +3,7 @@ credentials of every provider the run will call."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -39,6 +40,15 @@ def validate_config(cfg: DictConfig) -> None:
          "retrieval.neighbors=1"),
         ("retrieval.rerank_candidates", cfg.retrieval.rerank_candidates >= 1,
          "at least 1 chunk for the reranker to order", "retrieval.rerank_candidates=20"),
+        ("retrieval.parent_chunk_size", cfg.retrieval.parent_chunk_size is None
+         or cfg.retrieval.parent_chunk_size > cfg.retrieval.chunk_size,
+         f"more words than retrieval.chunk_size ({cfg.retrieval.chunk_size}), or null for off",
+         f"retrieval.parent_chunk_size={cfg.retrieval.chunk_size * 4}"),
+        ("retrieval.reranker_path",
+         str(getattr(cfg.retrieval.rerank, "value", cfg.retrieval.rerank)) != "cross_encoder"
+         or bool(cfg.retrieval.reranker_path) and Path(cfg.retrieval.reranker_path).is_dir(),
+         "a folder holding a sentence-transformers CrossEncoder (rerank=cross_encoder)",
+         "retrieval.reranker_path=/path/to/cross-encoder"),
         ("retrieval.context_budget", cfg.retrieval.context_budget is None
          or cfg.retrieval.context_budget >= 1, "at least 1 chunk, or null for retrieval.top_k",
          "retrieval.context_budget=null"),

@@ -115,13 +115,14 @@ def mini_dataset(tmp_path) -> Path:
     return write_mini_dataset(tmp_path / "mini")
 
 
-def run_cli(tmp: Path, *overrides: str, cache: Path | None = None, sweep: bool = True):
+def run_cli(tmp: Path, *overrides: str, cache: Path | None = None, sweep: bool = True,
+            env: dict[str, str] | None = None):
     sweep_dir = f"{tmp}/multirun/{len(list(tmp.glob('multirun/*')))}"
     # the caller's overrides come last, so they win over the temporary-store defaults
     cmd = [sys.executable, "run.py"] + (["-m"] if sweep else []) + store_overrides(tmp, cache) \
         + [f"hydra.sweep.dir={sweep_dir}", f"hydra.run.dir={tmp}/outputs"] + list(overrides)
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL)
+                          stdin=subprocess.DEVNULL, env=env)
 
 
 def client_for(tmp: Path):

@@ -91,7 +91,17 @@ CASES = {
         ["unknown dataset.options", "few_shot", "style_examples"]),
     "dataset root that does not exist": (
         lambda tmp: ["dataset=ectsum", f"dataset.root={tmp}/nowhere"],
-        ["nowhere", "does not exist", "dataset.root="]),
+        ["nowhere", "does not exist", "make data", "dataset.root="]),
+    "misspelt system": (
+        lambda tmp: ["system=naiv"],
+        ["system=naiv is not a system option. Did you mean naive? Fix: system=naive"]),
+    "misspelt dataset": (
+        lambda tmp: ["dataset=ectsun"],
+        ["Did you mean ectsum? Fix: dataset=ectsum", "make data"]),
+    "misspelt value of a typed key": (
+        lambda tmp: ["retrieval.scope=documnt"],
+        ["retrieval.scope takes one of document, corpus. Did you mean document? "
+         "Fix: retrieval.scope=document"]),
     "Claude model without a key": (
         lambda tmp: ["model=claude-haiku-4-5"],
         ["ANTHROPIC_API_KEY", "export ANTHROPIC_API_KEY=", "model=offline"]),

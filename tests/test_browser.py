@@ -1,11 +1,14 @@
 """What a user sees after `make run`: the console's last lines, then the MLflow UI over the
 sweep, driven in headless Chromium.
 
-Starts `mlflow ui` on 127.0.0.1 over the sweep's store, opens the experiment's runs page,
-expands the sweep's parent run and checks the three child runs are listed, then opens the
-parent's report.html and compare.html in MLflow's own artifact viewer (a sandboxed frame:
-plots must be inline, sorting must run there). Screenshots go to docs/ (the README shows
-them). Needs Debian's chromium (`make test` installs it when missing).
+Starts `mlflow ui` on 127.0.0.1 over the sweep's store and walks it as docs/running.md
+says: the experiment opens on MLflow 3's GenAI overview; the sidebar's "Model training"
+switch shows the runs list with the sweep; expanding it lists the three child runs; the
+sweep's own page shows the verdict in its description; report.html and compare.html
+render in MLflow's artifact viewer (a sandboxed frame: plots must be inline, sorting must
+run there), and a trace link followed there leaves the page in place and gives the trace's
+address, which opens the trace. Screenshots of each step go to docs/ (the README and
+docs/running.md show them). Needs Debian's chromium (`make test` installs it when missing).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -37,13 +41,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def ui(tmp_path_factory, shared_cache):
-    tmp = tmp_path_factory.mktemp("ui")
-    # as `make run` does it, with the progress bars a terminal shows
-    sweep = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample", "runner.progress=true",
-                    cache=shared_cache)
-    assert sweep.returncode == 0, sweep.stderr[-2000:]
+@contextmanager
+def mlflow_ui(tmp: Path):
+    """``mlflow ui`` on a free local port over the store in ``tmp``; yields its URL."""
     port = _free_port()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", f"sqlite:///{tmp}/mlflow.db",
@@ -60,9 +60,22 @@ def ui(tmp_path_factory, shared_cache):
     else:
         proc.kill()
         pytest.fail("mlflow ui did not start within 90 s")
-    yield url, tmp, sweep
-    proc.terminate()
-    proc.wait(timeout=30)
+    try:
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory, shared_cache):
+    tmp = tmp_path_factory.mktemp("ui")
+    # as `make run` does it, with the progress bars a terminal shows
+    sweep = run_cli(tmp, "system=arag,naive,stuffing", "dataset=sample", "runner.progress=true",
+                    cache=shared_cache)
+    assert sweep.returncode == 0, sweep.stderr[-2000:]
+    with mlflow_ui(tmp) as url:
+        yield url, tmp, sweep
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +105,20 @@ def _close_assistant(page) -> None:
         pass
 
 
+def _dismiss_tips(page) -> None:
+    """The GenAI overview opens with a tip ("Got it") that takes every click until closed."""
+    try:
+        page.get_by_text("Got it", exact=True).first.click(timeout=5_000)
+    except Exception:  # noqa: BLE001 - a UI without the tip
+        pass
+
+
+def _screenshot(page, name: str) -> None:
+    _close_assistant(page)
+    (ROOT / "docs").mkdir(exist_ok=True)
+    page.screenshot(path=str(ROOT / "docs" / name))
+
+
 def test_console_ends_with_the_verdict_and_no_download_bars(ui):
     _, tmp, sweep = ui
     tail = sweep.stdout.strip().splitlines()[-20:]  # the verdict: table, finding, where
@@ -106,6 +133,9 @@ def test_console_ends_with_the_verdict_and_no_download_bars(ui):
                   "Flushing the async trace"):
         assert noise not in sweep.stdout + sweep.stderr, noise
     assert re.search(r"job 2/3 naive: +100%", sweep.stderr)  # one bar per job, with its place
+    for step in ("job 1/3 arag: loading embedder", "job 1/3 arag: embedding",
+                 "job 1/3 arag: BERTScore", "job 3/3 stuffing: traces"):  # every long step
+        assert step in sweep.stderr, step
 
 
 def test_parent_run_carries_the_comparison_and_every_child_trace_its_scores(ui):
@@ -130,24 +160,66 @@ def test_parent_run_carries_the_comparison_and_every_child_trace_its_scores(ui):
         traces = mlflow.search_traces(locations=[child.info.experiment_id],
                                       run_id=child.info.run_id, return_type="list")
         assert len(traces) == child.data.metrics["n_tasks"]
+        references = {t["id"]: t["reference"] for t in map(json.loads, (
+            ROOT / "data/sample/tasks.jsonl").read_text().splitlines())}
         for trace in traces:
             names = {a.name for a in trace.info.assessments}
-            assert {"rouge2_f1", "bertscore_f1"} <= names, names
+            assert {"rouge2_f1", "bertscore_f1", "expected_response"} <= names, names
             rouge = next(a for a in trace.info.assessments if a.name == "rouge2_f1")
-            assert 0.0 <= rouge.value <= 1.0
+            assert 0.0 <= rouge.value <= 1.0 and rouge.value == round(rouge.value, 4)
+            expected = next(a for a in trace.info.assessments if a.name == "expected_response")
+            assert expected.value == references[trace.info.trace_metadata["task_id"]]
 
 
-def test_experiment_page_lists_the_sweep_and_its_three_children(ui, page):
+def _key_finding(tmp) -> str:
+    """The key finding as the sweep's report.md states it (its first paragraph)."""
+    parent = _parent(tmp)
+    text = Path(client_for(tmp).download_artifacts(parent.info.run_id, "report.md",
+                                                   str(tmp / "kf"))).read_text()
+    return text.split("## Key finding\n\n", 1)[1].split("\n\n", 1)[0].strip()
+
+
+def test_runs_read_well_in_mlflow_description_rounded_metrics_no_machine_paths(ui):
+    from tracking.runs import rounded
+
+    _, tmp, _ = ui
+    parent, client = _parent(tmp), client_for(tmp)
+    note = parent.data.tags["mlflow.note.content"]
+    assert note.startswith(f"**Verdict** (comparison metric `rouge2_f1`): {_key_finding(tmp)}")
+    assert all(f"| `{s}` |" in note for s in ("arag", "naive", "stuffing"))
+    assert "Caveats" in note and "offline" in note
+    for run in all_runs(tmp):
+        for name, value in run.data.metrics.items():
+            assert value == rounded(name, value), (name, value)  # 4 significant digits
+    for child in (r for r in all_runs(tmp) if r.data.tags.get("system")):
+        params = child.data.params
+        assert not [k for k, v in params.items() if v.startswith(("/", "sqlite:////"))], params
+        paths = json.loads(Path(client.download_artifacts(
+            child.info.run_id, "paths.json", str(tmp / "paths" / child.info.run_id))).read_text())
+        assert Path(paths["embedder_path_used"]).is_dir()
+        assert paths["tracking.uri"] == f"sqlite:///{tmp}/mlflow.db"
+
+
+def test_a_user_lands_on_the_experiment_finds_the_sweep_and_reads_its_verdict(ui, page):
     url, tmp, _ = ui
     parent = _parent(tmp)
-    page.goto(f"{url}/#/experiments/{parent.info.experiment_id}/runs", wait_until="load")
+    page.goto(f"{url}/#/experiments/{parent.info.experiment_id}", wait_until="load")
+    page.wait_for_url(re.compile(r"/overview"), timeout=60_000)  # MLflow 3: the GenAI view
+    _dismiss_tips(page)
+    page.get_by_text("Model training", exact=True).first.click()  # docs/running.md
     page.get_by_text(parent.info.run_name[:20], exact=False).first.wait_for(timeout=60_000)
+    assert "/runs" in page.url
     page.locator("button[data-component-id*=runnamecellrenderer]").first.click()
     for name in ("arag", "naive", "stuffing"):
         page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
-    _close_assistant(page)
-    (ROOT / "docs").mkdir(exist_ok=True)
-    page.screenshot(path=str(ROOT / "docs" / "mlflow-sweep.png"))
+    _screenshot(page, "mlflow-sweep.png")
+    page.get_by_role("link", name=re.compile("^sweep ")).first.click()
+    page.wait_for_url(re.compile(parent.info.run_id), timeout=60_000)
+    page.get_by_text("Verdict", exact=False).first.wait_for(timeout=60_000)
+    overview = page.locator("body").inner_text()
+    finding = re.sub(r"\*\*|`", "", _key_finding(tmp))
+    assert "comparison metric rouge2_f1" in overview and finding[:60] in overview
+    _screenshot(page, "ui-parent-overview.png")
 
 
 def _open_artifact(page, url: str, run, name: str):
@@ -171,8 +243,10 @@ def test_report_renders_its_plots_inside_the_mlflow_ui(ui, page):
     frame.get_by_text("Key finding").first.wait_for(timeout=30_000)
     widths = frame.locator("img").evaluate_all("els => els.map(e => e.naturalWidth)")
     assert len(widths) == len(sources) and all(w > 0 for w in widths), widths
-    _close_assistant(page)
-    page.screenshot(path=str(ROOT / "docs" / "mlflow-report.png"))
+    # every table scrolls in its own box: the page itself is never wider than the frame
+    assert frame.locator("table").count() == frame.locator("div.scroll > table").count() > 0
+    assert frame.locator("body").evaluate("b => b.scrollWidth <= window.innerWidth")
+    _screenshot(page, "mlflow-report.png")
     text = Path(client_for(tmp).download_artifacts(parent.info.run_id, "report.md",
                                                    str(tmp / "md"))).read_text()
     assert "](plots/" not in text and "`plots/comparison.png`" in text
@@ -192,5 +266,25 @@ def test_compare_page_sorts_tasks_by_a_difference_inside_the_mlflow_ui(ui, page)
     assert len(diffs) == len(tasks) and diffs == sorted(diffs, reverse=True)
     link = frame.locator("a.trace").first.get_attribute("href")
     assert link.startswith(url) and "selectedEvaluationId=tr-" in link
-    _close_assistant(page)
-    page.screenshot(path=str(ROOT / "docs" / "mlflow-compare.png"))
+    _screenshot(page, "mlflow-compare.png")
+
+
+def test_a_trace_link_followed_in_the_artifact_viewer_keeps_the_page_and_opens_the_trace(
+        ui, page):
+    url, tmp, _ = ui
+    parent = _parent(tmp)
+    frame = _open_artifact(page, url, parent, "compare.html")
+    link = frame.locator("a.trace").first
+    href = link.get_attribute("href")
+    link.click()  # the viewer's sandbox lets no link leave the frame
+    note = frame.locator(".trace-note input").first
+    note.wait_for(timeout=10_000)
+    assert note.input_value() == href  # the address to open in a new tab
+    assert frame.locator("h1").first.is_visible()  # the page did not blank
+    assert frame.locator("#rows tr").count() == 6
+    _screenshot(page, "ui-compare-trace-link.png")
+    page.goto(href, wait_until="load")  # what a new tab with that address shows
+    trace_id = href.split("selectedEvaluationId=")[1]
+    page.get_by_text(trace_id[3:10], exact=False).first.wait_for(timeout=60_000)
+    page.get_by_text("Summarize the key highlights", exact=False).first.wait_for(timeout=30_000)
+    _screenshot(page, "ui-trace.png")

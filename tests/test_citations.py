@@ -73,6 +73,18 @@ def test_precision_by_figures_coverage_by_valid_ids():
     assert r["numeric_precision"] == 2 / 3  # 8%, $452 million found; $90 million not
 
 
+def test_citations_of_chunks_never_shown_are_counted_as_invalid():
+    answer = (f"revenue rose 8% to $452 million. {cite([A, 'ACME_q3#L99-120'])}\n"  # 1 of 2 made up
+              f"guidance is unchanged. {cite([C])}\n"  # C exists but was never shown
+              f"free cash flow was $88.6 million. {cite([B])}")
+    r = item_for(answer)
+    assert r["citation_invalid_rate"] == 2 / 4
+    assert r["citation_coverage"] == 2 / 3  # the made-up id alone does not uncover a claim
+    uncited = item_for("revenue rose 8% to $452 million.")
+    assert uncited["citation_invalid_rate"] is None
+    assert uncited["null_reasons"]["citation_invalid_rate"] == "the answer cites no chunk"
+
+
 def test_ids_named_in_tool_results_are_valid_and_a_page_number_is_not_a_figure():
     # the agent saw C in a search result; A's header says PAGE: 12, which backs no "12"
     answer = f"guidance is unchanged. {cite([C])}\nrevenue was 12 plants. {cite([A])}"

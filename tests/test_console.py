@@ -66,6 +66,40 @@ def test_compare_page_has_every_task_and_run_with_gold_errors_and_trace_links():
     assert " src=" not in page and "<link" not in page  # self-contained: nothing fetched
 
 
+def test_compare_page_shows_where_each_ranking_put_the_gold():
+    records = {"r1": [{**RECORDS["r1"][0], "top_hit_ids": ["d#L1-4", "d#L5-9"],
+                       "gold_hit_ranks": [2]},
+                      {**RECORDS["r1"][1], "top_hit_ids": ["e#L1-3"], "gold_hit_ranks": []}],
+               "r2": RECORDS["r2"]}
+    page = compare.page(ROWS, records, "rouge2_f1", {}, "7", "Sweep")
+    assert "ranking: gold at rank 2</summary>" in page
+    assert "<span class='chunk gold'>2. d#L5-9</span>" in page
+    assert "ranking: no gold in the ranking" in page  # t2: the gold is nowhere in it
+    assert page.count("<details class='ranking'>") == 2  # stuffing ranks nothing: no panel
+
+
+def test_compare_page_folds_the_judges_reasoning_and_draws_the_sections_touched():
+    sections = [{"doc_id": "d", "section": "Prepared remarks", "first_line": 1,
+                 "last_line": 40, "touched": True},
+                {"doc_id": "d", "section": "Q&A", "first_line": 41, "last_line": 90,
+                 "touched": False}]
+    judged = {**RECORDS["r1"][0], "geval_coverage": 2.0,
+              "geval_coverage_reasoning": "Misses the <guidance>.\nFinal score: 2",
+              "geval_guidance_covered": None, "geval_guidance_covered_reasoning": "Unclear.",
+              "geval_faithfulness_reasoning": None, "sections_touched": sections,
+              "section_coverage": 0.5}
+    page = compare.page(ROWS, {"r1": [judged, RECORDS["r1"][1]], "r2": RECORDS["r2"]},
+                        "rouge2_f1", {}, "7", "Sweep")
+    assert ("<details class='reasoning'><summary>judge: coverage 2</summary><div class='out'>"
+            "Misses the &lt;guidance&gt;.\nFinal score: 2</div></details>") in page
+    assert "judge: guidance_covered no score</summary>" in page  # a configured dimension
+    assert "judge: faithfulness" not in page  # no reply: no empty panel
+    assert "sections touched 50%:" in page
+    strip = page.split("<div class='sections'>", 1)[1].split("</div>", 1)[0]
+    assert strip.count("class='section'") == 2 and "Q&amp;A" in strip
+    assert "lines 41-90: not touched" in strip and "lines 1-40: touched" in strip
+
+
 def test_verdict_lists_every_run_the_finding_and_where_to_look():
     result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1",
                                  "file:///store/3/p1/artifacts/report.html",
@@ -149,22 +183,59 @@ def test_the_ranking_direction_is_one_edit_in_the_policy(monkeypatch):
     assert order == ["stuffing", "arag"] and front == [0]
 
 
-def test_judge_requests_cover_each_dimension_sample_and_an_upper_bound_of_taxonomy():
+def _judged_item(tid: str, reference: str, predicted: str | None, **kw):
     from arag.records import Prediction, Task
+    from metrics import ScoringItem
 
-    task = Task("t1", "summarization", ("d",), "Summarize.", "the reference")
-    no_ref = Task("t2", "summarization", ("d",), "Summarize.", "")
-    answer = Prediction("t1", "s", "arag", "m", "summarization", "Summarize.", ["d"], "",
-                        predicted="an answer")
-    failed = Prediction("t3", "s", "arag", "m", "summarization", "Summarize.", ["d"], "",
-                        error="boom")
-    steps = {"faithfulness": "steps", "coverage": "steps"}
-    requests = dryrun.judge_requests([(answer, task, "context"), (failed, task, "context")],
-                                     steps, samples=3)
-    assert len(requests) == 2 * 3 + 1  # two dimensions x three samples + one taxonomy
-    answer2 = Prediction("t2", "s", "arag", "m", "summarization", "Q", ["d"], "",
-                         predicted="x")
-    assert len(dryrun.judge_requests([(answer2, no_ref, "c")], steps)) == 2  # no coverage
+    task = Task(tid, "summarization", ("d",), "Summarize.", reference)
+    pred = Prediction(tid, "s", "arag", "m", "summarization", "Summarize.", ["d"], "",
+                      predicted=predicted, error=None if predicted else "boom")
+    return ScoringItem(pred, task, None, "context", 50, True, **kw)
+
+
+def test_the_dry_run_prices_what_each_judged_scorer_declares(tmp_path):
+    from arag.records import Chunk
+    from metrics.base import Scorer, Scores
+    from metrics.citations import CitationScorer
+    from metrics.geval import GEvalScorer
+
+    judge = dryrun.NoCallJudge()
+    geval = GEvalScorer(judge, "anthropic/x", tmp_path, samples=3)
+    answered = _judged_item("t1", "the reference", "an answer")
+    failed = _judged_item("t3", "the reference", None)
+    no_ref = _judged_item("t2", "", "an answer")
+    requests = dryrun.judge_requests([geval], [answered, failed, no_ref], "anthropic/x", True)
+    # 2 criteria to write + t1: 2 dimensions x 3 samples + taxonomy; t2: faithfulness only
+    assert len(requests) == 2 + 2 * 3 + 1 + 3 + 1
+    assert sum("criteria" in k for k in requests) == 2
+    panel = dryrun.judge_requests([geval], [answered], "anthropic/y", False)
+    assert not any("taxonomy" in k for k in panel)  # only the primary judge assigns codes
+
+    class Rubric(Scorer):  # a new judged scorer: priced with no edit to runners/dryrun.py
+        name = "rubric"
+        metrics: list = []
+
+        def score(self, items):
+            return [Scores() for _ in items]
+
+        def judge_requests(self, items, judge_id, primary):
+            return {it.task.id: {"system": "s", "messages": [{"role": "user", "content": "q"}],
+                                 "max_tokens": 50} for it in items if primary}
+
+    assert set(dryrun.judge_requests([Rubric()], [answered], "x/y", True)) == {"rubric:t1"}
+
+    chunk = Chunk("c1", "d", 1, 1, "[HDR]", ("The outlook is strong.",))
+    cited = _judged_item("t4", "r", "The outlook is strong. [c:c1]\nRevenue was $5 million. "
+                         "[c:c1]", cites=True, chunks={"c1": chunk})
+    cited.prediction.context_chunk_ids = ["c1"]  # the model was shown c1
+    cited.cited_answer = cited.prediction.predicted
+    support = dryrun.judge_requests([CitationScorer(judge)], [cited], "x/y", True)
+    # the claim without figures needs the judge; the one whose figure is not in the chunk too
+    assert len(support) == 2 and all("Claim:" in r["messages"][0]["content"]
+                                     for r in support.values())
+    assert dryrun.judge_requests([CitationScorer(None)], [cited], "x/y", True) == {}
+    with pytest.raises(AssertionError, match="no judge call"):
+        judge.complete("s", [])
 
 
 def test_total_line_splits_systems_judge_and_dataset():

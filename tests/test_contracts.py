@@ -20,9 +20,13 @@ from metrics import SCORERS, Metric, ScorerEnv, ScoringItem
 from runners.evaluate import evaluate
 from runners.job import build_system, make_scorers, prepare
 from tests.conftest import ROOT, write_mini_dataset
-from tests.plugins import context_words, keyword_rag  # noqa: F401  (register the plugins)
+from tests.plugins.arag_test_plugins import keyword_rag  # noqa: F401  (registers the system)
+from tests.plugins.arag_test_plugins.context_words import ContextWords
 
-PLUGINS = f"hydra.searchpath=[file://{ROOT}/tests/plugins/conf]"
+# in-process, the test plugins are registered by hand; tests/test_plugins.py installs them
+# as a package and finds them through their entry points alone
+SCORERS.register("context_words")(ContextWords)
+PLUGINS = f"hydra.searchpath=[file://{ROOT}/tests/plugins/arag_test_plugins/conf]"
 SYSTEM_YAMLS = sorted(p.stem for p in (ROOT / "conf" / "system").glob("*.yaml"))
 
 
@@ -37,17 +41,34 @@ def test_every_built_in_system_has_a_yaml_and_every_yaml_a_registered_system(mak
     assert set(SYSTEMS.names()) - kinds == {"keyword_rag"}  # the test plugin, YAML in tests/
 
 
+def external_predictions(root: Path, tmp: Path) -> str:
+    """A predictions file for the mini dataset, as a pipeline outside the harness writes it:
+    each task's answer and the first gold line's text as its context."""
+    lines = []
+    for raw in (root / "tasks.jsonl").read_text().splitlines():
+        task = json.loads(raw)
+        doc = task["doc_ids"][0]
+        text = (root / "documents" / f"{doc}.txt").read_text().splitlines()
+        first = task["gold_lines"][doc][0]
+        lines.append(json.dumps({"id": task["id"], "predicted": text[first - 1],
+                                 "contexts": [{"text": text[first - 1], "doc_id": doc}]}))
+    (tmp / "external.jsonl").write_text("\n".join(lines) + "\n")
+    return f"system.predictions={tmp / 'external.jsonl'}"
+
+
 @pytest.mark.parametrize("system", [*SYSTEM_YAMLS, "keyword_rag"])
-def test_system_contract(system, make_cfg, mini):
-    cfg = make_cfg(PLUGINS, f"system={system}", f"dataset.root={mini}", "metrics.scorers=[]")
+def test_system_contract(system, make_cfg, mini, tmp_path):
+    extra = [external_predictions(mini, tmp_path)] if system == "external" else []
+    cfg = make_cfg(PLUGINS, f"system={system}", f"dataset.root={mini}", "metrics.scorers=[]",
+                   *extra)
     job = prepare(cfg)
     cls = job.system_class
     assert all(isinstance(getattr(cls, flag), bool) for flag in ("retrieves", "ranks", "agentic"))
     assert not cls.ranks or cls.retrieves, "a system that ranks chunks retrieves them"
 
     built = build_system(job, make_model(cfg.model))
-    # the index is loaded before the task clock starts exactly when the system retrieves
-    assert (job._index is not None) == cls.retrieves
+    # the index is loaded before the task clock starts exactly when the system searches it
+    assert (job._index is not None) == (cls.retrieves and cls.searches)
 
     task = job.dataset.tasks[0]
     pred = built.predict(task, "mini")
@@ -55,13 +76,14 @@ def test_system_contract(system, make_cfg, mini):
     again = Prediction.from_dict(json.loads(pred.to_json()))
     assert again == pred and all(type(a) is type(b) for a, b in zip(again.trace, pred.trace,
                                                                       strict=True))
-    assert any(isinstance(s, ModelCall) for s in pred.trace)
+    if system != "external":  # its answers come from a file: no model is called
+        assert any(isinstance(s, ModelCall) for s in pred.trace)
     assert any(isinstance(s, ToolCall) for s in pred.trace) == cls.agentic
 
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
     context = cls.judged_context(pred, task, Sources(job.dataset.corpus,
                                                      {c.chunk_id: c for c in chunks}))
-    if cls.retrieves:  # judged on the chunks it put in front of the model, headers included
+    if cls.retrieves and cls.searches:  # judged on the chunks it put in front of the model
         by_id = {c.chunk_id: c for c in chunks}
         assert pred.context_chunk_ids
         assert context == "\n\n".join(by_id[c].text for c in pred.context_chunk_ids)

@@ -39,6 +39,13 @@ def _rewrite_tasks(root, mutate):
     return path
 
 
+def test_a_task_can_say_its_documents_hold_no_answer(make_cfg, tmp_path):
+    root = write_mini_dataset(tmp_path / "unanswerable")
+    _rewrite_tasks(root, lambda rows: "".join(json.dumps({**r, "answerable": i == 0}) + "\n"
+                                              for i, r in enumerate(rows)))
+    assert [t.answerable for t in load(make_cfg, root).tasks] == [True, False]
+
+
 @pytest.mark.parametrize("mutate,expect", [
     (lambda rows: json.dumps(rows[0]) + "\n{not json\n", ["tasks.jsonl:2", "malformed JSON"]),
     (lambda rows: json.dumps({k: v for k, v in rows[0].items() if k != "reference"}) + "\n",
@@ -49,6 +56,8 @@ def _rewrite_tasks(root, mutate):
      ["tasks.jsonl:1", "'NOPE'", "doc_ids"]),
     (lambda rows: json.dumps({**rows[0], "gold_lines": {rows[0]["doc_ids"][0]: [9999]}}) + "\n",
      ["tasks.jsonl:1", "gold_lines", "9999", "out of range"]),
+    (lambda rows: json.dumps({**rows[0], "answerable": "no"}) + "\n",
+     ["tasks.jsonl:1", "answerable", "true or false"]),
     (lambda rows: json.dumps({**rows[0], "gold_line": {}}) + "\n",
      ["tasks.jsonl:1", "unknown field 'gold_line'", "did you mean 'gold_lines'", "'reference'"]),
     (lambda rows: json.dumps({**rows[0], "gold_lines": {rows[0]["doc_ids"][0]: [20, True]}})

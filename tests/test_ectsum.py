@@ -214,7 +214,7 @@ def test_bad_files_are_named(make_cfg, tmp_path, damage, expect):
 
 
 def test_missing_root_and_split_say_how_to_fix(make_cfg, tmp_path):
-    with pytest.raises(DatasetError, match="does not exist. Clone https://github.com/rajdeep345"):
+    with pytest.raises(DatasetError, match="does not exist. Fix: `make data`.*clone https://github.com/rajdeep345"):
         load(make_cfg, f"dataset.root={tmp_path / 'nope'}")
     root = write_tree(tmp_path / "ect")
     with pytest.raises(DatasetError, match=r"split 'test' not found .*\['val'\]"):
@@ -282,7 +282,8 @@ def test_test_split_sweep_end_to_end(tmp_path):
                 " ".join(line.split()) for line in raw.read_text().splitlines() if line.strip())
         rouge2 = [scorer.score(p["ground_truth"], strip_citations(p["predicted"]))["rouge2"].fmeasure
                   for p in preds]
-        assert run.data.metrics["rouge2_f1_mean"] == pytest.approx(sum(rouge2) / len(rouge2))
+        assert run.data.metrics["rouge2_f1_mean"] == pytest.approx(sum(rouge2) / len(rouge2),
+                                                                 rel=1e-3)
         retrieves = run.data.tags["system"] in ("arag", "naive")
         for key in ("retrieval_recall_mean", "retrieval_precision_mean"):
             assert (key in run.data.metrics) == retrieves

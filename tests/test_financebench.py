@@ -195,7 +195,7 @@ def test_damaged_pdf_and_bad_records_are_named(make_cfg, tiny, tmp_path):
     path.write_text(path.read_text().replace('"answer": "$150 million", ', "", 1))
     with pytest.raises(DatasetError, match=r"open_source.jsonl:1 \(field 'answer'\)"):
         load(make_cfg, tmp_path / "c", f"dataset.root={tiny}")
-    with pytest.raises(DatasetError, match="does not exist. Clone"):
+    with pytest.raises(DatasetError, match="does not exist. Fix: `make data`"):
         load(make_cfg, tmp_path / "c", f"dataset.root={tmp_path / 'nope'}")
 
 

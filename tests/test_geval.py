@@ -376,3 +376,97 @@ def test_qa_verdicts_honour_judge_batch():
         assert s.values["qa_judge_score"] is None and s.values["qa_judge_reasoning"] is None
         assert "message batch failed: batch msgbatch_1 expired" in s.null_reasons["qa_judge_score"]
         assert s.values["qa_contain_match"] is not None  # needs no judge
+
+
+GUIDANCE = ("Guidance covered (1-5): the summary states the full-year guidance the reference "
+            "gives, with its figures. 1: no guidance; 5: all of it.")
+
+
+class GuidanceJudge(RuleJudge):
+    """Scores the configured 'guidance covered' dimension by whether the answer says 'sees'
+    or 'expect'; the default dimensions as RuleJudge does."""
+
+    def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                 tool_choice="auto"):
+        prompt = messages[-1]["content"]
+        if "Guidance covered (1-5)" in prompt and "Predicted summary" in prompt:
+            self.calls.append(prompt)
+            predicted = prompt.split("Predicted summary:\n", 1)[1].split("\n\nFollow", 1)[0]
+            score = 5 if "sees" in predicted else 1
+            text = f"Guidance {'present' if score == 5 else 'missing'}.\nFinal score: {score}"
+            return Completion([{"type": "text", "text": text}], "end_turn", Usage(10, 5), "j")
+        return super().complete(system, messages, tools, max_tokens, temperature, tool_choice)
+
+
+def test_a_dimension_from_config_is_judged_cached_aggregated_and_reported(judge, make_cfg,
+                                                                          tmp_path):
+    from metrics import build_scorers
+    from metrics.base import ScorerEnv
+    from report.sections import further_dimensions, judged_dimensions
+
+    cfg = make_cfg("metrics.scorers=[geval]", "metrics.geval.dimensions=["
+                   "{name:faithfulness,definition:'" + GEvalScorer(None, "", tmp_path)
+                   .dimensions["faithfulness"].definition + "',"
+                   "against:context},"
+                   "{name:guidance_covered,definition:'" + GUIDANCE + "',"
+                   "against:reference}]")
+    guidance_judge = GuidanceJudge(judge.scores)
+    (scorer,) = build_scorers(cfg.metrics, ScorerEnv(judge=guidance_judge, judge_id="fake/g",
+                                                     cache_dir=tmp_path))
+    assert {"geval_guidance_covered", "geval_guidance_covered_judge_sd"} <= set(scorer.fields)
+    assert "geval_coverage" not in scorer.fields  # the list replaces the defaults
+    perfect, omitted = scorer.score([_item(PERFECT), _item(OMITTED)])
+    assert perfect.values["geval_guidance_covered"] == 5
+    assert omitted.values["geval_guidance_covered"] == 1
+    assert omitted.values["geval_guidance_covered_reasoning"].startswith("Guidance missing")
+    assert omitted.values["geval_guidance_covered_parse_failed"] is False
+    assert omitted.values["error_codes"] == ["H"]  # below 3 on a configured dimension
+    asked = next(c for c in guidance_judge.calls
+                 if "Guidance covered (1-5)" in c and "Predicted summary" in c)
+    assert "Reference summary:\n" + REF in asked and CONTEXT not in asked  # against: reference
+    entry = json.loads((tmp_path / "geval" / "criteria_guidance_covered_fake_g_v2.json")
+                       .read_text())
+    assert entry["definition"] == GUIDANCE and entry["against"] == "reference"
+    assert "geval_criteria.json" in scorer.artifacts()
+    m = aggregate([{**s.values, "error": None, "skipped": False} for s in (perfect, omitted)],
+                  [scorer])
+    assert m["geval_guidance_covered_mean"] == 3.0
+    assert m["geval_guidance_covered_share_ge4"] == 0.5
+    assert m["geval_guidance_covered_parse_failures"] == 0
+    rows = [{"run": "naive", **m}]
+    assert judged_dimensions(rows) == ["faithfulness", "guidance_covered"]
+    table = further_dimensions(rows)
+    assert "| run | guidance_covered |" in table and "3.000" in table and "≥4: 50%" in table
+
+
+def test_a_changed_definition_writes_new_criteria_and_bad_names_fail_at_build(tmp_path):
+    from arag.config import ConfigError
+    from metrics.base import ScorerEnv
+    from metrics.geval import Against, Dimension, GEvalOptions
+
+    judge = StepsJudge({})
+    old, new = (Dimension("concise", f"Conciseness (1-5): {w}.", Against.context)
+                for w in ("short", "no repetition"))
+    GEvalScorer(judge, "fake/s", tmp_path, dimensions=[old]).criteria.get(old)
+    GEvalScorer(judge, "fake/s", tmp_path, dimensions=[new]).criteria.get(new)
+    asked = [c for c in judge.calls if "Write the evaluation steps" in c]
+    assert len(asked) == 2 and "no repetition" in asked[1]
+    with pytest.raises(ConfigError, match=r"dimensions\[0\].name='Guidance Covered'"):
+        GEvalScorer.from_config(GEvalOptions(dimensions=[
+            Dimension("Guidance Covered", GUIDANCE)]), ScorerEnv())
+
+
+def test_a_record_that_does_not_say_its_context_is_not_judged_for_faithfulness(judge, tmp_path):
+    """A re-scored record with no context ids: faithfulness is null with the reason (the
+    judge is never shown "(the system read no context)"); coverage is still judged."""
+    from dataclasses import replace
+
+    from metrics.base import NO_CONTEXT
+
+    (s,) = GEvalScorer(judge, "fake/rule", tmp_path).score([replace(_item(PERFECT),
+                                                                     context_text=None)])
+    assert s.values["geval_faithfulness"] is None
+    assert s.null_reasons["geval_faithfulness"] == NO_CONTEXT
+    assert s.values["geval_coverage"] == 5
+    graded = [call for call in judge.calls if call.startswith("You will grade")]
+    assert graded and not any("Faithfulness (1-5)" in call for call in graded)

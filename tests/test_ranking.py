@@ -194,7 +194,7 @@ def test_hit_doc_sees_wrong_document_hits():
 
 def test_null_with_reason_without_ranked_list_or_gold():
     s = score(item(None, GOLD, system="stuffing"))
-    assert all(v is None for v in s.values.values()) and len(s.values) == 24  # 6 metrics x 4 ks
+    assert all(v is None for v in s.values.values()) and len(s.values) == 24 + 2  # 6 metrics x 4 ks, 2 lists
     assert "does not rank" in s.null_reasons["recall_at_5"]
 
     s = score(item(RANKED, None, gold_lines=None))
@@ -250,3 +250,38 @@ def test_a_ranking_of_every_chunk_of_a_short_document_is_complete_at_any_depth()
     chunks = {c: Chunk(c, DOC, 1, 1, "", ("text",)) for c in RANKED[:6]}
     it = dataclasses.replace(item(RANKED[:6], GOLD), chunks=chunks)
     assert score(it).values["recall_at_10"] == 1.0  # nothing left to rank below 6
+
+
+def test_each_record_names_its_top_hits_and_the_ranks_that_hold_gold():
+    v = score(item(RANKED + [A], GOLD), ks=(1, 3)).values
+    assert v["top_hit_ids"] == RANKED[:3]  # as many as the largest k
+    assert v["gold_hit_ranks"] == [2, 5]  # A again at rank 7 counts once, at its first rank
+    missed = score(item([cid(DOC, 11, 17)], GOLD)).values
+    assert missed["gold_hit_ranks"] == [] and missed["top_hit_ids"] == [cid(DOC, 11, 17)]
+    no_gold = score(item(RANKED, None, gold_lines=None))
+    assert no_gold.values["gold_hit_ranks"] is None and no_gold.values["top_hit_ids"]
+
+
+def test_unanswerable_tasks_are_not_scored_for_retrieval():
+    from metrics.retrieval import RetrievalScorer
+
+    it = item(RANKED, GOLD)
+    it.task = dataclasses.replace(it.task, answerable=False)
+    for scores in (score(it), RetrievalScorer().score([it])[0]):
+        assert all(v is None for v in scores.values.values())
+        assert "answerable=false" in scores.null_reasons["recall_at_1" if "recall_at_1" in
+                                                         scores.values else "retrieval_recall"]
+
+
+def test_near_page_tolerance_comes_from_config(make_cfg):
+    one_page = {DOC: tuple(range(11, 26))}  # evidence on page 2; P4A is two pages off
+    it = with_pages(item([P4A], {P2A, P2B, P2C}, gold_lines=one_page), PAGES)
+    assert score(it).values["hit_near_page_at_1"] == 0.0
+    cfg = make_cfg("metrics.ranking.near_page_tolerance=2")
+    wider = SCORERS["ranking"].from_config(cfg.metrics.ranking, ScorerEnv())
+    assert wider.score([it])[0].values["hit_near_page_at_1"] == 1.0
+    exact = RankingScorer(near_page_tolerance=0).score([with_pages(
+        item([P3], {P2A}, gold_lines=one_page), PAGES)])[0]
+    assert exact.values["hit_near_page_at_1"] == 0.0  # page 3 is not page 2
+    with pytest.raises(ValueError, match="near_page_tolerance"):
+        RankingScorer(near_page_tolerance=-1)

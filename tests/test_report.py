@@ -155,3 +155,39 @@ def test_a_run_without_the_metric_does_not_shrink_its_task_set():
     assert "arag beats every other run" in examples and "`t7`" in examples  # not only t0, t1
     # no reference (no reference model): the example says so and why, not an empty block
     assert "**Reference:** none: the task has none" in examples and "```\n\n```" not in examples
+
+
+def test_the_key_finding_says_where_retrieval_adds_value_by_document_length():
+    lengths = [1000 * (k + 1) for k in range(9)]  # terciles: t0-t2 short, t6-t8 long
+    naive = [rec(f"t{k}", [2, 2, 2, 3, 3, 3, 5, 5, 5][k], n) for k, n in enumerate(lengths)]
+    stuffing = [rec(f"t{k}", [4, 4, 4, 3, 3, 3, 3, 3, 3][k], n) for k, n in enumerate(lengths)]
+    rows = [row("naive"), row("stuffing")]
+    text, _ = build_report(rows, {"naive": naive, "stuffing": stuffing}, "t")
+    finding = section(text, "Key finding")
+    assert ("Retrieval does not add value for short documents (≤ 3,667 tokens): naive 2.000 vs "
+            "stuffing 4.000 on 3 tasks, difference -2.000 [95% CI -2.000, -2.000], because "
+            "stuffing, reading the whole document, scores higher") in finding
+    assert ("Retrieval adds value for long documents (> 6,333): naive 5.000 vs stuffing "
+            "3.000 on 3 tasks") in finding
+    too_long = stuffing[:6] + [skipped(f"t{k}", lengths[k]) for k in (6, 7, 8)]
+    text, _ = build_report(rows, {"naive": naive, "stuffing": too_long}, "t")
+    assert ("Retrieval is the only option for long documents (> 6,333): stuffing "
+            "skipped all 3 (over its context limit)") in section(text, "Key finding")
+    mixed = [rec(f"t{k}", [4, 1, 5, 3, 3, 3, 2, 5, 3][k], n) for k, n in enumerate(lengths)]
+    text, _ = build_report(rows, {"naive": mixed, "stuffing": stuffing}, "t")
+    assert "Retrieval does not clearly add value for long documents" in section(text,
+                                                                                "Key finding")
+
+
+def test_loops_and_recall_are_correlated_with_a_ci():
+    loops = [2, 3, 4, 5, 6, 7, 8, 9]
+    recall = [0.1, 0.2, 0.2, 0.4, 0.5, 0.5, 0.8, 0.9]
+    arag = [rec(f"t{k}", 3, loops=float(n), retrieval_recall=r)
+            for k, (n, r) in enumerate(zip(loops, recall, strict=True))]
+    text, _ = build_report([row("arag")], {"arag": arag}, "t")
+    loop_section = section(text, "Retrieval and the loop budget")
+    assert re.search(r"Spearman's rho \+0\.99 \[95% CI \+0\.9\d, \+1\.00\] over 8 agentic tasks:"
+                     r" more loops go with higher recall", loop_section), loop_section
+    flat = [{**r, "loops": 3.0} for r in arag]
+    text, _ = build_report([row("arag")], {"arag": flat}, "t")
+    assert "one of them never varies" in section(text, "Retrieval and the loop budget")

@@ -193,7 +193,7 @@ def test_options_are_validated_naming_the_key(make_cfg):
     with pytest.raises(ConfigCompositionException, match="retrieval.method"):
         make_cfg("retrieval.method=sparse")
     with pytest.raises(ConfigCompositionException, match="retrieval.rerank"):
-        make_cfg("retrieval.rerank=cross_encoder")
+        make_cfg("retrieval.rerank=colbert")
     for override, key in (("retrieval.neighbors=-1", "retrieval.neighbors"),
                           ("retrieval.fusion_k=0", "retrieval.fusion_k"),
                           ("retrieval.dense_weight=1.5", "retrieval.dense_weight"),
@@ -212,3 +212,142 @@ def test_query_options_change_the_predictions_not_the_index(make_cfg):
     assert len(hashes) == len(cfgs) + 1
     assert {index_key(ds.corpus, c.retrieval) for c in cfgs} == {index_key(ds.corpus,
                                                                           base.retrieval)}
+
+
+def test_min_score_drops_weak_hits_from_the_ranking(sample):
+    _, ds, index = sample
+    task = ds.tasks[0]
+    hits = rank_chunks(index, task.question, 10, list(task.doc_ids), Method())
+    cut = (hits[2].score + hits[3].score) / 2  # between the third and the fourth hit
+    kept = rank_chunks(index, task.question, 10, list(task.doc_ids), Method(min_score=cut))
+    assert kept == hits[:3]
+    plain = NaiveRAG("naive", _ctx(OfflineModel(), ds, index)).predict(task, "s")
+    strict = NaiveRAG("naive", _ctx(OfflineModel(), ds, index, method=Method(min_score=cut))
+                      ).predict(task, "s")
+    assert NaiveRAG.ranking(strict) == NaiveRAG.ranking(plain)[:3]
+    assert strict.context_chunk_ids == plain.context_chunk_ids[:3]  # no weak padding
+
+
+def test_small_to_big_brings_in_each_hits_parent(sample):
+    from arag.retrieval.search import parent_groups
+
+    cfg, ds, index = sample
+    task = ds.tasks[0]
+    size = cfg.retrieval.chunk_size * 3
+    groups = parent_groups(index, size)
+    assert all(len({index.by_id[c].doc_id for c in g}) == 1 for g in groups.values())
+    assert max(len(g) for g in groups.values()) > 1
+    plain = NaiveRAG("naive", _ctx(OfflineModel(), ds, index)).predict(task, "s")
+    pred = NaiveRAG("naive", _ctx(OfflineModel(), ds, index, parent_chunk_size=size)
+                    ).predict(task, "s")
+    top = NaiveRAG.ranking(plain)[0]
+    assert pred.context_chunk_ids[:len(groups[top])] == groups[top]  # the best hit's parent
+    assert len(pred.context_chunk_ids) == 5  # within the same budget
+    assert NaiveRAG.ranking(pred) != NaiveRAG.ranking(plain)
+    assert [s.name for s in pred.trace if isinstance(s, Retrieval)][-1] == "parents"
+
+
+@pytest.fixture(scope="module")
+def tiny_cross_encoder(tmp_path_factory):
+    """A one-layer BERT cross-encoder with random weights, saved where a user's would be."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from arag.retrieval import packaged_minilm_path
+
+    folder = tmp_path_factory.mktemp("cross-encoder")
+    tokenizer = AutoTokenizer.from_pretrained(packaged_minilm_path())
+    torch.manual_seed(0)
+    BertForSequenceClassification(BertConfig(
+        vocab_size=tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1,
+        num_attention_heads=2, intermediate_size=64, num_labels=1)).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def test_a_local_cross_encoder_reorders_the_candidates(sample, tiny_cross_encoder):
+    from sentence_transformers import CrossEncoder
+
+    _, ds, index = sample
+    task = ds.tasks[1]
+    plain = NaiveRAG("naive", _ctx(OfflineModel(), ds, index)).predict(task, "s")
+    pred = NaiveRAG("naive", _ctx(OfflineModel(), ds, index, rerank_candidates=8,
+                                  cross_encoder_path=tiny_cross_encoder)).predict(task, "s")
+    first = NaiveRAG.ranking(plain)[:8]
+    scores = CrossEncoder(tiny_cross_encoder).predict(
+        [(task.question, index.by_id[c].text) for c in first], show_progress_bar=False)
+    expected = [c for _, c in sorted(zip(-scores, first, strict=True), key=lambda p: p[0])]
+    assert NaiveRAG.ranking(pred)[:8] == expected != first
+    assert pred.context_chunk_ids == expected[:5]
+    step = [s for s in pred.trace if isinstance(s, Retrieval)][-1]
+    assert step.name == "cross_encoder_rerank" and step.arguments["candidates"] == 8
+
+
+def test_retrieval_options_are_swept_keys(make_cfg, tiny_cross_encoder, tmp_path):
+    base = make_cfg()
+    swept = [make_cfg(o) for o in ("retrieval.min_score=0.3", "retrieval.parent_chunk_size=400",
+                                   "retrieval.rerank=cross_encoder",
+                                   f"retrieval.reranker_path={tiny_cross_encoder}")]
+    assert len({predictions_hash(c) for c in [base, *swept]}) == 5
+    settings = RetrievalSettings.from_config(make_cfg(
+        "retrieval.rerank=cross_encoder", f"retrieval.reranker_path={tiny_cross_encoder}",
+        "retrieval.min_score=0.3", "retrieval.parent_chunk_size=400").retrieval)
+    assert (settings.cross_encoder_path, settings.method.min_score,
+            settings.parent_chunk_size) == (tiny_cross_encoder, 0.3, 400)
+    for overrides, key in ((["retrieval.rerank=cross_encoder"], "retrieval.reranker_path"),
+                           (["retrieval.rerank=cross_encoder",
+                             f"retrieval.reranker_path={tmp_path}/nowhere"],
+                            "retrieval.reranker_path"),
+                           (["retrieval.parent_chunk_size=100"], "retrieval.parent_chunk_size")):
+        with pytest.raises(ConfigError, match=rf"{key}=.* Fix: {key}="):
+            validate_config(make_cfg(*overrides))
+
+
+class ContextWriter(ScriptedModel):
+    """Writes a context naming a made-up project for one chunk, a plain one for the rest;
+    counts its calls."""
+
+    def __init__(self, special: str):
+        super().__init__([])
+        self.special, self.calls = special, 0
+
+    def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                 tool_choice="auto"):
+        from arag.llm.base import Completion, Usage
+
+        self.calls += 1
+        text = ("This passage covers the Zephyrine expansion programme."
+                if self.special in messages[-1]["content"] else "A passage of the call.")
+        return Completion([{"type": "text", "text": text}], "end_turn", Usage(900, 12),
+                          "writer")
+
+
+def test_llm_chunk_context_is_indexed_cached_and_priced(sample, tmp_path):
+    from arag.retrieval.chunk_context import context_requests, write_contexts
+    from runners import dryrun
+
+    cfg, ds, index = sample
+    chunks = index.chunks_of([ds.tasks[0].doc_ids[0]])
+    every_body = "\n".join(c.body for c in index.chunks)
+    target = next(c for c in chunks[len(chunks) // 2:] if every_body.count(c.lines[0]) == 1)
+    writer = ContextWriter(target.lines[0])
+    cached = CachedModel(writer, tmp_path / "responses")
+    contexts = write_contexts(cached, ds.corpus, index.chunks, concurrency=2)
+    assert writer.calls == len(index.chunks) and "Zephyrine" in contexts[target.chunk_id]
+    assert write_contexts(cached, ds.corpus, index.chunks) == contexts  # from the cache
+    assert writer.calls == len(index.chunks)
+    with_context = load_or_build_index(ds.corpus, cfg.retrieval, tmp_path / "c",
+                                       contexts=contexts)
+    assert with_context.key != index.key  # the contexts are part of the index key
+    doc = [target.doc_id]
+    assert rank_chunks(index, "Zephyrine", 5, doc, Method("bm25")) == []
+    found = rank_chunks(with_context, "Zephyrine", 5, doc, Method("bm25"))
+    assert [h.chunk_id for h in found] == [target.chunk_id]
+    dense = [h.chunk_id for h in rank_chunks(with_context, "Zephyrine", 3, doc, Method())]
+    assert dense[0] == target.chunk_id != rank_chunks(index, "Zephyrine", 1, doc)[0].chunk_id
+    requests = context_requests(ds.corpus, index.chunks)
+    priced = compose_cfg(store_overrides(tmp_path) + ["model=claude-haiku-4-5"]).model
+    est = dryrun.estimate_requests("contexts", requests, priced, tmp_path / "responses")
+    assert est.n_calls == len(index.chunks) and est.cost_usd > 0
+    # the document goes in the system prompt: one prompt cache entry per document
+    assert requests[target.chunk_id]["system"].count(target.lines[0]) == 1

@@ -71,7 +71,8 @@ def test_logged_rouge_equals_a_recomputation_from_logged_predictions(sample_swee
     # ROUGE reads each answer without its citation markers
     scores = [scorer.score(p["ground_truth"], strip_citations(p["predicted"]))["rouge2"].fmeasure
               for p in preds]
-    assert child.data.metrics["rouge2_f1_mean"] == pytest.approx(sum(scores) / len(scores))
+    assert child.data.metrics["rouge2_f1_mean"] == pytest.approx(  # 4 significant digits
+        sum(scores) / len(scores), rel=1e-3)
 
 
 def test_index_is_built_once_and_a_finished_sweep_is_not_run_again(sample_sweep):

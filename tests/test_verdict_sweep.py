@@ -143,8 +143,11 @@ def test_judged_sweep_with_skipped_tasks_gives_a_verdict_on_common_tasks(tmp_pat
                 "judge_agreement_coverage"] <= 1
             assert m["panel_claude-sonnet-4-6_judge_calls"] > 0
             params = run.data.params
-            assert Path(params["embedder_path_used"]).exists()
-            assert Path(params["bertscore_model_path_used"]).exists()
+            paths = json.loads(Path(client.download_artifacts(
+                run.info.run_id, "paths.json", str(tmp_path / "paths" / name))).read_text())
+            assert Path(paths["embedder_path_used"]).exists()  # machine paths: not params
+            assert Path(paths["bertscore_model_path_used"]).exists()
+            assert "embedder_path_used" not in params
             assert params["prompt_version"] and params["judge.samples"] == "3"
             folder = tmp_path / "dl" / name
             path = Path(client.download_artifacts(run.info.run_id, "predictions.eval.jsonl",
@@ -153,8 +156,8 @@ def test_judged_sweep_with_skipped_tasks_gives_a_verdict_on_common_tasks(tmp_pat
             assert "prompts.json" in {a.path for a in client.list_artifacts(run.info.run_id)}
             if name != "stuffing":
                 recall, precision = recompute_retrieval(path, SAMPLE / "tasks.jsonl")
-                assert recall == pytest.approx(m["retrieval_recall_mean"])
-                assert precision == pytest.approx(m["retrieval_precision_mean"])
+                assert recall == pytest.approx(m["retrieval_recall_mean"], rel=1e-3)
+                assert precision == pytest.approx(m["retrieval_precision_mean"], rel=1e-3)
         taxonomy = [r["json"]["messages"][-1]["content"] for r in fake.requests
                     if r["json"] and "Assign the error codes" in
                     str(r["json"].get("messages", ""))]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -27,6 +29,10 @@ log = logging.getLogger(__name__)
 PARENT_FILE = "mlflow_parent.json"
 FAILED_JOBS_FILE = "failed_jobs.jsonl"
 REUSED_RUNS_FILE = "reused_runs.jsonl"
+PATHS_FILE = "paths.json"  # params that are paths on this machine, kept out of the params
+SIGNIFICANT = 4  # digits a metric is logged with (the records keep every digit)
+# an absolute path, a file URI or a sqlite store at an absolute path
+_MACHINE_PATH = re.compile(r"^(/|~|file:|sqlite:////)")
 
 
 class TrackingError(RuntimeError):
@@ -82,9 +88,11 @@ def git_commit() -> str:
 def system_tags(name: str, system_class: Any) -> dict[str, str]:
     """The system's name and what its class declares, so the report and the MLflow UI can
     tell agentic, retrieving and ranking runs apart without knowing any system's name."""
+    notes = list(getattr(system_class, "notes", ()))  # how it was scored, for the report
     return {"system": name, "system_kind": getattr(system_class, "__name__", ""),
             **{f"system_{flag}": str(bool(getattr(system_class, flag))).lower()
-               for flag in ("retrieves", "ranks", "agentic", "bound", "cites")}}
+               for flag in ("retrieves", "ranks", "agentic", "bound", "cites")},
+            **({"system_notes": json.dumps(notes)[:5000]} if notes else {})}
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:
@@ -99,6 +107,24 @@ def flatten(data: Any, prefix: str = "") -> dict[str, str]:
     return out
 
 
+def rounded(name: str, value: float) -> float:
+    """A metric as a person reads it in MLflow: ``SIGNIFICANT`` significant digits, never
+    fewer than its whole part. Counts stay whole and money (``*cost*``) keeps every digit,
+    so totals add up to the cent-fraction."""
+    if "cost" in name or not math.isfinite(value) or value == int(value):
+        return value
+    magnitude = math.floor(math.log10(abs(value)))
+    return round(value, max(SIGNIFICANT - 1 - magnitude, 0))
+
+
+def split_paths(params: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(params, machine paths): a value that is a path on this machine (the embedder's folder
+    in the virtualenv, a temporary store) says nothing about the experiment and makes
+    MLflow's compare view unreadable; it is kept in the run's ``paths.json`` instead."""
+    paths = {k: v for k, v in params.items() if _MACHINE_PATH.match(v)}
+    return {k: v for k, v in params.items() if k not in paths}, paths
+
+
 class RunTracker:
     """One MLflow run: params, tags, metrics and artifacts of one job."""
 
@@ -109,11 +135,17 @@ class RunTracker:
         # how the run ends when the job returns: KILLED when it stopped early (cost cap),
         # so no run with tasks left undone is FINISHED and the same command continues it
         self.end_status = "FINISHED"
+        self.paths: dict[str, str] = {}  # logged as paths.json, not as params
 
     def log_params(self, params: dict[str, str]) -> None:
-        """Log params; on a resumed run only those it lacks (cosmetic keys may differ)."""
+        """Log params; on a resumed run only those it lacks (cosmetic keys may differ).
+        Machine paths go to ``paths.json`` (``split_paths``)."""
         from mlflow.entities import Param
 
+        params, paths = split_paths(params)
+        if paths:
+            self.paths.update(paths)
+            self.log_json(self.paths, PATHS_FILE)
         logged = self.client.get_run(self.run_id).data.params
         items = [Param(k, redact(v)[:6000]) for k, v in sorted(params.items()) if k not in logged]
         for i in range(0, len(items), 100):
@@ -129,7 +161,7 @@ class RunTracker:
         from mlflow.entities import Metric
 
         now = int(time.time() * 1000)
-        items = [Metric(k, float(v), now, step) for k, v in sorted(metrics.items())]
+        items = [Metric(k, rounded(k, float(v)), now, step) for k, v in sorted(metrics.items())]
         for i in range(0, len(items), 1000):
             self.client.log_batch(self.run_id, metrics=items[i:i + 1000])
 

@@ -18,10 +18,12 @@ import logging
 import time
 from typing import Any
 
+from arag import progress
 from arag.records import Prediction
 from arag.trace import ModelCall, Retrieval, Step
 
 log = logging.getLogger(__name__)
+DIGITS = 4  # decimals of a score shown on a trace (the records keep every digit)
 
 
 def _ns(pred: Prediction, ms: float) -> int:
@@ -38,15 +40,15 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
     existing = _existing_traces(experiment_id, run_id)
     stale: list[str] = []
     count = 0
-    for pred in predictions:
-        stamp = _stamp(pred)
-        old = existing.get(pred.id)
-        if old is not None and old[1] == stamp:
-            continue
-        if old is not None:
-            stale.append(old[0])
-        _log_trace(experiment_id, run_id, pred, stamp, agentic)
-        count += 1
+    todo = [p for p in predictions if existing.get(p.id, ("", ""))[1] != _stamp(p)]
+    with progress.bar("traces", len(todo), "trace", show=bool(todo)) as shown:
+        for pred in todo:
+            old = existing.get(pred.id)
+            if old is not None:
+                stale.append(old[0])
+            _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic)
+            count += 1
+            shown.update(1)
     try:
         mlflow.flush_trace_async_logging()
     except Exception:  # noqa: BLE001 - older/newer MLflow without async logging
@@ -57,31 +59,42 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
 
 
 def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str, Any]],
-                         judge: str, fields: list[str]) -> int:
+                         judge: str, fields: list[str],
+                         references: dict[str, str | None] | None = None) -> int:
     """Scores as feedback on each task's trace (a task without scores gets one saying
-    why); a trace that already has them (a continued run) is left alone. Returns the
-    number of traces given assessments."""
+    why), rounded to ``DIGITS``, beside the task's reference summary as an expectation
+    (``expected_response``: what the scores were measured against); a trace that already
+    has them (a continued run) is left alone. Returns the number of traces given them."""
     import mlflow
 
     traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id,
                                   return_type="list", include_spans=False)
     by_task = {t.info.trace_metadata.get("task_id"): t for t in traces}
-    count = 0
-    for record in records:
-        trace = by_task.get(record["id"])
-        if trace is None or trace.info.assessments:
-            continue
-        for name, kwargs in _feedback(record, fields, judge):
-            mlflow.log_feedback(trace_id=trace.info.trace_id, name=name, **kwargs)
-        count += 1
-    return count
+    todo = [(r, by_task[r["id"]]) for r in records
+            if r["id"] in by_task and not by_task[r["id"]].info.assessments]
+    with progress.bar("scores on traces", len(todo), "trace", show=bool(todo)) as shown:
+        for record, trace in todo:
+            reference = (references or {}).get(record["id"])
+            if reference:
+                mlflow.log_expectation(trace_id=trace.info.trace_id, name="expected_response",
+                                       value=reference, source=_code_source())
+            for name, kwargs in _feedback(record, fields, judge):
+                mlflow.log_feedback(trace_id=trace.info.trace_id, name=name, **kwargs)
+            shown.update(1)
+    return len(todo)
+
+
+def _code_source() -> Any:
+    from mlflow.entities import AssessmentSource
+
+    return AssessmentSource(source_type="CODE", source_id="arag-eval")
 
 
 def _feedback(record: dict[str, Any], fields: list[str], judge: str
               ) -> list[tuple[str, dict[str, Any]]]:
     from mlflow.entities import AssessmentError, AssessmentSource
 
-    code = AssessmentSource(source_type="CODE", source_id="arag-eval")
+    code = _code_source()
     out = []
     for name in fields:
         value = record.get(name)
@@ -89,7 +102,7 @@ def _feedback(record: dict[str, Any], fields: list[str], judge: str
         source = AssessmentSource(source_type="LLM_JUDGE", source_id=judge) \
             if f"{name}_reasoning" in record else code
         if value is not None:
-            out.append((name, {"value": float(value), "source": source,
+            out.append((name, {"value": round(float(value), DIGITS), "source": source,
                                "rationale": reasoning or None}))
     if record.get("error") or record.get("skipped"):  # no scores: say why, once
         why = record.get("error") or f"skipped: {record.get('skip_reason')}"
@@ -147,7 +160,7 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
                          "max_loops_reached": pred.max_loops_reached})
     if pred.error:
         root.set_status("ERROR")
-    root.end(end_time_ns=int((started + pred.latency_ms / 1000.0) * 1e9))
+    root.end(end_time_ns=int((started + (pred.latency_ms or 0.0) / 1000.0) * 1e9))
 
 
 def _span(parent: Any, pred: Prediction, step: Step, SpanType: Any) -> None:

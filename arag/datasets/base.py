@@ -30,6 +30,14 @@ class DatasetError(ValueError):
         self.path, self.line, self.field = path, line, field_name
 
 
+def missing_root(root: Path, upstream: str) -> DatasetError:
+    """A real dataset whose folder is not there: how to get it, in one command."""
+    return DatasetError(
+        f"dataset.root {root} does not exist. Fix: `make data` (links ../shared/datasets into "
+        f"data/datasets/ where it is there), or clone {upstream} into {root}, or set "
+        "dataset.root=<path of the clone> (docs/datasets.md)")
+
+
 class PendingCalls(Protocol):
     """Model calls a dataset needs before it can be scored (e.g. silver references)."""
 
@@ -57,7 +65,8 @@ class Dataset:
 
 AdapterFn = Callable[[Any, Path], Dataset]
 # a new adapter is one module in arag/datasets/ (``@register_adapter("name")``) and one YAML
-ADAPTERS: Registry[AdapterFn] = Registry("dataset adapter", "dataset.adapter", "arag.datasets")
+ADAPTERS: Registry[AdapterFn] = Registry("dataset adapter", "dataset.adapter", "arag.datasets",
+                                      group="arag_eval.datasets")
 register_adapter = ADAPTERS.register
 
 

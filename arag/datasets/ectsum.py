@@ -59,6 +59,7 @@ from typing import Any
 from arag.datasets.base import (
     Dataset,
     DatasetError,
+    missing_root,
     read_text_lines,
     read_utf8,
     register_adapter,
@@ -102,8 +103,7 @@ def available_splits(root: Path) -> list[str]:
 def split_dir(root: Path, split: str) -> Path:
     """``data/final/<split>``, or an error that lists the splits there are and the fix."""
     if not root.is_dir():
-        raise DatasetError(f"dataset.root {root} does not exist. Clone {UPSTREAM} and set "
-                           "dataset.root=<path of the clone>")
+        raise missing_root(root, UPSTREAM)
     folder = root / SPLITS_DIR / split
     if not (folder / "ects").is_dir():
         found = available_splits(root)

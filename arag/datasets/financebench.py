@@ -61,6 +61,7 @@ from typing import Any
 from arag.datasets.base import (
     Dataset,
     DatasetError,
+    missing_root,
     read_jsonl,
     register_adapter,
     require,
@@ -301,8 +302,7 @@ def open_root(cfg: Any, project_root: Path) -> tuple[Path, dict[str, dict[str, A
     """The upstream tree's root and its filings (doc_name -> document information)."""
     root = resolve_root(cfg.root, project_root).resolve()
     if not root.is_dir():
-        raise DatasetError(f"dataset.root {root} does not exist. Clone {UPSTREAM} and set "
-                           "dataset.root=<path of the clone>")
+        raise missing_root(root, UPSTREAM)
     return root, read_doc_info(root / DOC_INFO)
 
 

@@ -26,7 +26,7 @@ from arag.datasets.base import (
 )
 from arag.records import Corpus, Task
 
-TASK_FIELDS = ("id", "task_type", "doc_ids", "question", "reference", "gold_lines")
+TASK_FIELDS = ("id", "task_type", "doc_ids", "question", "reference", "gold_lines", "answerable")
 
 
 @register_adapter("jsonl")
@@ -65,7 +65,12 @@ def load_jsonl_dataset(cfg: Any, project_root: Path) -> Dataset:
         if task_type not in ("summarization", "qa"):
             raise DatasetError(f"task_type must be 'summarization' or 'qa', got {task_type!r}",
                                tasks_path, n, "task_type")
+        answerable = obj.get("answerable", True)
+        if not isinstance(answerable, bool):
+            raise DatasetError(f"must be true or false, got {answerable!r}", tasks_path, n,
+                               "answerable")
         tasks.append(Task(
+            answerable=answerable,
             id=task_id,
             task_type=task_type,
             doc_ids=tuple(doc_ids),

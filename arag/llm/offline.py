@@ -21,7 +21,8 @@ It reads the conversation exactly as a remote model would and acts on it:
   from, so it writes the question back (HyDE with the offline model adds nothing to the
   query); for ``rerank`` it orders the candidates by the summed extractive score
   (``arag.llm.extractive.score_sentence``) of their three best sentences, ties in the
-  order given, and replies with their ids one per line.
+  order given, and replies with their ids one per line; for ``chunk_context`` it writes
+  "From <the document's header>, which opens: <its first 25 words>".
 * Without tools, or once it stops searching, it answers with an extractive summary
   (``arag.llm.extractive``) of every ``<chunk>``/``<document>`` passage in the
   conversation, in the style and length the prompt asks for. When the prompt asks for
@@ -167,6 +168,8 @@ def _retrieval_step(step: str, transcript: str) -> str:
     question = _first(QUESTION, transcript)
     if step == "hypothetical_answer":
         return question
+    if step == "chunk_context":
+        return _chunk_context(transcript)
     if step == "rerank":
         q_words = content_words(question)
         candidates = CANDIDATE.findall(transcript)
@@ -220,6 +223,14 @@ def _read_text(messages: list[Message]) -> str:
 def _result_text(block: dict[str, Any]) -> str:
     c = block.get("content")
     return c if isinstance(c, str) else "".join(x.get("text", "") for x in c or [])
+
+
+def _chunk_context(transcript: str) -> str:
+    """The document's header and its first sentence: a fixed stand-in for a situating note."""
+    doc = re.search(r"<document>\n(.*?)\n(.*?)(?:\n|</document>)", transcript, re.DOTALL)
+    if doc is None:
+        return "A passage of the document."
+    return f"From {doc.group(1).strip()}, which opens: {' '.join(doc.group(2).split()[:25])}"
 
 
 def _all_text(system: str, messages: list[Message]) -> str:

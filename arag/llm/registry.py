@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arag.llm.base import ChatModel, MissingCredentials
-from arag.registry import Registry
+from arag.registry import Registry, origin_of
 
 ProviderFactory = Callable[[Any], ChatModel]
 ENV_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -50,14 +50,16 @@ class Provider:
         return [v for v in self.required_env_vars(model_cfg) if not os.environ.get(v, "").strip()]
 
 
-PROVIDERS: Registry[Provider] = Registry("provider", "model.provider", "arag.llm")
+PROVIDERS: Registry[Provider] = Registry("provider", "model.provider", "arag.llm",
+                                         group="arag_eval.providers")
 
 
 def register_provider(name: str, env_vars: tuple[str, ...] = (), judges: bool = True,
                       env_var_keys: tuple[str, ...] = ()
                       ) -> Callable[[ProviderFactory], ProviderFactory]:
     def decorate(factory: ProviderFactory) -> ProviderFactory:
-        PROVIDERS.register(name)(Provider(name, factory, env_vars, judges, env_var_keys))
+        PROVIDERS.register(name, origin_of(factory))(Provider(name, factory, env_vars, judges,
+                                                              env_var_keys))
         return factory
 
     return decorate

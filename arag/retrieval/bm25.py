@@ -117,6 +117,9 @@ def bm25_for(index) -> Bm25Index:
     built with ``contextual_headers``), built on first use and kept with the index."""
     with _LOCK:
         if index not in _BUILT:
-            texts = [c.text if index.contextual_headers else c.body for c in index.chunks]
+            contexts = index.chunk_contexts or {}
+            texts = [" ".join(filter(None, (contexts.get(c.chunk_id), c.text if
+                                            index.contextual_headers else c.body)))
+                     for c in index.chunks]
             _BUILT[index] = Bm25Index(index.chunks, texts)
         return _BUILT[index]

@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from arag import progress as _progress
+
 log = logging.getLogger(__name__)
 PRECISIONS = ("fp32", "bf16")
 MIN_BATCH_TOKENS = 32  # twice the smallest batch measured to give batch-independent bits
@@ -140,18 +142,18 @@ class Embedder:
         return [len(ids) for ids in encoded["input_ids"]]
 
     def encode(self, texts: list[str], progress: bool = False) -> np.ndarray:
-        """One vector per text, in order; each depends on its text only (module docstring)."""
+        """One vector per text, in order; each depends on its text only (module docstring).
+        ``progress``: a bar counting sentences, advanced per batch, with its ETA."""
         out = np.zeros((len(texts), self.dim), dtype="float32")
         if not texts:
             return out
         with self._lock:
             lengths = self.token_lengths(texts)
-            batches = list(length_batches(lengths, self.batch_size))
-            with self._autocast():
-                for done, batch in enumerate(batches):
+            with self._autocast(), _progress.bar("embedding", len(texts), "sentence",
+                                                  show=progress) as shown:
+                for batch in length_batches(lengths, self.batch_size):
                     out[batch] = self._encode_batch([texts[i] for i in batch], lengths[batch[0]])
-                    if progress and (done + 1) % 100 == 0:
-                        log.info("embedded %d of %d batches", done + 1, len(batches))
+                    shown.update(len(batch))
             self.sentences_encoded += len(texts)
         return out
 
@@ -175,4 +177,7 @@ def get_embedder(path: str | None, batch_size: int = 64, device: str = "cpu",
     """One loaded model per process, shared by every run of an in-process sweep."""
     resolved = resolve_embedder_path(path)
     log.info("loading embedder from %s (%s)", resolved, precision)
-    return Embedder(resolved, batch_size, device, precision)
+    with _progress.bar("loading embedder", 1, "model") as shown:
+        embedder = Embedder(resolved, batch_size, device, precision)
+        shown.update(1)
+    return embedder

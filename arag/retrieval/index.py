@@ -33,6 +33,7 @@ import numpy as np
 from arag.config import CacheMode
 from arag.files import sha256_file
 from arag.records import Chunk, Corpus, content_hash
+from arag.retrieval.chunk_context import contexts_key
 from arag.retrieval.chunking import chunk_document
 from arag.retrieval.embedder import Embedder, get_embedder, resolve_embedder_path
 from arag.retrieval.store import EmbeddingStore, text_key
@@ -77,6 +78,8 @@ def build_chunks(corpus: Corpus, chunk_size: int, overlap: int) -> list[Chunk]:
 class SearchIndex:
     # sentences were embedded (and chunks are BM25-indexed) under their metadata header
     contextual_headers: bool = False
+    # chunk id -> the context a model wrote for it (retrieval.llm_context), indexed with it
+    chunk_contexts: dict[str, str] | None = None
 
     def __init__(self, chunks: list[Chunk], flat: faiss.Index, row_chunk: np.ndarray,
                  embedder: Embedder | None, key: str, stats: IndexStats | None = None):
@@ -178,7 +181,7 @@ def _value(x) -> str:
     return str(getattr(x, "value", x))  # a config enum or its string
 
 
-def index_key(corpus: Corpus, retrieval_cfg) -> str:
+def index_key(corpus: Corpus, retrieval_cfg, contexts: dict[str, str] | None = None) -> str:
     emb = retrieval_cfg.embedder
     parts = ["index", INDEX_FORMAT, corpus.fingerprint(), retrieval_cfg.chunk_size,
              retrieval_cfg.chunk_overlap, emb.name, Path(resolve_embedder_path(emb.path)).name]
@@ -193,22 +196,32 @@ def index_key(corpus: Corpus, retrieval_cfg) -> str:
     precision = _value(emb.precision)
     if precision != "fp32":  # other vectors; fp32 indexes keep the keys they had
         parts.append(f"precision={precision}")
+    if contexts:  # written by a model: other texts are embedded
+        parts.append(f"llm_context={contexts_key(contexts)}")
     return content_hash(*parts)
 
 
-def embedded_texts(chunks: list[Chunk], contextual_headers: bool) -> list[str]:
-    """What is embedded, one text per sentence: the sentence, or its chunk's metadata header
-    and the sentence (``retrieval.contextual_headers``)."""
-    if contextual_headers:
-        return [f"{c.header} {line}" for c in chunks for line in c.lines]
-    return [line for c in chunks for line in c.lines]
+def embedded_texts(chunks: list[Chunk], contextual_headers: bool,
+                   contexts: dict[str, str] | None = None) -> list[str]:
+    """What is embedded, one text per sentence: the sentence, after its chunk's metadata
+    header (``retrieval.contextual_headers``) and its model-written context
+    (``retrieval.llm_context``) when they are on."""
+    def prefix(c: Chunk) -> str:
+        parts = [c.header] if contextual_headers else []
+        if contexts and contexts.get(c.chunk_id):
+            parts.append(contexts[c.chunk_id])
+        return "".join(f"{p} " for p in parts)
+
+    return [f"{prefix(c)}{line}" for c in chunks for line in c.lines]
 
 
 def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
-                        mode: CacheMode | str = CacheMode.read_write) -> SearchIndex:
-    """Load the index for this corpus and config from the cache, or build (and store) it."""
+                        mode: CacheMode | str = CacheMode.read_write,
+                        contexts: dict[str, str] | None = None) -> SearchIndex:
+    """Load the index for this corpus and config from the cache, or build (and store) it;
+    ``contexts``: model-written chunk contexts to index with the chunks."""
     mode = CacheMode(mode)
-    key = index_key(corpus, retrieval_cfg)
+    key = index_key(corpus, retrieval_cfg, contexts)
     headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
     emb_cfg = retrieval_cfg.embedder
     embedder = get_embedder(emb_cfg.path, emb_cfg.batch_size, emb_cfg.device,
@@ -218,6 +231,7 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
         try:
             index = _load(folder, embedder, key)
             index.contextual_headers = headers
+            index.chunk_contexts = contexts
             log.info("index %s: loaded from cache %s (%d chunks, %d vectors, no embedding pass)",
                      key, folder, len(index.chunks), index.n_vectors)
             return index
@@ -225,7 +239,7 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
             log.warning("index cache %s is unreadable (%s); rebuilding it", folder, exc)
     started = time.perf_counter()
     chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
-    sentences = embedded_texts(chunks, headers)
+    sentences = embedded_texts(chunks, headers, contexts)
     row_chunk = np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
     store = None if mode == CacheMode.off else EmbeddingStore(
         Path(cache_dir) / "embeddings" / embedder.identity, embedder.dim,
@@ -235,6 +249,7 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
     flat.add(vectors)
     index = SearchIndex(chunks, flat, row_chunk, embedder, key, stats)
     index.contextual_headers = headers
+    index.chunk_contexts = contexts
     log.info("index %s: built in %.1fs (%d chunks; %d sentences embedded in %.1fs, %d from the "
              "embedding store)", key, time.perf_counter() - started, len(chunks),
              stats.sentences_embedded, stats.embed_seconds, stats.sentences_reused)
@@ -262,7 +277,7 @@ def embed_sentences(sentences: list[str], embedder: Embedder, store: EmbeddingSt
             log.info("%s: all %d sentences from the embedding store, nothing to embed", label,
                      len(distinct))
         started = time.perf_counter()
-        new = embedder.encode([distinct[i] for i in missing], progress=len(missing) > 2000)
+        new = embedder.encode([distinct[i] for i in missing], progress=True)
         stats.embed_seconds = time.perf_counter() - started if missing else 0.0
         if store is not None:
             store.add([keys[i] for i in missing], new)

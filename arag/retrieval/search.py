@@ -9,8 +9,15 @@
   ``w = retrieval.dense_weight``. Ties go to the chunk that comes first in the index, so
   the fused order is deterministic.
 
+``retrieval.min_score`` drops hits scoring below it (on the method's own scale: cosine of
+the best sentence, BM25 score, or fused score), so a weak match is left out rather than
+padding the context.
+
 ``with_neighbors`` adds the ±N chunks around each hit (same document, nearest first, no
 chunk twice) and stops at the context budget, so neighbours count against it like hits.
+``with_parents`` is small-to-big retrieval: chunks stay small for matching, and a hit
+brings in the other chunks of its parent (``retrieval.parent_chunk_size`` words of
+consecutive chunks of one document), within the same budget.
 """
 
 from __future__ import annotations
@@ -30,11 +37,21 @@ class Method:
     name: str = "dense"  # dense | bm25 | hybrid
     fusion_k: int = 60
     dense_weight: float = 0.5
+    min_score: float | None = None  # hits below this score are dropped
 
 
 def rank_chunks(index: SearchIndex, query: str, top_k: int, doc_ids: list[str] | None,
                 method: Method = Method()) -> list[Hit]:
-    """The ``top_k`` best chunks for ``query`` within ``doc_ids`` (None: every document)."""
+    """The ``top_k`` best chunks for ``query`` within ``doc_ids`` (None: every document),
+    none scoring below ``method.min_score``."""
+    hits = _ranked(index, query, top_k, doc_ids, method)
+    if method.min_score is None:
+        return hits
+    return [h for h in hits if h.score >= method.min_score]
+
+
+def _ranked(index: SearchIndex, query: str, top_k: int, doc_ids: list[str] | None,
+            method: Method) -> list[Hit]:
     if method.name == "dense":
         return index.semantic_search(query, top_k, doc_ids)
     if method.name == "bm25":
@@ -97,6 +114,38 @@ def with_neighbors(index: SearchIndex, chunk_ids: list[str], neighbors: int, bud
     return out
 
 
+def parent_groups(index: SearchIndex, parent_chunk_size: int) -> dict[str, list[str]]:
+    """chunk id -> the chunks of its parent: consecutive chunks of one document (index
+    order) grouped while their words fit ``parent_chunk_size`` (a chunk longer than that is
+    a parent of its own)."""
+    groups: dict[str, list[str]] = {}
+    current: list[str] = []
+    words, doc = 0, None
+    for chunk in index.chunks:
+        size = sum(len(line.split()) for line in chunk.lines)
+        if current and (chunk.doc_id != doc or words + size > parent_chunk_size):
+            current, words = [], 0
+        current.append(chunk.chunk_id)
+        groups[chunk.chunk_id] = current
+        words, doc = words + size, chunk.doc_id
+    return groups
+
+
+def with_parents(index: SearchIndex, chunk_ids: list[str], parent_chunk_size: int,
+                 budget: int) -> list[str]:
+    """Small-to-big: each hit's whole parent (its chunks in document order), parents in
+    the order of their hits, until ``budget`` chunks."""
+    groups = parent_groups(index, parent_chunk_size)
+    out: list[str] = []
+    for cid in chunk_ids:
+        for member in groups.get(cid, []):
+            if len(out) >= budget:
+                return out
+            if member not in out:
+                out.append(member)
+    return out
+
+
 @dataclass(frozen=True)
 class RetrievalSettings:
     """What a retrieving system does beyond chunking (``RetrievalConfig``'s query side)."""
@@ -107,12 +156,22 @@ class RetrievalSettings:
     rerank_candidates: int = 20
     hyde: bool = False
     context_budget: int | None = None  # None: the system's top_k
+    cross_encoder_path: str | None = None  # rerank with this local CrossEncoder
+    parent_chunk_size: int | None = None  # small-to-big: a hit brings in its parent
+
+    @property
+    def reranks(self) -> bool:
+        return self.rerank or self.cross_encoder_path is not None
 
     @classmethod
     def from_config(cls, cfg) -> RetrievalSettings:
-        return cls(Method(_value(cfg.method), cfg.fusion_k, cfg.dense_weight), cfg.neighbors,
-                   _value(cfg.rerank) == "model", cfg.rerank_candidates, bool(cfg.hyde),
-                   cfg.context_budget)
+        rerank = _value(cfg.rerank)
+        return cls(Method(_value(cfg.method), cfg.fusion_k, cfg.dense_weight,
+                          cfg.get("min_score")), cfg.neighbors,
+                   rerank == "model", cfg.rerank_candidates, bool(cfg.hyde),
+                   cfg.context_budget,
+                   cfg.get("reranker_path") if rerank == "cross_encoder" else None,
+                   cfg.get("parent_chunk_size"))
 
 
 def _value(option) -> str:

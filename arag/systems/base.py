@@ -26,7 +26,8 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from pathlib import Path
+from typing import Any, ClassVar
 
 from arag.agent.prompts import system_prompt, task_prompt
 from arag.calls import CallLog
@@ -75,6 +76,20 @@ class SystemContext:
 
 
 @dataclass
+class RunSetup:
+    """What a system may read, before any run opens, to declare itself for one run
+    (``System.configure``): its config node, the dataset, the run's chunks."""
+
+    options: Any  # the system's config node (system.*)
+    corpus: Corpus
+    tasks: list[Task]
+    chunks: Callable[[], list[Chunk]]  # the chunks of this run's index (chunking settings)
+    base: Path  # relative paths in the options resolve against it
+    # re-scoring (mode=evaluate): the run's own predictions, instead of any input file
+    recorded: list[Prediction] | None = None
+
+
+@dataclass
 class Sources:
     """What a judged context is assembled from: the corpus and its chunks by id."""
 
@@ -88,6 +103,11 @@ class System(ABC):
     agentic: ClassVar[bool] = False
     bound: ClassVar[bool] = False
     cites: ClassVar[bool] = False
+    searches: ClassVar[bool] = True  # a retrieving system searches the index itself
+    # what the run's report should say about how this system was scored, and run metrics
+    # of its own (e.g. how many context texts could not be located)
+    notes: ClassVar[tuple[str, ...]] = ()
+    run_metrics: ClassVar[dict[str, float]] = {}
 
     name: str
 
@@ -96,19 +116,38 @@ class System(ABC):
         self.ctx = ctx
 
     @classmethod
+    def configure(cls, setup: RunSetup) -> type[System]:
+        """The class that answers this run. A system whose declarations depend on its
+        input (``external``: what the predictions file carries) returns a subclass that
+        declares them; an input it cannot use raises, before any run opens."""
+        return cls
+
+    @classmethod
+    def answers(cls, task: Task) -> bool:
+        """Whether this run answers ``task`` (``external`` with ``allow_missing``: only
+        the tasks its file has)."""
+        return True
+
+    @classmethod
     def ranking(cls, pred: Prediction) -> list[str] | None:
         """The chunk ids the system ranked, best first (None: it does not rank)."""
         return None
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
-        """What the system put in front of the model; by default the chunks it used."""
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
+        """What the system put in front of the model; by default the chunks it used (None:
+        the record does not say which, e.g. a hand-made one re-scored)."""
+        if "context_chunk_ids" in pred.not_recorded:
+            return None
         return "\n\n".join(sources.chunks[c].text for c in pred.context_chunk_ids
                            if c in sources.chunks)
 
     @classmethod
-    def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
-        """How many chunks the model was given; by default those in ``context_chunk_ids``."""
+    def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int | None:
+        """How many chunks the model was given; by default those in ``context_chunk_ids``
+        (None: the record does not say)."""
+        if "context_chunk_ids" in pred.not_recorded:
+            return None
         return len(dict.fromkeys(pred.context_chunk_ids))
 
     @property
@@ -162,7 +201,8 @@ class System(ABC):
         pred.stop_reason = completion.stop_reason
 
 
-SYSTEMS: Registry[type[System]] = Registry("system", "system.kind", "arag.systems")
+SYSTEMS: Registry[type[System]] = Registry("system", "system.kind", "arag.systems",
+                                             group="arag_eval.systems")
 register_system = SYSTEMS.register
 
 

@@ -100,9 +100,8 @@ class Stuffing(System):
         return sum(1 for c in sources.chunks.values() if c.doc_id in docs)
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
-        docs = sources.corpus.documents
-        return "\n\n".join(docs[d].text for d in pred.doc_ids if d in docs)
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
+        return whole_documents(pred, sources)
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         docs = [self.ctx.corpus.documents[d] for d in task.doc_ids]
@@ -118,6 +117,12 @@ class Stuffing(System):
                                 f"({self.ctx.context_limit} minus {self.ctx.max_tokens} for output)")
             return
         self.one_call(task, calls, pred, context)
+
+
+def whole_documents(pred: Prediction, sources: Sources) -> str:
+    """The text of the prediction's documents: the context of a system that reads them all."""
+    docs = sources.corpus.documents
+    return "\n\n".join(docs[d].text for d in pred.doc_ids if d in docs)
 
 
 def gold_passages(task: Task, corpus: Corpus) -> str:
@@ -139,7 +144,7 @@ class Oracle(System):
                    if any(c.covers(line) for line in gold.get(c.doc_id, ())))
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
         return gold_passages(task, sources.corpus)
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
@@ -161,7 +166,7 @@ class ClosedBook(System):
         return 0
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str:
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
         return ""
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:

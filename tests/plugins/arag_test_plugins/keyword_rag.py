@@ -1,4 +1,5 @@
-"""A system added the way a user adds one: this file and conf/system/keyword_rag.yaml.
+"""A system added the way a user adds one, from their own package: this module (entry point
+``keyword_rag`` in group ``arag_eval.systems``) and conf/system/keyword_rag.yaml.
 
 Top-k keyword search (exact matches of the question's words), one call. Importing the
 module registers it; nothing else in the harness names it.

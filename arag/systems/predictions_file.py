@@ -1,0 +1,292 @@
+"""A file of predictions made outside the harness: read, checked, and located in the dataset.
+
+One JSON object a line, keyed by task id (the schema is in docs/your-pipeline.md):
+
+    {"id": "KBTX_q3_2024", "predicted": "Revenue rose 14.2% ...",
+     "contexts": [{"text": "...", "doc_id": "KBTX_q3_2024", "line_start": 12, "line_end": 13},
+                  {"text": "...", "doc_id": "KBTX_q3_2024", "page": 3}, "a bare text"],
+     "retrieved_chunk_ids": ["KBTX_q3_2024#L10-17"],
+     "cost_usd": 0.0021, "latency_ms": 840, "input_tokens": 3100, "output_tokens": 120,
+     "loops": 1, "trace": [...], "error": null}
+
+Every problem of the file is found before any run opens and named with the file, the line
+and the field. A context text is located in the dataset by its ``line_start``/``line_end``,
+its ``page``, or else by its sentences (each sentence of the document it contains, or the
+one sentence that contains it); the lines found become the chunks of this harness's index
+that hold them, so gold-based retrieval scores apply. A context that cannot be located is
+kept for faithfulness, counted, and left out of retrieval, never guessed.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arag.datasets.base import DatasetError, read_jsonl
+from arag.records import MEASURED, Chunk, Corpus, Document, Prediction, Task
+from arag.trace import step_from_dict
+
+# a document line shorter than this (normalised) is not matched inside a context: short
+# lines ("Thank you.") occur everywhere and would place a context by accident
+MIN_MATCH_CHARS = 20
+INTEGERS = ("loops", "input_tokens", "output_tokens", "cache_read_input_tokens",
+            "cache_creation_input_tokens")
+
+
+class PredictionsFileError(DatasetError):
+    """The predictions file is wrong; the message names the file, line and field."""
+
+
+@dataclass
+class PredictionsFile:
+    """The checked records of one file, as predictions, and what they leave out."""
+
+    path: Path
+    predictions: dict[str, Prediction]  # task id -> prediction (file order)
+    missing: list[str] = field(default_factory=list)  # dataset tasks with no record
+
+
+def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list[Chunk],
+                     allow_missing: bool) -> PredictionsFile:
+    """Every record of ``path`` checked and turned into a Prediction for its task."""
+    if not path.is_file():
+        raise PredictionsFileError("file not found; set system.predictions to the JSONL file "
+                                   "of your pipeline's predictions", path)
+    by_id = {t.id: t for t in tasks}
+    located = Locator(corpus, chunks)
+    seen: dict[str, int] = {}
+    out: dict[str, Prediction] = {}
+    unknown: list[tuple[int, str]] = []
+    for n, obj in _records(path):
+        task_id = _task_id(obj, path, n)
+        if task_id in seen:
+            raise PredictionsFileError(f"duplicate id {task_id!r} (first on line {seen[task_id]});"
+                                       " keep one record per task", path, n, "id")
+        seen[task_id] = n
+        if task_id not in by_id:
+            unknown.append((n, task_id))
+            continue
+        out[task_id] = to_prediction(obj, by_id[task_id], located, path, n)
+    if unknown:
+        listed = ", ".join(f"{i!r} (line {n})" for n, i in unknown[:20])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        raise PredictionsFileError(
+            f"{len(unknown)} id(s) are not tasks of the dataset: {listed}{more}. Fix the ids, "
+            "or pick the dataset (and task_type) the predictions were made for", path,
+            None, "id")
+    missing = [t.id for t in tasks if t.id not in out]
+    if missing and not allow_missing:
+        listed = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more"
+                                            if len(missing) > 20 else "")
+        raise PredictionsFileError(
+            f"{len(missing)} task(s) of the dataset have no record: {listed}. Add them, or set "
+            "system.allow_missing=true to score the others only", path, None, "id")
+    return PredictionsFile(path, out, missing)
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each record; malformed JSON names its line."""
+    try:
+        yield from read_jsonl(path)
+    except PredictionsFileError:
+        raise
+    except DatasetError as exc:
+        raise PredictionsFileError(str(exc)) from None
+
+
+def _task_id(obj: dict[str, Any], path: Path, n: int) -> str:
+    if "id" not in obj:
+        raise PredictionsFileError("missing required field 'id' (the task id the prediction "
+                                   "answers)", path, n, "id")
+    if not isinstance(obj["id"], str) or not obj["id"]:
+        raise PredictionsFileError(f"must be a non-empty string, got {obj['id']!r:.60}",
+                                   path, n, "id")
+    return obj["id"]
+
+
+def to_prediction(obj: dict[str, Any], task: Task, locator: Locator, path: Path, n: int
+                  ) -> Prediction:
+    """One record as the Prediction the harness scores; what it lacks is ``not_recorded``."""
+    error = _optional_text(obj, "error", path, n)
+    if "predicted" not in obj:
+        raise PredictionsFileError("missing required field 'predicted' (the answer; null "
+                                   "only with an 'error')", path, n, "predicted")
+    predicted = obj["predicted"]
+    if not isinstance(predicted, str) and not (predicted is None and error):
+        raise PredictionsFileError(f"must be a string (null only with an 'error'), got "
+                                   f"{predicted!r:.60}", path, n, "predicted")
+    pred = Prediction(id=task.id, source="", system="", model="external",
+                      task_type=task.task_type, question=task.question,
+                      doc_ids=list(task.doc_ids), ground_truth=task.reference,
+                      predicted=predicted, error=error,
+                      word_count=len((predicted or "").split()))
+    for key in MEASURED:
+        setattr(pred, key, _measure(obj, key, path, n))
+    pred.not_recorded = [k for k in MEASURED if getattr(pred, k) is None]
+    pred.trace = _trace(obj, path, n)
+    ids = _chunk_ids(obj, locator, path, n)
+    pred.contexts = [locator.locate(c, task, path, n, k)
+                     for k, c in enumerate(_list(obj, "contexts", path, n))]
+    if ids is None and pred.contexts:  # contexts stand for the retrieval: their chunks
+        ids = list(dict.fromkeys(c for ctx in pred.contexts for c in ctx["chunk_ids"]))
+        ids = ids or None  # none located: the retrieval is unknown, not empty
+    if ids is None:
+        pred.not_recorded = ["retrieved_chunk_ids", "context_chunk_ids", *pred.not_recorded]
+    else:
+        pred.retrieved_chunk_ids = pred.context_chunk_ids = ids
+    return pred
+
+
+def _optional_text(obj: dict[str, Any], key: str, path: Path, n: int) -> str | None:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, str):
+        raise PredictionsFileError(f"must be a string or null, got {value!r:.60}", path, n, key)
+    return value or None
+
+
+def _measure(obj: dict[str, Any], key: str, path: Path, n: int) -> float | int | None:
+    """A measurement of the record: a finite, non-negative number, or None if absent."""
+    value = obj.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(
+            value) or value < 0:
+        raise PredictionsFileError(f"must be a non-negative number (or left out: it is then "
+                                   f"null with the reason), got {value!r:.60}", path, n, key)
+    if key in INTEGERS:
+        if value != int(value):
+            raise PredictionsFileError(f"must be a whole number, got {value!r}", path, n, key)
+        return int(value)
+    return float(value)
+
+
+def _list(obj: dict[str, Any], key: str, path: Path, n: int) -> list[Any]:
+    value = obj.get(key)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise PredictionsFileError(f"must be a list, got {value!r:.60}", path, n, key)
+    return value
+
+
+def _trace(obj: dict[str, Any], path: Path, n: int) -> list[Any]:
+    steps = _list(obj, "trace", path, n)
+    try:
+        return [step_from_dict(s) for s in steps]
+    except (ValueError, TypeError, AttributeError) as exc:
+        raise PredictionsFileError(f"not a trace of this harness's steps ({exc}); leave it out "
+                                   "or see docs/your-pipeline.md", path, n, "trace") from None
+
+
+def _chunk_ids(obj: dict[str, Any], locator: Locator, path: Path, n: int) -> list[str] | None:
+    if "retrieved_chunk_ids" not in obj or obj["retrieved_chunk_ids"] is None:
+        return None
+    ids = _list(obj, "retrieved_chunk_ids", path, n)
+    bad = [c for c in ids if not isinstance(c, str) or c not in locator.chunks]
+    if bad:
+        raise PredictionsFileError(
+            f"{len(bad)} id(s) are not chunks of this harness's index: {bad[:5]!r:.200}. Give "
+            "chunk ids as the index names them (the same retrieval.chunk_size and "
+            "chunk_overlap), or give the texts as 'contexts'", path, n, "retrieved_chunk_ids")
+    return list(dict.fromkeys(ids))
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+class Locator:
+    """Finds the lines, and so the chunks, of the dataset a context text came from."""
+
+    def __init__(self, corpus: Corpus, chunks: list[Chunk]):
+        self.corpus = corpus
+        self.chunks = {c.chunk_id: c for c in chunks}
+        self.by_doc: dict[str, list[Chunk]] = {}
+        for c in chunks:
+            self.by_doc.setdefault(c.doc_id, []).append(c)
+
+    def locate(self, raw: Any, task: Task, path: Path, n: int, k: int) -> dict[str, Any]:
+        """``{"text", "doc_id", "lines", "chunk_ids", "unmapped"}`` of one context; ``unmapped``
+        says why a context could not be placed (its lines and chunks are then empty)."""
+        where = f"contexts[{k}]"
+        ctx = {"text": raw} if isinstance(raw, str) else raw
+        if not isinstance(ctx, dict) or not isinstance(ctx.get("text"), str):
+            raise PredictionsFileError("each context must be a string or an object with a "
+                                       "'text' string", path, n, where)
+        doc_id = ctx.get("doc_id")
+        if doc_id is not None and not isinstance(doc_id, str):
+            raise PredictionsFileError(f"doc_id must be a string, got {doc_id!r:.60}", path, n,
+                                       f"{where}.doc_id")
+        found = self._lines(ctx, doc_id, task, path, n, where)
+        out: dict[str, Any] = {"text": ctx["text"], "doc_id": doc_id, "lines": [],
+                               "chunk_ids": [], "unmapped": None}
+        if isinstance(found, str):
+            out["unmapped"] = found
+            return out
+        doc, lines = found
+        out.update(doc_id=doc.doc_id, lines=lines,
+                   chunk_ids=[c.chunk_id for c in self.by_doc.get(doc.doc_id, [])
+                              if any(c.covers(line) for line in lines)])
+        return out
+
+    def _lines(self, ctx: dict[str, Any], doc_id: str | None, task: Task, path: Path, n: int,
+               where: str) -> tuple[Document, list[int]] | str:
+        """(document, 1-based lines) of a context, or why it cannot be placed."""
+        if doc_id is not None and doc_id not in self.corpus.documents:
+            return f"doc_id {doc_id!r} is not a document of the dataset"
+        if "line_start" in ctx or "page" in ctx:
+            if doc_id is None and len(task.doc_ids) != 1:
+                return "line_start/page given without a doc_id, and the task has several documents"
+            doc = self.corpus.documents[doc_id or task.doc_ids[0]]
+            if "line_start" in ctx:
+                return self._span(doc, ctx, path, n, where)
+            return self._page(doc, ctx, path, n, where)
+        return self._by_text(ctx["text"], [doc_id] if doc_id else list(task.doc_ids))
+
+    def _span(self, doc: Document, ctx: dict[str, Any], path: Path, n: int, where: str
+              ) -> tuple[Document, list[int]] | str:
+        start, end = ctx.get("line_start"), ctx.get("line_end", ctx.get("line_start"))
+        for key, value in (("line_start", start), ("line_end", end)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise PredictionsFileError(f"must be a 1-based line number, got {value!r:.40}",
+                                           path, n, f"{where}.{key}")
+        assert isinstance(start, int) and isinstance(end, int)
+        if end < start or end > len(doc.lines):
+            return (f"lines {start}-{end} are not within document {doc.doc_id!r} "
+                    f"({len(doc.lines)} lines)")
+        return doc, list(range(start, end + 1))
+
+    def _page(self, doc: Document, ctx: dict[str, Any], path: Path, n: int, where: str
+              ) -> tuple[Document, list[int]] | str:
+        page = ctx["page"]
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise PredictionsFileError(f"must be a 1-based page number, got {page!r:.40}", path,
+                                       n, f"{where}.page")
+        if doc.line_pages is None:
+            return f"document {doc.doc_id!r} has no pages; give line_start/line_end instead"
+        lines = [i for i, p in enumerate(doc.line_pages, start=1) if p == page]
+        return (doc, lines) if lines else f"document {doc.doc_id!r} has no page {page}"
+
+    def _by_text(self, text: str, doc_ids: Iterable[str]) -> tuple[Document, list[int]] | str:
+        """The document lines the context contains, or else the one line that contains it."""
+        needle = _norm(text)
+        for doc_id in doc_ids:
+            doc = self.corpus.documents[doc_id]
+            normed = [_norm(line) for line in doc.lines]
+            inside = [i for i, line in enumerate(normed, start=1)
+                      if len(line) >= MIN_MATCH_CHARS and line in needle]
+            if inside:
+                return doc, inside
+            holding = [i for i, line in enumerate(normed, start=1) if needle and needle in line]
+            if len(holding) == 1 and len(needle) >= MIN_MATCH_CHARS:
+                return doc, holding
+        return ("its text matches no sentence of the task's documents (give doc_id and "
+                "line_start/line_end or page to place it)")
+
+
+def unmapped_contexts(predictions: Iterable[Prediction]) -> list[tuple[str, str]]:
+    """(task id, why) of every context that could not be placed in the dataset."""
+    return [(p.id, c["unmapped"]) for p in predictions for c in p.contexts if c.get("unmapped")]

@@ -1,0 +1,54 @@
+"""What a person sees first on a sweep's parent run in the MLflow UI: its description.
+
+MLflow shows a run's description (the ``mlflow.note.content`` tag, Markdown) at the top of
+the run's Overview, its first lines before "Show more". The parent's is written from the
+sweep report: the key finding first (who wins, by how much, how sure: what those lines
+must show), a table of every run together (the comparison metric, retrieval recall, cost
+per task, median latency, tasks answered), the caveats that apply, and where the rest is.
+So the run a person lands on answers the question without a click.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from report.report import ReportResult
+from report.sections import caveats
+from report.verdict import table
+
+NOTE_TAG = "mlflow.note.content"  # the run description MLflow's UI shows and edits
+MAX_NOTE = 60_000  # well under MLflow's tag value limit
+
+
+def _number(value: Any, digits: int) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def runs_table(result: ReportResult) -> str:
+    """Every finished run in one Markdown table, numbers rounded for reading."""
+    key = result.key
+    rows = [[f"`{r['run']}`", _number(r.get(f"{key}_mean"), 3),
+             _number(r.get("retrieval_recall_mean"), 3),
+             _number(r.get("cost_usd_per_task", r.get("cost_usd_mean")), 5),
+             _number(r.get("latency_ms_p50"), 0),
+             f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"]
+            for r in result.finished]
+    return table(["run", key, "retrieval recall", "cost / task ($)", "P50 latency (ms)",
+                  "answered"], rows)
+
+
+def description(result: ReportResult) -> str:
+    """The parent run's description: the verdict, every run, caveats, where to look."""
+    parts = [f"**Verdict** (comparison metric `{result.key}`): {result.finding}",
+             runs_table(result), caveats(result.finished),
+             "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
+             "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
+             "system in one figure), `comparison_table.json`. The child runs (expand this run "
+             "in the Runs list) hold each system's metrics and one trace per task."]
+    text = "\n\n".join(p.strip() for p in parts if p)
+    return text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 1] + "…"
+
+
+def publish(client: Any, result: ReportResult) -> None:
+    """Set the description on the run the report was logged to."""
+    client.set_tag(result.run_id, NOTE_TAG, description(result))
