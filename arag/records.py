@@ -131,6 +131,9 @@ class Prediction:
     # elsewhere), never a made-up 0
     loops: int | None = 0
     max_loops_reached: bool = False
+    # an agent that used its whole context budget (chunks read or summarized): it could
+    # not have read more, so stopping then is not premature
+    context_budget_reached: bool = False
     stop_reason: str | None = None
     input_tokens: int | None = 0
     output_tokens: int | None = 0

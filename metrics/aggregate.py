@@ -6,7 +6,9 @@ interval (``_ci_low``/``_ci_high``, 1,000 resamples, fixed seed) and one with
 ``share_at_least`` the share of tasks at or above it (``_share_ge<N>``). Plus latency
 percentiles (answered tasks; errored tasks' latency apart, ``latency_ms_errors_p50``/
 ``_max``), cost totals and ``cost_usd_per_task`` (the total over every task the system ran,
-errored ones included: their calls were paid), counts, and what each scorer adds (``Scorer.aggregate``: e.g.
+errored ones included: their calls were paid; ``cost_usd_uncached_per_task`` the same as if
+no call had come from the response cache; the mean over answered tasks only is
+``cost_usd_answered_mean``), counts, and what each scorer adds (``Scorer.aggregate``: e.g.
 judge parse failures, error-taxonomy rates, cost per coverage point).
 """
 
@@ -57,6 +59,9 @@ def _cost_totals(records: list[dict[str, Any]]) -> dict[str, float]:
             out["cost_usd_per_task"] = out["cost_usd_total"] / ran
     if all(isinstance(r.get("cost_usd_uncached"), int | float) for r in records):
         out["cost_usd_uncached_total"] = float(sum(r["cost_usd_uncached"] for r in records))
+        ran = sum(1 for r in records if not r.get("skipped"))
+        if ran:
+            out["cost_usd_uncached_per_task"] = out["cost_usd_uncached_total"] / ran
     return out
 
 
@@ -98,6 +103,10 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
         metrics["latency_ms_errors_p50"] = float(np.percentile(errored, 50))
         metrics["latency_ms_errors_max"] = float(max(errored))
     metrics.update(_cost_totals(records))
+    # the generic mean is over answered tasks only: named apart from the cost per task
+    for name in ("cost_usd", "cost_usd_uncached"):
+        if f"{name}_mean" in metrics:
+            metrics[f"{name}_answered_mean"] = metrics.pop(f"{name}_mean")
     if answered and any("max_loops_reached" in r for r in answered):
         metrics["max_loops_reached_rate"] = float(
             np.mean([bool(r.get("max_loops_reached")) for r in answered]))

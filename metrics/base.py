@@ -42,6 +42,7 @@ class Metric:
     report: bool = False  # a column of the report's quality table
     # the sweep report compares systems on the present metric with the lowest number
     compare_priority: int | None = None
+    higher_is_better: bool = True  # the direction the report ranks runs in (report.policy)
 
     @property
     def title(self) -> str:

@@ -41,6 +41,7 @@ from metrics.base import (
     Scores,
     ScoringItem,
     answered,
+    count_flags,
     register_scorer,
 )
 from metrics.geval import judge_calls, judge_request
@@ -88,6 +89,7 @@ class _Check:
     supported: bool | None = None
     checked_by: str | None = None  # figures | judge
     judge_reply: str | None = None
+    unreadable: bool = False  # the judge replied without a verdict
 
     def entry(self) -> dict[str, Any]:
         return {"claim": self.claim.text, "cited": list(self.claim.chunk_ids),
@@ -112,6 +114,12 @@ class CitationScorer(Scorer):
         self.judge = judge
         self.batch = batch
         self.concurrency = concurrency
+
+    def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> dict[str, float]:
+        """``citation_support_parse_failures``: tasks with a support verdict the judge wrote
+        unreadably (those claims stay unchecked)."""
+        return count_flags(answered, ["citation_support_parse_failed"]) if self.judge else {}
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = [Scores() for _ in items]
@@ -180,6 +188,7 @@ def _apply_verdict(check: _Check, reply: Completion | ModelError) -> None:
         return
     verdict = parse_supported(reply.text)
     check.judge_reply = reply.text
+    check.unreadable = verdict is None
     check.supported, check.checked_by = verdict, "judge" if verdict is not None else None
 
 
@@ -189,6 +198,8 @@ def _fill(s: Scores, checks: list[_Check], judged: bool) -> None:
     cited = [c for c in checks if c.valid]
     decided = [c for c in cited if c.supported is not None]
     s.values["citation_unchecked"] = float(len(cited) - len(decided))
+    # a task with an unreadable support verdict is counted (and held to a threshold)
+    s.values["citation_support_parse_failed"] = any(c.unreadable for c in checks)
     if not checks:
         s.null(FIELDS, "the answer has no claims")
         return

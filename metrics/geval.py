@@ -35,8 +35,8 @@ assigns codes from exactly ``ERROR_CODES`` (the evaluation plan's: P is prematur
 termination, IC incoherence), defined in the request; anything else in the reply is
 dropped and logged. A reply with no readable ``Codes:`` list, or naming only codes outside
 the set, gives null codes (``error_codes_parse_failed``), not "no errors". P is also
-flagged mechanically for agentic systems (``premature_stop``: answered with loops left and
-coverage below 3), so the report shows the judge's P beside the flag.
+flagged mechanically for agentic systems (``premature_stop``: answered with loops and context
+budget left and coverage below 3), so the report shows the judge's P beside the flag.
 """
 
 from __future__ import annotations
@@ -610,7 +610,8 @@ def panel_aggregates(answered: list[dict[str, Any]], panel: list[str],
 
 
 def _flag_premature_stop(item: ScoringItem, s: Scores) -> None:
-    """The mechanical P: an agentic system that answered with loops left and covered the
+    """The mechanical P: an agentic system that answered with budget left (loops **and**
+    context: one that had read all the chunks it may read could not go on) and covered the
     reference poorly (G-Eval coverage below 3) stopped too early."""
     coverage = s.values.get("geval_coverage")
     if not item.agentic:
@@ -618,8 +619,9 @@ def _flag_premature_stop(item: ScoringItem, s: Scores) -> None:
     elif coverage is None:
         s.null(["premature_stop"], "no G-Eval coverage score for this task")
     else:
-        s.values["premature_stop"] = float(not item.prediction.max_loops_reached
-                                           and coverage < 3)
+        pred = item.prediction
+        s.values["premature_stop"] = float(not pred.max_loops_reached
+                                           and not pred.context_budget_reached and coverage < 3)
 
 
 def _no_reply(s: Scores, dimensions: list[str], reason: str) -> None:

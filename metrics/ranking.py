@@ -42,6 +42,11 @@ The pages of a document's lines come from ``ScoringItem.line_pages`` (doc_id -> 
 each line of the task's paginated gold documents, ``Document.line_pages``), filled in by
 ``runners.evaluate``; a document without pages is scored by gold lines.
 
+A system is scored at k only when it ranked at least k chunks (or every chunk of the task's
+documents): deeper, every ``*_at_k`` is null with the reason, so no two systems are compared
+at unequal depths (an agent that read 5 chunks is not scored at 10 beside a retriever that
+ranked 10).
+
 With ``retrieval.scope=corpus`` hit_doc shows whether the retriever even found the right
 filing. ks come from ``metrics.ranking.ks`` (default [1, 3, 5, 10]).
 """
@@ -178,6 +183,14 @@ def hit_at(ranked: list[str], relevant: Callable[[str], Any], k: int) -> float:
     return 1.0 if any(relevant(cid) for cid in ranked[:k]) else 0.0
 
 
+def _ranks_all(item: ScoringItem) -> bool:
+    """Whether the ranking holds every chunk of the task's documents (a short filing has
+    fewer than k chunks: ranking all of them is complete at any depth)."""
+    docs = set(item.task.doc_ids)
+    own = {cid for cid, chunk in item.chunks.items() if chunk.doc_id in docs}
+    return bool(own) and own <= set(item.ranking or [])
+
+
 def gold_documents(item: ScoringItem) -> set[str]:
     gold = item.task.gold_lines
     if gold is not None:
@@ -234,6 +247,20 @@ class RankingScorer(Scorer):
         return [self.score_one(item) for item in items]
 
     def score_one(self, item: ScoringItem) -> Scores:
+        """Every field at every k; a k deeper than the system ranked is null with the reason
+        (an agent that read 5 chunks has no rank 6 to 10: scoring it at 10 beside a
+        retriever ranked 10 deep would not compare like with like)."""
+        s = self._score_all_depths(item)
+        depth = len(dict.fromkeys(item.ranking or []))
+        for k in self.ks:
+            shallow = [f for f in self.fields if f.endswith(f"_at_{k}")
+                       and s.values.get(f) is not None]
+            if item.ranking is not None and k > depth and shallow and not _ranks_all(item):
+                s.null(shallow, f"the system ranked {depth} chunks, fewer than {k}: it is "
+                                f"scored only at depths it ranked")
+        return s
+
+    def _score_all_depths(self, item: ScoringItem) -> Scores:
         s = Scores()
         p = item.prediction
         why = (f"skipped: {p.skip_reason}" if p.skipped else f"error: {p.error}" if p.error

@@ -20,14 +20,17 @@ import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
+from report import policy
 from report.policy import comparison_order
-from report.sections import dataset_caveats
 
 if TYPE_CHECKING:
     from report.report import ReportResult
 
-# (run metric, column title) after the comparison metric
-HEADLINE = (("retrieval_recall_mean", "retrieval recall"), ("cost_usd_mean", "cost/task ($)"),
+# (run metric, column title) after the comparison metric. Cost per task is over every task
+# run (errored included): without the response cache, then what was actually spent
+HEADLINE = (("retrieval_recall_mean", "retrieval recall"),
+            ("cost_usd_uncached_per_task", "cost/task ($)"),
+            ("cost_usd_per_task", "spent/task ($)"), ("judge_cost_usd_total", "judge cost ($)"),
             ("latency_ms_p50", "P50 latency (ms)"), ("n_tasks", "n"))
 # libraries whose INFO lines are noise at verbosity 0 (httpx: one line per HTTP request)
 # (anthropic 2.x sends through httpx2, which logs one INFO line per request)
@@ -74,8 +77,10 @@ def metric_label(run_name: str) -> str:
 
 
 def comparison_rows(finished: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
-    """One row per finished run: its name, system, headline numbers and run id."""
-    columns = [(f"{key}_mean", key), *HEADLINE, ("n_errors", "errors")]
+    """One row per run (``verdict.headline_rows``): its name, system, headline numbers with
+    the n of each score, and run id."""
+    columns = [(f"{key}_mean", key), (f"{key}_n", f"{key} n"), *HEADLINE,
+               ("retrieval_recall_n", "retrieval recall n"), ("n_errors", "errors")]
     return [{"run": r["run"], "system": r["system"],
              **{title: r.get(name) for name, title in columns}, "run_id": r["run_id"]}
             for r in finished]
@@ -84,7 +89,8 @@ def comparison_rows(finished: list[dict[str, Any]], key: str) -> list[dict[str, 
 def log_comparison(client: Any, parent_run_id: str, finished: list[dict[str, Any]],
                    key: str) -> None:
     """The parent run's metrics (``<child>/<metric>``) and comparison table, so the
-    parent answers the question without expanding it."""
+    parent answers the question without expanding it; ``finished``: the headline rows
+    (``verdict.headline_rows``: scores on their common task sets)."""
     import time
 
     from mlflow.entities import Metric
@@ -125,14 +131,25 @@ def _cell(value: Any, digits: int) -> str:
     return f"{value:,.{digits}f}"
 
 
-def table(finished: list[dict[str, Any]], key: str) -> str:
-    """The verdict's table: run x comparison metric, recall, cost, P50 latency, and how
-    many of its tasks each run answered (a skipped or errored task has no score)."""
-    columns = [(f"{key}_mean", key, 3), ("retrieval_recall_mean", "recall", 3),
-               ("cost_usd_mean", "cost/task $", 5), ("latency_ms_p50", "P50 ms", 0)]
-    header = ["run", *(title for _, title, _ in columns), "answered"]
-    body = [[r["run"], *(_cell(r.get(name), digits) for name, _, digits in columns),
-             f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"] for r in finished]
+def _score_cell(row: dict[str, Any], name: str) -> str:
+    """A score on its common task set, with its n when that is not every task."""
+    value, n = row.get(f"{name}_mean"), row.get(f"{name}_n")
+    text = _cell(value, 3)
+    return text if value is None or n in (None, row.get("n_all")) else f"{text} (n={n})"
+
+
+def table(rows: list[dict[str, Any]], key: str) -> str:
+    """The verdict's table (``verdict.headline_rows``, best first): run x comparison metric
+    and recall on their common task sets, cost per task (every task run, without the
+    response cache) and what was spent, P50 latency, and how many of its tasks each run
+    answered (a skipped or errored task has no score)."""
+    columns = [("cost_per_task", "cost/task $", 5), ("cost_usd_per_task", "spent/task $", 5),
+               ("latency_ms_p50", "P50 ms", 0)]
+    header = ["run", key, "recall", *(title for _, title, _ in columns), "answered"]
+    body = [[r["run"] + (" (bound)" if policy.is_bound(r) else ""), _score_cell(r, key),
+             _score_cell(r, "retrieval_recall"),
+             *(_cell(r.get(name), digits) for name, _, digits in columns),
+             f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"] for r in rows]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths, strict=True)))
@@ -164,16 +181,26 @@ def where_to_look(report_uri: str, tracking_uri: str, experiment_id: str, run_id
             f"MLflow:  {ui_url(tracking_uri, experiment_id, run_id)}"]
 
 
+def plain(markdown: str) -> str:
+    """Report Markdown as terminal text: no emphasis, code marks or quote bars."""
+    text = re.sub(r"\*\*|`", "", markdown)
+    return "\n".join(line.removeprefix("> ").removeprefix(">") for line in text.splitlines())
+
+
 def verdict(result: ReportResult, tracking_uri: str) -> str:
-    """The end of a sweep in the terminal: the table, the key finding, where to look."""
-    finished = result.finished
-    finding = re.sub(r"\*\*|`", "", result.finding)
-    lines = ["", table(finished, result.key), "", finding,
-             *(f"note: {n}" for n in dataset_caveats(finished)), "",
-             *where_to_look(result.artifact_uri, tracking_uri,
-                            result.experiment_id, result.run_id)]
+    """The end of a sweep in the terminal: the caveats that apply, the table, the key
+    finding (the report's own text), notes on the figures, where to look."""
+    lines = [""]
+    if result.caveats:
+        lines += [plain(result.caveats).strip(), ""]
+    lines += [table(result.headline, result.key), ""]
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
     if not_finished:
-        lines.insert(3, "not finished: " + ", ".join(f"{r['run']} ({r['status']})"
-                                                      for r in not_finished))
+        lines.append("not finished: " + ", ".join(f"{r['run']} ({r['status']})"
+                                                  for r in not_finished))
+    lines += [plain(result.finding), ""]
+    if result.notes:
+        lines += [plain(result.notes).strip(), ""]
+    lines += where_to_look(result.artifact_uri, tracking_uri, result.experiment_id,
+                           result.run_id)
     return "\n".join(lines)

@@ -13,7 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from metrics import Metric, Scorer, default_scorers  # noqa: E402
 from metrics.geval import ERROR_CODES  # noqa: E402
+from report import policy  # noqa: E402
 from report.policy import report_metrics  # noqa: E402
+from report.verdict import task_cost  # noqa: E402
 
 HISTOGRAM_COLUMNS = 4
 BLUE, RED = "#4C72B0", "#C44E52"
@@ -108,34 +110,51 @@ def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     return _save(fig, folder / "comparison.png")
 
 
-def pareto_front(points: list[tuple[float, float]]) -> list[int]:
-    """Indices of the points no other point beats on both cost (lower) and quality
-    (higher), cheapest first."""
-    order = sorted(range(len(points)), key=lambda i: (points[i][0], -points[i][1]))
+def pareto_front(points: list[tuple[float, float]], key: str | None = None) -> list[int]:
+    """Indices of the points no other point beats on both cost (lower) and quality (in
+    ``key``'s direction, ``report.policy``; higher without a key), cheapest first."""
+    sign = 1.0 if key is None or policy.higher_is_better(key) else -1.0
+    order = sorted(range(len(points)), key=lambda i: (points[i][0], -sign * points[i][1]))
     front: list[int] = []
     for i in order:
-        if not front or points[i][1] > points[front[-1]][1]:
+        if not front or sign * points[i][1] > sign * points[front[-1]][1]:
             front.append(i)
     return front
 
 
-def cost_quality_plot(rows: list[dict[str, Any]], key: str, folder: Path) -> Path | None:
-    """Mean cost per task against the comparison metric, one point per run, with the
-    Pareto front (the runs nothing beats on both) drawn through."""
-    scored = [r for r in rows if r.get(f"{key}_mean") is not None
-              and r.get("cost_usd_mean") is not None]
+def _cost_points(rows: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    return [r for r in rows if r.get(f"{key}_mean") is not None and task_cost(r) is not None]
+
+
+def cost_plot_gap(rows: list[dict[str, Any]], key: str) -> str | None:
+    """Why a cost-vs-quality plot would say nothing (None: it says something)."""
+    scored = _cost_points(rows, key)
     if not scored:
+        return f"No run has both a cost and `{key}`: there is no cost-vs-quality plot."
+    if all(task_cost(r) == 0 for r in scored):
+        return ("Every run cost $0 per task (the offline model has no prices), so a "
+                "cost-vs-quality plot would put every run on one vertical line: it is left out.")
+    return None
+
+
+def cost_quality_plot(rows: list[dict[str, Any]], key: str, folder: Path) -> Path | None:
+    """Cost per task (every task run, without the response cache) against the comparison
+    metric, one point per run, with the Pareto front (the runs nothing beats on both)
+    drawn through; None when it would say nothing (``cost_plot_gap``)."""
+    if cost_plot_gap(rows, key) is not None:
         return None
-    points = [(float(r["cost_usd_mean"]), float(r[f"{key}_mean"])) for r in scored]
-    front = pareto_front(points)
+    scored = _cost_points(rows, key)
+    points = [(float(task_cost(r) or 0.0), float(r[f"{key}_mean"])) for r in scored]
+    front = pareto_front(points, key)
     fig, ax = plt.subplots(figsize=(6, 4))
     ax.scatter([p[0] for p in points], [p[1] for p in points], color=BLUE, zorder=3)
     for (x, y), row in zip(points, scored, strict=True):
         ax.annotate(row["run"], (x, y), textcoords="offset points", xytext=(5, 4), fontsize=8)
     ax.plot([points[i][0] for i in front], [points[i][1] for i in front], color=RED,
             linestyle="--", label="Pareto front", zorder=2)
-    ax.set_xlabel("mean cost per task ($)")
-    ax.set_ylabel(f"{key} (mean)")
+    ax.set_xlabel("cost per task ($, every task run, without the response cache)")
+    ax.set_ylabel(f"{key} (mean, {'higher' if policy.higher_is_better(key) else 'lower'} "
+                  "is better)")
     ax.set_title("Cost vs quality")
     ax.legend(fontsize=8)
     return _save(fig, folder / "cost_vs_quality.png")
@@ -160,9 +179,22 @@ def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     return _save(fig, folder / "error_taxonomy_by_system.png")
 
 
-def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | None:
-    """A-RAG: retrieval recall of each task against the loops it used."""
+def loops_plot_gap(points: list[tuple[float, float]]) -> str | None:
+    """Why a recall-vs-loops plot would say nothing (None: it says something)."""
     if not points:
+        return "No agentic run with retrieval gold in this sweep."
+    loops = {p[0] for p in points}
+    if len(loops) == 1:
+        return (f"Every agentic task used {next(iter(loops)):.0f} loops, so recall against "
+                "loops would be one vertical line: the plot is left out (sweep `max_loops` "
+                "to see how recall grows with the budget).")
+    return None
+
+
+def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | None:
+    """A-RAG: retrieval recall of each task against the loops it used; None when it would
+    say nothing (``loops_plot_gap``)."""
+    if loops_plot_gap(points) is not None:
         return None
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.scatter([p[0] for p in points], [p[1] for p in points], alpha=0.6, color=BLUE)
@@ -172,28 +204,29 @@ def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | N
     return _save(fig, folder / "recall_vs_loops.png")
 
 
-def loop_budget_curve(rows: list[dict[str, Any]], folder: Path) -> Path | None:
-    """Scores of the agentic runs against their loop budget, and (right axis) what a task
-    costs at each budget."""
+def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Path | None:
+    """The comparison score and retrieval recall of the agentic runs against their loop
+    budget (only scores on the score axis), and on its own axis what a task costs at each
+    budget (every task run, without the response cache)."""
     points = sorted((int(r["max_loops"]), r) for r in rows
                     if r.get("agentic") and r.get("max_loops") is not None)
     if len({p for p, _ in points}) < 2:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 4))
     xs = [p for p, _ in points]
-    for metric in compared():
+    for metric in dict.fromkeys([f"{key}_mean", "retrieval_recall_mean"]):
         ys = [r.get(metric) for _, r in points]
         if all(y is not None for y in ys):
             ax.plot(xs, [float(y) for y in ys if y is not None], marker="o",
                     label=metric.replace("_mean", ""))
     ax.set_xlabel("max_loops")
     ax.set_ylabel("score")
-    costs = [r.get("cost_usd_mean") for _, r in points]
+    costs = [task_cost(r) for _, r in points]
     if all(c is not None for c in costs):
         right = ax.twinx()
         right.plot(xs, [float(c) for c in costs if c is not None], marker="s", color="#555555",
                    linestyle=":", label="cost per task ($)")
-        right.set_ylabel("mean cost per task ($)")
+        right.set_ylabel("cost per task ($, without the response cache)")
         right.legend(fontsize=8, loc="lower right")
     ax.set_title("Loop-budget curve of the agentic system")
     ax.legend(fontsize=8, loc="upper left")

@@ -1,10 +1,22 @@
-"""How the report ranks systems: which scores it compares on, in what order, and which it
-shows. Every part of the report (verdict, console, plots, compare page, traces' assessments)
-asks this module; none orders metrics itself."""
+"""How the report ranks systems: which scores it compares on, in what order, which way is
+better, which runs may win, and which it shows. Every part of the report (verdict, console,
+plots, compare page, traces' assessments) asks this module; none orders runs or metrics
+itself, so changing a direction or the ranking rule is one edit here.
+
+* The comparison metric is the first of ``comparison_order`` any run has (its fallbacks
+  follow in order); each metric's direction is its declared ``higher_is_better``.
+* Bounds (systems that declare ``bound``: oracle, closed book) are shown beside the
+  contenders as reference points and are never ranked among them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from metrics import Metric, declared_metrics
+
+Row = dict[str, Any]
 
 
 def comparison_order() -> list[str]:
@@ -21,3 +33,51 @@ def report_metrics() -> list[Metric]:
     order = {name: i for i, name in enumerate(comparison_order())}
     return sorted((m for m in declared_metrics() if m.report),
                   key=lambda m: (order.get(m.name, len(order)), m.name))
+
+
+def higher_is_better(key: str) -> bool:
+    """The direction of a score (a metric nobody declared: higher is better)."""
+    declared = {m.name: m for m in declared_metrics()}
+    return declared[key].higher_is_better if key in declared else True
+
+
+def is_bound(run: Row) -> bool:
+    """A reference point (oracle, closed book): shown as a bound, never ranked."""
+    return bool(run.get("bound"))
+
+
+def contenders(runs: list[Row]) -> list[Row]:
+    """The runs that may be ranked and named the winner."""
+    return [r for r in runs if not is_bound(r)]
+
+
+def ranked(runs: list[Row], score: Callable[[Row], float | None], key: str) -> list[Row]:
+    """``runs`` best first on ``key`` (``score(run)``: its value; runs without one last, in
+    their given order)."""
+    sign = -1.0 if higher_is_better(key) else 1.0
+    scored = [r for r in runs if score(r) is not None]
+    rest = [r for r in runs if score(r) is None]
+    return sorted(scored, key=lambda r: sign * float(score(r) or 0.0)) + rest
+
+
+def ranked_by_mean(runs: list[Row], means: Mapping[str, float], key: str) -> list[Row]:
+    """``runs`` best first by their mean on ``key`` (``means``: run id -> mean)."""
+    return ranked(runs, lambda r: means.get(r["run_id"]), key)
+
+
+def advantage(diff: float, key: str) -> float:
+    """A paired difference (first minus second) turned so that positive favours the first."""
+    return diff if higher_is_better(key) else -diff
+
+
+def agent_baselines(runs: list[Row]) -> tuple[list[Row], list[Row]]:
+    """The verdict's question, asked of the contenders: each agentic run against each
+    baseline (the non-agentic contenders)."""
+    runs = contenders(runs)
+    return [r for r in runs if r.get("agentic")], [r for r in runs if not r.get("agentic")]
+
+
+def judged(runs: list[Row]) -> bool:
+    """Whether a judge ran in any of these runs (one definition for every part: the judge
+    section, the taxonomy, the caveats and the cost table ask it)."""
+    return any((r.get("judge_calls") or 0) > 0 for r in runs)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.geval import ERROR_CODES
-from report import compare, console, plots, verdict
+from report import compare, console, plots, policy, verdict
 from report.policy import comparison_order, report_metrics
 from report.sections import (
     caveats,
@@ -35,10 +35,15 @@ from report.sections import (
     length_breakdown,
     length_finding,
     loops_recall,
+    query_priors,
+    resumed_latency_note,
+    unreadable_note,
 )
 from report.verdict import (
+    SMALL_N,
     TaskSets,
     common_rows,
+    headline_rows,
     paired_section,
     task_set_section,
     task_sets,
@@ -72,6 +77,7 @@ def _row(run: Any) -> dict[str, Any]:
     params = run.data.params
     row.update(run=run.info.run_name, run_id=run.info.run_id, status=run.info.status,
                system=tags.get("system", ""), agentic=tags.get("system_agentic") == "true",
+               bound=tags.get("system_bound") == "true",
                retrieves=tags.get("system_retrieves") == "true",
                judge=params.get("judge.name"), judge_provider=params.get("judge.provider"),
                judge_samples=params.get("judge.samples", "1"),
@@ -79,6 +85,8 @@ def _row(run: Any) -> dict[str, Any]:
                model_provider=params.get("model.provider"),
                synthetic=params.get("dataset.synthetic") == "True",
                max_loops=params.get("max_loops"),
+               hyde=params.get("retrieval.hyde") == "True",
+               tools=json.loads(params.get("system.tools") or "[]"),
                system_notes=json.loads(tags.get("system_notes") or "[]"),
                target_length=params.get("target_length"))
     return row
@@ -130,30 +138,34 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                  title: str) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws)."""
-    judged = any(r.get("geval_coverage_mean") is not None for r in rows)
+    judged = policy.judged(rows)
     key = primary_metric(records_by_run)
-    finished = [r for r in rows if r["status"] == "FINISHED"]
+    finished = [r for r in rows if compared(r)]
     sets = task_sets(finished, records_by_run)
     out = [f"# {title}\n"]
     banner = caveats(finished)
     if banner:
         out.append(banner)
-    out.append(f"Runs: {len(finished)} finished"
-               + (f", {len(rows) - len(finished)} not finished ("
-                  + ", ".join(f"{r['run']}: {r['status']}" for r in rows
-                              if r["status"] != "FINISHED") + ")" if len(finished) < len(rows)
-                  else "") + f". Comparison metric: `{key}`.\n")
+    unfinished = [f"{r['run']}: {r['status']}" for r in rows if r["status"] != "FINISHED"]
+    out.append(f"Runs: {len(rows) - len(unfinished)} finished"
+               + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped "
+                  "by the cost cap, KILLED, is compared on what it answered)" if unfinished
+                  else "")
+               + f". Comparison metric: `{key}` ({verdict.direction(key)}; the first of "
+               f"{', '.join(f'`{m}`' for m in comparison_order())} any run has).\n")
+    out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
     out.append("## Key finding\n\n" + verdict.key_finding(
         sets, key, _null_reason(records_by_run, key)) + "\n")
     out.append(length_finding(sets, key))
     shown = [m.name for m in report_metrics()]
-    common = common_rows(sets, [*shown, "word_count"])
+    common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append("## Quality\n")
     no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
-    out.append(f"On the {len(sets.common)} common tasks (means with bootstrap 95% CIs; a column "
-               f"with fewer scored tasks says its n). {no_judge}\n")
-    out.append(_quality_table(common, sets))
+    out.append("Each metric on its own common task set: the tasks every run that has the metric "
+               f"answered (means with bootstrap 95% CIs; n shown where it is not all "
+               f"{len(sets.all_ids)} tasks). {no_judge}\n")
+    out.append(_quality_table(common, sets) + unreadable_note(finished))
     out.append("\n![comparison](plots/comparison.png)\n")
     out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
                "whose task sets differ):\n")
@@ -162,15 +174,17 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
-    out.append(_cost_table(finished, judged) + latency_cache_note(finished))
-    out.append("\n![cost vs quality](plots/cost_vs_quality.png)\n")
+    out.append(_cost_table(finished, judged) + latency_cache_note(finished)
+               + resumed_latency_note(finished))
+    gap = plots.cost_plot_gap(finished, key)
+    out.append(f"\n{gap}\n" if gap else "\n![cost vs quality](plots/cost_vs_quality.png)\n")
     out.append("\n## Error taxonomy\n")
     out.append(_taxonomy(finished) if judged else
                "No judge: the error taxonomy needs `judge=...`.\n")
     out.append("\n## By document length\n\n" + length_breakdown(
         sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
                                                     for r in finished)][:3]))
-    arag_points = _loop_section(out, finished, records_by_run, key)
+    arag_points = _loop_section(out, common, records_by_run, key)
     out.append("\n## Paired comparisons\n")
     out.append(paired_section(sets, key))
     out.append("\n## Examples chosen from the numbers\n")
@@ -185,6 +199,12 @@ def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[d
                                _null_reason(records_by_run, key))
 
 
+def compared(row: dict[str, Any]) -> bool:
+    """A run whose records the report compares: finished, or stopped early by the cost cap
+    (KILLED; what it answered before the cap is as good as any other answer)."""
+    return row["status"] in ("FINISHED", "KILLED")
+
+
 def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> str:
     reasons = Counter(x.get("null_reasons", {}).get(key) for recs in records_by_run.values()
                       for x in recs)
@@ -194,19 +214,27 @@ def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> s
 
 def _cost_table(finished: list[dict[str, Any]], judged: bool) -> str:
     note = ("Cost per task counts every task a run ran, errored ones included (their calls "
-            "were paid); latency percentiles are over answered tasks, errored tasks' latency "
-            "is shown apart.\n\n")
+            "were paid), as if no call had come from the response cache (so a configuration "
+            "that reused a neighbour's cached calls does not look free); what was actually "
+            "spent is beside it. Judge cost is every judge call (samples and panel included). "
+            "Latency percentiles are over answered tasks, errored tasks' latency is shown "
+            "apart.\n\n")
+    systems = sum(r.get("cost_usd_total") or 0.0 for r in finished)
+    judge = sum(r.get("judge_cost_usd_total") or 0.0 for r in finished)
+    total = (f"\nTotal spent: ${systems + judge:.4f} (systems ${systems:.4f}, judge "
+             f"${judge:.4f}).\n")
     return note + _table(
-        ["run", "tasks", "errors", "skipped", "cost / task ($)", "total cost ($)",
-         "P50 latency (ms)", "P90", "P99", "errored: P50 latency (ms)", "cost per coverage point",
-         "mean loops"],
+        ["run", "tasks", "errors", "skipped", "cost / task ($)", "spent / task ($)",
+         "spent ($)", "judge cost ($)", "P50 latency (ms)", "P90", "P99",
+         "errored: P50 latency (ms)", "cost per coverage point", "mean loops"],
         [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
-          int(r.get("n_skipped", 0)), _fmt(r.get("cost_usd_per_task", r.get("cost_usd_mean")), 5),
-          _fmt(r.get("cost_usd_total"), 4), _fmt(r.get("latency_ms_p50"), 0),
+          int(r.get("n_skipped", 0)), _fmt(verdict.task_cost(r), 5),
+          _fmt(r.get("cost_usd_per_task"), 5), _fmt(r.get("cost_usd_total"), 4),
+          _fmt(r.get("judge_cost_usd_total"), 4), _fmt(r.get("latency_ms_p50"), 0),
           _fmt(r.get("latency_ms_p90"), 0), _fmt(r.get("latency_ms_p99"), 0),
           _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
           _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
-          _fmt(r.get("loops_mean"), 1)] for r in finished])
+          _fmt(r.get("loops_mean"), 1)] for r in finished]) + total
 
 
 def _taxonomy(finished: list[dict[str, Any]]) -> str:
@@ -217,7 +245,8 @@ def _taxonomy(finished: list[dict[str, Any]]) -> str:
             for r in finished]
     return (f"Share of judged tasks with each code ({defs}), as the judge assigned them to "
             "tasks scoring below 3. **P flagged**: the mechanical check for agentic runs "
-            "(answered with loops left and G-Eval coverage below 3), over tasks with a "
+            "(answered with loops and context budget left and G-Eval coverage below 3), over "
+            "tasks with a "
             "coverage score.\n\n"
             + _table(["run", *ERROR_CODES, "P flagged"], rows)
             + "\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
@@ -231,15 +260,18 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
                    for r in finished if r["agentic"]
                    for x in records_by_run.get(r["run_id"], [])
                    if x.get("retrieval_recall") is not None and x.get("loops") is not None]
-    out.append("![recall vs loops](plots/recall_vs_loops.png)\n\n" + loops_recall(arag_points)
-               if arag_points else "No agentic run with retrieval gold in this sweep.\n")
+    gap = plots.loops_plot_gap(arag_points)
+    out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
+               + (f"\n{loops_recall(arag_points)}" if arag_points else ""))
     budgets = {r.get("max_loops") for r in finished if r["agentic"]}
     if len(budgets) > 1:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
         curve = sorted((int(r["max_loops"]), r) for r in finished if r["agentic"])
-        out.append(_table(["max_loops", key, "retrieval recall", "mean loops", "mean cost ($)"],
+        out.append(_table(["max_loops", key, "retrieval recall", "mean loops",
+                           "cost / task ($, no cache)", "spent / task ($)"],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
-                            r.get("loops_mean"), r.get("cost_usd_mean")] for m, r in curve]))
+                            r.get("loops_mean"), _fmt(verdict.task_cost(r), 5),
+                            _fmt(r.get("cost_usd_per_task"), 5)] for m, r in curve]))
     return arag_points
 
 
@@ -249,7 +281,7 @@ def _quality_table(rows: list[dict[str, Any]], sets: TaskSets | None = None) -> 
     (``sets``: a cell with fewer scored tasks says its n) or each run's own answered tasks."""
     header: list[str] = ["run", "tasks"]
     cells: list[Callable[[dict[str, Any]], Any]] = [
-        (lambda r: len(sets.common)) if sets is not None else
+        (lambda r: len(sets.all_ids)) if sets is not None else
         (lambda r: int(r.get("n_answered", 0)))]
     for m in report_metrics():
         header.append(m.title)
@@ -266,9 +298,11 @@ def _with_n(row: dict[str, Any], key: str, sets: TaskSets | None) -> str:
     text = _with_ci(row, key)
     if sets is None or text == "–":
         return text
-    run = next(r for r in sets.runs if r["run_id"] == row["run_id"])
-    n = len(sets.values(run, key))
-    return text if n == len(sets.common) else f"{text} (n={n})"
+    n = row.get(f"{key}_n")
+    notes = [] if n == len(sets.all_ids) else [f"n={n}"]
+    if n is not None and n < SMALL_N and row.get(f"{key}_ci_low") is not None:
+        notes.append("small n: CI unreliable")
+    return f"{text} ({'; '.join(notes)})" if notes else text
 
 
 def latency_cache_note(finished: list[dict[str, Any]]) -> str:
@@ -334,10 +368,17 @@ class ReportResult:
     key: str  # the comparison metric
     artifact_uri: str  # where report.html is
     finding: str  # the key finding, as the report states it
+    caveats: str = ""  # the report's caveats banner (empty: none apply)
+    notes: str = ""  # notes on the figures: unreadable judge replies, resumed latencies
 
     @property
     def finished(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if r["status"] == "FINISHED"]
+        return [r for r in self.rows if compared(r)]
+
+    @property
+    def headline(self) -> list[dict[str, Any]]:
+        """The console's rows (``verdict.headline_rows``)."""
+        return headline_rows(task_sets(self.finished, self.records), self.finished, self.key)
 
 
 def write_run_report(client, run_id: str) -> ReportResult:
@@ -368,12 +409,12 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
         key = primary_metric(records)
         plot_dir = folder / "plots"
         plot_dir.mkdir()
-        finished = [r for r in rows if r["status"] == "FINISHED"]
+        finished = [r for r in rows if compared(r)]
         made = [p for p in (plots.comparison_plot(data["common_rows"], plot_dir),
                             plots.cost_quality_plot(finished, key, plot_dir),
                             plots.taxonomy_by_system(finished, plot_dir),
                             plots.recall_vs_loops(data["arag_points"], plot_dir),
-                            plots.loop_budget_curve(data["common_rows"], plot_dir))
+                            plots.loop_budget_curve(data["common_rows"], key, plot_dir))
                 if p is not None]
         (folder / "report.md").write_text(
             readable_markdown(text, {f"plots/{p.name}" for p in made}), encoding="utf-8")
@@ -386,12 +427,14 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
             client.log_artifact(target_run_id, str(path), "plots")
+    result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
+                          f"{target.info.artifact_uri}/report.html",
+                          key_finding(finished, records, key), caveats(finished),
+                          unreadable_note(finished) + resumed_latency_note(finished))
     if sweep:
-        console.log_comparison(client, target_run_id, finished, key)
+        console.log_comparison(client, target_run_id, result.headline, key)
     log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
-    return ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
-                        f"{target.info.artifact_uri}/report.html",
-                        key_finding(finished, records, key))
+    return result
 
 
 def main(argv: list[str] | None = None) -> None:

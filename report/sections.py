@@ -10,6 +10,7 @@ import numpy as np
 from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
 from metrics.stats import correlation
+from report import policy
 from report.verdict import Row, TaskSets, fmt, is_answered, table
 
 _FLAG_SUFFIX = "_parse_failures"
@@ -24,8 +25,9 @@ def caveats(rows: list[Row]) -> str:
     offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"})
     if offline:
         notes.append(f"The model is `offline` ({', '.join(offline)}): a deterministic extractive "
-                     "stand-in, not an LLM. Its numbers compare retrieval (which chunks reach "
-                     "the model), not how an LLM would summarize.")
+                     "stand-in, not an LLM. It measures the retrieval plumbing (which chunks "
+                     "reach the model under each system's fixed policy), not whether agentic "
+                     "retrieval helps an LLM, nor how an LLM would summarize.")
     unjudged = sorted({r["run"] for r in rows
                        if r.get("judge_provider") in JUDGES_THAT_DO_NOT_JUDGE})
     if unjudged:
@@ -41,6 +43,35 @@ def caveats(rows: list[Row]) -> str:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
         f"> - {n}" for n in notes) + "\n"
+
+
+def query_priors(rows: list[Row]) -> str:
+    """What each retrieving run searches with, beyond the question: the prior knowledge a
+    system brings (a HyDE passage; an agent's own queries), and the option that gives the
+    other side the same."""
+    parts = []
+    for r in rows:
+        if not r.get("retrieves"):
+            continue
+        if r.get("agentic"):
+            how = ("the offline agent's queries: the question, its content words, then terms "
+                   "of the chunks it read (no vocabulary of its own)"
+                   if r.get("model_provider") == "offline" else
+                   "queries the model writes (its own knowledge of the domain)")
+            tools = ", ".join(r.get("tools") or [])
+            parts.append(f"{r['run']}: {how}; tools {tools or 'as configured'}")
+        else:
+            parts.append(f"{r['run']}: " + (
+                "the question plus a hypothetical answer the model writes "
+                "(`retrieval.hyde=true`)" if r.get("hyde") else
+                "the question only (`retrieval.hyde=true` adds the model's hypothetical "
+                "answer)"))
+    if not parts:
+        return ""
+    offline_agent = any(r.get("agentic") and r.get("model_provider") == "offline" for r in rows)
+    return ("What each system searches with (its prior knowledge): " + "; ".join(parts) + "."
+            + (" With `system.tools=[semantic_search,chunk_read]` the offline agent reads "
+               "naive's top-k." if offline_agent else "") + "\n")
 
 
 def dataset_caveats(rows: list[Row]) -> list[str]:
@@ -300,15 +331,18 @@ def examples(sets: TaskSets, key: str) -> str:
     def score(run: Row, tid: str) -> float | None:
         return sets.tables[run["run_id"]].get(tid, {}).get(key)
 
+    sign = 1.0 if policy.higher_is_better(key) else -1.0  # the policy's direction
+
     def margins(run: Row, rivals: list[Row]) -> list[tuple[float, str]]:
+        """Tasks where ``run`` beats every rival, widest margin first."""
         found = []
         for tid in ids:
             mine, theirs = score(run, tid), [score(r, tid) for r in rivals]
             if mine is not None and theirs and all(t is not None for t in theirs):
-                best = max(t for t in theirs if t is not None)
-                if mine > best:
-                    found.append((mine - best, tid))
-        return sorted(found, reverse=True)
+                margin = sign * mine - max(sign * t for t in theirs if t is not None)
+                if margin > 0:
+                    found.append((margin, tid))
+        return sorted(found, reverse=True)  # widest first: margins are already oriented
 
     def note(tid: str, extra: str = "") -> str:
         listed = ", ".join(f"{r['run']} {score(r, tid):.3f}" for r in runs
@@ -332,8 +366,8 @@ def examples(sets: TaskSets, key: str) -> str:
     scored = [sets.tables[r["run_id"]][t] for r in runs for t in ids
               if score(r, t) is not None]
     if scored:
-        worst = min(scored, key=lambda x: x[key])
-        text = f"Lowest `{key}` on the common tasks: {worst[key]:.3f}."
+        worst = min(scored, key=lambda x: sign * x[key])
+        text = f"Worst `{key}` on the common tasks: {worst[key]:.3f}."
         reasoning = worst.get("geval_coverage_reasoning") or worst.get(
             "geval_faithfulness_reasoning")
         if reasoning:
@@ -352,3 +386,32 @@ def _block(title: str, rec: dict[str, Any], note: str) -> str:
 
 __all__ = ["caveats", "examples", "fmt", "further_dimensions", "judge_section",
            "judged_dimensions", "length_breakdown", "length_finding", "loops_recall"]
+
+
+def unreadable_note(rows: list[Row]) -> str:
+    """Judge-scored fields whose replies could not be read, per run (those tasks have no
+    score for the field, so its mean rests on fewer tasks)."""
+    parts = []
+    for r in rows:
+        fails = {k.removesuffix("_parse_failures"): int(v) for k, v in r.items()
+                 if k.endswith("_parse_failures") and not k.endswith("_sample_parse_failures")
+                 and v}
+        parts += [f"{r['run']}: {field} on {n} of {int(r.get('n_answered') or 0)} answered "
+                  "tasks" for field, n in fails.items()]
+    if not parts:
+        return ""
+    return ("Unreadable judge replies (no score for those tasks; above "
+            "runner.max_parse_failure_rate the run fails): " + "; ".join(parts) + ".\n")
+
+
+def resumed_latency_note(rows: list[Row]) -> str:
+    """Runs whose predictions (and so their latencies) were resumed from an earlier run,
+    made under whatever load that run had."""
+    resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0]
+    if not resumed:
+        return ""
+    parts = [f"{r['run']} ({int(r['n_resumed'])} of {int(r.get('n_tasks') or 0)} tasks)"
+             for r in resumed]
+    return ("Latency from an earlier run: " + "; ".join(parts) + " were resumed from an "
+            "earlier run of the same configuration, so their latencies were measured then, "
+            "under that run's load.\n")

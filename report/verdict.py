@@ -30,6 +30,7 @@ from metrics.stats import (
     paired_difference,
     tasks_needed,
 )
+from report import policy
 
 Row = dict[str, Any]
 Record = dict[str, Any]
@@ -90,11 +91,13 @@ def task_sets(finished: list[Row], records_by_run: dict[str, list[Record]]) -> T
 
 def task_set_section(sets: TaskSets) -> str:
     """How many tasks each run answered, and the common set every comparison uses."""
-    lines = [f"Every comparison below (key finding, paired tests, wins and losses, examples, "
-             f"the comparison plot) uses the **{len(sets.common)} tasks every compared run "
-             f"answered** (of {len(sets.all_ids)} in the sweep). A metric some runs have no "
-             f"score for at all (stuffing retrieves nothing) is compared among the runs that "
-             f"have it, on the tasks all of those answered.\n"]
+    lines = [f"There are **{len(sets.common)} tasks every compared run answered** (of "
+             f"{len(sets.all_ids)} in the sweep). Every comparison below (key finding, paired "
+             "tests, wins and losses, examples, the quality table, the plots, the console and "
+             "the parent run's metrics) is made, for each metric, on the tasks every run that "
+             "has the metric answered: a metric some runs have no score for at all (stuffing "
+             "retrieves nothing) is compared among the runs that have it, so their skips do "
+             "not shrink it. Where that set is not every task, its n is shown.\n"]
     rows = []
     for r in sets.runs + sets.left_out:
         recs = list(sets.tables[r["run_id"]].values())
@@ -106,10 +109,16 @@ def task_set_section(sets: TaskSets) -> str:
     return "\n".join(lines)
 
 
+SMALL_N = 10  # fewer pairs than this: a percentile-bootstrap CI is not to be trusted
+
+
 def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
+    """The verdict: each agentic run against each baseline (or, without that split, the two
+    best contenders) on ``key``, each pair with n, difference, CI and significance; then the
+    best contender, the bounds beside them, and what a task costs."""
     scored = [r for r in sets.runs if sets.has(r, key)]
     if not sets.runs:
-        return "No run answered any task: nothing to compare."
+        return "No run answered any task: nothing to compare." + _spent_sentence(sets.left_out)
     if not scored:
         return f"No run has `{key}` scores{reason}."
     ids = sets.scored_ids(scored, key)
@@ -117,35 +126,73 @@ def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
         return ("No task was answered by every compared run, so no run is ranked; each run's "
                 "own means are in the Quality section.")
     means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
-    ranked = sorted(scored, key=lambda r: means[r["run_id"]], reverse=True)
-    best = ranked[0]
+    ranked = policy.ranked_by_mean(policy.contenders(scored), means, key)
     if len(scored) == len(sets.runs):
         head = f"On the **{len(ids)} tasks** every compared run answered and has `{key}` for"
     else:
         names = ", ".join(r["run"] for r in scored)
         head = f"On the **{len(ids)} tasks** every run with `{key}` ({names}) answered"
-    if len(ranked) == 1:
-        return (f"{head}, only **{best['run']}** is scored ({means[best['run_id']]:.3f}): "
-                f"nothing to compare it with. {_cost_sentence(best)}")
-    second = ranked[1]
-    res = sets.pair(best, second, key, ids)
-    pair = (f"**{best['run']}** {means[best['run_id']]:.3f} vs **{second['run']}** "
-            f"{means[second['run_id']]:.3f}")
+    parts = [f"{head} ({direction(key)}):"]
+    agents, baselines = policy.agent_baselines(scored)
+    pairs = [(a, b) for a in agents for b in baselines] or \
+        ([(ranked[0], ranked[1])] if len(ranked) > 1 else [])
+    parts += [f"- {pair_sentence(sets, a, b, key, means)}" for a, b in pairs]
+    parts.append(f"- {_best_sentence(sets, ranked, key, means)}")
+    bounds = [r for r in scored if policy.is_bound(r)]
+    if bounds:
+        parts.append("- Bounds (reference points, never ranked): " + "; ".join(
+            f"{r['run']} {means[r['run_id']]:.3f}" for r in bounds) + ".")
+    parts.append(f"- {cost_sentence(ranked + bounds)}")
+    return "\n".join(parts) + _spent_sentence(sets.left_out)
+
+
+def direction(key: str) -> str:
+    return "higher is better" if policy.higher_is_better(key) else "lower is better"
+
+
+def pair_sentence(sets: TaskSets, a: Row, b: Row, key: str, means: dict[str, float]) -> str:
+    """One comparison: the two means on the tasks both have a score for, their paired
+    difference with its CI, the test and what it says."""
+    ids = sets.scored_ids([a, b], key)
+    res = sets.pair(a, b, key, ids)
+    ma, mb = (float(np.mean(sets.values(r, key, ids))) if ids else means[r["run_id"]]
+              for r in (a, b))
+    text = f"**{a['run']}** vs **{b['run']}** (n={len(ids)}): {ma:.3f} vs {mb:.3f}"
     if res is None:
-        return f"{head}: {pair}; too few tasks for a paired comparison. {_cost_sentence(best)}"
-    stats = f"paired difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]"
+        return f"{text}; too few tasks for a paired comparison."
+    text += (f", difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]"
+             + small_n_note(res.n))
     if res.testable:
-        stats += f", Wilcoxon p={res.p_text()} over {res.n_untied} untied of {res.n} pairs"
+        text += f", Wilcoxon p={res.p_text()} over {res.n_untied} untied pairs"
     if res.significant:
-        text = f"{head}, **{best['run']}** scores highest: {pair}; {stats}: significant at 0.05."
-    elif not res.testable:
-        text = (f"{head}: {pair}. **Too few to test**: only {res.n_untied} of {res.n} pairs "
-                f"differ (at least {MIN_UNTIED} are needed); {stats}. No winner is declared.")
-    else:
-        why = "the CI includes 0" if res.ci_includes_zero else f"p ≥ {ALPHA}"
-        text = (f"{head}: **no significant difference** between {pair} ({stats}; {why}). "
-                "No winner is declared.")
-    return f"{text} {power_sentence(res)} {_cost_sentence(best)}"
+        better = a if policy.advantage(res.mean_diff, key) > 0 else b
+        return f"{text}: **significant**, {better['run']} is better."
+    if not res.testable:
+        return (f"{text}: **too few to test** (only {res.n_untied} pairs differ, at least "
+                f"{MIN_UNTIED} are needed).")
+    why = "the CI includes 0" if res.ci_includes_zero else f"p ≥ {ALPHA}"
+    return f"{text}: **no significant difference** ({why})."
+
+
+def small_n_note(n: int, unit: str = "pairs") -> str:
+    """Said beside a CI over fewer than ``SMALL_N`` pairs (or tasks)."""
+    return (f" (small n: a bootstrap CI over {n} {unit} is unreliable)" if n < SMALL_N else "")
+
+
+def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str, float]) -> str:
+    if not ranked:
+        return "Only bounds are scored: no contender to name."
+    best = ranked[0]
+    if len(ranked) == 1:
+        return f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), the only contender scored."
+    runner_up = ranked[1]
+    res = sets.pair(best, runner_up, key)
+    if res is not None and res.significant and policy.advantage(res.mean_diff, key) > 0:
+        return (f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), significantly ahead "
+                f"of {runner_up['run']}. {power_sentence(res)}")
+    tail = f" {power_sentence(res)}" if res is not None else ""
+    return (f"Best mean: {best['run']} ({means[best['run_id']]:.3f}), but not significantly "
+            f"ahead of {runner_up['run']}: no winner is declared.{tail}")
 
 
 def power_sentence(res: Paired) -> str:
@@ -169,10 +216,26 @@ def power_sentence(res: Paired) -> str:
     return text
 
 
-def _cost_sentence(run: Row) -> str:
-    cost = run.get("cost_usd_per_task", run.get("cost_usd_mean"))
-    return (f"{run['run']} costs ${cost or 0.0:.5f} per task it ran (errored tasks included) "
-            f"with a median latency of {run.get('latency_ms_p50') or 0.0:.0f} ms.")
+def task_cost(run: Row) -> float | None:
+    """What a task costs the run: spend over every task it ran (errored ones included), as
+    if no call had come from the response cache, so a cached neighbour does not look free."""
+    cost = run.get("cost_usd_uncached_per_task")
+    return cost if cost is not None else run.get("cost_usd_per_task")
+
+
+def cost_sentence(runs: list[Row]) -> str:
+    parts = [f"{r['run']} ${task_cost(r) or 0.0:.5f} (spent ${r.get('cost_usd_per_task') or 0.0:.5f}"
+             f"; P50 {r.get('latency_ms_p50') or 0.0:.0f} ms)" for r in runs]
+    judge = sum(r.get("judge_cost_usd_total") or 0.0 for r in runs)
+    return ("Cost per task (every task run, errored included; without the response cache, "
+            "actual spend in brackets): " + "; ".join(parts) + "."
+            + (f" The judge cost ${judge:.4f} in all." if judge else ""))
+
+
+def _spent_sentence(left_out: list[Row]) -> str:
+    spent = [r for r in left_out if (r.get("cost_usd_total") or 0) > 0]
+    return "".join(f" {r['run']} answered no task but spent ${r['cost_usd_total']:.5f}."
+                   for r in spent)
 
 
 def paired_section(sets: TaskSets, key: str) -> str:
@@ -195,15 +258,17 @@ def paired_section(sets: TaskSets, key: str) -> str:
 
 
 def common_rows(sets: TaskSets, metrics: list[str]) -> list[Row]:
-    """Each compared run's row with its means and CIs taken over the common tasks (what the
-    comparison plot draws)."""
+    """Each compared run's row with each metric's mean and CI over that metric's common
+    task set (``TaskSets.common_for``) and its n (``<metric>_n``): what the quality table,
+    the comparison plot, the console and the parent run's metrics show."""
     out = []
     for r in sets.runs:
         row = {k: v for k, v in r.items() if not k.endswith(("_mean", "_ci_low", "_ci_high"))}
         for m in metrics:
-            values = sets.values(r, m)
+            values = sets.values(r, m, sets.common_for(m))
             if values:
                 row[f"{m}_mean"] = float(np.mean(values))
+                row[f"{m}_n"] = len(values)
                 ci = bootstrap_ci(values)
                 if ci is not None:
                     row[f"{m}_ci_low"], row[f"{m}_ci_high"] = ci
@@ -223,3 +288,25 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"
+
+
+HEADLINE_SCORES = ("retrieval_recall",)  # shown beside the comparison metric
+
+
+def headline_rows(sets: TaskSets, finished: list[Row], key: str) -> list[Row]:
+    """What the console and the parent run show per run, best first (``report.policy``;
+    bounds after the contenders, runs that answered nothing last): the comparison metric
+    and retrieval recall on their common task sets with their n (``<metric>_n``), its cost
+    per task over every task run (without the response cache, and what was spent), and
+    latency. ``<metric>_n_all``: the size of the full set, to say when n is smaller."""
+    common = {r["run_id"]: r for r in common_rows(sets, [key, *HEADLINE_SCORES])}
+    rows = []
+    for run in finished:
+        row = {k: v for k, v in run.items() if not k.endswith(("_mean", "_ci_low", "_ci_high"))}
+        row.update({k: v for k, v in common.get(run["run_id"], {}).items()
+                    if k.endswith(("_mean", "_n"))})
+        row["cost_per_task"] = task_cost(run)
+        row["n_all"] = len(sets.all_ids)
+        rows.append(row)
+    ranked = policy.ranked(policy.contenders(rows), lambda r: r.get(f"{key}_mean"), key)
+    return ranked + [r for r in rows if r not in ranked]

@@ -48,6 +48,10 @@ class RunnerConfig:
     # the command exits non-zero
     max_error_rate: float = ranged(0.0, low=0, high=1, must="a share of tasks from 0 (any "
                                    "error fails the run) to 1")
+    # share of answered tasks on which a judge-scored field (G-Eval, taxonomy, factual
+    # consistency, citation support, QA) may be unreadable before the run ends FAILED
+    max_parse_failure_rate: float = ranged(0.5, low=0, high=1,
+                                           must="a share of answered tasks from 0 to 1")
     verbose: int = 0  # 0: quiet (our INFO, one bar per job); 1: libraries' INFO; 2: DEBUG
 
 

@@ -26,14 +26,34 @@ _FIXES = {
     "rate_limit": "lower runner.concurrency or model.requests_per_minute",
     "overloaded": "wait for the API to recover",
     "server": "wait for the API to recover",
+    "unparseable": ("check the judge's replies in predictions.eval.jsonl (a judge model that "
+                    "does not follow the format: pick another with judge=...); "
+                    "runner.max_parse_failure_rate sets how many unreadable replies a score "
+                    "may have"),
     "tools_unsupported": "enable tool calling on the model's server (docs/models.md) or drop "
                          "system=arag from the sweep",
     "crash": "the system raised on these tasks: see the traceback in the job's log",
 }
+PARSE_FAILURES = "_parse_failures"
 
 
 class TooManyErrors(RuntimeError):
     """A run's errors exceed ``runner.max_error_rate``; the message lists them and the fix."""
+
+
+class CostCapReached(RuntimeError):
+    """``runner.max_cost_usd`` stopped the run before every task ran; the message says what
+    was answered and how to go on."""
+
+
+def cost_cap_message(run_id: str, metrics: Mapping[str, float], cap: float) -> str:
+    answered, total = int(metrics.get("n_answered", 0)), int(metrics.get("n_tasks", 0))
+    not_run = int(metrics.get("n_not_run", 0))
+    return (f"run {run_id} stopped by the cost cap runner.max_cost_usd={cap:g}: {answered} of "
+            f"{total + not_run} tasks answered, {not_run} not run (spent "
+            f"${metrics.get('cost_usd_total', 0.0):.4f}). To go on, raise runner.max_cost_usd "
+            "(or set it to null) and run the same command again: answered tasks are resumed, "
+            "not paid again.")
 
 
 def error_metrics(predictions: list[Prediction], judge_errors: Mapping[str, int] | None
@@ -99,6 +119,10 @@ def too_many_errors(metrics: Mapping[str, float], runner: Any) -> str | None:
                        if k != UNPARSEABLE}
         kinds.update(judge_kinds)
         problems.append(f"{failed} of {asked} judge calls failed ({_counts(judge_kinds)})")
+    unreadable = unreadable_fields(metrics, float(getattr(runner, "max_parse_failure_rate", 0.5)))
+    if unreadable:
+        kinds["unparseable"] += 1
+        problems.append("; ".join(unreadable))
     if not problems:
         return None
     fixes = list(dict.fromkeys(_FIXES.get(k, "see the errors in predictions.jsonl")
@@ -120,6 +144,21 @@ def all_skipped(predictions: list[Prediction]) -> str | None:
     return (f"every one of the {len(predictions)} tasks was skipped ({n} of them: {reason}); "
             "nothing was answered or scored. Fix: change the setting the reason names (e.g. "
             "model.context_limit, or a retrieving system such as system=naive)")
+
+
+def unreadable_fields(metrics: Mapping[str, float], limit: float) -> list[str]:
+    """Judge-scored fields whose replies were unreadable on more than ``limit`` of the
+    answered tasks (``<field>_parse_failures``), each said with its count."""
+    answered = int(metrics.get("n_answered", 0))
+    out = []
+    for key, value in sorted(metrics.items()):
+        if not key.endswith(PARSE_FAILURES) or key.endswith("_sample" + PARSE_FAILURES):
+            continue
+        if answered and value / answered > limit:
+            out.append(f"{key.removesuffix(PARSE_FAILURES)} unreadable on {int(value)} of "
+                       f"{answered} answered tasks (above runner.max_parse_failure_rate="
+                       f"{limit:g})")
+    return out
 
 
 def _counts(kinds: Mapping[str, int]) -> str:

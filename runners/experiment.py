@@ -35,7 +35,13 @@ from report.console import quiet, verdict
 from report.policy import report_metrics
 from report.report import write_run_report
 from runners import dryrun, overview
-from runners.errors import TooManyErrors, all_skipped, too_many_errors
+from runners.errors import (
+    CostCapReached,
+    TooManyErrors,
+    all_skipped,
+    cost_cap_message,
+    too_many_errors,
+)
 from runners.evaluate import scoring_items
 from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
@@ -104,6 +110,8 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         print(verdict(result, str(cfg.tracking.uri)), flush=True)
     if failed:
         raise TooManyErrors(f"run {tracker.run_id}: {failed}")
+    if tracker.end_status == "KILLED":
+        raise CostCapReached(cost_cap_message(tracker.run_id, metrics, cfg.runner.max_cost_usd))
     return metrics
 
 
@@ -235,7 +243,7 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
         with storage_errors(cfg), _single_run_lock(cfg, multirun):
             return run(cfg, parent, run_name=run_name, sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
-            TooManyErrors, SweepBusy) as exc:
+            TooManyErrors, CostCapReached, SweepBusy) as exc:
         message = str(exc)
         log.error("%s", message)
         if not multirun:

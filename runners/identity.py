@@ -26,6 +26,7 @@ _TRANSPORT = ("max_retries", "retry_base_delay_s", "timeout_s", "requests_per_mi
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "runner.max_error_rate",
+    "runner.max_parse_failure_rate",
     "tracking", "cache.mode",
     *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
       for key in _TRANSPORT),

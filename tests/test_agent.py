@@ -29,12 +29,13 @@ def world(make_cfg, tmp_path):
     return ds, index
 
 
-def _system(kind, model, ds, index, max_loops=6, context_limit=200_000, budget=None):
+def _system(kind, model, ds, index, max_loops=6, context_limit=200_000, budget=None,
+            tools=TOOLS, hyde=False):
     ctx = SystemContext(model=model, prices=Prices(1.0, 5.0, 0.1, 1.25), corpus=ds.corpus,
                         index_loader=lambda: index, style="earnings_call", target_length=50,
-                        max_loops=max_loops, top_k=3, scope="document", tools=TOOLS,
+                        max_loops=max_loops, top_k=3, scope="document", tools=tools,
                         max_tokens=512, temperature=0.0, context_limit=context_limit,
-                        retrieval=RetrievalSettings(context_budget=budget))
+                        retrieval=RetrievalSettings(context_budget=budget, hyde=hyde))
     return make_system(kind, kind, ctx)
 
 
@@ -107,10 +108,42 @@ def test_offline_agent_searches_then_reads_and_summarizes_what_it_read(world):
     names = [t["name"] for t in map(step_to_dict, pred.trace) if t["type"] == "tool"]
     assert names[:2] == ["semantic_search", "keyword_search"] and "chunk_read" in names
     assert len(pred.retrieved_chunk_ids) == 4
+    assert pred.context_budget_reached and not pred.max_loops_reached  # read all it may
     assert "$452.0 million" in pred.predicted and "$1.10" in pred.predicted
     assert pred.word_count <= 50
     again = _system("arag", OfflineModel(), ds, index, budget=4).predict(ds.tasks[0], "m")
     assert again.predicted == pred.predicted and again.retrieved_chunk_ids == pred.retrieved_chunk_ids
+
+
+def _words(text):
+    return {w.strip(".,'?$").lower() for w in text.split()}
+
+
+def test_offline_agent_knows_nothing_naive_does_not(world):
+    """The mini dataset's gold lines are the only ones naming revenue, earnings per share
+    and guidance, under a question that names none of them: a vocabulary of the agent's own
+    would find them for it and not for naive. The agent's queries come only from the
+    question and the chunks it had read; given naive's tool (semantic search) it reads
+    exactly naive's top-k, and HyDE gives the offline naive nothing either."""
+    ds, index = world
+    for task in ds.tasks:
+        naive = _system("naive", OfflineModel(), ds, index).predict(task, "m")
+        hyde = _system("naive", OfflineModel(), ds, index, hyde=True).predict(task, "m")
+        agent = _system("arag", OfflineModel(), ds, index,
+                        tools=["semantic_search", "chunk_read"]).predict(task, "m")
+        assert agent.retrieved_chunk_ids == naive.retrieved_chunk_ids == hyde.retrieved_chunk_ids
+        full = _system("arag", OfflineModel(), ds, index).predict(task, "m")
+        known = _words(task.question)
+        for step in map(step_to_dict, full.trace):
+            if step["type"] != "tool":
+                continue
+            if step["name"] in ("semantic_search", "keyword_search"):
+                args = step["arguments"]
+                asked = _words(" ".join([args.get("query", "")] + args.get("keywords", [])))
+                assert asked <= known, f"{step['name']} asked for {asked - known}"
+            else:  # what it read may feed its later queries
+                known |= {w for cid in step["result_chunk_ids"]
+                          for w in _words(index.by_id[cid].text)}
 
 
 def test_offline_agent_respects_small_budgets(world):

@@ -118,3 +118,36 @@ def test_citations_are_scored_per_claim_and_stripped_before_rouge(claude_sweep):
         assert " (backed)" in column and f"{UNCITED} <- no valid citation" in column
     stuffing = runs["stuffing"].data.metrics  # whole documents, no chunk ids: not asked
     assert "citation_coverage_mean" not in stuffing and stuffing["n_errors"] == 0
+
+
+def test_a_loop_budget_sweep_prices_every_budget_without_the_response_cache(tmp_path):
+    """In a max_loops sweep later jobs reuse earlier jobs' cached calls (same conversation
+    prefix): what a task costs at each budget is still its full price, actual spend beside
+    it, and the curve's cost is on its own axis."""
+    env = {**os.environ, "ANTHROPIC_API_KEY": MARKER}
+    with FakeAnthropic(agent_policy()) as fake:
+        cmd = [sys.executable, "run.py", "-m", "system=arag", "dataset=sample",
+               "dataset.limit=2", "max_loops=1,2,3", "model=claude-haiku-4-5",
+               f"model.base_url={fake.url}", "runner.concurrency=1",
+               f"hydra.sweep.dir={tmp_path}/multirun", *store_overrides(tmp_path)]
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=900, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    client = client_for(tmp_path)
+    parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
+    children = {r.info.run_name: r for r in all_runs(tmp_path)
+                if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    assert len(children) == 3
+    for name, child in children.items():
+        m = child.data.metrics
+        assert m["cost_usd_uncached_per_task"] > 0, name
+        label = name.replace("=", ":")
+        assert parent.data.metrics[f"{label}/cost_usd_uncached_per_task"] == pytest.approx(
+            m["cost_usd_uncached_per_task"])
+    report = Path(client.download_artifacts(parent.info.run_id, "report.md",
+                                            str(tmp_path / "dl"))).read_text()
+    curve = report.split("## Retrieval and the loop budget", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in curve.splitlines() if line.startswith("| 3 |")]
+    assert rows and float(rows[0][5]) > 0  # cost / task at the largest budget: not $0
+    assert "loop_budget_curve.png" in {a.path.split("/")[-1] for a in
+                                       client.list_artifacts(parent.info.run_id, "plots")}

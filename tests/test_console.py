@@ -16,10 +16,12 @@ from runners.preflight import job_overrides
 ROWS = [
     {"run": "arag max_loops=8", "run_id": "r1", "system": "arag", "status": "FINISHED",
      "agentic": True, "retrieves": True, "rouge2_f1_mean": 0.25, "retrieval_recall_mean": 0.9,
-     "cost_usd_mean": 0.002, "latency_ms_p50": 450.0, "n_tasks": 2.0, "n_answered": 2.0,
+     "cost_usd_per_task": 0.002,
+     "cost_usd_uncached_per_task": 0.003, "latency_ms_p50": 450.0, "n_tasks": 2.0, "n_answered": 2.0,
      "n_errors": 0.0, "model_calls": 10.0, "model_calls_cached": 10.0, "max_loops": "8"},
     {"run": "stuffing", "run_id": "r2", "system": "stuffing", "status": "FINISHED",
-     "agentic": False, "retrieves": False, "rouge2_f1_mean": 0.2, "cost_usd_mean": 0.001,
+     "agentic": False, "retrieves": False, "rouge2_f1_mean": 0.2,
+     "cost_usd_per_task": 0.001, "cost_usd_uncached_per_task": 0.001,
      "latency_ms_p50": 50.0, "n_tasks": 2.0, "n_answered": 1.0, "n_errors": 1.0,
      "model_calls": 1.0, "model_calls_cached": 0.0, "max_loops": "8"},
 ]
@@ -104,14 +106,16 @@ def test_verdict_lists_every_run_the_finding_and_where_to_look():
                                  report.key_finding(ROWS, RECORDS, "rouge2_f1"))
     text = console.verdict(result, "sqlite:///mlruns/mlflow.db")
     lines = text.splitlines()
-    assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "P50", "ms",
-                                "answered"]
-    assert lines[2].split()[:4] == ["arag", "max_loops=8", "0.250", "0.900"]
+    assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "spent/task",
+                                "$", "P50", "ms", "answered"]
+    # each score on its common set (t1: stuffing errored on t2), its n said
+    assert lines[2].split()[:5] == ["arag", "max_loops=8", "0.300", "(n=1)", "n/a"]
+    assert lines[2].split()[5:8] == ["0.00300", "0.00200", "450"]  # no cache, then spent
     assert lines[2].split()[-1] == "2/2"
-    assert lines[3].split()[:3] == ["stuffing", "0.200", "n/a"]  # no retrieval: n/a, not 0
+    assert lines[3].split()[:3] == ["stuffing", "0.100", "(n=1)"]
     assert lines[3].split()[-1] == "1/2"  # one errored task: answered 1 of 2
-    finding = re.sub(r"\*\*|`", "", report.key_finding(ROWS, RECORDS, "rouge2_f1"))
-    assert finding in lines and "arag max_loops=8 0.300 vs stuffing 0.100" in finding
+    finding = console.plain(report.key_finding(ROWS, RECORDS, "rouge2_f1"))
+    assert finding in text and "arag max_loops=8 vs stuffing (n=1): 0.300 vs 0.100" in finding
     assert "report:  /store/3/p1/artifacts/report.html" in text
     assert "compare: /store/3/p1/artifacts/compare.html" in text
     assert "make ui, then http://127.0.0.1:5000/#/experiments/3/runs/p1/artifacts" in text
@@ -121,7 +125,8 @@ def test_verdict_lists_every_run_the_finding_and_where_to_look():
 
 def test_headline_metrics_and_parent_metric_names():
     heads = console.headline_metrics(ROWS[1])
-    assert heads == {"headline/rouge2_f1_mean": 0.2, "headline/cost_usd_mean": 0.001,
+    assert heads == {"headline/rouge2_f1_mean": 0.2, "headline/cost_usd_per_task": 0.001,
+                     "headline/cost_usd_uncached_per_task": 0.001,
                      "headline/latency_ms_p50": 50.0, "headline/n_tasks": 2.0}
     assert console.metric_label("arag max_loops=8") == "arag max_loops:8"
     assert console.metric_label("naive dataset/reference_model=x") == \
@@ -139,8 +144,43 @@ def test_plots_draw_n_a_the_scatter_and_the_loop_curve_with_cost(tmp_path):
     rows[1]["agentic"] = True
     assert plots.comparison_plot(rows, tmp_path).stat().st_size > 5_000
     assert plots.cost_quality_plot(rows, "rouge2_f1", tmp_path).exists()
-    assert plots.loop_budget_curve(rows, tmp_path).exists()
+    assert plots.loop_budget_curve(rows, "rouge2_f1", tmp_path).exists()
     assert plots.cost_quality_plot(rows, "geval_coverage", tmp_path) is None
+
+
+def test_plots_that_would_say_nothing_are_a_sentence_saying_why(tmp_path):
+    free = [dict(r, cost_usd_per_task=0.0, cost_usd_uncached_per_task=0.0) for r in ROWS]
+    assert plots.cost_quality_plot(free, "rouge2_f1", tmp_path) is None
+    assert "cost $0 per task" in plots.cost_plot_gap(free, "rouge2_f1")
+    assert plots.cost_plot_gap(ROWS, "rouge2_f1") is None
+    one_budget = [(5.0, 0.4), (5.0, 0.6)]
+    assert plots.recall_vs_loops(one_budget, tmp_path) is None
+    assert "used 5 loops" in plots.loops_plot_gap(one_budget)
+    md, _ = report.build_report([dict(r, **free[i]) for i, r in enumerate(ROWS)], RECORDS, "R")
+    assert "cost $0 per task" in md and "cost_vs_quality.png" not in md
+
+
+def test_the_ranking_direction_is_one_edit_in_the_policy(monkeypatch):
+    """Turn rouge2_f1 into a lower-is-better score in report.policy alone: the verdict,
+    the console's order and the plots' Pareto front all follow."""
+    from report import policy
+
+    def verdict_and_order() -> tuple[str, list[str], list[int]]:
+        finding = report.key_finding(ROWS, RECORDS, "rouge2_f1")
+        result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1", "file:///r", finding)
+        table = console.table(result.headline, "rouge2_f1").splitlines()[1:]
+        front = plots.pareto_front([(0.001, 0.1), (0.002, 0.3)], "rouge2_f1")
+        return finding, [line.split()[0] for line in table], front
+
+    finding, order, front = verdict_and_order()
+    assert "Best mean: arag max_loops=8 (0.300)" in finding and "higher is better" in finding
+    assert order == ["arag", "stuffing"] and front == [0, 1]
+    real = policy.higher_is_better
+    monkeypatch.setattr(policy, "higher_is_better",
+                        lambda key: False if key == "rouge2_f1" else real(key))
+    finding, order, front = verdict_and_order()
+    assert "Best mean: stuffing (0.100)" in finding and "lower is better" in finding
+    assert order == ["stuffing", "arag"] and front == [0]
 
 
 def _judged_item(tid: str, reference: str, predicted: str | None, **kw):
@@ -234,3 +274,21 @@ def test_make_ui_takes_a_port():
     dry = subprocess.run(["make", "-n", "ui", "PORT=5123"], cwd=ROOT,
                          capture_output=True, text=True, timeout=60)
     assert "--port 5123" in dry.stdout and "sqlite:///mlruns/mlflow.db" in dry.stdout
+
+
+def test_the_console_verdict_opens_with_the_caveats_and_says_the_reports_finding():
+    from report.sections import caveats
+
+    rows = [dict(r, model_provider="offline", judge_provider="none", synthetic=True)
+            for r in ROWS]
+    finding = report.key_finding(rows, RECORDS, "rouge2_f1")
+    result = report.ReportResult("p1", "3", rows, RECORDS, "rouge2_f1", "file:///r", finding,
+                                 caveats(rows))
+    lines = [line for line in console.verdict(result, "sqlite:///m.db").splitlines() if line]
+    assert lines[0].startswith("Caveats")
+    assert "offline" in lines[1] and "not whether agentic retrieval helps an LLM" in lines[1]
+    assert any("No judge" in line for line in lines[:5])
+    assert any("synthetic" in line for line in lines[:5])
+    text = "\n".join(lines)
+    assert console.plain(finding) in text  # the report's key finding, word for word
+    assert "arag max_loops=8 vs stuffing (n=1)" in text and "Best mean:" in text

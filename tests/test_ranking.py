@@ -46,9 +46,10 @@ def score(it: ScoringItem, ks=(1, 3, 5, 10)):
 
 
 # gold lines 5 and 30 (no pages: each line is a gold span), in chunks A and B.
-# ranking: a non-gold, gold chunk A at rank 2, two non-gold, gold chunk B at rank 5
+# ranking (10 deep): a non-gold, gold chunk A at rank 2, two non-gold, gold chunk B at rank 5
 A, B = cid(DOC, 1, 10), cid(DOC, 25, 34)
-RANKED = [cid(DOC, 11, 17), A, cid(DOC, 18, 24), cid(DOC, 40, 50), B, cid(DOC, 51, 60)]
+RANKED = [cid(DOC, 11, 17), A, cid(DOC, 18, 24), cid(DOC, 40, 50), B, cid(DOC, 51, 60),
+          *(cid(DOC, 61 + 10 * i, 70 + 10 * i) for i in range(4))]
 GOLD = {A, B}
 
 
@@ -69,6 +70,18 @@ def test_hand_computed_values():
     assert v["ndcg_at_1"] == 0.0
     assert [v[f"hit_strict_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 1.0, 1.0, 1.0]
     assert [v[f"hit_doc_at_{k}"] for k in (1, 3, 5, 10)] == [1.0, 1.0, 1.0, 1.0]
+
+
+def test_a_ranking_is_scored_only_at_depths_it_reaches():
+    """An agent that read 5 chunks has no rank 6-10: recall@10 and nDCG@10 are null with the
+    reason, not a number that sits beside a 10-deep retriever's as if comparable."""
+    scores = score(item(RANKED[:5], GOLD))
+    assert scores.values["recall_at_5"] == 1.0 and scores.values["ndcg_at_5"] is not None
+    for field in ("recall_at_10", "ndcg_at_10", "mrr_at_10", "hit_strict_at_10",
+                  "hit_doc_at_10"):
+        assert scores.values[field] is None
+        assert "ranked 5 chunks, fewer than 10" in scores.null_reasons[field]
+    assert score(item(RANKED, GOLD)).values["recall_at_10"] == 1.0
 
 
 def test_perfect_ranking_scores_one_and_gold_counted_once():
@@ -98,25 +111,26 @@ def paged(ranked: list[str]) -> ScoringItem:
 def test_an_evidence_page_is_one_gold_span_however_many_chunks_it_has():
     # gains by rank: 0, 1 (page 2), 0 (page 2 again), 0, 1 (page 4), 0, 0, 0
     v = score(paged([P1A, P2A, P2B, P3, P4B, P1B, P2C, P4A])).values
-    assert [v[f"recall_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 0.5, 1.0, 1.0]
-    assert [v[f"mrr_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 0.5, 0.5, 0.5]
+    # 8 chunks ranked: nothing at 10
+    assert [v[f"recall_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 0.5, 1.0, None]
+    assert [v[f"mrr_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 0.5, 0.5, None]
     # two spans: IDCG@k = 1 + 1/log2(3) for k >= 2; DCG@5 = 1/log2(3) + 1/log2(6)
     idcg = 1 + 1 / math.log2(3)
     assert v["ndcg_at_1"] == 0.0
     assert v["ndcg_at_3"] == pytest.approx((1 / math.log2(3)) / idcg)  # 0.3869
     assert v["ndcg_at_5"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(6)) / idcg)
     assert v["ndcg_at_5"] == pytest.approx(0.6241, abs=1e-4)
-    assert [v[f"hit_strict_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 1.0, 1.0, 1.0]
-    assert [v[f"hit_doc_at_{k}"] for k in (1, 3, 5, 10)] == [1.0, 1.0, 1.0, 1.0]
+    assert [v[f"hit_strict_at_{k}"] for k in (1, 3, 5, 10)] == [0.0, 1.0, 1.0, None]
+    assert [v[f"hit_doc_at_{k}"] for k in (1, 3, 5, 10)] == [1.0, 1.0, 1.0, None]
 
     # all three chunks of page 2 first: one span found, not three (per chunk: recall 3/5)
-    v = score(paged([P2A, P2B, P2C, P4A])).values
+    v = score(paged([P2A, P2B, P2C, P4A, P1A])).values
     assert v["recall_at_3"] == 0.5 and v["mrr_at_1"] == 1.0
     assert v["ndcg_at_3"] == pytest.approx(1 / idcg)  # 0.6131
     assert v["recall_at_5"] == 1.0
     assert v["ndcg_at_5"] == pytest.approx((1 + 1 / math.log2(5)) / idcg)  # 0.8772
     # one page per rank is the ideal ranking
-    v = score(paged([P4B, P2C])).values
+    v = score(paged([P4B, P2C, P1A])).values
     assert v["ndcg_at_3"] == pytest.approx(1.0) and v["recall_at_1"] == 0.5
 
 
@@ -129,10 +143,12 @@ def test_near_page_hit_tells_the_next_page_from_a_miss():
         v = score(it).values
         return [v[f"hit_near_page_at_{k}"] for k in (1, 3, 5, 10)]
 
-    assert near([P4A, P3, P2A]) == [0.0, 1.0, 1.0, 1.0]  # page 3 is next to page 2
-    assert near([P1B, P4A]) == [1.0, 1.0, 1.0, 1.0]  # page 1 is the one before
-    assert near([P4A, P4B, cid(OTHER, 11, 15)]) == [0.0, 0.0, 0.0, 0.0]  # two pages off; another filing
-    v = score(with_pages(item([P4A, P3], {P2A, P2B, P2C}, gold_lines=one_page), PAGES)).values
+    # (None: deeper than the ranking goes)
+    assert near([P4A, P3, P2A]) == [0.0, 1.0, None, None]  # page 3 is next to page 2
+    assert near([P1B, P4A]) == [1.0, None, None, None]  # page 1 is the one before
+    assert near([P4A, P4B, cid(OTHER, 11, 15)]) == [0.0, 0.0, None, None]  # two pages off
+    v = score(with_pages(item([P4A, P3, P1A], {P2A, P2B, P2C}, gold_lines=one_page),
+                         PAGES)).values
     assert v["hit_strict_at_3"] == 0.0 and v["hit_near_page_at_3"] == 1.0
 
 
@@ -215,7 +231,7 @@ def test_arag_ranks_the_chunks_in_the_order_it_first_read_them():
     assert AgenticRAG.ranks and AgenticRAG.ranking(pred) == [A, cid(DOC, 11, 17), B]
     it = dataclasses.replace(item(None, GOLD, system="arag"), ranking=AgenticRAG.ranking(pred))
     v = score(it).values
-    assert v["mrr_at_10"] == 1.0 and v["recall_at_3"] == 1.0 and v["recall_at_1"] == 0.5
+    assert v["mrr_at_3"] == 1.0 and v["recall_at_3"] == 1.0 and v["recall_at_1"] == 0.5
 
 
 def test_factory_reads_ks_from_config(make_cfg):
@@ -226,6 +242,14 @@ def test_factory_reads_ks_from_config(make_cfg):
     assert RankingScorer([5, 2]).fields[:2] == ["recall_at_2", "recall_at_5"]
     with pytest.raises(ValueError, match="positive integers"):
         RankingScorer([0, 3])
+
+
+def test_a_ranking_of_every_chunk_of_a_short_document_is_complete_at_any_depth():
+    from arag.records import Chunk
+
+    chunks = {c: Chunk(c, DOC, 1, 1, "", ("text",)) for c in RANKED[:6]}
+    it = dataclasses.replace(item(RANKED[:6], GOLD), chunks=chunks)
+    assert score(it).values["recall_at_10"] == 1.0  # nothing left to rank below 6
 
 
 def test_each_record_names_its_top_hits_and_the_ranks_that_hold_gold():

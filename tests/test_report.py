@@ -12,7 +12,8 @@ def row(name: str, **extra) -> dict:
     base = {"run": name, "run_id": name, "status": "FINISHED", "system": name,
             "agentic": name == "arag", "retrieves": name != "stuffing",
             "model_provider": "anthropic", "judge_provider": "anthropic", "judge": "haiku",
-            "synthetic": False, "target_length": "50", "judge_panel": [], "judge_samples": "1"}
+            "synthetic": False, "target_length": "50", "judge_panel": [], "judge_samples": "1",
+            "judge_calls": 10.0}
     return {**base, **extra}
 
 
@@ -44,16 +45,17 @@ def test_nothing_is_ranked_on_tasks_another_run_did_not_answer():
     assert "**3 tasks every compared run answered** (of 6 in the sweep)" in text
     finding = section(text, "Key finding")
     assert finding.startswith("On the **3 tasks**")
-    assert "**stuffing** 3.000 vs **arag** 2.000" in finding
-    assert "Too few to test" in finding and "No winner is declared" in finding
-    assert "scores highest" not in finding
+    assert "**arag** vs **stuffing** (n=3): 2.000 vs 3.000" in finding
+    assert "too few to test" in finding and "no winner is declared" in finding
+    assert "Best: **" not in finding
     paired = section(text, "Paired comparisons")
     assert "| arag vs stuffing | 3 | 3 | -1.000 |" in paired and "too few to test" in paired
     # the comparison plot draws common-task means; each run's own mean is shown apart
     assert {r["run"]: r["geval_coverage_mean"] for r in data["common_rows"]} == \
         {"arag": 2.0, "stuffing": 3.0}
     quality = section(text, "Quality")
-    assert "| arag | 3 | 2.000" in quality and "| arag | 6 | 3.500" in quality
+    assert "| arag | 6 | 2.000 [2.000, 2.000] (n=3; small n: CI unreliable)" in quality
+    assert "| arag | 6 | 3.500" in quality
     examples = section(text, "Examples chosen from the numbers")
     assert not re.search(r"`t[012]`", examples)  # examples come from the common tasks only
     by_length = section(text, "By document length")
@@ -76,8 +78,8 @@ def test_a_significant_difference_names_the_winner_and_its_detectable_difference
                "b": [rec(f"t{k}", 2 + (k % 3 == 0)) for k in range(12)]}
     text, _ = build_report([row("a"), row("b")], records, "t")
     finding = section(text, "Key finding")
-    assert "**a** scores highest" in finding and "significant at 0.05" in finding
-    assert "over 12 untied of 12 pairs" in finding
+    assert "Best: **a** (4.500), significantly ahead of b" in finding
+    assert "**significant**, a is better" in finding and "over 12 untied pairs" in finding
     assert re.search(r"\*\*minimum detectable difference\*\* is \d\.\d{3}", finding)
     assert "would take about" not in finding  # the observed difference is detectable
 
@@ -92,7 +94,7 @@ def test_a_small_difference_says_how_many_tasks_would_detect_it():
 def test_the_caveat_banner_names_offline_models_missing_judges_and_synthetic_data():
     records = {"a": [rec("t0", 4)], "b": [rec("t0", 3)]}
     plain, _ = build_report([row("a"), row("b")], records, "t")
-    assert "Caveats" not in plain
+    assert "Caveats" not in plain.split("Runs:", 1)[0]
     rows = [row("a", model_provider="offline", judge_provider="none", synthetic=True), row("b")]
     text, _ = build_report(rows, records, "t")
     banner = text.split("Runs:", 1)[0]
@@ -145,7 +147,8 @@ def test_a_run_without_the_metric_does_not_shrink_its_task_set():
     finding = section(text, "Key finding")
     assert finding.startswith("On the **8 tasks** every run with `retrieval_precision` "
                               "(arag, naive) answered")
-    assert "**arag** 0.750 vs **naive** 0.250" in finding and "significant at 0.05" in finding
+    assert "**arag** vs **naive** (n=8): 0.750 vs 0.250" in finding
+    assert "**significant**, arag is better" in finding
     paired = section(text, "Paired comparisons")
     assert "| arag vs naive | 8 | 8 | 0.500 |" in paired
     examples = section(text, "Examples chosen from the numbers")

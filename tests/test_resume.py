@@ -72,8 +72,10 @@ def test_kill_9_mid_sweep_then_rerun_loses_and_repeats_nothing(tmp_path):
 
 
 def test_cost_cap_leaves_the_run_killed_and_a_higher_cap_finishes_it(tmp_path):
-    """No run with tasks left undone is FINISHED; the same command with a higher cap
-    continues that run, predicts only the rest, and leaves one trace per task."""
+    """No run with tasks left undone is FINISHED, nor exits 0: the command says what was
+    answered and how to go on, and its verdict compares what was answered; the same command
+    with a higher cap continues that run, predicts only the rest, and leaves one trace per
+    task."""
     import mlflow
 
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
@@ -88,7 +90,10 @@ def test_cost_cap_leaves_the_run_killed_and_a_higher_cap_finishes_it(tmp_path):
 
     with FakeAnthropic() as fake:
         capped = naive("0.000001")
-        assert capped.returncode == 0, capped.stderr[-3000:]
+        assert capped.returncode != 0, capped.stderr[-3000:]
+        assert "1 of 3 tasks answered, 2 not run" in capped.stderr
+        assert "raise runner.max_cost_usd" in capped.stderr
+        assert "No run answered any task" not in capped.stdout
         (stopped,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
         n_capped = len(fake.requests)
         more = naive("5")

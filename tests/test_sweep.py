@@ -201,7 +201,7 @@ def test_loop_budget_sweep_draws_the_curve_and_a_single_run_gets_its_report(tmp_
     assert "| max_loops |" in report.read_text()
     names = sorted(r.info.run_name for r in all_runs(tmp_path) if r.data.tags.get("system"))
     # the console's last lines: the verdict over the three budgets and where the report is
-    tail = result.stdout.strip().splitlines()[-12:]
+    tail = result.stdout.strip().splitlines()[-20:]
     assert all(any(n in line for line in tail) for n in names)
     assert any("report.html" in line for line in tail)
     assert names == ["arag max_loops=2", "arag max_loops=4", "arag max_loops=8"]

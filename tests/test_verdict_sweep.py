@@ -116,9 +116,11 @@ def recompute_retrieval(eval_path: Path, tasks_path: Path) -> tuple[float, float
     return float(np.mean(recalls)), float(np.mean(precisions))
 
 
-def key_finding_means(report: str) -> dict[str, float]:
+def key_finding_pairs(report: str) -> list[tuple[str, str, int, float, float]]:
+    """Each comparison of the key finding: the two runs, n and their means."""
     finding = report.split("## Key finding\n", 1)[1].split("\n## ", 1)[0]
-    return {m[0]: float(m[1]) for m in re.findall(r"\*\*(arag|naive|stuffing)\*\* (\d\.\d{3})", finding)}
+    return [(a, b, int(n), float(x), float(y)) for a, b, n, x, y in re.findall(
+        r"\*\*(\w+)\*\* vs \*\*(\w+)\*\* \(n=(\d+)\): (\d\.\d{3}) vs (\d\.\d{3})", finding)]
 
 
 def test_judged_sweep_with_skipped_tasks_gives_a_verdict_on_common_tasks(tmp_path):
@@ -186,14 +188,20 @@ def check_report(tmp: Path, client, runs: dict, records: dict) -> None:
     assert n == int(runs["stuffing"].data.metrics["n_answered"])
     assert f"**{n} tasks every compared run answered** (of 6 in the sweep)" in report
     assert "> **Caveats" in report and "synthetic" in report.split("Runs:", 1)[0]
-    means = key_finding_means(report)
-    assert len(means) == 2, report.split("## Key finding", 1)[1][:800]
+    pairs = key_finding_pairs(report)
+    # the agent against each baseline
+    assert [(a, b) for a, b, *_ in pairs] == [("arag", "naive"), ("arag", "stuffing")], \
+        report.split("## Key finding", 1)[1][:800]
     scored = [t for t in common if all(recs[t]["geval_coverage"] is not None
                                        for recs in records.values())]
     assert f"On the **{len(scored)} tasks**" in report
-    for run, mean in means.items():
-        expected = np.mean([records[run][t]["geval_coverage"] for t in scored])
-        assert mean == pytest.approx(expected, abs=5e-4)  # on the common tasks, not its own
+    for a, b, n, mean_a, mean_b in pairs:
+        both = [t for t in common if records[a][t]["geval_coverage"] is not None
+                and records[b][t]["geval_coverage"] is not None]
+        assert n == len(both)
+        for run, mean in ((a, mean_a), (b, mean_b)):
+            expected = np.mean([records[run][t]["geval_coverage"] for t in both])
+            assert mean == pytest.approx(expected, abs=5e-4)  # on the common tasks only
     assert "minimum detectable difference" in report
     paired = report.split("## Paired comparisons", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in paired.splitlines()
@@ -202,3 +210,28 @@ def check_report(tmp: Path, client, runs: dict, records: dict) -> None:
     assert "Krippendorff's alpha" in report and "Where the judges disagree most" in report
     assert "| arag | 3 |" in report.split("## The judge", 1)[1]
     assert "## By document length" in report and "(n=0)" in report
+
+
+def test_a_factual_consistency_unreadable_on_every_task_fails_the_run(tmp_path):
+    """A judge whose claim-check replies can never be read: the run does not end FINISHED
+    with exit 0 and a "–" in the report; it ends FAILED, non-zero, naming the field."""
+    judges = Judges()
+
+    def judge(request: dict, n: int) -> dict:
+        if "numerical claim" in request["messages"][-1]["content"]:
+            return text_reply("I looked at the numbers and they seem fine overall.", request)
+        return judges(request, n)
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+    with FakeAnthropic(judge) as fake:
+        done = subprocess.run(
+            [sys.executable, "run.py", "system=naive", "dataset=sample", "dataset.limit=2",
+             "judge=claude-haiku-4-5", f"judge.base_url={fake.url}", *store_overrides(tmp_path),
+             f"hydra.run.dir={tmp_path}/out"],
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
+            stdin=subprocess.DEVNULL)
+    assert done.returncode != 0, done.stdout[-2000:]
+    assert "factual_consistency unreadable on 2 of 2 answered tasks" in done.stderr
+    (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    assert run.info.status == "FAILED"
+    assert run.data.metrics["factual_consistency_parse_failures"] == 2

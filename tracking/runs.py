@@ -96,7 +96,7 @@ def system_tags(name: str, system_class: Any) -> dict[str, str]:
     notes = list(getattr(system_class, "notes", ()))  # how it was scored, for the report
     return {"system": name, "system_kind": getattr(system_class, "__name__", ""),
             **{f"system_{flag}": str(bool(getattr(system_class, flag))).lower()
-               for flag in ("retrieves", "ranks", "agentic", "cites")},
+               for flag in ("retrieves", "ranks", "agentic", "bound", "cites")},
             **({"system_notes": json.dumps(notes)[:5000]} if notes else {})}
 
 

@@ -2,21 +2,26 @@
 
 It reads the conversation exactly as a remote model would and acts on it:
 
-* With tools offered (the A-RAG loop), it follows a fixed retrieval policy. Turn 1:
-  ``semantic_search`` with the question and ``keyword_search`` with the key financial
-  terms. Later turns: ``chunk_read`` of the best unread chunks named in search results
-  (ranked by reciprocal-rank fusion over all searches), ``chunks_per_read`` at a time,
-  until it has read ``max_chunks_read`` chunks (None: the context budget the chunk_read
-  tool declares, "at most N chunks in total") or no candidate is left; then it answers.
-  Facet searches (guidance, margins, cash) widen the candidate pool when it runs dry.
-  When ``chunk_summarize`` is offered, it then summarizes what it read toward the question
-  in one call, before it answers.
+* With tools offered (the A-RAG loop), it follows a fixed retrieval policy whose queries
+  come only from the task and from what it has read -- never from a vocabulary of its own,
+  so it knows nothing about the documents that naive RAG (which searches with the
+  question) does not. Turn 1: ``semantic_search`` with the question and, when offered,
+  ``keyword_search`` with the question's content words (``question_terms``). Later turns:
+  ``chunk_read`` of the best unread chunks named in search results (ranked by
+  reciprocal-rank fusion over all searches), ``chunks_per_read`` at a time, until it has
+  read ``max_chunks_read`` chunks (None: the context budget the chunk_read tool declares,
+  "at most N chunks in total") or no candidate is left; then it answers. When the
+  candidates run dry it searches again with the most frequent content words of the chunks
+  it has read that no query used yet (``read_terms``, at most ``FOLLOW_UP_SEARCHES``
+  times). When ``chunk_summarize`` is offered, it then summarizes what it read toward the
+  question in one call, before it answers. With ``system.tools=[semantic_search,
+  chunk_read]`` it therefore reads exactly naive RAG's top-k, in naive's order.
 * Asked for a retrieval step (``<retrieval_step>`` in the request, ``arag.retrieval.query``):
-  for ``hypothetical_answer`` (HyDE) it writes the question followed by one fixed sentence
-  naming the figures a financial summary reports (``HYDE_PASSAGE``), i.e. a deterministic
-  query expansion; for ``rerank`` it orders the candidates by the summed extractive
-  score (``arag.llm.extractive.score_sentence``) of their three best sentences, ties in
-  the order given, and replies with their ids one per line; for ``chunk_context`` it writes
+  for ``hypothetical_answer`` (HyDE) it has no knowledge to write a hypothetical passage
+  from, so it writes the question back (HyDE with the offline model adds nothing to the
+  query); for ``rerank`` it orders the candidates by the summed extractive score
+  (``arag.llm.extractive.score_sentence``) of their three best sentences, ties in the
+  order given, and replies with their ids one per line; for ``chunk_context`` it writes
   "From <the document's header>, which opens: <its first 25 words>".
 * Without tools, or once it stops searching, it answers with an extractive summary
   (``arag.llm.extractive``) of every ``<chunk>``/``<document>`` passage in the
@@ -44,19 +49,11 @@ TARGET = re.compile(r"<target_words>\s*(\d+)\s*</target_words>")
 STYLE = re.compile(r"<style>\s*(\w+)\s*</style>")
 CHUNK_ID = re.compile(r"Chunk ID: (\S+)")
 HEADER = re.compile(r"^\[COMPANY: .*\]$")
-FACETS = (
-    "revenue growth and earnings per share",
-    "guidance and outlook for next quarter and full year",
-    "gross margin and operating margin",
-    "free cash flow, dividends and share repurchases",
-)
-KEYWORDS = ["revenue", "earnings per share", "guidance", "margin", "net income"]
+FOLLOW_UP_SEARCHES = 4  # searches with terms of what it read, when the candidates run dry
+TERMS_PER_QUERY = 5
 RETRIEVAL_STEP = re.compile(r"<retrieval_step>(\w+)</retrieval_step>")
 CANDIDATE = re.compile(r'<candidate id="([^"]+)">\n?(.*?)</candidate>', re.DOTALL)
 READ_BUDGET = re.compile(r"at most (\d+) chunks in total")
-HYDE_PASSAGE = ("Revenue, earnings per share, net income and margins rose or fell by a stated "
-                "percentage to a stated amount in million dollars, and the company gave "
-                "guidance for the next quarter and the full year.")
 
 
 class OfflineModel(ChatModel):
@@ -119,11 +116,12 @@ class OfflineModel(ChatModel):
                           question: str, tool_names: set[str], budget: int
                           ) -> list[dict[str, Any]] | None:
         if not calls:
-            first = []
+            first: list[tuple[str, dict[str, Any]]] = []
             if "semantic_search" in tool_names:
                 first.append(("semantic_search", {"query": question, "top_k": self.search_top_k}))
-            if "keyword_search" in tool_names:
-                first.append(("keyword_search", {"keywords": KEYWORDS, "top_k": self.search_top_k}))
+            terms = question_terms(question)
+            if "keyword_search" in tool_names and terms:
+                first.append(("keyword_search", {"keywords": terms, "top_k": self.search_top_k}))
             return _tool_uses(first, len(calls)) if first else None
         read = [cid for c in calls if c["name"] == "chunk_read" for cid in c["input"]["chunk_ids"]]
         if len(read) >= budget or "chunk_read" not in tool_names:
@@ -132,12 +130,15 @@ class OfflineModel(ChatModel):
         if candidates:
             batch = candidates[: min(self.chunks_per_read, budget - len(read))]
             return _tool_uses([("chunk_read", {"chunk_ids": batch})], len(calls))
-        searched = {c["input"].get("query") for c in calls if c["name"] == "semantic_search"}
-        facet = next((f for f in FACETS if f not in searched), None)
-        if facet and "semantic_search" in tool_names:
-            return _tool_uses([("semantic_search", {"query": facet, "top_k": self.search_top_k})],
-                              len(calls))
-        return None
+        follow_ups = sum(1 for c in calls if c["name"] == "semantic_search") - 1
+        if "semantic_search" not in tool_names or follow_ups >= FOLLOW_UP_SEARCHES:
+            return None
+        used = {w for c in calls for w in _query_words(c)}
+        terms = read_terms(_read_text(messages), used)
+        if not terms:
+            return None
+        return _tool_uses([("semantic_search", {"query": " ".join(terms),
+                                                "top_k": self.search_top_k})], len(calls))
 
     def _read_budget(self, tools: list[ToolSpec]) -> int:
         """``max_chunks_read``, or else the budget chunk_read declares (else no limit)."""
@@ -166,7 +167,7 @@ class OfflineModel(ChatModel):
 def _retrieval_step(step: str, transcript: str) -> str:
     question = _first(QUESTION, transcript)
     if step == "hypothetical_answer":
-        return f"{question} {HYDE_PASSAGE}"
+        return question
     if step == "chunk_context":
         return _chunk_context(transcript)
     if step == "rerank":
@@ -181,6 +182,47 @@ def _retrieval_step(step: str, transcript: str) -> str:
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
         return "\n".join(candidates[i][0] for i in order)
     return f"unknown retrieval step {step!r}"
+
+
+def question_terms(question: str) -> list[str]:
+    """The question's content words, in the order it names them (no stop words)."""
+    keep = content_words(question)
+    words = [w.strip(".,'?").lower() for w in question.split()]
+    return list(dict.fromkeys(w for w in words if w in keep))
+
+
+def read_terms(text: str, used: set[str], n: int = TERMS_PER_QUERY) -> list[str]:
+    """The ``n`` most frequent content words of ``text`` that no query used yet (ties: first
+    seen first); words without a letter (figures) are left out."""
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if HEADER.match(line.strip()):
+            continue
+        for word in (w.strip(".,'").lower() for w in line.split()):
+            if word in used or len(word) < 3 or not any(ch.isalpha() for ch in word) \
+                    or not content_words(word):
+                continue
+            counts[word] = counts.get(word, 0) + 1
+    return sorted(counts, key=lambda w: -counts[w])[:n]
+
+
+def _query_words(call: dict[str, Any]) -> set[str]:
+    args = call["input"]
+    text = " ".join([args.get("query", "")] + list(args.get("keywords", [])))
+    return {w.strip(".,'?").lower() for w in text.split()}
+
+
+def _read_text(messages: list[Message]) -> str:
+    """The text of every chunk chunk_read returned so far."""
+    return "\n".join(body for m in messages if m["role"] == "user"
+                     and not isinstance(m["content"], str)
+                     for b in m["content"] if b.get("type") == "tool_result"
+                     for _, _, body in PASSAGE.findall(_result_text(b)))
+
+
+def _result_text(block: dict[str, Any]) -> str:
+    c = block.get("content")
+    return c if isinstance(c, str) else "".join(x.get("text", "") for x in c or [])
 
 
 def _chunk_context(transcript: str) -> str:
@@ -202,8 +244,7 @@ def _all_text(system: str, messages: list[Message]) -> str:
             if b.get("type") == "text":
                 parts.append(b["text"])
             elif b.get("type") == "tool_result":
-                c = b.get("content")
-                parts.append(c if isinstance(c, str) else "".join(x.get("text", "") for x in c))
+                parts.append(_result_text(b))
     return "\n".join(parts)
 
 

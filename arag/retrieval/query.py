@@ -35,8 +35,10 @@ def hyde_request(question: str) -> dict[str, Any]:
 
 def hyde_query(question: str, passage: str) -> str:
     """What is searched: the question and the hypothetical passage (the passage alone can
-    drift from what was asked)."""
-    return f"{question}\n{passage.strip()}"
+    drift from what was asked). A passage that only repeats the question adds nothing, so
+    the question is searched alone (the offline model's HyDE stand-in does that)."""
+    passage = passage.strip()
+    return question if passage == question.strip() else f"{question}\n{passage}"
 
 
 def rerank_request(question: str, hits: list[Hit], index: SearchIndex) -> dict[str, Any]:

@@ -11,6 +11,8 @@ and the report ask these declarations and never the system's name:
   against, i.e. what the system put in front of the model;
 * ``context_chunks``: how many chunks that context amounts to (``context_chunks`` on every
   record, beside ``context_tokens``), so budgets can be compared across systems.
+* ``bound``: it is a reference point, not a contender (the oracle's gold context, the
+  closed book's none): the report shows it as a bound and never names it the winner;
 * ``cites``: its context names chunk ids, so its prompt asks for ``[c:<chunk id>]``
   citations (``system.citations=false`` turns the request off) and they are scored.
 
@@ -99,6 +101,7 @@ class System(ABC):
     retrieves: ClassVar[bool] = False
     ranks: ClassVar[bool] = False
     agentic: ClassVar[bool] = False
+    bound: ClassVar[bool] = False
     cites: ClassVar[bool] = False
     searches: ClassVar[bool] = True  # a retrieving system searches the index itself
     # what the run's report should say about how this system was scored, and run metrics

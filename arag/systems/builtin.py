@@ -47,6 +47,7 @@ class AgenticRAG(System):
         # chunks condensed by chunk_summarize reached the model too (as a summary)
         pred.retrieved_chunk_ids = toolset.used
         pred.context_chunk_ids = toolset.used
+        pred.context_budget_reached = toolset.budget_spent
 
     def _summarizer(self, calls: CallLog) -> Callable[[str, str, int], str]:
         """chunk_summarize's one model call, through the task's call log: costed, cached by
@@ -133,6 +134,8 @@ def gold_passages(task: Task, corpus: Corpus) -> str:
 class Oracle(System):
     """The ceiling: the gold key sentences (or evidence pages) given to one call."""
 
+    bound = True
+
     @classmethod
     def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
         """The chunks holding its gold lines: what a retriever would need to give."""
@@ -155,6 +158,8 @@ class Oracle(System):
 @register_system("closed_book")
 class ClosedBook(System):
     """The floor: no context at all, one call."""
+
+    bound = True
 
     @classmethod
     def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:

@@ -163,6 +163,11 @@ class Toolset:
         """Every chunk whose text reached the model, read or summarized, in first-use order."""
         return list(dict.fromkeys(self.read_order + self.summarized))
 
+    @property
+    def budget_spent(self) -> bool:
+        """Whether the context budget is used up (no budget: never)."""
+        return self.read_budget is not None and len(self.used) >= self.read_budget
+
     def _in_scope(self, cid: str) -> bool:
         chunk = self.index.by_id.get(cid)
         return chunk is not None and (self.scope_doc_ids is None
