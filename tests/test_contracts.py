@@ -107,7 +107,9 @@ def test_a_new_retrieving_system_is_scored_as_it_declares(make_cfg, mini):
                        make_scorers(cfg)[0], cfg.target_length, job.system_class)
     for rec, pred in zip(records, preds, strict=True):
         assert rec["retrieval_recall"] is not None and rec["retrieval_precision"] is not None
-        assert rec["recall_at_5"] is not None and rec["mrr_at_10"] is not None
+        # ranked 2 deep: scored at k=1, and null with the reason at depths it never reached
+        assert rec["recall_at_1"] is not None and rec["mrr_at_1"] is not None
+        assert rec["recall_at_5"] is None and rec["null_reasons"]["recall_at_5"]
         doc_words = len(job.dataset.corpus.documents[pred.doc_ids[0]].text.split())
         chunk_words = sum(len(c.text.split()) for c in chunks if c.chunk_id in pred.context_chunk_ids)
         assert rec["context_words"] == chunk_words < doc_words  # judged on its chunks
