@@ -22,6 +22,7 @@ from urllib.parse import unquote, urlparse
 
 from report import policy
 from report.policy import comparison_order
+from tracking.runs import rounded
 
 if TYPE_CHECKING:
     from report.report import ReportResult
@@ -96,10 +97,11 @@ def log_comparison(client: Any, parent_run_id: str, finished: list[dict[str, Any
     from mlflow.entities import Metric
 
     now = int(time.time() * 1000)
-    items = [Metric(f"{metric_label(r['run'])}/{name.removeprefix('headline/')}", value, now, 0)
+    items = [Metric(label, rounded(label, value), now, 0)
              for r in finished
              for name, value in headline_metrics({**r, f"{key}_mean": r.get(f"{key}_mean")},
-                                                 prefix="").items()]
+                                                 prefix="").items()
+             for label in [f"{metric_label(r['run'])}/{name.removeprefix('headline/')}"]]
     if items:
         client.log_batch(parent_run_id, metrics=items)
     rows = comparison_rows(finished, key)
