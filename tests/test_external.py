@@ -171,7 +171,8 @@ def test_evaluate_of_records_without_retrieval_or_context_gives_nulls_not_zeros(
                            "metrics.scorers=[rouge,retrieval,ranking,context,numeric,length]"))
     for absent in ("retrieval_recall_mean", "retrieval_precision_mean", "recall_at_5_mean",
                    "context_chunks_mean", "context_tokens_mean", "numeric_precision_mean",
-                   "cost_usd_total", "cost_usd_mean", "latency_ms_p50", "loops_mean"):
+                   "cost_usd_total", "cost_usd_per_task", "cost_usd_answered_mean", "latency_ms_p50",
+                   "loops_mean"):
         assert absent not in metrics
     assert metrics["rouge2_f1_mean"] == pytest.approx(1.0)  # what it does carry is scored
     rescored = next(r for r in client.search_runs([experiment])
