@@ -11,7 +11,9 @@ from tests.conftest import SHARED, client_for, run_cli
 
 pytestmark = pytest.mark.slow
 
-RANKING = ("recall_at_5_mean", "mrr_at_10_mean", "ndcg_at_10_mean")
+# at the context budget's depth (5), which both rankers reach; deeper, a ranking is scored
+# only where the system ranked that far (A-RAG ranks what it read)
+RANKING = ("recall_at_5_mean", "mrr_at_5_mean", "ndcg_at_5_mean")
 CONTEXT = ("context_chunks_mean", "context_tokens_mean")
 
 
