@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlparse
 
 from report import policy
 from report.policy import comparison_order
-from tracking.runs import rounded
+from tracking.runs import RunTracker
 
 if TYPE_CHECKING:
     from report.report import ReportResult
@@ -87,23 +87,17 @@ def comparison_rows(finished: list[dict[str, Any]], key: str) -> list[dict[str, 
             for r in finished]
 
 
-def log_comparison(client: Any, parent_run_id: str, finished: list[dict[str, Any]],
-                   key: str) -> None:
+def log_comparison(client: Any, parent_run_id: str, experiment_id: str,
+                   finished: list[dict[str, Any]], key: str) -> None:
     """The parent run's metrics (``<child>/<metric>``) and comparison table, so the
     parent answers the question without expanding it; ``finished``: the headline rows
-    (``verdict.headline_rows``: scores on their common task sets)."""
-    import time
-
-    from mlflow.entities import Metric
-
-    now = int(time.time() * 1000)
-    items = [Metric(label, rounded(label, value), now, 0)
-             for r in finished
-             for name, value in headline_metrics({**r, f"{key}_mean": r.get(f"{key}_mean")},
-                                                 prefix="").items()
-             for label in [f"{metric_label(r['run'])}/{name.removeprefix('headline/')}"]]
-    if items:
-        client.log_batch(parent_run_id, metrics=items)
+    (``verdict.headline_rows``: scores on their common task sets). Metrics go through the
+    runs' own logging (rounded as every run's are)."""
+    RunTracker(client, parent_run_id, experiment_id).log_metrics({
+        f"{metric_label(r['run'])}/{name.removeprefix('headline/')}": value
+        for r in finished
+        for name, value in headline_metrics({**r, f"{key}_mean": r.get(f"{key}_mean")},
+                                            prefix="").items()})
     rows = comparison_rows(finished, key)
     if rows:
         _log_table(client, parent_run_id, rows, "comparison_table.json")

@@ -432,7 +432,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
                           key_finding(finished, records, key), caveats(finished),
                           unreadable_note(finished) + resumed_latency_note(finished))
     if sweep:
-        console.log_comparison(client, target_run_id, result.headline, key)
+        console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
+                               key)
     log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
     return result
 
