@@ -1,5 +1,5 @@
 """Chaos: a Claude sweep against a fake API that fails and stalls at random is killed with
-SIGKILL at 10 random moments and run again each time. In the end every task is predicted
+SIGKILL at 10 random moments (a random few API requests into each run) and run again each time. In the end every task is predicted
 exactly once, every job run is FINISHED, no run is left RUNNING, and no task that had
 finished was ever asked of the API again. Two identical sweeps started together run once;
 a sweep killed while writing its report gets it on the next run; a kill loses no spend."""
@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -68,6 +69,24 @@ def _finished(runs_dir: Path) -> dict[tuple[str, str], int]:
     return done
 
 
+def _kill_after_progress(proc: subprocess.Popen, fake: FakeAnthropic, requests: int,
+                         extra_s: float) -> bool:
+    """SIGKILL the sweep a random moment after the API has seen `requests` requests in all
+    (so the kill lands mid-work however fast or slow this machine is); False if it ended
+    on its own first."""
+    deadline = time.monotonic() + 120
+    while len(fake.requests) < requests and time.monotonic() < deadline:
+        if proc.poll() is not None:
+            return False
+        time.sleep(0.02)
+    time.sleep(extra_s)
+    if proc.poll() is not None:
+        return False
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return True
+
+
 def test_killed_at_random_moments_every_task_is_predicted_exactly_once(tmp_path, shared_cache):
     rng = random.Random(15)
     faults = {"rate": 0.15}
@@ -83,11 +102,7 @@ def test_killed_at_random_moments_every_task_is_predicted_exactly_once(tmp_path,
             proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                     start_new_session=True)
-            try:
-                proc.wait(timeout=rng.uniform(3, 14))
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            if _kill_after_progress(proc, fake, seen + rng.randint(1, 3), rng.uniform(0, 0.4)):
                 kills += 1
             repeated += [_task_of(r) for r in fake.requests[seen:] if _task_of(r) in finished]
         faults["rate"] = 0.0  # the last run goes to the end
