@@ -64,6 +64,12 @@ class ConfigError(ValueError):
     """An invalid config value; the message names the key and the fix."""
 
 
+def option_value(option: Any) -> str:
+    """A choice's value as written in the config (``dense``), whether it arrives typed (an
+    enum member, as ``Settings`` gives it) or as the string a caller passed."""
+    return str(getattr(option, "value", option))
+
+
 class TaskType(str, Enum):
     summarization = "summarization"
     qa = "qa"

@@ -23,11 +23,12 @@ sys.path.insert(0, str(ROOT))
 from arag.llm import make_model  # noqa: E402
 from runners.job import build_system, prepare  # noqa: E402
 from runners.predict import predict  # noqa: E402
+from runners.settings import read  # noqa: E402
 from tests.conftest import compose_cfg, store_overrides, write_mini_dataset  # noqa: E402
 
 
 def timed_run(cfg, out: Path, concurrency: int) -> tuple[float, int]:
-    job = prepare(cfg)
+    job = prepare(read(cfg))
     system = build_system(job, make_model(cfg.model))  # loads the index before timing
     started = time.perf_counter()
     outcome = predict(system, job.dataset.tasks, out, source="bench", concurrency=concurrency,

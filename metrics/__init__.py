@@ -8,7 +8,7 @@ from metrics.base import SCORERS, Metric, Scorer, ScorerEnv, Scores, ScoringItem
 
 def build_scorers(metrics_cfg: Any, env: ScorerEnv) -> list[Scorer]:
     """The scorers ``metrics.scorers`` names, each from its ``metrics.<name>`` options."""
-    return [SCORERS.get(name).from_config(metrics_cfg.get(name), env)
+    return [SCORERS.get(name).from_config(getattr(metrics_cfg, name, None), env)
             for name in metrics_cfg.scorers]
 
 

@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 from omegaconf import MISSING
 
-from arag.config import ConfigError
+from arag.config import ConfigError, option_value
 from arag.files import write_text_atomically
 from arag.llm.base import ChatModel, Completion, ModelError
 from arag.llm.cache import forget_reply, fresh_replies
@@ -140,7 +140,7 @@ def dimensions_from(entries: Any) -> list[Dimension]:
     dims: list[Dimension] = []
     for n, entry in enumerate(entries):
         name, definition = str(entry.name), str(entry.definition or "").strip()
-        against = Against(getattr(entry.against, "value", entry.against))
+        against = Against(option_value(entry.against))
         key = f"metrics.geval.dimensions[{n}]"
         if not _NAME.fullmatch(name):
             raise ConfigError(f"{key}.name={name!r}: a dimension name becomes the field "

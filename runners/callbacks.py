@@ -47,6 +47,7 @@ from runners.preflight import (
     job_configs,
     prediction_folders,
 )
+from runners.settings import Settings
 from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
@@ -87,8 +88,7 @@ class MLflowSweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir
         try:  # every check before the parent run opens: a sweep that fails leaves no run
-            jobs = job_configs(config)
-            check_jobs(jobs, dry_run=bool(config.runner.dry_run))
+            jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
         except (ConfigError, DatasetError, MissingCredentials) as exc:
             log.error("%s", exc)
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
@@ -111,7 +111,7 @@ class MLflowSweepCallback(Callback):
             log.error("%s", exc)
             raise SystemExit(2) from None
 
-    def _open_parent(self, config: DictConfig, sweep_dir: Path, jobs: list[DictConfig]) -> None:
+    def _open_parent(self, config: DictConfig, sweep_dir: Path, jobs: list[Settings]) -> None:
         self.client = track.connect(config.tracking)
         name = config.tracking.experiment or config.dataset.name
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)

@@ -43,15 +43,14 @@ from runners.errors import (
     too_many_errors,
 )
 from runners.evaluate import scoring_items
-from runners.identity import resolved
 from runners.job import Job, build_system, cached, prepare
-from runners.judges import panel_configs
 from runners.predict import predict
 from runners.preflight import prediction_folders
 from runners.resume import prior_run
 from runners.scoring import rescore, score_and_log
+from runners.settings import Settings, read, require_keys
 from runners.sweeplock import SweepBusy, hold
-from runners.validation import ConfigError, require_keys, validate_config
+from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.paths import resolve
 from tracking.storage import check_storage, storage_errors
@@ -64,21 +63,21 @@ SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrie
            "cost_usd_total", "latency_ms_p50")
 
 
-def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | None = None,
+def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str | None = None,
         sweep_id: str | None = None) -> dict[str, float]:
-    validate_config(cfg)
+    cfg = settings.config
     progress.configure(cfg.runner.progress, _progress_label(run_name or cfg.system.name, parent))
     if cfg.mode == "evaluate":
-        require_keys(cfg)
+        require_keys(settings)
         check_storage(cfg)
-        return rescore(cfg, parent)
+        return rescore(settings, parent)
     if not cfg.runner.dry_run:
-        require_keys(cfg)
+        require_keys(settings)
     check_storage(cfg, tracking=not cfg.runner.dry_run)  # every place it writes, first
-    job = prepare(cfg, call_models=not cfg.runner.dry_run)
+    job = prepare(settings, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
         return _dry_run(job, run_name)
-    model = _journaled(cached(make_model(cfg.model), cfg), job)
+    model = _journaled(cached(make_model(cfg.model), cfg.cache), job)
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
         client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
@@ -92,8 +91,8 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         return finished
     with track.tracked_run(client, experiment_id, run_name or cfg.system.name, tags,
                            (parent or {}).get("run_id"), resume_id) as tracker:
-        tracker.log_params(track.flatten(resolved(cfg)))
-        tracker.log_text(OmegaConf.to_yaml(cfg, resolve=True), "config.yaml")
+        tracker.log_params(track.flatten(settings.tree))
+        tracker.log_text(settings.yaml, "config.yaml")
         metrics, predictions = _execute(job, model, tracker, _progress_label(
             run_name or cfg.system.name, parent))
         problems = {"too_many_errors": too_many_errors(metrics, cfg.runner),
@@ -110,8 +109,9 @@ def run(cfg: DictConfig, parent: dict[str, Any] | None = None, run_name: str | N
         print(verdict(result, str(cfg.tracking.uri)), flush=True)
     if failed:
         raise TooManyErrors(f"run {tracker.run_id}: {failed}")
-    if tracker.end_status == "KILLED":
-        raise CostCapReached(cost_cap_message(tracker.run_id, metrics, cfg.runner.max_cost_usd))
+    cap = cfg.runner.max_cost_usd
+    if tracker.end_status == "KILLED" and cap is not None:  # only the cost cap stops a run
+        raise CostCapReached(cost_cap_message(tracker.run_id, metrics, cap))
     return metrics
 
 
@@ -132,7 +132,7 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     est = dryrun.estimate(name, lambda m: build_system(job, m), job.dataset.tasks, cfg.model,
                           job.dataset.name, cfg.model.offline)
     parts = {"system": [est], "judge": _judge_estimates(job, name, est.predictions)}
-    if cfg.retrieval.get("llm_context"):  # the contexts the model would write for the index
+    if cfg.retrieval.llm_context:  # the contexts the model would write for the index
         chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
                               cfg.retrieval.chunk_overlap)
         parts["retrieval"] = [dryrun.estimate_requests(
@@ -164,14 +164,14 @@ def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Esti
     items = scoring_items(predictions, {t.id: t for t in job.dataset.tasks},
                           job.dataset.corpus, chunks, cfg.target_length, job.system_class,
                           cfg.system.citations)
-    panel = panel_configs(cfg)
+    panel = job.settings.panel
     env = ScorerEnv(judge=dryrun.NoCallJudge(), judge_id=f"{cfg.judge.provider}/"
-                    f"{cfg.judge.model_id}", judge_samples=int(cfg.judge.get("samples", 1) or 1),
+                    f"{cfg.judge.model_id}", judge_samples=cfg.judge.samples,
                     panel={n: dryrun.NoCallJudge() for n in panel},
                     cache_dir=resolve(cfg.cache.dir))
     return dryrun.estimate_judge(name, items, build_scorers(cfg.metrics, env),
                                  [cfg.judge, *panel.values()], resolve(cfg.cache.dir),
-                                 batch=bool(cfg.judge.get("batch", False)))
+                                 batch=cfg.judge.batch)
 
 
 def _sweep_dir() -> Path | None:
@@ -240,8 +240,10 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
     run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
-        with storage_errors(cfg), _single_run_lock(cfg, multirun):
-            return run(cfg, parent, run_name=run_name, sweep_id=(parent or {}).get("sweep_id"))
+        settings = read(cfg)
+        with storage_errors(settings.config), _single_run_lock(settings, multirun):
+            return run(settings, parent, run_name=run_name,
+                       sweep_id=(parent or {}).get("sweep_id"))
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, CostCapReached, SweepBusy) as exc:
         message = str(exc)
@@ -258,13 +260,14 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
 
 
 @contextmanager
-def _single_run_lock(cfg: DictConfig, multirun: bool) -> Iterator[None]:
+def _single_run_lock(settings: Settings, multirun: bool) -> Iterator[None]:
     """A single run holds its predictions' folder as a sweep does (the sweep callback holds
     its jobs' folders itself)."""
+    cfg = settings.config
     if multirun or cfg.runner.dry_run or cfg.mode != "run":
         yield
         return
-    locks = hold(prediction_folders([cfg]))
+    locks = hold(prediction_folders([settings]))
     try:
         yield
     finally:

@@ -8,8 +8,7 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from omegaconf import DictConfig
-
+from arag.config import CacheConfig, CacheMode
 from arag.datasets import Dataset, load_dataset
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel
@@ -21,9 +20,9 @@ from arag.retrieval.chunking import chunk_document
 from arag.systems import SYSTEMS, RunSetup, System, SystemContext
 from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
-from runners.identity import config_hash, predictions_hash
-from runners.judges import panel_configs
-from runners.validation import ConfigError, validate_config
+from runners.config import RunConfig
+from runners.settings import Settings
+from runners.validation import ConfigError
 from tracking.paths import resolve
 
 log = logging.getLogger(__name__)
@@ -36,9 +35,8 @@ MOST = 0.5
 class Job:
     """Everything one run needs, built before any MLflow run is opened."""
 
-    cfg: DictConfig
+    settings: Settings
     dataset: Dataset
-    config_hash: str
     predictions_path: Path
     # the class that answers, as it declared itself for this run (System.configure)
     system_class: type[System]
@@ -46,6 +44,14 @@ class Job:
     dataset_metrics: dict[str, float] = field(default_factory=dict)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    @property
+    def cfg(self) -> RunConfig:
+        return self.settings.config
+
+    @property
+    def config_hash(self) -> str:
+        return self.settings.config_hash
 
     @property
     def spend_path(self) -> Path:
@@ -66,12 +72,12 @@ class Job:
         through the response cache; a dry run has the offline model stand in (it prices
         the real requests apart)."""
         cfg = self.cfg
-        if not cfg.retrieval.get("llm_context"):
+        if not cfg.retrieval.llm_context:
             return None
         chunks = build_chunks(self.dataset.corpus, cfg.retrieval.chunk_size,
                               cfg.retrieval.chunk_overlap)
         model = OfflineModel() if cfg.runner.dry_run else MeteredModel(
-            cached(make_model(cfg.model), cfg), Prices.from_config(cfg.model))
+            cached(make_model(cfg.model), cfg.cache), Prices.from_config(cfg.model))
         contexts = write_contexts(model, self.dataset.corpus, chunks, cfg.runner.concurrency)
         if isinstance(model, MeteredModel):
             log.info("chunk contexts: %d chunks, %d model calls (%d from the response cache), "
@@ -83,11 +89,11 @@ class Job:
         return self._index.stats.metrics() if self._index is not None else {}
 
 
-def prepare(cfg: DictConfig, call_models: bool = True, recorded: list[Prediction] | None = None,
-            dataset: Dataset | None = None) -> Job:
-    """The job of ``cfg``; ``recorded``: a run's own predictions being re-scored;
+def prepare(settings: Settings, call_models: bool = True,
+            recorded: list[Prediction] | None = None, dataset: Dataset | None = None) -> Job:
+    """The job of ``settings``; ``recorded``: a run's own predictions being re-scored;
     ``dataset``: the tasks already loaded for this config (preflight loads each once)."""
-    validate_config(cfg)
+    cfg = settings.config
     dataset = dataset if dataset is not None else load_tasks(cfg, call_models)
     system_class = configure_system(cfg, dataset, recorded)
     tasks = [t for t in dataset.tasks if system_class.answers(t)]
@@ -100,11 +106,11 @@ def prepare(cfg: DictConfig, call_models: bool = True, recorded: list[Prediction
         dataset.notes.append(budget_warning(budget))
         log.warning("dataset %s: %s", dataset.name, dataset.notes[-1])
     runs_dir = resolve(cfg.runner.runs_dir)
-    return Job(cfg, dataset, config_hash(cfg),
-               runs_dir / predictions_hash(cfg) / "predictions.jsonl", system_class, budget)
+    return Job(settings, dataset, runs_dir / settings.predictions_hash / "predictions.jsonl",
+               system_class, budget)
 
 
-def configure_system(cfg: DictConfig, dataset: Dataset, recorded: list[Prediction] | None
+def configure_system(cfg: RunConfig, dataset: Dataset, recorded: list[Prediction] | None
                      ) -> type[System]:
     """The system class as it declares itself for this run and dataset (System.configure)."""
     setup = RunSetup(cfg.system, dataset.corpus, dataset.tasks,
@@ -114,12 +120,12 @@ def configure_system(cfg: DictConfig, dataset: Dataset, recorded: list[Predictio
     return SYSTEMS.get(cfg.system.kind).configure(setup)
 
 
-def load_tasks(cfg: DictConfig, call_models: bool = True) -> Dataset:
+def load_tasks(cfg: RunConfig, call_models: bool = True) -> Dataset:
     """The dataset, its tasks narrowed to the run's task_type."""
     dataset = load_dataset(cfg.dataset, resolve("."), call_models)
     for note in dataset.notes:
         log.info("dataset %s: %s", dataset.name, note)
-    wanted = str(cfg.task_type.value if hasattr(cfg.task_type, "value") else cfg.task_type)
+    wanted = cfg.task_type.value
     tasks = [t for t in dataset.tasks if t.task_type == wanted]
     if not tasks:
         raise ConfigError(f"task_type={wanted!r}: dataset {dataset.name!r} has no tasks of that "
@@ -130,7 +136,7 @@ def load_tasks(cfg: DictConfig, call_models: bool = True) -> Dataset:
     return dataset
 
 
-def dataset_metrics(dataset: Dataset, cfg: DictConfig) -> dict[str, float]:
+def dataset_metrics(dataset: Dataset, cfg: RunConfig) -> dict[str, float]:
     """Run metrics that say what the dataset lets a comparison show: the share of the
     tasks' documents whose every chunk fits in the retrieval context budget (each system
     then sees nearly all of the document, so retrieval cannot make a difference), the
@@ -155,39 +161,40 @@ def budget_warning(metrics: dict[str, float]) -> str:
             "longer documents, or a smaller retrieval.top_k / retrieval.chunk_size")
 
 
-def cached(model: ChatModel, cfg: DictConfig) -> ChatModel:
+def cached(model: ChatModel, cache: CacheConfig) -> ChatModel:
     """Every model and judge call goes through the content-addressed response cache."""
-    mode = str(cfg.cache.mode.value if hasattr(cfg.cache.mode, "value") else cfg.cache.mode)
-    if mode == "off" or model.provider == "offline":
+    if cache.mode == CacheMode.off or model.provider == "offline":
         return model  # the offline model is deterministic and free: nothing to save
-    return CachedModel(model, resolve(cfg.cache.dir), mode)
+    return CachedModel(model, resolve(cache.dir), cache.mode.value)
 
 
-def make_judge(cfg: DictConfig) -> tuple[MeteredModel | None, str]:
+def make_judge(cfg: RunConfig) -> tuple[MeteredModel | None, str]:
     """(judge model, reason) — the model is None when there is no usable judge."""
     if cfg.judge.provider == "none":
         return None, NO_JUDGE
     judge = make_model(cfg.judge)
     if not judge.can_judge:
         return None, f"judge={cfg.judge.name}: the offline model is not a judge"
-    return MeteredModel(cached(judge, cfg), Prices.from_config(cfg.judge)), ""
+    return MeteredModel(cached(judge, cfg.cache), Prices.from_config(cfg.judge)), ""
 
 
-def make_panel(cfg: DictConfig) -> dict[str, MeteredModel]:
+def make_panel(settings: Settings) -> dict[str, MeteredModel]:
     """The further judges ``judge.panel`` names, each cached and metered like the judge."""
-    return {name: MeteredModel(cached(make_model(node), cfg), Prices.from_config(node))
-            for name, node in panel_configs(cfg).items()}
+    return {name: MeteredModel(cached(make_model(node), settings.config.cache),
+                               Prices.from_config(node))
+            for name, node in settings.panel.items()}
 
 
-def make_scorers(cfg: DictConfig) -> tuple[list[Scorer], dict[str, MeteredModel]]:
+def make_scorers(settings: Settings) -> tuple[list[Scorer], dict[str, MeteredModel]]:
     """The run's scorers, and the judges they share by option name (the primary judge
     first, then its panel; empty without a judge)."""
+    cfg = settings.config
     judge, reason = make_judge(cfg)
-    panel = make_panel(cfg) if judge is not None else {}
+    panel = make_panel(settings) if judge is not None else {}
     env = ScorerEnv(judge=judge, judge_reason=reason or NO_JUDGE,
                     judge_id=f"{cfg.judge.provider}/{cfg.judge.model_id}",
-                    judge_batch=bool(cfg.judge.get("batch", False)),
-                    judge_samples=int(cfg.judge.get("samples", 1)), panel=dict(panel),
+                    judge_batch=cfg.judge.batch, judge_samples=cfg.judge.samples,
+                    panel=dict(panel),
                     cache_dir=resolve(cfg.cache.dir), concurrency=cfg.runner.concurrency)
     judges = {cfg.judge.name: judge, **panel} if judge is not None else {}
     return build_scorers(cfg.metrics, env), judges
@@ -205,9 +212,9 @@ def build_system(job: Job, model: ChatModel) -> System:
     cfg = job.cfg
     ctx = SystemContext(
         model=model, prices=Prices.from_config(cfg.model), corpus=job.dataset.corpus,
-        index_loader=job.index_loader, style=str(cfg.summarization_style.value),
+        index_loader=job.index_loader, style=cfg.summarization_style.value,
         target_length=cfg.target_length, max_loops=cfg.max_loops,
-        top_k=cfg.system.top_k or cfg.retrieval.top_k, scope=str(cfg.retrieval.scope.value),
+        top_k=cfg.system.top_k or cfg.retrieval.top_k, scope=cfg.retrieval.scope.value,
         tools=list(cfg.system.tools), max_tokens=cfg.system.max_tokens,
         temperature=cfg.system.temperature, context_limit=cfg.model.context_limit,
         snippet_words=cfg.retrieval.snippet_words,

@@ -14,10 +14,10 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from arag.redact import keys_with_credentials
-from runners.identity import config_hash, predictions_hash, resolved
 from runners.job import load_tasks, prepare
 from runners.resume import nothing_to_do
-from runners.validation import ConfigError, require_keys, validate_config
+from runners.settings import Settings, read, require_keys
+from runners.validation import ConfigError
 from tracking.paths import resolve
 from tracking.runs import find_run
 from tracking.storage import check_storage
@@ -79,46 +79,45 @@ def credentials_message(keys: list[str]) -> str:
             "credentials")
 
 
-def check_jobs(jobs: list[DictConfig], dry_run: bool) -> None:
-    """Values, keys, storage and data of every job, each distinct setting checked once;
-    each job's system is configured on its data (a predictions file is read and checked)."""
+def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
+    """Every job's settings, after checking the values, keys, storage and data of every
+    job, each distinct setting once; each job's system is configured on its data (a
+    predictions file is read and checked)."""
+    jobs = [read(cfg) for cfg in configs]
     checked: set[str] = set()
-    for cfg in jobs:
-        validate_config(cfg)
-        if dry_run:
-            continue
-        require_keys(cfg)
-        where = _key(cfg, "tracking", "cache", "runner")
+    for job in [] if dry_run else jobs:
+        require_keys(job)
+        where = _key(job, "tracking", "cache", "runner")
         if where not in checked:
-            check_storage(cfg)
+            check_storage(job.config)
             checked.add(where)
     datasets: dict[str, Any] = {}
-    for cfg in jobs:
-        data = _key(cfg, "dataset", "task_type")
+    for job in jobs:
+        data = _key(job, "dataset", "task_type")
         if data not in datasets:  # the dataset loads (files, fields, gold) as the job will
-            datasets[data] = load_tasks(cfg, call_models=False)
-        system = _key(cfg, "dataset", "task_type", "system", "retrieval")
+            datasets[data] = load_tasks(job.config, call_models=False)
+        system = _key(job, "dataset", "task_type", "system", "retrieval")
         if system not in checked:
-            prepare(cfg, call_models=False, dataset=datasets[data])
+            prepare(job, call_models=False, dataset=datasets[data])
             checked.add(system)
+    return jobs
 
 
-def prediction_folders(jobs: list[DictConfig]) -> dict[Path, str]:
+def prediction_folders(jobs: list[Settings]) -> dict[Path, str]:
     """The folder of each job's predictions (what a second sweep must not write to), with
     what it holds in words."""
-    return {resolve(cfg.runner.runs_dir) / predictions_hash(cfg):
-            f"the predictions of {cfg.system.name}" for cfg in jobs}
+    return {resolve(job.config.runner.runs_dir) / job.predictions_hash:
+            f"the predictions of {job.config.system.name}" for job in jobs}
 
 
-def _key(cfg: DictConfig, *nodes: str) -> str:
-    data = resolved(cfg)
-    return json.dumps({n: data.get(n) for n in nodes}, sort_keys=True, default=str)
+def _key(job: Settings, *nodes: str) -> str:
+    return json.dumps({n: job.tree.get(n) for n in nodes}, sort_keys=True, default=str)
 
 
-def all_finished(client: Any, experiment_id: str, jobs: list[DictConfig]) -> list[Any] | None:
+def all_finished(client: Any, experiment_id: str, jobs: list[Settings]) -> list[Any] | None:
     """The runs of a sweep whose every job already FINISHED with nothing left to do, or
     None."""
-    runs = [find_run(client, experiment_id, config_hash(cfg)) for cfg in jobs]
-    if not all(nothing_to_do(run, cfg.runner) for run, cfg in zip(runs, jobs, strict=True)):
+    runs = [find_run(client, experiment_id, job.config_hash) for job in jobs]
+    if not all(nothing_to_do(run, job.config.runner) for run, job in zip(runs, jobs, strict=True)):
         return None
     return runs

@@ -26,8 +26,9 @@ from report.plots import run_plots
 from runners.config import RunConfig
 from runners.errors import error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import evaluate
-from runners.identity import config_hash, prompt_versions, resolved
+from runners.identity import prompt_versions
 from runners.job import Job, make_scorers, prepare
+from runners.settings import Settings, read
 from runners.validation import ConfigError
 from tracking import runs as track
 
@@ -43,7 +44,7 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     for p in predictions:  # a reused prediction is scored against today's reference
         p.ground_truth = tasks[p.id].reference
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
-    scorers, judges = make_scorers(cfg)
+    scorers, judges = make_scorers(job.settings)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class, cfg.system.citations)
     metrics = {**aggregate(records, scorers), **model_call_counts(predictions), **extra,
@@ -98,7 +99,7 @@ def judge_metrics(judges: dict[str, MeteredModel]) -> dict[str, float]:
     return out
 
 
-def used_models(cfg: DictConfig, scorers: list[Any]) -> dict[str, str]:
+def used_models(cfg: RunConfig, scorers: list[Any]) -> dict[str, str]:
     """Params naming the files the run's numbers came from (the embedder the index was built
     with, the BERTScore model), so an outside script can recompute every metric."""
     used = {"embedder_path_used": str(resolve_embedder_path(cfg.retrieval.embedder.path)),
@@ -129,13 +130,14 @@ def _claims_and_sources(claims: list[dict[str, Any]]) -> str:
         + (f" ({verdict[c['supported']]})" if c["valid"] else "") for c in claims)
 
 
-def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, float]:
+def rescore(settings: Settings, parent: dict[str, Any] | None = None) -> dict[str, float]:
     """Score an existing run's predictions again (e.g. with a judge); no system is run.
 
     The source run's own config decides the dataset, chunking and system; this command's
     ``judge``, ``metrics``, ``cache`` and ``runner`` apply. The result is a new run tagged
     with ``source_run_id``.
     """
+    cfg = settings.config
     client = track.connect(cfg.tracking)
     try:
         source = client.get_run(cfg.source_run_id)
@@ -154,22 +156,24 @@ def rescore(cfg: DictConfig, parent: dict[str, Any] | None = None) -> dict[str, 
                               f"artifacts to re-score ({exc})") from None
         predictions = [Prediction.from_dict(json.loads(line))
                        for line in preds_path.read_text(encoding="utf-8").splitlines() if line]
+    # the source run's config, with this command's judge, metrics, cache, runner, tracking
     merged = OmegaConf.merge(OmegaConf.structured(RunConfig), src_cfg, {
-        k: OmegaConf.to_container(cfg[k], resolve=True) for k in ("judge", "metrics", "cache",
-                                                                 "runner", "tracking")})
+        k: settings.tree[k] for k in ("judge", "metrics", "cache", "runner", "tracking")})
     assert isinstance(merged, DictConfig)
     merged.mode, merged.source_run_id = "evaluate", cfg.source_run_id
-    job = prepare(merged, recorded=predictions)
-    tags = {**track.system_tags(merged.system.name, job.system_class),
-            "dataset": merged.dataset.name, "model": merged.model.name,
-            "judge": merged.judge.name, "mode": "evaluate", "source_run_id": cfg.source_run_id,
-            "config_hash": config_hash(merged), "git_commit": track.git_commit(),
+    rescoring = read(merged)
+    job = prepare(rescoring, recorded=predictions)
+    scored = rescoring.config
+    tags = {**track.system_tags(scored.system.name, job.system_class),
+            "dataset": scored.dataset.name, "model": scored.model.name,
+            "judge": scored.judge.name, "mode": "evaluate", "source_run_id": cfg.source_run_id,
+            "config_hash": job.config_hash, "git_commit": track.git_commit(),
             "sweep_id": (parent or {}).get("sweep_id", "")}
-    name = f"rescore {source.info.run_name} judge={merged.judge.name}"
+    name = f"rescore {source.info.run_name} judge={scored.judge.name}"
     with track.tracked_run(client, source.info.experiment_id, name, tags,
                            (parent or {}).get("run_id")) as tracker:
-        tracker.log_params(track.flatten(resolved(merged)))
-        tracker.log_text(OmegaConf.to_yaml(merged, resolve=True), "config.yaml")
+        tracker.log_params(track.flatten(rescoring.tree))
+        tracker.log_text(rescoring.yaml, "config.yaml")
         metrics, _ = score_and_log(job, predictions, tracker, {**job.dataset_metrics,
                                                                **job.system_class.run_metrics})
     log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)

@@ -9,8 +9,7 @@ from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from arag.config import RANGE, ConfigError
-from arag.llm.registry import require_credentials
+from arag.config import RANGE, ConfigError, option_value
 from arag.retrieval import check_precision
 from arag.systems import SYSTEMS
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
@@ -33,7 +32,7 @@ def validate_config(cfg: DictConfig) -> None:
          f"more words than retrieval.chunk_size ({cfg.retrieval.chunk_size}), or null for off",
          f"retrieval.parent_chunk_size={cfg.retrieval.chunk_size * 4}"),
         ("retrieval.reranker_path",
-         str(getattr(cfg.retrieval.rerank, "value", cfg.retrieval.rerank)) != "cross_encoder"
+         option_value(cfg.retrieval.rerank) != "cross_encoder"
          or bool(cfg.retrieval.reranker_path) and Path(cfg.retrieval.reranker_path).is_dir(),
          "a folder holding a sentence-transformers CrossEncoder (rerank=cross_encoder)",
          "retrieval.reranker_path=/path/to/cross-encoder"),
@@ -105,25 +104,6 @@ def missing_keys(cfg: DictConfig, prefix: str = "") -> list[str]:
         if isinstance(node, DictConfig):
             found += missing_keys(node, f"{prefix}{key}.")
     return found
-
-
-def require_keys(cfg: DictConfig, more: dict[str, Any] | None = None) -> None:
-    """The model, judge and reference model of this run (and ``more``: those a sweep's
-    other jobs choose, choice -> config with a ``provider``) have their credentials, so a
-    missing key stops everything before any run opens or any call is paid for."""
-    nodes: dict[str, Any] = {f"judge={cfg.judge.name}": cfg.judge}
-    if cfg.mode != "evaluate":
-        nodes[f"model={cfg.model.name}"] = cfg.model
-    reference = cfg.dataset.get("reference_model")
-    if reference is not None:
-        nodes[f"dataset/reference_model={reference.name}"] = reference
-    try:
-        panel = panel_configs(cfg)
-    except ConfigError:  # validate_config reports it, naming the fix, before the job runs
-        panel = {}
-    for name, node in panel.items():
-        nodes[f"judge.panel={name}"] = node
-    require_credentials({**nodes, **(more or {})})
 
 
 def check_schema(node: DictConfig, prefix: str = "") -> None:

@@ -19,6 +19,7 @@ from arag.trace import ModelCall, Retrieval, ToolCall
 from metrics import SCORERS, Metric, ScorerEnv, ScoringItem
 from runners.evaluate import evaluate
 from runners.job import build_system, make_scorers, prepare
+from runners.settings import read
 from tests.conftest import ROOT, write_mini_dataset
 from tests.plugins.arag_test_plugins import keyword_rag  # noqa: F401  (registers the system)
 from tests.plugins.arag_test_plugins.context_words import ContextWords
@@ -61,7 +62,7 @@ def test_system_contract(system, make_cfg, mini, tmp_path):
     extra = [external_predictions(mini, tmp_path)] if system == "external" else []
     cfg = make_cfg(PLUGINS, f"system={system}", f"dataset.root={mini}", "metrics.scorers=[]",
                    *extra)
-    job = prepare(cfg)
+    job = prepare(read(cfg))
     cls = job.system_class
     assert all(isinstance(getattr(cls, flag), bool) for flag in ("retrieves", "ranks", "agentic"))
     assert not cls.ranks or cls.retrieves, "a system that ranks chunks retrieves them"
@@ -99,12 +100,12 @@ def test_a_new_retrieving_system_is_scored_as_it_declares(make_cfg, mini):
     scorers = "metrics.scorers=[retrieval,ranking,numeric,context_words]"
     cfg = make_cfg(PLUGINS, "system=keyword_rag", f"dataset.root={mini}", scorers,
                    "retrieval.top_k=2")
-    job = prepare(cfg)
+    job = prepare(read(cfg))
     system = build_system(job, make_model(cfg.model))
     preds = [system.predict(t, "mini") for t in job.dataset.tasks]
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
     records = evaluate(preds, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks,
-                       make_scorers(cfg)[0], cfg.target_length, job.system_class)
+                       make_scorers(read(cfg))[0], cfg.target_length, job.system_class)
     for rec, pred in zip(records, preds, strict=True):
         assert rec["retrieval_recall"] is not None and rec["retrieval_precision"] is not None
         # ranked 2 deep: scored at k=1, and null with the reason at depths it never reached

@@ -16,6 +16,7 @@ from arag.systems.predictions_file import PredictionsFileError, read_predictions
 from metrics.base import NO_CONTEXT, NO_RETRIEVAL
 from runners.experiment import run
 from runners.job import load_tasks, prepare
+from runners.settings import read
 from tests.conftest import all_runs, client_for, write_mini_dataset
 from tracking.runs import rounded
 
@@ -88,8 +89,8 @@ def test_a_bad_predictions_file_names_its_file_line_and_field(case, loaded, mini
 def test_allow_missing_scores_the_tasks_the_file_has_and_says_how_many(make_cfg, mini,
                                                                        tmp_path):
     path = write(tmp_path / "preds.jsonl", [good(t1)])
-    job = prepare(make_cfg(f"dataset.root={mini}", "system=external",
-                           f"system.predictions={path}", "system.allow_missing=true"))
+    job = prepare(read(make_cfg(f"dataset.root={mini}", "system=external",
+                           f"system.predictions={path}", "system.allow_missing=true")))
     assert [t.id for t in job.dataset.tasks] == [t1]
     assert job.system_class.run_metrics["n_tasks_missing"] == 1
     assert any("1 task(s) of the dataset have no prediction" in n for n in job.system_class.notes)
@@ -128,8 +129,8 @@ def test_contexts_are_located_by_lines_by_text_or_counted_as_unlocatable(loaded,
 
 def test_a_record_without_contexts_declares_no_retrieval(make_cfg, mini, tmp_path):
     path = write(tmp_path / "preds.jsonl", [good(t0, cost_usd=0.01), good(t1, cost_usd=0.02)])
-    job = prepare(make_cfg(f"dataset.root={mini}", "system=external",
-                           f"system.predictions={path}"))
+    job = prepare(read(make_cfg(f"dataset.root={mini}", "system=external",
+                           f"system.predictions={path}")))
     cls = job.system_class
     assert not cls.retrieves and not cls.ranks
     assert any("judged against the task's whole documents" in n for n in cls.notes)
@@ -137,11 +138,11 @@ def test_a_record_without_contexts_declares_no_retrieval(make_cfg, mini, tmp_pat
 
 def test_an_edited_predictions_file_is_a_new_run(make_cfg, mini, tmp_path):
     path = write(tmp_path / "preds.jsonl", [good(t0), good(t1)])
-    first = prepare(make_cfg(f"dataset.root={mini}", "system=external",
-                             f"system.predictions={path}"))
+    first = prepare(read(make_cfg(f"dataset.root={mini}", "system=external",
+                             f"system.predictions={path}")))
     write(path, [good(t0), good(t1, predicted="Revenue fell.")])
-    second = prepare(make_cfg(f"dataset.root={mini}", "system=external",
-                              f"system.predictions={path}"))
+    second = prepare(read(make_cfg(f"dataset.root={mini}", "system=external",
+                              f"system.predictions={path}")))
     assert first.config_hash != second.config_hash
     assert first.predictions_path != second.predictions_path
 
@@ -166,9 +167,9 @@ def test_evaluate_of_records_without_retrieval_or_context_gives_nulls_not_zeros(
                     "predictions.jsonl")
     client.set_terminated(source.info.run_id)
 
-    metrics = run(make_cfg(f"dataset.root={mini}", "mode=evaluate",
+    metrics = run(read(make_cfg(f"dataset.root={mini}", "mode=evaluate",
                            f"source_run_id={source.info.run_id}",
-                           "metrics.scorers=[rouge,retrieval,ranking,context,numeric,length]"))
+                           "metrics.scorers=[rouge,retrieval,ranking,context,numeric,length]")))
     for absent in ("retrieval_recall_mean", "retrieval_precision_mean", "recall_at_5_mean",
                    "context_chunks_mean", "context_tokens_mean", "numeric_precision_mean",
                    "cost_usd_total", "cost_usd_per_task", "cost_usd_answered_mean", "latency_ms_p50",
@@ -195,7 +196,8 @@ def test_a_bad_predictions_file_leaves_no_run(make_cfg, mini, tmp_path):
     """A single run (no sweep) stops before its run opens too."""
     path = write(tmp_path / "preds.jsonl", [good(t0)])
     with pytest.raises(PredictionsFileError, match="have no record"):
-        run(make_cfg(f"dataset.root={mini}", "system=external", f"system.predictions={path}"))
+        run(read(make_cfg(f"dataset.root={mini}", "system=external",
+                          f"system.predictions={path}")))
     assert all_runs(tmp_path) == []
 
 
@@ -480,4 +482,4 @@ def test_external_without_a_file_says_which_key_to_set(make_cfg, mini):
     from arag.config import ConfigError
 
     with pytest.raises(ConfigError, match="system.predictions is not set"):
-        prepare(make_cfg(f"dataset.root={mini}", "system=external"))
+        prepare(read(make_cfg(f"dataset.root={mini}", "system=external")))

@@ -17,6 +17,7 @@ from arag.datasets import DatasetError, load_dataset
 from arag.retrieval.chunking import chunk_document
 from report.sections import dataset_caveats
 from runners.job import prepare
+from runners.settings import read
 from tests.conftest import ROOT, SHARED, all_runs, run_cli
 
 TRANSCRIPT = [  # a paragraph per line, speaker names on lines of their own
@@ -251,7 +252,7 @@ def test_a_missing_root_says_how_to_set_it(tmp_path, make_cfg):
 
 def test_budget_warning_for_short_documents(tmp_path, make_cfg):
     cfg = make_cfg("dataset=folder", f"dataset.root={write_folder(tmp_path / 'f')}")
-    job = prepare(cfg, call_models=False)
+    job = prepare(read(cfg), call_models=False)
     assert job.dataset_metrics["docs_within_context_budget_share"] == 1.0
     assert any("4 of 4 documents (100%) fit inside the retrieval context budget of 5 chunks"
                in n for n in job.dataset.notes)
@@ -266,8 +267,8 @@ def test_no_budget_warning_for_ectsum(make_cfg):
     root = SHARED / "ectsum"
     if not root.is_dir():
         pytest.skip(f"ECTSum is not at {root}")
-    job = prepare(make_cfg("dataset=ectsum", f"dataset.root={root}", "dataset.limit=20"),
-                  call_models=False)
+    job = prepare(read(make_cfg("dataset=ectsum", f"dataset.root={root}",
+                                   "dataset.limit=20")), call_models=False)
     assert job.dataset_metrics["docs_within_context_budget_share"] < 0.2
     assert not any("context budget" in n for n in job.dataset.notes)
     assert dataset_caveats([{"run": "arag", **job.dataset_metrics}]) == []

@@ -11,6 +11,7 @@ from arag.llm.cache import CachedModel
 from arag.llm.registry import require_credentials
 from arag.trace import step_to_dict
 from runners.job import build_system, prepare
+from runners.settings import read
 from tests.conftest import ROOT, write_mini_dataset
 from tests.openai_fake import (
     ANSWER,
@@ -59,7 +60,7 @@ def predict(make_cfg, tmp_path, url, system, *extra, n_docs=1):
     root = write_mini_dataset(tmp_path / "d", n_docs=n_docs)
     cfg = make_cfg(f"system={system}", f"dataset.root={root}", "model=gpt-4o-mini",
                    f"model.base_url={url}", "model.max_retries=2", "retrieval.top_k=3", *extra)
-    job = prepare(cfg)
+    job = prepare(read(cfg))
     model = quiet(make_model(cfg.model))
     built = build_system(job, model)
     return [built.predict(task, "d") for task in job.dataset.tasks], cfg

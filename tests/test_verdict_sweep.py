@@ -70,9 +70,10 @@ def context_limit_skipping_half() -> int:
     from arag.agent import system_prompt, task_prompt
     from arag.llm.offline import OfflineModel
     from runners.job import prepare
+    from runners.settings import read
 
     cfg = compose_cfg(["dataset=sample"])
-    dataset = prepare(cfg, call_models=False).dataset
+    dataset = prepare(read(cfg), call_models=False).dataset
     needed = []
     for task in dataset.tasks:
         docs = [dataset.corpus.documents[d] for d in task.doc_ids]

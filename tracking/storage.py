@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from arag.config import ConfigError
+from arag.config import ConfigError, option_value
 from arag.files import DISK_FULL, MISPLACED, is_storage_failure
 from arag.redact import redact, reveal
 from tracking.paths import resolve
@@ -46,7 +46,7 @@ def check_storage(cfg: Any, tracking: bool = True) -> None:
     """Every place the run writes is usable (``tracking``: the MLflow store too)."""
     if tracking:
         check_tracking(cfg.tracking)
-    mode = str(getattr(cfg.cache.mode, "value", cfg.cache.mode))
+    mode = option_value(cfg.cache.mode)
     if mode != "off":
         writable_dir("cache.dir", cfg.cache.dir, "cache.dir=data/cache",
                       must_write=mode == "read_write")

@@ -385,7 +385,7 @@ def load_financebench_qfs(cfg: Any, project_root: Path) -> Dataset:
 def attach_references(cfg: Any, opts: Options, dataset: Dataset,
                       spec: ReferenceSpec = QFS_REFERENCES) -> None:
     """References to be written by the reference model, or the reason there are none."""
-    model_cfg = cfg.get("reference_model")
+    model_cfg = cfg.reference_model
     if model_cfg is None or model_cfg.provider in ("none", "offline"):
         # the offline model can only extract, it does not write references
         dataset.notes.append(f"no silver references: {NO_MODEL}")

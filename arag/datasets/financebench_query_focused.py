@@ -19,11 +19,10 @@ metrics are null with it. Options: those of ``dataset=financebench`` plus
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-
-from omegaconf import OmegaConf
 
 from arag.datasets.base import Dataset, register_adapter, validate
 from arag.datasets.financebench import OPTIONS as FINANCEBENCH_OPTIONS
@@ -53,7 +52,7 @@ def topic_task(qa: Task, company: str, period: str, doc_type: str) -> Task:
 def load_financebench_query_focused(cfg: Any, project_root: Path) -> Dataset:
     opts = read_options(cfg, project_root)
     # the questions and filings as dataset=financebench reads them (its options only)
-    qa_cfg = OmegaConf.create(OmegaConf.to_container(cfg, resolve=True))
+    qa_cfg = copy.deepcopy(cfg)
     qa_cfg.options = {k: v for k, v in (cfg.options or {}).items()
                       if k in FINANCEBENCH_OPTIONS}
     qa = load_financebench(qa_cfg, project_root)

@@ -74,7 +74,7 @@ class ClaudeModel(ChatModel):
         self.sleep = time.sleep  # overridable: tests remove waits
         self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s))
         self.batch_poll_s = 30.0  # Message Batches usually end within the hour
-        self.batch_timeout_s = float(cfg.get("batch_timeout_s", 86_400.0))
+        self.batch_timeout_s = float(getattr(cfg, "batch_timeout_s", 86_400.0))
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,

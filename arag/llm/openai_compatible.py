@@ -89,14 +89,14 @@ class OpenAICompatibleModel(ChatModel):
         self._openai = openai
         self.name = cfg.name
         self.model_id = cfg.model_id
-        self.key_env = cfg.get("api_key_env")
+        self.key_env = cfg.api_key_env
         self.server = cfg.base_url or OPENAI_URL  # as configured: credentials redacted
         # a URL given with credentials on the command line is redacted in the config
         self.client = openai.OpenAI(api_key=api_key(self.key_env),
                                     base_url=reveal(cfg.base_url) if cfg.base_url else OPENAI_URL,
                                     max_retries=0, timeout=float(cfg.timeout_s))
         # newer OpenAI models take max_completion_tokens; most local servers max_tokens
-        options = cfg.get("options") or {}
+        options = cfg.options or {}
         self.max_tokens_param = str(options.get("max_tokens_param", "max_tokens"))
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits

@@ -36,8 +36,8 @@ class Provider:
         A value of an ``env_var_keys`` key that is not a variable name (a key pasted in by
         mistake) is refused without being repeated, so it reaches no message or log.
         """
-        named = {k: str(model_cfg.get(k)) for k in self.env_var_keys
-                 if model_cfg is not None and model_cfg.get(k)}
+        named = {k: str(getattr(model_cfg, k)) for k in self.env_var_keys
+                 if getattr(model_cfg, k, None)}
         for key, value in named.items():
             if not ENV_VAR_NAME.fullmatch(value):
                 raise MissingCredentials(

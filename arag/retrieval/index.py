@@ -30,7 +30,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from arag.config import CacheMode
+from arag.config import CacheMode, option_value
 from arag.files import sha256_file
 from arag.records import Chunk, Corpus, content_hash
 from arag.retrieval.chunk_context import contexts_key
@@ -177,9 +177,6 @@ class SearchIndex:
         return row - first_row
 
 
-def _value(x) -> str:
-    return str(getattr(x, "value", x))  # a config enum or its string
-
 
 def index_key(corpus: Corpus, retrieval_cfg, contexts: dict[str, str] | None = None) -> str:
     emb = retrieval_cfg.embedder
@@ -193,7 +190,7 @@ def index_key(corpus: Corpus, retrieval_cfg, contexts: dict[str, str] | None = N
         parts.append(content_hash(sorted(pages.items())))
     if getattr(retrieval_cfg, "contextual_headers", False):
         parts.append("contextual_headers")  # other texts are embedded; default keys unchanged
-    precision = _value(emb.precision)
+    precision = option_value(emb.precision)
     if precision != "fp32":  # other vectors; fp32 indexes keep the keys they had
         parts.append(f"precision={precision}")
     if contexts:  # written by a model: other texts are embedded
@@ -225,7 +222,7 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
     headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
     emb_cfg = retrieval_cfg.embedder
     embedder = get_embedder(emb_cfg.path, emb_cfg.batch_size, emb_cfg.device,
-                            _value(emb_cfg.precision))
+                            option_value(emb_cfg.precision))
     folder = Path(cache_dir) / "index" / key
     if mode != CacheMode.off and folder.exists():
         try:

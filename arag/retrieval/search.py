@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arag.config import option_value
 from arag.retrieval.bm25 import bm25_for
 from arag.retrieval.index import Hit, SearchIndex
 
@@ -165,14 +166,11 @@ class RetrievalSettings:
 
     @classmethod
     def from_config(cls, cfg) -> RetrievalSettings:
-        rerank = _value(cfg.rerank)
-        return cls(Method(_value(cfg.method), cfg.fusion_k, cfg.dense_weight,
-                          cfg.get("min_score")), cfg.neighbors,
+        rerank = option_value(cfg.rerank)
+        return cls(Method(option_value(cfg.method), cfg.fusion_k, cfg.dense_weight,
+                          cfg.min_score), cfg.neighbors,
                    rerank == "model", cfg.rerank_candidates, bool(cfg.hyde),
                    cfg.context_budget,
-                   cfg.get("reranker_path") if rerank == "cross_encoder" else None,
-                   cfg.get("parent_chunk_size"))
+                   cfg.reranker_path if rerank == "cross_encoder" else None,
+                   cfg.parent_chunk_size)
 
-
-def _value(option) -> str:
-    return str(getattr(option, "value", option))

@@ -27,10 +27,11 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from arag.agent.prompts import system_prompt, task_prompt
 from arag.calls import CallLog
+from arag.config import SystemConfig
 from arag.llm.base import ChatModel, ModelError
 from arag.llm.pricing import Prices
 from arag.records import Chunk, Corpus, Prediction, Task
@@ -80,7 +81,7 @@ class RunSetup:
     """What a system may read, before any run opens, to declare itself for one run
     (``System.configure``): its config node, the dataset, the run's chunks."""
 
-    options: Any  # the system's config node (system.*)
+    options: SystemConfig  # the system's settings (system.*; a plugin's own: .options)
     corpus: Corpus
     tasks: list[Task]
     chunks: Callable[[], list[Chunk]]  # the chunks of this run's index (chunking settings)

@@ -85,14 +85,14 @@ class ExternalPredictions(System):
 
 
 def _file(setup: RunSetup) -> Any:
-    path = setup.options.get("predictions")
+    path = setup.options.predictions
     if not path:
         raise ConfigError("system.predictions is not set: system=external needs "
                           "system.predictions=PATH, the JSONL file of your pipeline's "
                           "predictions (docs/your-pipeline.md)")
     file = setup.base / str(path)
     return read_predictions(file, setup.tasks, setup.corpus, setup.chunks(),
-                            bool(setup.options.get("allow_missing", False)))
+                            bool(setup.options.allow_missing))
 
 
 def _metrics(preds: list[Prediction], missing: list[str]) -> dict[str, float]:
