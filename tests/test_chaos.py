@@ -1,8 +1,9 @@
 """Chaos: a Claude sweep against a fake API that fails and stalls at random is killed with
-SIGKILL at 10 random moments (a random few API requests into each run) and run again each time. In the end every task is predicted
-exactly once, every job run is FINISHED, no run is left RUNNING, and no task that had
-finished was ever asked of the API again. Two identical sweeps started together run once;
-a sweep killed while writing its report gets it on the next run; a kill loses no spend."""
+SIGKILL at 10 random moments (a random few API requests into each run) and run again each
+time. In the end every task is predicted exactly once, every job run is FINISHED, no run is
+left RUNNING, and no task that had finished was ever asked of the API again. Two identical
+sweeps started together run once; a sweep killed while writing its report gets it on the
+next run; a kill loses no spend."""
 
 from __future__ import annotations
 
