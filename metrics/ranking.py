@@ -214,9 +214,10 @@ def gold_hit_ranks(ranked: list[str], gold: GoldSpans) -> list[int]:
 
 @dataclass
 class RankingOptions:
+    # Recall/MRR/nDCG/hit @k of every system that ranks chunks
     ks: list[int] = ranged(factory=lambda: list(DEFAULT_KS), low=1,
                            must="a list of ranks of at least 1 each")
-    # hit_near_page: evidence within this many pages
+    # hit_near_page: a top chunk within this many pages of the evidence
     near_page_tolerance: int = non_negative(NEAR_PAGES, "pages")
 
 

@@ -58,7 +58,8 @@ class RougeScorer(PerTaskScorer):
 
 @dataclass
 class BertScoreOptions:
-    model_path: str | None = None  # None: the packaged MiniLM (offline)
+    # None: the packaged MiniLM (offline); online users may set roberta-large or FinBERT
+    model_path: str | None = None
     num_layers: int = positive(6, "layers of the model whose embeddings are compared")
     batch_size: int = positive(32, "sentences per batch")
 

@@ -36,6 +36,7 @@ class TrackingConfig:
 @dataclass
 class RunnerConfig:
     concurrency: int = positive(4, "tasks at once")
+    # a bar (ETA, place in the sweep) for each job and every long step; false: none
     progress: bool = True
     runs_dir: str = "data/runs"  # predictions per config hash: what a re-run resumes from
     max_cost_usd: float | None = ranged(None, low=0, above=True,
@@ -52,7 +53,9 @@ class RunnerConfig:
     # consistency, citation support, QA) may be unreadable before the run ends FAILED
     max_parse_failure_rate: float = ranged(0.5, low=0, high=1,
                                            must="a share of answered tasks from 0 to 1")
-    verbose: int = 0  # 0: quiet (our INFO, one bar per job); 1: libraries' INFO; 2: DEBUG
+    # 0: quiet (our INFO, one bar per job); 1: the libraries' INFO lines (HTTP requests,
+    # ...); 2: DEBUG
+    verbose: int = 0
 
 
 def metrics_config() -> type:
@@ -83,11 +86,15 @@ class RunConfig:
     tracking: TrackingConfig = MISSING
     cache: CacheConfig = MISSING
     runner: RunnerConfig = field(default_factory=RunnerConfig)
+    # A-RAG's tool-use budget (model calls); swept like any other key
     max_loops: int = positive(22, "the agent's model-call budget")
+    # what a task asks for: the defaults are the sample's and ECTSum's (earnings-call
+    # summaries); the other datasets (conf/dataset) set their own
     task_type: TaskType = TaskType.summarization
     summarization_style: SummarizationStyle = SummarizationStyle.earnings_call
-    target_length: int = positive(50, "words")
-    # run: predict and score; evaluate: re-score the predictions of source_run_id
+    target_length: int = positive(50, "words")  # of the answer the prompt asks for
+    # run: predict and score; evaluate: re-score the predictions of source_run_id (no model
+    # calls)
     mode: str = "run"
     source_run_id: str | None = None
 

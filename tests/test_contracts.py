@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from arag.config import ModelConfig
 from arag.llm import ChatModel, Completion, make_model
 from arag.llm.base import MissingCredentials, ModelError
 from arag.llm.registry import PROVIDERS, require_credentials
@@ -155,10 +156,11 @@ def test_scorer_contract(name, make_cfg):
 
 
 def _model_config(provider: str):
+    """The first model option of the provider, as composed (its file over the schema)."""
     for path in sorted((ROOT / "conf" / "model").glob("*.yaml")):
         node = OmegaConf.load(path)
         if node.get("provider") == provider:
-            return node
+            return OmegaConf.merge(OmegaConf.structured(ModelConfig), node)
     return OmegaConf.create({"name": provider, "provider": provider, "model_id": provider,
                              "script": ["an answer"]})
 

@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -222,83 +223,121 @@ def style_examples(root: Path, split: str, k: Any) -> list[str]:
     return examples
 
 
-@register_adapter("ectsum")
-def load_ectsum(cfg: Any, project_root: Path) -> Dataset:
-    root = resolve_root(cfg.root, project_root).resolve()
-    split = str(cfg.split or "test")
+@dataclass
+class GoldMapping:
+    """The split's key-sentence labels mapped onto transcript lines, document by document,
+    with what did not map (the ``gold_mapping`` report)."""
+
+    positives: dict[str, list[str]] | None  # file name -> label-1 lines; None: the split has none
+    labels_path: Path
+    documents: dict[str, dict[str, Any]] = field(default_factory=dict)  # doc_id -> counts
+    without_labels: list[str] = field(default_factory=list)  # doc_ids the labels file lacks
+
+    def gold(self, transcript: Path, lines: tuple[str, ...]) -> dict[str, tuple[int, ...]] | None:
+        """The transcript's gold lines; None when the split or the transcript has no labels."""
+        if self.positives is None:
+            return None
+        doc_id = transcript.stem
+        if transcript.name not in self.positives:
+            self.without_labels.append(doc_id)
+            return None
+        positives = self.positives[transcript.name]
+        mapped, unmapped = map_gold(lines, positives)
+        self.documents[doc_id] = {"n_positive": len(positives), "n_mapped": len(mapped),
+                                  "unmapped": unmapped}
+        return {doc_id: mapped}
+
+    @property
+    def n_positive(self) -> int:
+        return sum(d["n_positive"] for d in self.documents.values())
+
+    @property
+    def n_unmapped(self) -> int:
+        return self.n_positive - sum(d["n_mapped"] for d in self.documents.values())
+
+    def report_to(self, dataset: Dataset, split: str) -> None:
+        """The ``gold_mapping`` report and its notes, or the note that there are no labels."""
+        if self.positives is None:
+            dataset.notes.append(
+                f"split {split!r} has no key-sentence labels ({self.labels_path} is absent; "
+                "upstream ships them for val and test only): gold_lines is None for every task, "
+                "so retrieval metrics are null")
+            return
+        dataset.reports["gold_mapping"] = self.report(split)
+        if self.n_unmapped:
+            dataset.notes.append(f"{self.n_unmapped} of {self.n_positive} key sentences did not "
+                                 "map to a transcript line (see the gold_mapping report)")
+        if self.without_labels:
+            dataset.notes.append(f"{len(self.without_labels)} transcripts have no row in "
+                                 f"{self.labels_path.name}: their gold_lines are None")
+
+    def report(self, split: str) -> dict[str, Any]:
+        n_pos, n_unmapped = self.n_positive, self.n_unmapped
+        return {
+            "split": split,
+            "labels_file": str(self.labels_path),
+            "totals": {"n_documents": len(self.documents), "n_positive": n_pos,
+                       "n_mapped": n_pos - n_unmapped, "n_unmapped": n_unmapped,
+                       "n_documents_without_labels": len(self.without_labels)},
+            "documents_without_labels": self.without_labels,
+            "documents": self.documents,
+        }
+
+
+def read_options(cfg: Any) -> dict[str, Any]:
     options = dict(cfg.options or {})
     unknown = set(options) - {"style_examples"}
     if unknown:
         raise DatasetError(f"unknown dataset.options {sorted(unknown)} for ectsum; known: "
                            "['style_examples']")
+    return options
+
+
+def earnings_call(transcript: Path, folder: Path, split: str, source: str, gold: GoldMapping,
+                  examples: list[str]) -> tuple[Document, Task]:
+    """One transcript's document and its summarization task."""
+    ticker, quarter, year = parse_name(transcript)
+    lines = read_text_lines(transcript)  # names the file: missing, non-UTF-8, empty
+    reference = read_reference(folder / "gt_summaries" / transcript.name, transcript)
+    doc_id = transcript.stem
+    document = Document(doc_id=doc_id, lines=lines, company=ticker, ticker=ticker,
+                        doc_type="EARNINGS_CALL", period=f"Q{quarter} {year}")
+    meta: dict[str, Any] = {"ticker": ticker, "quarter": quarter, "year": year, "split": split,
+                            "uses_compname": PLACEHOLDER in reference}
+    if examples:
+        meta["style_examples"] = list(examples)
+    task = Task(id=doc_id, task_type="summarization", doc_ids=(doc_id,),
+                question=question_for(ticker, quarter, year), reference=reference,
+                gold_lines=gold.gold(transcript, lines), source=source, meta=meta)
+    return document, task
+
+
+def note_placeholder(dataset: Dataset) -> None:
+    n_comp = sum(t.meta["uses_compname"] for t in dataset.tasks)
+    if n_comp:
+        dataset.notes.append(
+            f"{n_comp} of {len(dataset.tasks)} references use the placeholder '{PLACEHOLDER}' "
+            "for the company name (kept verbatim for ROUGE comparability; "
+            "Task.meta['uses_compname'])")
+
+
+@register_adapter("ectsum")
+def load_ectsum(cfg: Any, project_root: Path) -> Dataset:
+    root = resolve_root(cfg.root, project_root).resolve()
+    split = str(cfg.split or "test")
+    options = read_options(cfg)
     folder = split_dir(root, split)
     examples = style_examples(root, split, options.get("style_examples", 0) or 0)
     files = transcript_files(folder)
     if cfg.limit is not None and cfg.limit > 0:
         files = files[: cfg.limit]
-    positives, labels_path = read_labels(root, split)
-
-    documents: dict[str, Document] = {}
-    tasks: list[Task] = []
-    per_doc: dict[str, dict[str, Any]] = {}
-    without_labels: list[str] = []
-    for transcript in files:
-        ticker, quarter, year = parse_name(transcript)
-        lines = read_text_lines(transcript)  # names the file: missing, non-UTF-8, empty
-        reference = read_reference(folder / "gt_summaries" / transcript.name, transcript)
-        doc_id = transcript.stem
-        documents[doc_id] = Document(
-            doc_id=doc_id, lines=lines, company=ticker, ticker=ticker,
-            doc_type="EARNINGS_CALL", period=f"Q{quarter} {year}",
-        )
-        gold: dict[str, tuple[int, ...]] | None = None
-        if positives is not None:
-            if transcript.name in positives:
-                mapped, unmapped = map_gold(lines, positives[transcript.name])
-                gold = {doc_id: mapped}
-                per_doc[doc_id] = {"n_positive": len(positives[transcript.name]),
-                                   "n_mapped": len(mapped), "unmapped": unmapped}
-            else:
-                without_labels.append(doc_id)
-        meta: dict[str, Any] = {"ticker": ticker, "quarter": quarter, "year": year,
-                                "split": split, "uses_compname": PLACEHOLDER in reference}
-        if examples:
-            meta["style_examples"] = list(examples)
-        tasks.append(Task(
-            id=doc_id, task_type="summarization", doc_ids=(doc_id,),
-            question=question_for(ticker, quarter, year), reference=reference,
-            gold_lines=gold, source=cfg.name, meta=meta,
-        ))
-
-    dataset = Dataset(cfg.name, Corpus(documents), tasks)
-    n_comp = sum(t.meta["uses_compname"] for t in tasks)
-    if n_comp:
-        dataset.notes.append(
-            f"{n_comp} of {len(tasks)} references use the placeholder '{PLACEHOLDER}' for the "
-            "company name (kept verbatim for ROUGE comparability; Task.meta['uses_compname'])")
-    if positives is None:
-        dataset.notes.append(
-            f"split {split!r} has no key-sentence labels ({labels_path} is absent; upstream "
-            "ships them for val and test only): gold_lines is None for every task, so "
-            "retrieval metrics are null")
-    else:
-        n_pos = sum(d["n_positive"] for d in per_doc.values())
-        n_map = sum(d["n_mapped"] for d in per_doc.values())
-        dataset.reports["gold_mapping"] = {
-            "split": split,
-            "labels_file": str(labels_path),
-            "totals": {"n_documents": len(per_doc), "n_positive": n_pos, "n_mapped": n_map,
-                       "n_unmapped": n_pos - n_map,
-                       "n_documents_without_labels": len(without_labels)},
-            "documents_without_labels": without_labels,
-            "documents": per_doc,
-        }
-        if n_pos - n_map:
-            dataset.notes.append(f"{n_pos - n_map} of {n_pos} key sentences did not map to a "
-                                 "transcript line (see the gold_mapping report)")
-        if without_labels:
-            dataset.notes.append(f"{len(without_labels)} transcripts have no row in "
-                                 f"{labels_path.name}: their gold_lines are None")
+    gold = GoldMapping(*read_labels(root, split))
+    calls = [earnings_call(transcript, folder, split, cfg.name, gold, examples)
+             for transcript in files]
+    dataset = Dataset(cfg.name, Corpus({doc.doc_id: doc for doc, _ in calls}),
+                      [task for _, task in calls])
+    note_placeholder(dataset)
+    gold.report_to(dataset, split)
     if examples:
         dataset.notes.append(f"{len(examples)} train references stored as "
                              "Task.meta['style_examples']")

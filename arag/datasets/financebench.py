@@ -306,105 +306,139 @@ def open_root(cfg: Any, project_root: Path) -> tuple[Path, dict[str, dict[str, A
     return root, read_doc_info(root / DOC_INFO)
 
 
+def check_question(obj: dict[str, Any], path: Path, line: int, seen: dict[str, int],
+                   info: dict[str, dict[str, Any]]) -> str:
+    """The question's id, once its fields are checked; ``seen`` maps ids to their lines."""
+    qid = require(obj, "financebench_id", str, path, line)
+    if qid in seen:
+        raise DatasetError(f"duplicate financebench_id {qid!r} (first at line {seen[qid]})",
+                           path, line, "financebench_id")
+    seen[qid] = line
+    for key in ("question", "answer", "doc_name"):
+        require(obj, key, str, path, line)
+    require(obj, "evidence", list, path, line)
+    if obj["doc_name"] not in info:
+        raise DatasetError(f"doc_name {obj['doc_name']!r} is not in {DOC_INFO.name}",
+                           path, line, "doc_name")
+    return qid
+
+
+def choose_questions(path: Path, root: Path, info: dict[str, dict[str, Any]], limit: int | None
+                     ) -> tuple[list[tuple[int, dict[str, Any]]], list[dict[str, Any]]]:
+    """The questions to load (line number, question) in file order, and the questions
+    skipped because their PDF is absent. The limit counts loadable questions, so it applies
+    before any PDF is parsed."""
+    chosen: list[tuple[int, dict[str, Any]]] = []
+    missing: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for n, obj in read_jsonl(path):
+        if limit is not None and len(chosen) >= limit:
+            break
+        qid = check_question(obj, path, n, seen, info)
+        pdf = root / PDFS / f"{obj['doc_name']}.pdf"
+        if pdf.exists():
+            chosen.append((n, obj))
+        else:
+            missing.append({"financebench_id": qid, "doc_name": obj["doc_name"], "line": n,
+                            "expected_path": str(pdf)})
+    return chosen, missing
+
+
+def read_evidence(items: list[Any], doc: Document, n_pages: int, path: Path, line: int
+                  ) -> tuple[list[dict[str, Any]], set[int], list[str]]:
+    """The question's evidence as Task.meta keeps it (1-based ``page`` added, the page's
+    full text dropped), the pages of its own filing it points to, and why any is not gold."""
+    evidence: list[dict[str, Any]] = []
+    pages: set[int] = set()
+    problems: list[str] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not isinstance(item.get("evidence_page_num"), int):
+            raise DatasetError(f"evidence[{i}] needs an integer 'evidence_page_num' (0-based)",
+                               path, line, "evidence")
+        page = item["evidence_page_num"] + 1
+        ev_doc = item.get("doc_name", doc.doc_id)
+        evidence.append({k: v for k, v in item.items() if k != "evidence_text_full_page"}
+                        | {"page": page})
+        if ev_doc != doc.doc_id:
+            problems.append(f"evidence[{i}] is in another document ({ev_doc}); not gold")
+        elif not 1 <= page <= n_pages:
+            problems.append(f"evidence[{i}] page {page} is beyond the PDF's {n_pages} pages")
+        else:
+            pages.add(page)
+    return evidence, pages, problems
+
+
+def qa_task(obj: dict[str, Any], doc: Document, n_pages: int, path: Path, line: int,
+            source: str) -> tuple[Task, dict[str, Any]]:
+    """One question's task (gold: every line on its evidence pages) and its entry in the
+    gold_pages report."""
+    evidence, pages, problems = read_evidence(obj["evidence"], doc, n_pages, path, line)
+    assert doc.line_pages is not None
+    gold = tuple(i for i, p in enumerate(doc.line_pages, start=1) if p in pages)
+    empty = sorted(p for p in pages if p not in set(doc.line_pages))
+    if empty:
+        problems.append(f"evidence page(s) {empty} have no extractable text")
+    task = Task(
+        id=obj["financebench_id"], task_type="qa", doc_ids=(doc.doc_id,),
+        question=obj["question"], reference=obj["answer"], gold_lines={doc.doc_id: gold},
+        source=source,
+        meta={"company": obj.get("company"), "question_type": obj.get("question_type"),
+              "question_reasoning": obj.get("question_reasoning"),
+              "justification": obj.get("justification"), "evidence": evidence},
+    )
+    return task, {"doc_name": doc.doc_id, "pages": sorted(pages), "n_gold_lines": len(gold),
+                  "problems": problems}
+
+
+def gold_pages_report(gold: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "totals": {"n_tasks": len(gold),
+                   "n_without_gold_lines": sum(1 for r in gold.values() if not r["n_gold_lines"]),
+                   "n_with_problems": sum(1 for r in gold.values() if r["problems"])},
+        "tasks": gold,
+    }
+
+
+def report_missing_pdfs(dataset: Dataset, missing: list[dict[str, Any]], pdf_dir: Path) -> None:
+    if not missing:
+        return
+    docs_missing = sorted({m["doc_name"] for m in missing})
+    dataset.reports["missing_pdfs"] = {
+        "n_questions_skipped": len(missing), "n_documents_missing": len(docs_missing),
+        "documents": docs_missing, "questions": missing,
+    }
+    dataset.notes.append(
+        f"{len(missing)} question(s) skipped: their PDFs ({len(docs_missing)} filings) are "
+        f"absent from {pdf_dir} (see the missing_pdfs report)")
+
+
+def note_evidence_problems(dataset: Dataset) -> None:
+    bad = dataset.reports["gold_pages"]["totals"]["n_with_problems"]
+    if bad:
+        dataset.notes.append(f"{bad} task(s) have evidence that does not map to gold lines "
+                             "(see the gold_pages report)")
+
+
 @register_adapter("financebench")
 def load_financebench(cfg: Any, project_root: Path) -> Dataset:
     root, info = open_root(cfg, project_root)
     cache_dir, workers, max_words = parse_options(cfg, project_root)
     questions_path = root / QUESTIONS
     limit = cfg.limit if cfg.limit is not None and cfg.limit > 0 else None
-
-    # questions in file order; the limit counts answerable ones and is applied before parsing
-    chosen: list[tuple[int, dict[str, Any]]] = []
-    missing: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
-    for n, obj in read_jsonl(questions_path):
-        if limit is not None and len(chosen) >= limit:
-            break
-        qid = require(obj, "financebench_id", str, questions_path, n)
-        if qid in seen:
-            raise DatasetError(f"duplicate financebench_id {qid!r} (first at line {seen[qid]})",
-                               questions_path, n, "financebench_id")
-        seen[qid] = n
-        for key in ("question", "answer", "doc_name"):
-            require(obj, key, str, questions_path, n)
-        require(obj, "evidence", list, questions_path, n)
-        doc_name = obj["doc_name"]
-        if doc_name not in info:
-            raise DatasetError(f"doc_name {doc_name!r} is not in {DOC_INFO.name}",
-                               questions_path, n, "doc_name")
-        pdf = root / PDFS / f"{doc_name}.pdf"
-        if not pdf.exists():
-            missing.append({"financebench_id": qid, "doc_name": doc_name, "line": n,
-                            "expected_path": str(pdf)})
-            continue
-        chosen.append((n, obj))
-
-    pdf_paths = sorted({root / PDFS / f"{obj['doc_name']}.pdf" for _, obj in chosen})
-    documents, pages_of, stats = load_filings(pdf_paths, info, cache_dir, workers, max_words)
-
-    tasks: list[Task] = []
-    task_lines: dict[str, int] = {}
-    gold_report: dict[str, Any] = {}
-    for n, obj in chosen:
-        doc = documents[obj["doc_name"]]
-        n_pages = len(pages_of[doc.doc_id])
-        evidence, pages, problems = [], set(), []
-        for i, item in enumerate(obj["evidence"]):
-            if not isinstance(item, dict) or not isinstance(item.get("evidence_page_num"), int):
-                raise DatasetError(f"evidence[{i}] needs an integer 'evidence_page_num' "
-                                   "(0-based)", questions_path, n, "evidence")
-            page = item["evidence_page_num"] + 1
-            ev_doc = item.get("doc_name", doc.doc_id)
-            evidence.append({k: v for k, v in item.items() if k != "evidence_text_full_page"}
-                            | {"page": page})
-            if ev_doc != doc.doc_id:
-                problems.append(f"evidence[{i}] is in another document ({ev_doc}); not gold")
-            elif not 1 <= page <= n_pages:
-                problems.append(f"evidence[{i}] page {page} is beyond the PDF's {n_pages} pages")
-            else:
-                pages.add(page)
-        assert doc.line_pages is not None
-        gold = tuple(i for i, p in enumerate(doc.line_pages, start=1) if p in pages)
-        empty = sorted(p for p in pages if p not in set(doc.line_pages))
-        if empty:
-            problems.append(f"evidence page(s) {empty} have no extractable text")
-        gold_report[obj["financebench_id"]] = {"doc_name": doc.doc_id, "pages": sorted(pages),
-                                               "n_gold_lines": len(gold), "problems": problems}
-        qid = obj["financebench_id"]
-        task_lines[qid] = n
-        tasks.append(Task(
-            id=qid, task_type="qa", doc_ids=(doc.doc_id,), question=obj["question"],
-            reference=obj["answer"], gold_lines={doc.doc_id: gold}, source=cfg.name,
-            meta={"company": obj.get("company"), "question_type": obj.get("question_type"),
-                  "question_reasoning": obj.get("question_reasoning"),
-                  "justification": obj.get("justification"), "evidence": evidence},
-        ))
-
-    dataset = Dataset(cfg.name, Corpus(documents), tasks)
+    chosen, missing = choose_questions(questions_path, root, info, limit)
+    pdfs = sorted({root / PDFS / f"{obj['doc_name']}.pdf" for _, obj in chosen})
+    documents, pages_of, stats = load_filings(pdfs, info, cache_dir, workers, max_words)
+    built = [qa_task(obj, documents[obj["doc_name"]], len(pages_of[obj["doc_name"]]),
+                     questions_path, n, cfg.name) for n, obj in chosen]
+    dataset = Dataset(cfg.name, Corpus(documents), [task for task, _ in built])
     dataset.reports["pdf_parsing"] = stats
-    dataset.reports["gold_pages"] = {
-        "totals": {"n_tasks": len(tasks),
-                   "n_without_gold_lines": sum(1 for r in gold_report.values()
-                                               if not r["n_gold_lines"]),
-                   "n_with_problems": sum(1 for r in gold_report.values() if r["problems"])},
-        "tasks": gold_report,
-    }
-    if missing:
-        docs_missing = sorted({m["doc_name"] for m in missing})
-        dataset.reports["missing_pdfs"] = {
-            "n_questions_skipped": len(missing), "n_documents_missing": len(docs_missing),
-            "documents": docs_missing, "questions": missing,
-        }
-        dataset.notes.append(
-            f"{len(missing)} question(s) skipped: their PDFs ({len(docs_missing)} filings) are "
-            f"absent from {root / PDFS} (see the missing_pdfs report)")
-    bad = dataset.reports["gold_pages"]["totals"]["n_with_problems"]
-    if bad:
-        dataset.notes.append(f"{bad} task(s) have evidence that does not map to gold lines "
-                             "(see the gold_pages report)")
+    dataset.reports["gold_pages"] = gold_pages_report({task.id: gold for task, gold in built})
+    report_missing_pdfs(dataset, missing, root / PDFS)
+    note_evidence_problems(dataset)
     if limit is not None:
-        dataset.notes.append(f"dataset.limit={limit}: the first {len(tasks)} answerable "
-                             f"questions; {len(pdf_paths)} PDF(s) loaded")
+        dataset.notes.append(f"dataset.limit={limit}: the first {len(dataset.tasks)} "
+                             f"answerable questions; {len(pdfs)} PDF(s) loaded")
+    task_lines = {obj["financebench_id"]: n for n, obj in chosen}
     return validate(dataset, questions_path, task_lines)
 
 
