@@ -87,3 +87,27 @@ def test_cluster_launchers_compose(tmp_path, launcher, target):
         cfg = compose(config_name="config", overrides=[f"hydra/launcher={launcher}"],
                       return_hydra_config=True)
     assert cfg.hydra.launcher._target_ == target
+
+
+def test_a_config_is_read_once_typed_and_each_reader_gets_its_own_copy(make_cfg, monkeypatch):
+    """The job reads typed values (enum members, plain lists), the check runs once per
+    config in a process (a sweep's pre-flight and its jobs share it), an edited input file
+    is read anew, and a caller changing its copy changes no other job's."""
+    from arag.config import Scope
+    from runners import settings as settings_module
+    from runners.config import RunConfig
+
+    checked: list[object] = []
+    real = settings_module.validate_config
+    monkeypatch.setattr(settings_module, "validate_config",
+                        lambda cfg: (checked.append(cfg), real(cfg))[1])
+    cfg = make_cfg("system=naive", "retrieval.top_k=7")
+    first = settings_module.read(cfg)
+    assert isinstance(first.config, RunConfig) and first.config.retrieval.scope is Scope.document
+    assert first.config.retrieval.top_k == 7 and isinstance(first.config.system.tools, list)
+    assert first.config_hash == config_hash(cfg) and first.tree["retrieval"]["scope"] == "document"
+    first.config.retrieval.top_k = 99
+    second = settings_module.read(make_cfg("system=naive", "retrieval.top_k=7"))
+    assert len(checked) == 1 and second.config.retrieval.top_k == 7
+    settings_module.read(make_cfg("system=naive", "retrieval.top_k=8"))
+    assert len(checked) == 2
