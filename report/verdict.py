@@ -112,6 +112,19 @@ def task_set_section(sets: TaskSets) -> str:
 SMALL_N = 10  # fewer pairs than this: a percentile-bootstrap CI is not to be trusted
 
 
+def _nothing_to_rank(sets: TaskSets) -> str:
+    """When no run has any comparison score: why no system is ranked, and what would give
+    one (documents without references, gold passages or a judge)."""
+    if any(sets.has(r, m) for r in sets.runs for m in policy.comparison_order()):
+        return ""
+    return (" No run has any quality score to rank on, so no system is ranked: a judge "
+            "(`judge=claude-haiku-4-5`, or an OpenAI-compatible judge) scores faithfulness "
+            "without references; reference summaries give ROUGE, BERTScore and G-Eval coverage; "
+            "gold passages give retrieval precision and recall (`tasks.jsonl`, "
+            "docs/your-documents.md). What needs none of them (citations, numeric precision, "
+            "context, cost, latency) is compared in the report.")
+
+
 def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
     """The verdict: each agentic run against each baseline (or, without that split, the two
     best contenders) on ``key``, each pair with n, difference, CI and significance; then the
@@ -120,7 +133,7 @@ def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
     if not sets.runs:
         return "No run answered any task: nothing to compare." + _spent_sentence(sets.left_out)
     if not scored:
-        return f"No run has `{key}` scores{reason}."
+        return f"No run has `{key}` scores{reason}." + _nothing_to_rank(sets)
     ids = sets.scored_ids(scored, key)
     if not ids:
         return ("No task was answered by every compared run, so no run is ranked; each run's "

@@ -200,7 +200,7 @@ def parse_pdfs(pdfs: list[Path], cache_dir: Path, workers: int | None = None
     parse_seconds: dict[str, float] = {}
     if todo:
         n = max(1, min(len(todo), workers or os.cpu_count() or 1))
-        log.info("financebench: parsing %d PDF(s) with pypdf in %d process(es) (slow: ~0.2 s a "
+        log.info("parsing %d PDF(s) with pypdf in %d process(es) (slow: ~0.2 s a "
                  "page); cached under %s", len(todo), n, cache_dir / "parsed")
         with ThreadPoolExecutor(n) as pool:
             futures = {pool.submit(_parse_in_subprocess, *job): job for job in todo}
@@ -213,7 +213,7 @@ def parse_pdfs(pdfs: list[Path], cache_dir: Path, workers: int | None = None
                         raise DatasetError(f"the parsed text was not stored in {file}", pdf)
                     pages[pdf] = data["pages"]
                     parse_seconds[pdf.name] = data["parse_seconds"]
-                    log.info("financebench: parsed %s (%d pages) in %.1fs", pdf.name,
+                    log.info("parsed %s (%d pages) in %.1fs", pdf.name,
                              len(data["pages"]), data["parse_seconds"])
             except BaseException:
                 for future in futures:
