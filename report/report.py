@@ -283,7 +283,9 @@ def _quality_table(rows: list[dict[str, Any]], sets: TaskSets | None = None) -> 
     cells: list[Callable[[dict[str, Any]], Any]] = [
         (lambda r: len(sets.all_ids)) if sets is not None else
         (lambda r: int(r.get("n_answered", 0)))]
-    for m in report_metrics():
+    scored = [m for m in report_metrics() if any(r.get(f"{m.name}_mean") is not None
+                                                 for r in rows)]
+    for m in scored:
         header.append(m.title)
         cells.append(partial(_with_n, key=m.name, sets=sets))
         if m.share_at_least is not None and sets is None:
@@ -291,7 +293,10 @@ def _quality_table(rows: list[dict[str, Any]], sets: TaskSets | None = None) -> 
             cells.append(partial(_get, key=m.share_key))
     header.append("words (target)")
     cells.append(lambda r: f"{_fmt(r.get('word_count_mean'), 1)} ({r.get('target_length')})")
-    return _table(header, [[r["run"], *(cell(r) for cell in cells)] for r in rows])
+    unscored = [m.title for m in report_metrics() if m not in scored]
+    return _table(header, [[r["run"], *(cell(r) for cell in cells)] for r in rows]) + (
+        f"\nNot scored in any run (the caveats and each record's null reasons say why): "
+        f"{', '.join(unscored)}.\n" if unscored else "")
 
 
 def _with_n(row: dict[str, Any], key: str, sets: TaskSets | None) -> str:

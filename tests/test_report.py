@@ -191,3 +191,13 @@ def test_loops_and_recall_are_correlated_with_a_ci():
     flat = [{**r, "loops": 3.0} for r in arag]
     text, _ = build_report([row("arag")], {"arag": flat}, "t")
     assert "one of them never varies" in section(text, "Retrieval and the loop budget")
+
+
+def test_the_quality_table_leaves_out_what_no_run_was_scored_on_and_names_it():
+    records = {s: [rec(f"t{k}", None, rouge2_f1=0.1 * k) for k in range(3)]
+               for s in ("arag", "naive")}
+    text, _ = build_report([row("arag"), row("naive")], records, "t")
+    quality = section(text, "Quality").split("Each run over all", 1)[0]
+    header = next(line for line in quality.splitlines() if line.startswith("| run |"))
+    assert "ROUGE-2" in header and "G-Eval coverage" not in header
+    assert "Not scored in any run" in quality and "G-Eval coverage" in quality
