@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from arag.records import Prediction
+from arag.systems.predictions_file import PIPELINE_ERROR
 
 UNPARSEABLE = "unparseable"
 # what to do about each kind of failure, before running the same command again
@@ -30,6 +31,9 @@ _FIXES = {
                     "does not follow the format: pick another with judge=...); "
                     "runner.max_parse_failure_rate sets how many unreadable replies a score "
                     "may have"),
+    PIPELINE_ERROR: ("the predictions file (system.predictions) records these tasks as failed by "
+                 "your pipeline: give them answers there (the same command reads the file "
+                 "again)"),
     "tools_unsupported": "enable tool calling on the model's server (docs/models.md) or drop "
                          "system=arag from the sweep",
     "crash": "the system raised on these tasks: see the traceback in the job's log",

@@ -96,6 +96,24 @@ def test_allow_missing_scores_the_tasks_the_file_has_and_says_how_many(make_cfg,
     assert any("1 task(s) of the dataset have no prediction" in n for n in job.system_class.notes)
 
 
+def test_a_task_the_pipeline_recorded_as_failed_is_an_error_whose_fix_is_the_file(
+        make_cfg, mini, tmp_path):
+    from runners.errors import error_metrics, too_many_errors
+
+    path = write(tmp_path / "preds.jsonl", [good(t0), {"id": t1, "predicted": None,
+                                                       "error": "our retriever timed out"}])
+    job = prepare(read(make_cfg(f"dataset.root={mini}", "system=external",
+                                f"system.predictions={path}")))
+    system = job.system_class("external", None)  # type: ignore[arg-type]
+    preds = [system.predict(t, "mini") for t in job.dataset.tasks]
+    failed = next(p for p in preds if p.id == t1)
+    assert failed.error == "our retriever timed out" and failed.error_kind == "pipeline"
+    metrics = {"n_tasks": 2.0, "n_answered": 1.0, "n_errors": 1.0, **error_metrics(preds, {})}
+    why = too_many_errors(metrics, job.cfg.runner)
+    assert why is not None and "1 of 2 tasks errored (pipeline x1)" in why
+    assert "the predictions file (system.predictions)" in why
+
+
 def test_contexts_are_located_by_lines_by_text_or_counted_as_unlocatable(loaded, tmp_path):
     dataset, chunks = loaded
     doc = dataset.corpus.documents[t0]

@@ -107,6 +107,10 @@ def _task_id(obj: dict[str, Any], path: Path, n: int) -> str:
     return obj["id"]
 
 
+# the kind of a task error the pipeline itself recorded (``"error"`` in its record)
+PIPELINE_ERROR = "pipeline"
+
+
 def to_prediction(obj: dict[str, Any], task: Task, locator: Locator, path: Path, n: int
                   ) -> Prediction:
     """One record as the Prediction the harness scores; what it lacks is ``not_recorded``."""
@@ -122,6 +126,7 @@ def to_prediction(obj: dict[str, Any], task: Task, locator: Locator, path: Path,
                       task_type=task.task_type, question=task.question,
                       doc_ids=list(task.doc_ids), ground_truth=task.reference,
                       predicted=predicted, error=error,
+                      error_kind=PIPELINE_ERROR if error else None,
                       word_count=len((predicted or "").split()))
     for key in MEASURED:
         setattr(pred, key, _measure(obj, key, path, n))
