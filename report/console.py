@@ -28,10 +28,12 @@ if TYPE_CHECKING:
     from report.report import ReportResult
 
 # (run metric, column title) after the comparison metric. Cost per task is over every task
-# run (errored included): without the response cache, then what was actually spent
+# run (errored included): without the response cache, then what was actually spent; judge
+# cost is what the judges were paid over every attempt of the run (verdict.judge_spent)
 HEADLINE = (("retrieval_recall_mean", "retrieval recall"),
             ("cost_usd_uncached_per_task", "cost/task ($)"),
-            ("cost_usd_per_task", "spent/task ($)"), ("judge_cost_usd_total", "judge cost ($)"),
+            ("cost_usd_per_task", "spent/task ($)"),
+            ("judge_cost_usd_spent_total", "judge cost ($)"),
             ("latency_ms_p50", "P50 latency (ms)"), ("n_tasks", "n"))
 # libraries whose INFO lines are noise at verbosity 0 (httpx: one line per HTTP request)
 # (anthropic 2.x sends through httpx2, which logs one INFO line per request)

@@ -216,11 +216,12 @@ def _cost_table(finished: list[dict[str, Any]], judged: bool) -> str:
     note = ("Cost per task counts every task a run ran, errored ones included (their calls "
             "were paid), as if no call had come from the response cache (so a configuration "
             "that reused a neighbour's cached calls does not look free); what was actually "
-            "spent is beside it. Judge cost is every judge call (samples and panel included). "
-            "Latency percentiles are over answered tasks, errored tasks' latency is shown "
-            "apart.\n\n")
-    systems = sum(r.get("cost_usd_total") or 0.0 for r in finished)
-    judge = sum(r.get("judge_cost_usd_total") or 0.0 for r in finished)
+            "spent is beside it. Spent ($) and judge cost are every call paid for over every "
+            "attempt of a run, a killed attempt's included (for the judge: samples and panel "
+            "too). Latency percentiles are over answered tasks, errored tasks' latency is "
+            "shown apart.\n\n")
+    systems = sum(verdict.spent(r) or 0.0 for r in finished)
+    judge = sum(verdict.judge_spent(r) or 0.0 for r in finished)
     total = (f"\nTotal spent: ${systems + judge:.4f} (systems ${systems:.4f}, judge "
              f"${judge:.4f}).\n")
     return note + _table(
@@ -229,8 +230,8 @@ def _cost_table(finished: list[dict[str, Any]], judged: bool) -> str:
          "errored: P50 latency (ms)", "cost per coverage point", "mean loops"],
         [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
           int(r.get("n_skipped", 0)), _fmt(verdict.task_cost(r), 5),
-          _fmt(r.get("cost_usd_per_task"), 5), _fmt(r.get("cost_usd_total"), 4),
-          _fmt(r.get("judge_cost_usd_total"), 4), _fmt(r.get("latency_ms_p50"), 0),
+          _fmt(r.get("cost_usd_per_task"), 5), _fmt(verdict.spent(r), 4),
+          _fmt(verdict.judge_spent(r), 4), _fmt(r.get("latency_ms_p50"), 0),
           _fmt(r.get("latency_ms_p90"), 0), _fmt(r.get("latency_ms_p99"), 0),
           _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
           _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",

@@ -236,19 +236,34 @@ def task_cost(run: Row) -> float | None:
     return cost if cost is not None else run.get("cost_usd_per_task")
 
 
+def spent(run: Row) -> float | None:
+    """What a run's systems actually paid: every paid call as journaled when it returned
+    (``cost_usd_spent_total``: tasks in flight at a kill, errored tasks predicted again and
+    chunk contexts included); a run with no journal, what its records count."""
+    journaled = run.get("cost_usd_spent_total")
+    return journaled if journaled is not None else run.get("cost_usd_total")
+
+
+def judge_spent(run: Row) -> float | None:
+    """What a run's judges actually paid over every attempt of the run, panel and samples
+    included (``judge_cost_usd_spent_total``: calls made before a kill included); a run
+    logged without it, what its last attempt's judge calls cost."""
+    journaled = run.get("judge_cost_usd_spent_total")
+    return journaled if journaled is not None else run.get("judge_cost_usd_total")
+
+
 def cost_sentence(runs: list[Row]) -> str:
     parts = [f"{r['run']} ${task_cost(r) or 0.0:.5f} (spent ${r.get('cost_usd_per_task') or 0.0:.5f}"
              f"; P50 {r.get('latency_ms_p50') or 0.0:.0f} ms)" for r in runs]
-    judge = sum(r.get("judge_cost_usd_total") or 0.0 for r in runs)
+    judge = sum(judge_spent(r) or 0.0 for r in runs)
     return ("Cost per task (every task run, errored included; without the response cache, "
             "actual spend in brackets): " + "; ".join(parts) + "."
             + (f" The judge cost ${judge:.4f} in all." if judge else ""))
 
 
 def _spent_sentence(left_out: list[Row]) -> str:
-    spent = [r for r in left_out if (r.get("cost_usd_total") or 0) > 0]
-    return "".join(f" {r['run']} answered no task but spent ${r['cost_usd_total']:.5f}."
-                   for r in spent)
+    return "".join(f" {r['run']} answered no task but spent ${spent(r) or 0.0:.5f}."
+                   for r in left_out if (spent(r) or 0.0) > 0)
 
 
 def paired_section(sets: TaskSets, key: str) -> str:

@@ -22,9 +22,9 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag import progress
 from arag.datasets import DatasetError
-from arag.llm import ChatModel, Prices, make_model
+from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
-from arag.llm.cache import MeteredModel, SpendJournal
+from arag.llm.cache import SpendJournal
 from arag.llm.registry import PROVIDERS
 from arag.records import Prediction
 from arag.redact import redact_logs
@@ -77,7 +77,7 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
     job = prepare(settings, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
         return _dry_run(job, run_name)
-    model = _journaled(cached(make_model(cfg.model), cfg.cache), job)
+    model = job.journaled(cached(make_model(cfg.model), cfg.cache))
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
         client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
@@ -184,18 +184,11 @@ def _sweep_dir() -> Path | None:
     return path
 
 
-def _journaled(model: ChatModel, job: Job) -> ChatModel:
-    """The system's paid calls are journaled as they return (the free offline model's are
-    not), so a kill loses no spend."""
-    if model.provider == "offline":
-        return model
-    return MeteredModel(model, Prices.from_config(job.cfg.model), SpendJournal(job.spend_path))
-
-
 def spend_metrics(job: Job, predictions: list[Prediction]) -> dict[str, float]:
-    """``cost_usd_spent_total``: every paid call of these predictions, as journaled;
-    ``cost_usd_unrecorded_total``: the part no record counts (tasks in flight at a kill,
-    errored tasks predicted again). None without a journal (nothing was paid for)."""
+    """``cost_usd_spent_total``: every paid call of these predictions, as journaled (the
+    index's chunk contexts included); ``cost_usd_unrecorded_total``: the part no record
+    counts (tasks in flight at a kill, errored tasks predicted again, chunk contexts).
+    None without a journal (nothing was paid for)."""
     if not job.spend_path.exists():
         return {}
     spend = SpendJournal(job.spend_path).spend_total()

@@ -11,7 +11,7 @@ from pathlib import Path
 from arag.config import CacheConfig, CacheMode
 from arag.datasets import Dataset, load_dataset
 from arag.llm import ChatModel, Prices, make_model
-from arag.llm.cache import CachedModel, MeteredModel
+from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
 from arag.records import Prediction
 from arag.retrieval import RetrievalSettings, SearchIndex, build_chunks, load_or_build_index
@@ -58,6 +58,21 @@ class Job:
         """The journal of every paid call made for these predictions (``SpendJournal``)."""
         return self.predictions_path.with_name(SPEND_FILE)
 
+    def judge_spend_path(self, run_id: str) -> Path:
+        """The journal of every paid judge call of one MLflow run (panel and samples
+        included): named by the run, since runs with other judges share the predictions
+        folder, and a continued run keeps its id while ``runner.rerun=true`` or a re-score
+        opens a new one."""
+        return self.predictions_path.with_name(f"judge_spend.{run_id}.jsonl")
+
+    def journaled(self, model: ChatModel) -> ChatModel:
+        """The run's model with its paid calls journaled as they return (``spend_path``),
+        so a kill loses no spend; the free offline model as it is."""
+        if model.provider == "offline":
+            return model
+        return MeteredModel(model, Prices.from_config(self.cfg.model),
+                            SpendJournal(self.spend_path))
+
     def index_loader(self) -> SearchIndex:
         """The search index, loaded (or built) once, on first use."""
         with self._lock:
@@ -69,15 +84,15 @@ class Job:
 
     def chunk_contexts(self) -> dict[str, str] | None:
         """The contexts the run's model writes for every chunk (``retrieval.llm_context``),
-        through the response cache; a dry run has the offline model stand in (it prices
-        the real requests apart)."""
+        through the response cache and journaled like the system's calls; a dry run has
+        the offline model stand in (it prices the real requests apart)."""
         cfg = self.cfg
         if not cfg.retrieval.llm_context:
             return None
         chunks = build_chunks(self.dataset.corpus, cfg.retrieval.chunk_size,
                               cfg.retrieval.chunk_overlap)
-        model = OfflineModel() if cfg.runner.dry_run else MeteredModel(
-            cached(make_model(cfg.model), cfg.cache), Prices.from_config(cfg.model))
+        model = OfflineModel() if cfg.runner.dry_run else self.journaled(
+            cached(make_model(cfg.model), cfg.cache))
         contexts = write_contexts(model, self.dataset.corpus, chunks, cfg.runner.concurrency)
         if isinstance(model, MeteredModel):
             log.info("chunk contexts: %d chunks, %d model calls (%d from the response cache), "
@@ -168,29 +183,35 @@ def cached(model: ChatModel, cache: CacheConfig) -> ChatModel:
     return CachedModel(model, resolve(cache.dir), cache.mode.value)
 
 
-def make_judge(cfg: RunConfig) -> tuple[MeteredModel | None, str]:
-    """(judge model, reason) — the model is None when there is no usable judge."""
+def make_judge(cfg: RunConfig, journal: SpendJournal | None = None
+               ) -> tuple[MeteredModel | None, str]:
+    """(judge model, reason) — the model is None when there is no usable judge;
+    ``journal``: where its paid calls are written as they return."""
     if cfg.judge.provider == "none":
         return None, NO_JUDGE
     judge = make_model(cfg.judge)
     if not judge.can_judge:
         return None, f"judge={cfg.judge.name}: the offline model is not a judge"
-    return MeteredModel(cached(judge, cfg.cache), Prices.from_config(cfg.judge)), ""
+    return MeteredModel(cached(judge, cfg.cache), Prices.from_config(cfg.judge), journal), ""
 
 
-def make_panel(settings: Settings) -> dict[str, MeteredModel]:
-    """The further judges ``judge.panel`` names, each cached and metered like the judge."""
+def make_panel(settings: Settings, journal: SpendJournal | None = None
+               ) -> dict[str, MeteredModel]:
+    """The further judges ``judge.panel`` names, each cached, metered and journaled like
+    the judge."""
     return {name: MeteredModel(cached(make_model(node), settings.config.cache),
-                               Prices.from_config(node))
+                               Prices.from_config(node), journal)
             for name, node in settings.panel.items()}
 
 
-def make_scorers(settings: Settings) -> tuple[list[Scorer], dict[str, MeteredModel]]:
+def make_scorers(settings: Settings, journal: SpendJournal | None = None
+                 ) -> tuple[list[Scorer], dict[str, MeteredModel]]:
     """The run's scorers, and the judges they share by option name (the primary judge
-    first, then its panel; empty without a judge)."""
+    first, then its panel; empty without a judge); ``journal``: the run's judge spend
+    journal (``Job.judge_spend_path``)."""
     cfg = settings.config
-    judge, reason = make_judge(cfg)
-    panel = make_panel(settings) if judge is not None else {}
+    judge, reason = make_judge(cfg, journal)
+    panel = make_panel(settings, journal) if judge is not None else {}
     env = ScorerEnv(judge=judge, judge_reason=reason or NO_JUDGE,
                     judge_id=f"{cfg.judge.provider}/{cfg.judge.model_id}",
                     judge_batch=cfg.judge.batch, judge_samples=cfg.judge.samples,

@@ -15,7 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from arag.agent import prompt_texts
-from arag.llm.cache import MeteredModel
+from arag.llm.cache import MeteredModel, SpendJournal
 from arag.records import Prediction
 from arag.retrieval import build_chunks
 from arag.retrieval.embedder import resolve_embedder_path
@@ -44,11 +44,13 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     for p in predictions:  # a reused prediction is scored against today's reference
         p.ground_truth = tasks[p.id].reference
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
-    scorers, judges = make_scorers(job.settings)
+    judge_spend = SpendJournal(job.judge_spend_path(tracker.run_id))
+    scorers, judges = make_scorers(job.settings, judge_spend)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class, cfg.system.citations)
     metrics = {**aggregate(records, scorers), **model_call_counts(predictions), **extra,
-               **judge_metrics(judges), **error_metrics(predictions, judge_error_counts(judges))}
+               **judge_metrics(judges, judge_spend),
+               **error_metrics(predictions, judge_error_counts(judges))}
     metrics.update(zero_stale_counts(tracker.metrics(), metrics))
     tracker.log_metrics(metrics)
     tracker.log_metrics(headline_metrics(metrics))  # the first charts MLflow shows
@@ -85,14 +87,18 @@ def model_call_counts(predictions: list[Prediction]) -> dict[str, float]:
             "model_calls_cached": float(sum(1 for s in calls if s.cached))}
 
 
-def judge_metrics(judges: dict[str, MeteredModel]) -> dict[str, float]:
+def judge_metrics(judges: dict[str, MeteredModel], spend: SpendJournal) -> dict[str, float]:
     """Judge calls, cached calls and cost over every judge of the run (extra samples and
-    the panel included), and each panel judge's own."""
+    the panel included) in this attempt, and each panel judge's own;
+    ``judge_cost_usd_spent_total``: what the judges were paid over every attempt of the
+    run, as journaled when each call returned (calls made before a kill, which this attempt
+    answers from the response cache at no cost, included)."""
     if not judges:
         return {}
     out = {"judge_calls": float(sum(j.calls for j in judges.values())),
            "judge_cached_calls": float(sum(j.cached_calls for j in judges.values())),
-           "judge_cost_usd_total": sum(j.cost_usd for j in judges.values())}
+           "judge_cost_usd_total": sum(j.cost_usd for j in judges.values()),
+           "judge_cost_usd_spent_total": spend.spend_total()}
     for name, judge in list(judges.items())[1:]:
         out.update({f"panel_{name}_judge_calls": float(judge.calls),
                     f"panel_{name}_judge_cost_usd_total": judge.cost_usd})

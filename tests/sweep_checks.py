@@ -1,6 +1,6 @@
 """Checks every provider's end-to-end sweep makes (tests/test_claude_sweep.py,
 tests/test_openai_sweep.py): a re-run served by the response cache alone, and a key that
-appears nowhere."""
+appears nowhere; and a judge whose every reply the scorers can read."""
 
 from __future__ import annotations
 
@@ -8,6 +8,19 @@ import subprocess
 from pathlib import Path
 
 from tests.conftest import all_runs
+
+# a readable reply to each kind of judge prompt: none is dropped from the response cache
+JUDGE_REPLIES = {"Write the evaluation steps": "1. Check each figure.\n2. Score.",
+                 "Assign the error codes": "Codes: H", "numerical claim": "Claims: none",
+                 "'Supported: yes'": "Supported: yes", "Predicted summary:": "Final score: 4"}
+
+
+def judge_prompt(request: dict) -> str | None:
+    """The judge's reply to a judge request, None for a system's request."""
+    prompt = request["messages"][-1]["content"]
+    if request.get("tools") or not isinstance(prompt, str):
+        return None
+    return next((reply for cue, reply in JUDGE_REPLIES.items() if cue in prompt), None)
 
 
 def assert_rerun_was_free(tmp: Path, again: subprocess.CompletedProcess, n_requests: int,

@@ -3,7 +3,7 @@ SIGKILL at 10 random moments (a random few API requests into each run) and run a
 time. In the end every task is predicted exactly once, every job run is FINISHED, no run
 is left RUNNING, and no task that had finished was ever asked of the API again. Two
 identical sweeps started together run once; a sweep killed while writing its report gets
-it on the next run; a kill loses no spend."""
+it on the next run; a kill loses no spend, the system's or the judge's."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.anthropic_fake import FakeAnthropic, agent_policy, error
+from tests.anthropic_fake import FakeAnthropic, agent_policy, error, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
+from tests.sweep_checks import judge_prompt
 
 pytestmark = pytest.mark.slow
 KILLS = 10
@@ -246,3 +247,57 @@ def test_a_kill_loses_no_spend(tmp_path):
     assert metrics["cost_usd_unrecorded_total"] > 0  # the calls of the task in flight at the kill
     assert metrics["cost_usd_unrecorded_total"] == pytest.approx(
         paid - metrics["cost_usd_total"], rel=1e-6)
+
+
+JUDGE_KILL_AT = 5  # the 6th judge request: criteria for both dimensions, then scoring
+
+
+def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
+    """A judged run whose system is the offline model (every request the API sees is the
+    judge's), one call at a time, killed as the 6th judge request arrives: the 5 replies
+    before it were paid and journaled. The same command continues the run to FINISHED
+    without asking any of them again, and judge_cost_usd_spent_total is every judge reply
+    paid for in both processes, while judge_cost_usd_total is the second process's only."""
+    from arag.llm import Prices, Usage
+    from tests.conftest import compose_cfg
+
+    victim: dict[str, subprocess.Popen] = {}
+    killed_after: list[int] = []
+
+    def kill_while_judging(request: dict, n: int) -> dict:
+        if n == JUDGE_KILL_AT and "run" in victim:
+            killed_after.append(len(fake.usages))
+            os.killpg(victim.pop("run").pid, signal.SIGKILL)
+            return {"drop": True}
+        return text_reply(judge_prompt(request) or "not a judge request", request)
+
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+    with FakeAnthropic(kill_while_judging) as fake:
+        cmd = [sys.executable, "run.py", "system=stuffing", "dataset.limit=3",
+               "judge=claude-haiku-4-5", f"judge.base_url={fake.url}",
+               "judge.retry_base_delay_s=0.01", "runner.concurrency=1",
+               *store_overrides(tmp_path), f"hydra.run.dir={tmp_path}/out"]
+        victim["run"] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                         start_new_session=True)
+        assert victim["run"].wait(timeout=600) == -signal.SIGKILL
+        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=600, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert killed_after == [JUDGE_KILL_AT]  # every reply before the kill had been answered
+    assert all(judge_prompt(r["json"]) for r in fake.requests)  # the judge's, every one
+    bodies = [json.dumps(r["json"], sort_keys=True) for r in fake.requests]
+    # only the request the kill cut off (it never got a reply) is asked again
+    assert [b for b in set(bodies) if bodies.count(b) > 1] == [bodies[JUDGE_KILL_AT]]
+    prices = Prices.from_config(compose_cfg(["judge=claude-haiku-4-5"]).judge)
+    costs = [prices.cost_usd(Usage(**u)) for u in fake.usages]
+    (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    assert run.info.status == "FINISHED" and run.data.tags.get("resumed")
+    metrics = run.data.metrics
+    assert metrics["judge_cost_usd_spent_total"] == pytest.approx(sum(costs), rel=1e-6)
+    assert metrics["judge_cost_usd_total"] == pytest.approx(sum(costs[JUDGE_KILL_AT:]),
+                                                            rel=1e-6)
+    assert sum(costs[:JUDGE_KILL_AT]) > 0  # the killed process's part: paid, and counted
+    report = Path(client_for(tmp_path).download_artifacts(run.info.run_id, "report.md",
+                                                          str(tmp_path / "report")))
+    assert f"judge ${sum(costs):.4f})" in report.read_text()  # the report's total spent

@@ -57,6 +57,24 @@ def test_judge_cost_is_in_the_report_total_and_the_finding():
     assert "The judge cost $0.7050 in all" in section(text, "Key finding")
 
 
+def test_spend_is_what_was_paid_over_every_attempt_where_it_was_journaled():
+    """A killed and continued run: its records and its last attempt's judge cost miss
+    what the killed attempt paid; the journaled figures count it, and a run logged without
+    them keeps what it has."""
+    records = {"a": [rec(f"t{k}", 4) for k in range(3)], "b": [rec(f"t{k}", 3) for k in range(3)]}
+    rows = [costed("a", 0.1, 0.1, cost_usd_spent_total=0.5, judge_cost_usd_total=0.1,
+                   judge_cost_usd_spent_total=0.3),
+            costed("b", 0.05, 0.05, judge_cost_usd_total=0.2)]
+    text, _ = build_report(rows, records, "t")
+    costs = section(text, "Cost and latency")
+    assert "Total spent: $1.2000 (systems $0.7000, judge $0.5000)" in costs
+    assert "| 0.5000 | 0.3000 |" in costs  # run a: spent, judge cost
+    assert "The judge cost $0.5000 in all" in section(text, "Key finding")
+    heads = console.headline_metrics({"judge_cost_usd_total": 0.1,
+                                      "judge_cost_usd_spent_total": 0.3})
+    assert heads == {"headline/judge_cost_usd_spent_total": 0.3}
+
+
 def test_a_bound_is_shown_as_a_bound_and_never_named_the_winner():
     records = {"oracle": [rec(f"t{k}", 5) for k in range(8)],
                "stuffing": [rec(f"t{k}", 3 + (k % 2)) for k in range(8)],

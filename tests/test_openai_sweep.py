@@ -20,24 +20,12 @@ import pytest
 
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 from tests.openai_fake import VLLM_NO_TOOLS, FakeOpenAI, agent_policy, error, text_reply
-from tests.sweep_checks import assert_rerun_was_free, assert_secret_nowhere
+from tests.sweep_checks import assert_rerun_was_free, assert_secret_nowhere, judge_prompt
 
 pytestmark = pytest.mark.slow
 MARKER = "sk-proj-MARKER-5b1e0d-never-log-me"
 JUDGE = "judge-llama"  # the local judge's served model
 GPT = {"input": 0.15, "cached": 0.075, "output": 0.60}  # conf/model/gpt-4o-mini.yaml
-JUDGE_REPLIES = {"Write the evaluation steps": "1. Check each figure.\n2. Score.",
-                 "Assign the error codes": "Codes: H", "numerical claim": "Claims: none",
-                 "'Supported: yes'": "Supported: yes", "Predicted summary:": "Final score: 4"}
-
-
-def judge_prompt(request: dict) -> str | None:
-    """The judge's reply to a judge request, None for a system's request."""
-    prompt = request["messages"][-1]["content"]
-    if request.get("tools") or not isinstance(prompt, str):
-        return None
-    return next((reply for cue, reply in JUDGE_REPLIES.items() if cue in prompt), None)
-
 
 def handler(request: dict, n: int) -> dict:
     reply = judge_prompt(request)
