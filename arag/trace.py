@@ -89,3 +89,9 @@ def model_calls(steps: list[Step]) -> list[ModelCall]:
         elif isinstance(step, ToolCall):
             out.extend(model_calls(step.steps))
     return out
+
+
+def called_a_tool(steps: list[Step]) -> bool:
+    """Whether the model asked for any tool in this trace (a call refused before it ran, e.g.
+    cut off at max_tokens, counts: the model did ask)."""
+    return any(isinstance(step, ToolCall) for step in steps)

@@ -21,12 +21,14 @@ from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_argume
 from arag.llm.cache import forget_reply, reply_sample
 from metrics.base import Scorer, ScorerEnv, ScoringItem, answered
 
+JUDGE_TEMPERATURE = 0.0  # every judge call asks for it (a run records what is sent)
+
 
 def judge_request(system: str, prompt: str, max_tokens: int, sample: int = 0) -> dict[str, Any]:
     """The keyword arguments of one judge call (``complete``, or an item of a batch), with
     the index of the independent sample it asks for from the second on."""
     request: dict[str, Any] = {"system": system, "messages": [{"role": "user", "content": prompt}],
-                               "max_tokens": max_tokens, "temperature": 0.0}
+                               "max_tokens": max_tokens, "temperature": JUDGE_TEMPERATURE}
     if sample:
         request[SAMPLE] = sample
     return request

@@ -7,6 +7,9 @@ itself, so changing a direction or the ranking rule is one edit here.
   follow in order); each metric's direction is its declared ``higher_is_better``.
 * Bounds (systems that declare ``bound``: oracle, closed book) are shown beside the
   contenders as reference points and are never ranked among them.
+* An agentic run whose model called no tool on any answered task answered closed-book:
+  it stays in the tables, and the caveats say its agentic comparison is void
+  (``agentic_void``).
 """
 
 from __future__ import annotations
@@ -81,3 +84,17 @@ def judged(runs: list[Row]) -> bool:
     """Whether a judge ran in any of these runs (one definition for every part: the judge
     section, the taxonomy, the caveats and the cost table ask it)."""
     return any((r.get("judge_calls") or 0) > 0 for r in runs)
+
+
+def tasks_without_tool_call(run: Row) -> int:
+    """Answered tasks of an agentic run, offered tools, on which the model called none
+    (the run metric ``tasks_without_tool_call``; 0 for any other run)."""
+    return int(run.get("tasks_without_tool_call") or 0) if run.get("agentic") else 0
+
+
+def agentic_void(without_tool_call: int, answered: int) -> bool:
+    """Whether an agentic run says nothing about agentic retrieval: its model called no
+    tool on any answered task (a model or chat template without tool calling), so against
+    naive RAG and stuffing it compares closed-book answering. Some tasks may need no tool;
+    not every one."""
+    return answered > 0 and without_tool_call >= answered

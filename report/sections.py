@@ -17,6 +17,10 @@ _FLAG_SUFFIX = "_parse_failures"
 
 JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
 REASONING_CHARS = 1500
+# what makes a model call tools, for an agentic run whose model answered without them
+TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged "
+                    "\"tools\"; llama.cpp: llama-server --jinja; vLLM: "
+                    "--enable-auto-tool-choice), or run system=naive,stuffing only")
 
 
 def caveats(rows: list[Row]) -> str:
@@ -38,11 +42,26 @@ def caveats(rows: list[Row]) -> str:
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
     notes += dataset_caveats(rows)
+    notes += [f"`{r['run']}`: " + tool_call_caveat(policy.tasks_without_tool_call(r),
+                                                    int(r.get("n_answered") or 0))
+              for r in rows if policy.tasks_without_tool_call(r)]
     notes += [f"`{r['run']}`: {note}" for r in rows for note in r.get("system_notes") or []]
     if not notes:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
         f"> - {n}" for n in notes) + "\n"
+
+
+def tool_call_caveat(without_tool_call: int, answered: int) -> str:
+    """What answered tasks without any tool call mean for an agentic run, and the fix."""
+    if policy.agentic_void(without_tool_call, answered):
+        return (f"the model called no tool on any of its {answered} answered tasks: it answered "
+                "closed-book, with no retrieval, so **the agentic comparison is void for this "
+                "run** (against naive RAG and stuffing it compares closed-book answering). "
+                f"Fix: {TOOL_CALLING_FIX}.")
+    return (f"{without_tool_call} of {answered} answered tasks had no tool call (answered "
+            "without retrieval). Some tasks need none; on these the agent's scores are "
+            f"closed-book answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
 
 
 def query_priors(rows: list[Row]) -> str:
@@ -385,7 +404,8 @@ def _block(title: str, rec: dict[str, Any], note: str) -> str:
 
 
 __all__ = ["caveats", "examples", "fmt", "further_dimensions", "judge_section",
-           "judged_dimensions", "length_breakdown", "length_finding", "loops_recall"]
+           "judged_dimensions", "length_breakdown", "length_finding", "loops_recall",
+           "tool_call_caveat"]
 
 
 def unreadable_note(rows: list[Row]) -> str:

@@ -36,6 +36,9 @@ _FIXES = {
                  "again)"),
     "tools_unsupported": "enable tool calling on the model's server (docs/models.md) or drop "
                          "system=arag from the sweep",
+    "unsupported_parameter": "set the model option the error names (e.g. "
+                             "model.options.send_temperature=false for a reasoning model; "
+                             "docs/models.md)",
     "crash": "the system raised on these tasks: see the traceback in the job's log",
 }
 PARSE_FAILURES = "_parse_failures"

@@ -47,7 +47,7 @@ from runners.job import Job, build_system, cached, prepare
 from runners.predict import predict
 from runners.preflight import prediction_folders
 from runners.resume import prior_run
-from runners.scoring import rescore, score_and_log
+from runners.scoring import rescore, score_and_log, temperature_sent
 from runners.settings import Settings, read, require_keys
 from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
@@ -91,7 +91,8 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
         return finished
     with track.tracked_run(client, experiment_id, run_name or cfg.system.name, tags,
                            (parent or {}).get("run_id"), resume_id) as tracker:
-        tracker.log_params(track.flatten(settings.tree))
+        tracker.log_params({**track.flatten(settings.tree),
+                            "temperature_sent": temperature_sent(model, cfg.system.temperature)})
         tracker.log_text(settings.yaml, "config.yaml")
         metrics, predictions = _execute(job, model, tracker, _progress_label(
             run_name or cfg.system.name, parent))

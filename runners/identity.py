@@ -46,26 +46,36 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
     return OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)  # type: ignore[return-value]
 
 
-# system keys added after runs were recorded: left out at their defaults, so the runs of
-# every other system keep their identity (and resume)
-_NEWER_DEFAULTS: dict[str, Any] = {"predictions": None, "allow_missing": False, "options": {}}
+# keys added after runs were recorded: left out at their defaults, so the runs that never
+# set them keep their identity (and resume)
+_NEWER_DEFAULTS: dict[str, Any] = {
+    "system.predictions": None, "system.allow_missing": False, "system.options": {},
+    **{f"{node}.options.send_temperature": True
+       for node in ("model", "judge", "dataset.reference_model")},
+}
 
 
 def _without(data: dict[str, Any], dotted: tuple[str, ...]) -> dict[str, Any]:
     data = json.loads(json.dumps(data))
-    system = data.get("system")
-    if isinstance(system, dict):
-        for key, default in _NEWER_DEFAULTS.items():
-            if key in system and system[key] == default:
-                del system[key]
+    for key, default in _NEWER_DEFAULTS.items():
+        node, last = _parent(data, key)
+        if node is not None and last in node and node[last] == default:
+            del node[last]
     for key in dotted:
-        node: Any = data
-        *parents, last = key.split(".")
-        for p in parents:
-            node = node.get(p) if isinstance(node, dict) else None
-        if isinstance(node, dict):  # a null node (no reference model) has nothing to drop
+        node, last = _parent(data, key)
+        if node is not None:  # a null node (no reference model) has nothing to drop
             node.pop(last, None)
     return data
+
+
+def _parent(data: dict[str, Any], dotted: str) -> tuple[dict[str, Any] | None, str]:
+    """The node holding ``dotted``'s last key (None: a parent is missing or null), and
+    that key."""
+    node: Any = data
+    *parents, last = dotted.split(".")
+    for p in parents:
+        node = node.get(p) if isinstance(node, dict) else None
+    return (node if isinstance(node, dict) else None), last
 
 
 def prompt_versions() -> dict[str, str]:

@@ -15,14 +15,18 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from arag.agent import prompt_texts
+from arag.llm.base import ChatModel
 from arag.llm.cache import MeteredModel, SpendJournal
 from arag.records import Prediction
 from arag.retrieval import build_chunks
 from arag.retrieval.embedder import resolve_embedder_path
-from arag.trace import model_calls
+from arag.systems import System
+from arag.trace import called_a_tool, model_calls
 from metrics import aggregate
-from report.console import headline_metrics
+from metrics.judging import JUDGE_TEMPERATURE
+from report.console import headline_metrics, plain
 from report.plots import run_plots
+from report.sections import tool_call_caveat
 from runners.config import RunConfig
 from runners.errors import error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import evaluate
@@ -49,12 +53,15 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class, cfg.system.citations)
     metrics = {**aggregate(records, scorers), **model_call_counts(predictions), **extra,
+               **tool_call_counts(predictions, job.system_class, cfg.system.tools),
                **judge_metrics(judges, judge_spend),
                **error_metrics(predictions, judge_error_counts(judges))}
     metrics.update(zero_stale_counts(tracker.metrics(), metrics))
     tracker.log_metrics(metrics)
     tracker.log_metrics(headline_metrics(metrics))  # the first charts MLflow shows
-    tracker.log_params(used_models(cfg, scorers))
+    tracker.log_params({**used_models(cfg, scorers), **({"judge_temperature_sent": (
+        temperature_sent(judges[cfg.judge.name], JUDGE_TEMPERATURE))} if judges else {})})
+    flag_tasks_without_tool_call(tracker, cfg.system.name, metrics)
     tracker.log_json(prompt_texts(), "prompts.json")
     with tempfile.TemporaryDirectory() as tmp:
         for name, lines in (("predictions.jsonl", [p.to_json() for p in predictions]),
@@ -85,6 +92,39 @@ def model_call_counts(predictions: list[Prediction]) -> dict[str, float]:
     calls = [s for p in predictions for s in model_calls(p.trace)]  # tools' calls included
     return {"model_calls": float(len(calls)),
             "model_calls_cached": float(sum(1 for s in calls if s.cached))}
+
+
+def tool_call_counts(predictions: list[Prediction], system_class: type[System],
+                     tools: list[str]) -> dict[str, float]:
+    """For an agentic system offered tools: its answered tasks on which the model called no
+    tool (``tasks_without_tool_call``) and their share of the answered. Such a task was
+    answered closed-book; a model that never calls one (a chat template without tool
+    calling) turns the agent into closed-book answering (``report.policy.agentic_void``)."""
+    if not (system_class.agentic and tools):
+        return {}
+    answered = [p for p in predictions if not p.error and not p.skipped]
+    without = sum(1 for p in answered if not called_a_tool(p.trace))
+    return {"tasks_without_tool_call": float(without),
+            **({"tasks_without_tool_call_share": without / len(answered)} if answered else {})}
+
+
+def flag_tasks_without_tool_call(tracker: track.RunTracker, system: str,
+                                 metrics: dict[str, float]) -> None:
+    """An agentic run whose model answered tasks without any tool call says so in the log
+    and in a tag (``tasks_without_tool_call``): what it means for the comparison, the fix.
+    The run is not failed: some tasks need no tool."""
+    if not metrics.get("tasks_without_tool_call"):
+        return
+    note = plain(tool_call_caveat(int(metrics["tasks_without_tool_call"]),
+                                  int(metrics["n_answered"])))
+    log.warning("%s: %s", system, note)
+    tracker.set_tags({track.NO_TOOL_CALL_TAG: note})
+
+
+def temperature_sent(model: ChatModel, requested: float) -> str:
+    """What a model's requests carry as temperature, as the run's params show it."""
+    sent = model.sent_temperature(requested)
+    return "not sent (the model's default applies)" if sent is None else f"{sent:g}"
 
 
 def judge_metrics(judges: dict[str, MeteredModel], spend: SpendJournal) -> dict[str, float]:

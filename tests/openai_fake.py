@@ -7,6 +7,8 @@ served first, then ``handler(request_json, n)`` decides. A spec is a dict with a
 (seconds before answering), ``drop`` (close the socket, no reply), ``malformed`` (a 200
 with a broken body), ``no_usage`` (a reply without ``usage``). Every request is recorded.
 
+``rejects_temperature`` plays a reasoning model that refuses ``temperature`` (OpenAI's
+real 400), ``answers_without_tools`` a model that is offered tools and never calls one.
 ``no_tools=(status, message)`` plays a server without tool calling: every request that
 offers tools gets that error (``VLLM_NO_TOOLS``, ``LLAMA_CPP_NO_TOOLS`` are what those
 servers answer). Usage is counted as a server does (~4 characters of JSON a token), and
@@ -55,9 +57,30 @@ def tool_reply(name: str, arguments: dict | str, request: dict, n: int,
 
 
 def error(status: int, message: str, kind: str = "invalid_request_error",
-          headers: dict | None = None) -> Spec:
+          headers: dict | None = None, param: str | None = None, code: str | None = None
+          ) -> Spec:
     return {"status": status, "headers": headers or {},
-            "error": {"error": {"message": message, "type": kind, "param": None, "code": None}}}
+            "error": {"error": {"message": message, "type": kind, "param": param, "code": code}}}
+
+
+# OpenAI's 400 to o-series and gpt-5 models sent temperature=0, body as the API sends it
+REASONING_TEMPERATURE = error(
+    400, "Unsupported value: 'temperature' does not support 0 with this model. Only the "
+    "default (1) value is supported.", param="temperature", code="unsupported_value")
+
+
+def rejects_temperature(request: dict, n: int) -> Spec:
+    """OpenAI's answer to a reasoning model (o-series, gpt-5) asked for a temperature other
+    than its default; without one, an answer."""
+    if "temperature" in request:
+        return REASONING_TEMPERATURE
+    return text_reply(ANSWER, request)
+
+
+def answers_without_tools(request: dict, n: int) -> Spec:
+    """A model whose chat template has no tool calling (Ollama, llama.cpp): the server takes
+    the tool definitions, and the model answers in text."""
+    return text_reply(ANSWER, request)
 
 
 def agent_policy(rounds: int = 2) -> Callable[[dict, int], Spec]:

@@ -261,3 +261,19 @@ def test_pause_turn_sends_the_turn_back_and_the_loop_goes_on(world):
     assert pred.predicted == "done" and pred.loops == 3 and pred.stop_reason == "end_turn"
     assert model.requests[1]["messages"][-1] == {"role": "assistant",
                                                  "content": [text("Searching the call...")]}
+
+
+def test_the_offline_agent_calls_a_tool_on_every_sample_task(make_cfg):
+    """So the sample sweep carries no caveat about tasks answered without tool calls."""
+    from arag.llm import make_model
+    from runners.job import build_system, prepare
+    from runners.scoring import tool_call_counts
+    from runners.settings import read
+
+    cfg = make_cfg("system=arag", "dataset=sample")
+    job = prepare(read(cfg))
+    system = build_system(job, make_model(cfg.model))
+    predictions = [system.predict(task, "sample") for task in job.dataset.tasks]
+    assert len(predictions) == 6 and all(p.error is None for p in predictions)
+    assert tool_call_counts(predictions, job.system_class, cfg.system.tools) == {
+        "tasks_without_tool_call": 0.0, "tasks_without_tool_call_share": 0.0}

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from arag.config import ConfigError
 from arag.llm import ModelError, Prices, make_model
 from arag.llm.base import MissingCredentials, ToolSpec
 from arag.llm.cache import CachedModel
@@ -16,9 +17,13 @@ from tests.conftest import ROOT, write_mini_dataset
 from tests.openai_fake import (
     ANSWER,
     LLAMA_CPP_NO_TOOLS,
+    REASONING_TEMPERATURE,
     VLLM_NO_TOOLS,
     FakeOpenAI,
+    agent_policy,
+    answers_without_tools,
     error,
+    rejects_temperature,
     text_reply,
     tool_reply,
 )
@@ -289,3 +294,117 @@ def test_where_the_key_is_read_from_is_not_part_of_a_runs_identity(make_cfg):
     b = make_cfg("model=gpt-4o-mini", "model.api_key_env=TEAM_OPENAI_KEY")
     assert config_hash(a) == config_hash(b) and predictions_hash(a) == predictions_hash(b)
     assert config_hash(a) != config_hash(make_cfg("model=gpt-4o-mini", "model.model_id=gpt-4o"))
+
+
+def test_a_reasoning_model_refusing_temperature_fails_at_once_naming_the_option(make_cfg,
+                                                                                  tmp_path):
+    with FakeOpenAI(rejects_temperature) as server:
+        (pred,), _ = predict(make_cfg, tmp_path, server.url, "naive")  # max_retries=2
+        sent = [r["json"] for r in server.requests]
+    assert len(sent) == 1 and sent[0]["temperature"] == 0.0  # refused once, not retried
+    assert pred.error_kind == "unsupported_parameter" and pred.predicted is None
+    assert "error 400" in pred.error and "Only the default (1) value is supported" in pred.error
+    assert "does not take `temperature`" in pred.error
+    assert "Fix: model.options.send_temperature=false" in pred.error
+
+
+@pytest.mark.parametrize("system", ["arag", "naive"])
+def test_with_send_temperature_false_no_request_carries_one_and_the_task_is_answered(
+        system, make_cfg, tmp_path):
+    def reasoning_agent(request, n):
+        return REASONING_TEMPERATURE if "temperature" in request else agent_policy()(request, n)
+
+    with FakeOpenAI(reasoning_agent) as server:
+        (pred,), _ = predict(make_cfg, tmp_path, server.url, system,
+                             "model.options.send_temperature=false")
+        sent = [r["json"] for r in server.requests]
+    assert pred.error is None and pred.predicted == ANSWER
+    assert sent and not any("temperature" in r for r in sent)
+    assert all(r["max_completion_tokens"] == 1024 for r in sent)
+
+
+def test_a_refused_output_budget_field_names_the_other_one(make_cfg, fake):
+    fake.queue = [error(400, "Unsupported parameter: 'max_tokens' is not supported with this "
+                        "model. Use 'max_completion_tokens' instead.", param="max_tokens",
+                        code="unsupported_parameter")]
+    with pytest.raises(ModelError, match="Fix: model.options.max_tokens_param="
+                                         "max_completion_tokens") as err:
+        ask(gpt(make_cfg, fake.url, "model.options.max_tokens_param=max_tokens"))
+    assert err.value.kind == "unsupported_parameter" and len(fake.requests) == 1
+    # a budget too large for the model is refused for its value: no option would help
+    fake.queue = [error(400, "max_tokens is too large: 100000. This model supports at most "
+                        "16384 completion tokens.", param="max_tokens", code="invalid_value")]
+    with pytest.raises(ModelError) as err:
+        ask(gpt(make_cfg, fake.url, "model.options.max_tokens_param=max_tokens"))
+    assert err.value.kind == "bad_request" and "options" not in str(err.value)
+
+
+def test_leaving_temperature_out_is_recorded_and_keyed_apart_in_the_response_cache(
+        make_cfg, fake, tmp_path):
+    sends, omits = gpt(make_cfg, fake.url), gpt(make_cfg, fake.url,
+                                                "model.options.send_temperature=false")
+    assert (sends.sent_temperature(0.0), omits.sent_temperature(0.0)) == (0.0, None)
+    ask(CachedModel(sends, tmp_path, "read_write"))
+    cached = CachedModel(omits, tmp_path, "read_write")
+    assert cached.sent_temperature(0.7) is None
+    assert not ask(cached).cached and len(fake.requests) == 2  # a reply at 0 is not its reply
+    assert ask(cached).cached and len(fake.requests) == 2
+    assert "temperature" in fake.requests[0]["json"]
+    assert "temperature" not in fake.requests[1]["json"]
+
+
+def test_a_misspelt_or_mistyped_option_is_refused_with_the_fix(make_cfg):
+    with pytest.raises(ConfigError, match="options.send_temprature of model gpt-4o-mini is "
+                                          "not an option.*correct it to options.send_temperature"):
+        make_model(make_cfg("model=gpt-4o-mini", "+model.options.send_temprature=false").model)
+    with pytest.raises(ConfigError, match="must be true or false"):
+        make_model(make_cfg("model=gpt-4o-mini", "model.options.send_temperature=omit").model)
+
+
+def test_send_temperature_at_its_default_keeps_earlier_runs_identity(make_cfg):
+    from omegaconf import open_dict
+
+    from runners.identity import config_hash, predictions_hash
+
+    now = make_cfg("model=gpt-4o-mini")
+    earlier = make_cfg("model=gpt-4o-mini")  # recorded before the option existed
+    with open_dict(earlier):
+        del earlier.model.options["send_temperature"]
+    assert config_hash(now) == config_hash(earlier)
+    assert predictions_hash(now) == predictions_hash(earlier)
+    omitted = make_cfg("model=gpt-4o-mini", "model.options.send_temperature=false")
+    assert predictions_hash(omitted) != predictions_hash(now)
+
+
+def test_a_model_that_answers_without_calling_tools_is_flagged_in_the_run_and_its_report(
+        make_cfg, tmp_path, capsys, caplog):
+    """A server that takes tool definitions and a model that never calls one (a chat
+    template without tool calling): the run finishes, its metrics, tag, log and report say
+    the agentic comparison is void."""
+    from runners.experiment import run
+    from tests.conftest import client_for
+
+    root = write_mini_dataset(tmp_path / "d", n_docs=2)
+    with FakeOpenAI(answers_without_tools) as server:
+        metrics = run(read(make_cfg(
+            "system=arag", f"dataset.root={root}", "model=openai-compatible",
+            "model.name=llama3-no-tools", f"model.base_url={server.url}",
+            "metrics.scorers=[retrieval]", "model.options.send_temperature=false")))
+        offered = [bool(r["json"].get("tools")) for r in server.requests]
+    assert offered and all(offered)  # tools were offered on every call
+    assert metrics["n_answered"] == 2 and metrics["n_errors"] == 0
+    assert metrics["tasks_without_tool_call"] == 2
+    assert metrics["tasks_without_tool_call_share"] == 1.0
+    (logged,) = client_for(tmp_path).search_runs(
+        [e.experiment_id for e in client_for(tmp_path).search_experiments()])
+    assert logged.info.status == "FINISHED"
+    tag = logged.data.tags["tasks_without_tool_call"]
+    assert "no tool on any of its 2 answered tasks" in tag
+    assert "the agentic comparison is void for this run" in tag and 'tagged "tools"' in tag
+    assert logged.data.params["temperature_sent"] == "not sent (the model's default applies)"
+    assert any("agentic comparison is void" in r.getMessage() for r in caplog.records
+               if r.levelname == "WARNING")
+    console = capsys.readouterr().out
+    caveats = console.split("Caveats", 1)[1].split("\nrun ", 1)[0]  # above the table
+    assert "arag: the model called no tool on any of its 2 answered tasks" in caveats
+    assert "the agentic comparison is void for this run" in caveats

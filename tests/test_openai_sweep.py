@@ -19,7 +19,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
-from tests.openai_fake import VLLM_NO_TOOLS, FakeOpenAI, agent_policy, error, text_reply
+from tests.openai_fake import (
+    VLLM_NO_TOOLS,
+    FakeOpenAI,
+    agent_policy,
+    answers_without_tools,
+    error,
+    text_reply,
+)
 from tests.sweep_checks import assert_rerun_was_free, assert_secret_nowhere, judge_prompt
 
 pytestmark = pytest.mark.slow
@@ -143,18 +150,49 @@ def test_the_api_key_appears_nowhere(openai_sweep):
     assert_secret_nowhere(tmp, MARKER, first, again)
 
 
+def local_sweep(tmp: Path, url: str, served: str) -> subprocess.CompletedProcess:
+    """``system=arag,naive`` on two sample tasks with a local model (no key) at ``url``."""
+    cmd = [sys.executable, "run.py", "-m", "system=arag,naive", "dataset=sample",
+           "dataset.limit=2", "model=openai-compatible", f"model.name={served}",
+           f"model.base_url={url}", "metrics.scorers=[retrieval]",
+           f"hydra.sweep.dir={tmp}/multirun", *store_overrides(tmp)]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+
+
 def test_a_server_without_tools_fails_the_agent_run_with_the_fix_and_the_sweep_goes_on(
         tmp_path):
     with FakeOpenAI(no_tools=VLLM_NO_TOOLS) as fake:
-        cmd = [sys.executable, "run.py", "-m", "system=arag,naive", "dataset=sample",
-               "dataset.limit=2", "model=openai-compatible", "model.name=llama3",
-               f"model.base_url={fake.url}", "metrics.scorers=[retrieval]",
-               f"hydra.sweep.dir={tmp_path}/multirun", *store_overrides(tmp_path)]
-        result = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                                stdin=subprocess.DEVNULL)
+        result = local_sweep(tmp_path, fake.url, "llama3")
     assert result.returncode != 0
     assert "tools_unsupported x2" in result.stderr
     assert "enable tool calling on the model's server (docs/models.md)" in result.stderr
     runs = {r.data.tags["system"]: r for r in all_runs(tmp_path) if r.data.tags.get("system")}
     assert runs["arag"].info.status == "FAILED" and runs["naive"].info.status == "FINISHED"
     assert runs["naive"].data.metrics["n_errors"] == 0
+
+
+def test_a_model_that_never_calls_tools_finishes_and_the_sweep_says_the_agent_is_void(tmp_path):
+    """The server takes the tool definitions; the model answers every task in text. The
+    sweep finishes (some tasks need no tool), and the agent's run, the log, the sweep
+    report and the console all say its comparison is void."""
+    with FakeOpenAI(answers_without_tools) as fake:
+        result = local_sweep(tmp_path, fake.url, "llama3-no-tools")
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = {r.data.tags["system"]: r for r in all_runs(tmp_path) if r.data.tags.get("system")}
+    arag, naive = runs["arag"], runs["naive"]
+    assert arag.info.status == naive.info.status == "FINISHED"
+    assert arag.data.metrics["tasks_without_tool_call"] == 2
+    assert arag.data.metrics["tasks_without_tool_call_share"] == 1.0
+    assert "agentic comparison is void" in arag.data.tags["tasks_without_tool_call"]
+    assert "tasks_without_tool_call" not in naive.data.metrics | naive.data.tags
+    assert arag.data.params["temperature_sent"] == "0"
+    assert "arag: the model called no tool on any of its 2 answered tasks" in result.stderr
+    parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
+    report = Path(client_for(tmp_path).download_artifacts(
+        parent.info.run_id, "report.md", str(tmp_path / "dl"))).read_text()
+    banner = report.split("Runs:", 1)[0]
+    assert "`arag`: the model called no tool on any of its 2 answered tasks" in banner
+    assert "**the agentic comparison is void for this run**" in banner
+    console = result.stdout.split("Caveats", 1)[1]
+    assert "arag: the model called no tool" in console.split("\nrun ", 1)[0]

@@ -102,6 +102,24 @@ def test_the_caveat_banner_names_offline_models_missing_judges_and_synthetic_dat
     assert "synthetic" in banner
 
 
+def test_an_agent_answering_without_tool_calls_is_a_caveat_and_void_when_it_never_called_one():
+    records = {"arag": [rec("t0", 4), rec("t1", 4)], "naive": [rec("t0", 3), rec("t1", 3)]}
+
+    def banner(arag: float, naive: float) -> str:
+        rows = [row("arag", n_answered=2, tasks_without_tool_call=arag),
+                row("naive", n_answered=2, tasks_without_tool_call=naive)]
+        return build_report(rows, records, "t")[0].split("Runs:", 1)[0]
+
+    void = banner(2.0, 0.0)
+    assert "`arag`: the model called no tool on any of its 2 answered tasks" in void
+    assert "**the agentic comparison is void for this run**" in void
+    assert 'a model tagged "tools"' in void and "system=naive,stuffing only" in void
+    partial = banner(1.0, 0.0)
+    assert "`arag`: 1 of 2 answered tasks had no tool call" in partial
+    assert "void" not in partial
+    assert "Caveats" not in banner(0.0, 2.0)  # only an agentic run's count is read
+
+
 def test_the_judge_section_shows_spread_agreement_and_the_widest_disagreements():
     panel = {"sonnet": {"coverage": 1.0, "coverage_reasoning": "Sonnet: misses guidance.",
                         "faithfulness": 4.0, "faithfulness_reasoning": "ok"}}

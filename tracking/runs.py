@@ -34,6 +34,10 @@ REUSED_RUNS_FILE = "reused_runs.jsonl"
 SILENCE_RUN_LINKS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
 PATHS_FILE = "paths.json"  # params that are paths on this machine, kept out of the params
 SIGNIFICANT = 4  # digits a metric is logged with (the records keep every digit)
+# an agentic run whose model answered tasks without any tool call: what that means, the fix
+NO_TOOL_CALL_TAG = "tasks_without_tool_call"
+# tags that describe a pass of a run: a continued run drops them, its new pass sets its own
+PASS_TAGS = ("error", "stopped", "n_not_run", "too_many_errors", "all_skipped", NO_TOOL_CALL_TAG)
 # an absolute path, a file URI or a sqlite store at an absolute path
 _MACHINE_PATH = re.compile(r"^(/|~|file:|sqlite:////)")
 
@@ -252,7 +256,7 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
         resumes = int(run.data.tags.get("resumed", "0")) + 1
         for key, value in {**all_tags, "resumed": str(resumes)}.items():
             client.set_tag(resume_run_id, key, value)
-        for stale in ("error", "stopped", "n_not_run", "too_many_errors", "all_skipped"):
+        for stale in PASS_TAGS:
             if stale in run.data.tags:
                 client.delete_tag(resume_run_id, stale)
     else:

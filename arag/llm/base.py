@@ -140,6 +140,17 @@ class ChatModel(ABC):
         """Local estimate (≈4 characters a token) for budgets and dry runs."""
         return estimate_tokens(text)
 
+    def sent_temperature(self, requested: float) -> float | None:
+        """The temperature a request asking for ``requested`` carries; None: it carries none
+        and the server's default applies. A run records it (param ``temperature_sent``)."""
+        return requested
+
+    def reply_settings(self) -> dict[str, Any]:
+        """Settings of this model, beyond ``complete``'s arguments, that change what a reply
+        can be (e.g. a temperature left out of every request). The response cache keys on
+        them; empty: none."""
+        return {}
+
     judges: bool = True  # set from its provider's declaration by ``make_model``
 
     @property

@@ -1,7 +1,8 @@
 """Content-addressed response cache around any ChatModel.
 
-Key: provider, model, and the full request (system, messages, tools, max_tokens,
-temperature, tool_choice). One JSON file per entry under
+Key: provider, model, the full request (system, messages, tools, max_tokens,
+temperature, tool_choice) and the model's settings that change a reply beyond it
+(``ChatModel.reply_settings``: a temperature left out). One JSON file per entry under
 ``<cache.dir>/responses/<key[:2]>/<key>.json``, written atomically. A hit returns the same
 completion marked ``cached=True`` (it costs nothing; ``cost_usd_uncached`` keeps what it
 would have cost). A damaged entry is ignored, refetched and overwritten. Modes:
@@ -46,9 +47,11 @@ log = logging.getLogger(__name__)
 
 def response_key(provider: str, model_id: str, system: str, messages: list[Message],
                  tools: list[ToolSpec] | None = None, max_tokens: int = 1024,
-                 temperature: float = 0.0, tool_choice: str = "auto", sample: int = 0) -> str:
-    """The cache key of one request: provider, model, the full request and, from the second
-    independent sample on, the sample's index."""
+                 temperature: float = 0.0, tool_choice: str = "auto", sample: int = 0,
+                 settings: dict[str, Any] | None = None) -> str:
+    """The cache key of one request: provider, model, the full request, the model's
+    ``settings`` that change a reply beyond it and, from the second independent sample on,
+    the sample's index (either only when there is one, so other keys stay as they were)."""
     fields: dict[str, Any] = {
         "provider": provider, "model": model_id, "system": system,
         "messages": messages, "tools": [t.to_api() for t in tools or []],
@@ -56,6 +59,8 @@ def response_key(provider: str, model_id: str, system: str, messages: list[Messa
     }
     if sample:
         fields[SAMPLE] = sample
+    if settings:
+        fields["settings"] = settings
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
@@ -109,6 +114,12 @@ class CachedModel(ChatModel):
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
 
+    def sent_temperature(self, requested: float) -> float | None:
+        return self.inner.sent_temperature(requested)
+
+    def reply_settings(self) -> dict[str, Any]:
+        return self.inner.reply_settings()
+
     @contextmanager
     def fresh_replies(self) -> Iterator[None]:
         """Calls made in this thread inside the block ask the model, not the cache."""
@@ -133,7 +144,7 @@ class CachedModel(ChatModel):
             max_tokens: int, temperature: float, tool_choice: str, sample: int = 0) -> str:
         return response_key(self.inner.provider, getattr(self.inner, "model_id", self.inner.name),
                             system, messages, tools, max_tokens, temperature, tool_choice,
-                            sample)
+                            sample, self.inner.reply_settings())
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
@@ -266,6 +277,12 @@ class MeteredModel(ChatModel):
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
+
+    def sent_temperature(self, requested: float) -> float | None:
+        return self.inner.sent_temperature(requested)
+
+    def reply_settings(self) -> dict[str, Any]:
+        return self.inner.reply_settings()
 
     @property
     def can_judge(self) -> bool:

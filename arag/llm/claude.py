@@ -149,6 +149,9 @@ class ClaudeModel(ChatModel):
         return call_with_retries(call, self.classify_error, self.retry, self.name,
                                  lambda seconds: self.sleep(seconds))
 
+    def sent_temperature(self, requested: float) -> float | None:
+        return None  # the current Messages API takes no sampling parameters (``_request``)
+
     def classify_error(self, exc: Exception) -> APIFailure | None:
         """429 (with its retry-after), 529, 408/409, any 5xx, connection errors, timeouts and
         malformed replies are retried; other 4xx fail at once with the API's message."""

@@ -13,6 +13,13 @@
   the stop reasons the agent loop handles: ``stop`` -> ``end_turn``, ``tool_calls`` ->
   ``tool_use``, ``length`` -> ``max_tokens`` (a tool call cut there is reported to the
   model, not run), ``content_filter`` and a ``refusal`` -> ``refusal``.
+* ``model.options`` (checked when the model is built; a misspelt key is refused with the
+  known ones): ``max_tokens_param`` names the request field of the output budget
+  (``max_tokens``; newer OpenAI models ``max_completion_tokens``), and
+  ``send_temperature: false`` leaves ``temperature`` out of every request, for reasoning
+  models that take only their default (OpenAI's o-series and gpt-5). A 400 refusing either
+  field fails at once (``unsupported_parameter``) naming the option that fixes it; nothing
+  is changed behind the config's back.
 * A server that refuses tool definitions is told apart on the first call that offers tools
   (an error naming tools before any tool call worked): that call, and every later one
   offering tools, fails with a ``tools_unsupported`` error saying the agent cannot run here
@@ -27,11 +34,14 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
 import time
 from typing import Any
 
+from arag.config import ConfigError
 from arag.llm.api_errors import MalformedResponse, api_message, classify_sdk_error, parse_reply
 from arag.llm.base import (
     APIFailure,
@@ -51,6 +61,13 @@ from arag.redact import reveal
 PROVIDER = "openai-compatible"
 OPENAI_URL = "https://api.openai.com/v1"
 NO_TOOLS = "tools_unsupported"
+UNSUPPORTED = "unsupported_parameter"
+# model.options this provider reads, with their defaults
+OPTIONS: dict[str, Any] = {"max_tokens_param": "max_tokens", "send_temperature": True}
+# the two fields that carry the output budget: a model refusing one takes the other
+BUDGET_FIELDS = ("max_tokens", "max_completion_tokens")
+# how a server says a field is refused as such (not for its value: "supports at most ...")
+UNSUPPORTED_WORDS = re.compile(r"unsupported|not supported|does not support|only the default")
 # finish_reason -> the stop reasons of arag.llm.base (what the agent loop handles)
 FINISH_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
                   "function_call": "tool_use", "content_filter": "refusal"}
@@ -95,14 +112,22 @@ class OpenAICompatibleModel(ChatModel):
         self.client = openai.OpenAI(api_key=api_key(self.key_env),
                                     base_url=reveal(cfg.base_url) if cfg.base_url else OPENAI_URL,
                                     max_retries=0, timeout=float(cfg.timeout_s))
+        options = provider_options(cfg.name, dict(cfg.options or {}))
         # newer OpenAI models take max_completion_tokens; most local servers max_tokens
-        options = cfg.options or {}
-        self.max_tokens_param = str(options.get("max_tokens_param", "max_tokens"))
+        self.max_tokens_param = str(options["max_tokens_param"])
+        # reasoning models (OpenAI's o-series, gpt-5) refuse any temperature but their own
+        self.send_temperature: bool = options["send_temperature"]
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits
         self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s))
         self.tools_refused: str | None = None  # why, once the server refused tools
         self._tools_worked = False
+
+    def sent_temperature(self, requested: float) -> float | None:
+        return requested if self.send_temperature else None
+
+    def reply_settings(self) -> dict[str, Any]:
+        return {} if self.send_temperature else {"temperature": "not sent"}
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
@@ -144,20 +169,53 @@ class OpenAICompatibleModel(ChatModel):
 
     def classify_error(self, exc: Exception) -> APIFailure | None:
         """429 (with its retry-after), 5xx, timeouts, connection errors and malformed replies
-        are retried; other 4xx, and a server refusing tools, fail at once."""
+        are retried; other 4xx, a server refusing tools and a model refusing a field an
+        option controls, fail at once."""
         if isinstance(exc, ToolsUnsupported):
             return APIFailure(NO_TOOLS, str(exc), retryable=False)
         failure = classify_sdk_error(exc, self._openai, f"{PROVIDER} API ({self.server})")
+        refused = self._refused_field(exc)
+        if failure is not None and refused is not None:
+            return APIFailure(UNSUPPORTED, f"{failure.message.rstrip('.')}. {refused}",
+                              retryable=False)
         if failure is not None and failure.kind == "auth":
             sent = (f"the key in {self.key_env} (model.api_key_env) was refused" if self.key_env
                     else "no key was sent: set model.api_key_env to the variable holding it")
             return APIFailure(failure.kind, f"{failure.message}; {sent}", retryable=False)
         return failure
 
+    def _refused_field(self, exc: Exception) -> str | None:
+        """What to do when a 400 refuses a field an option controls as unsupported (OpenAI
+        names the field in the error's ``param``; other servers only in its message); None
+        for any other error (a budget too large for the model is not one)."""
+        if not isinstance(exc, self._openai.APIStatusError) or exc.status_code != 400:
+            return None
+        param, message = str(getattr(exc, "param", None) or ""), api_message(exc).lower()
+        if not (str(getattr(exc, "code", None) or "").startswith("unsupported")
+                or UNSUPPORTED_WORDS.search(message)):
+            return None
+        fixes = {self.max_tokens_param: "max_tokens_param=" + next(
+            f for f in BUDGET_FIELDS if f != self.max_tokens_param)}
+        if self.send_temperature:
+            fixes["temperature"] = "send_temperature=false"
+        field = next((f for f in fixes if param == f or (not param and f in message)), None)
+        if field is None:
+            return None
+        option = fixes[field]
+        what = ("leaves temperature out of every request, so the model's own default applies "
+                "(reasoning models such as OpenAI's o-series and gpt-5 take no other)"
+                if field == "temperature" else
+                f"sends the output budget as {option.split('=')[1]} instead")
+        return (f"Model {self.model_id} does not take `{field}`. Fix: "
+                f"model.options.{option} (judge.options.{option} for a judge, or `options:` in "
+                f"the model's YAML), which {what}; see docs/models.md")
+
     def _request(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
                  max_tokens: int, temperature: float, tool_choice: str) -> dict[str, Any]:
         request: dict[str, Any] = {"model": self.model_id, "messages": to_chat(system, messages),
-                                   self.max_tokens_param: max_tokens, "temperature": temperature}
+                                   self.max_tokens_param: max_tokens}
+        if self.send_temperature:
+            request["temperature"] = temperature
         if tools:
             request["tools"] = [{"type": "function", "function": {
                 "name": t.name, "description": t.description, "parameters": t.input_schema}}
@@ -184,6 +242,23 @@ class OpenAICompatibleModel(ChatModel):
         return Completion(content=content, stop_reason=stop, usage=_usage(response.usage),
                           model=str(response.model or self.model_id),
                           latency_ms=(time.perf_counter() - started) * 1000)
+
+
+def provider_options(model: str, given: dict[str, Any]) -> dict[str, Any]:
+    """``model.options`` with their defaults; a key this provider does not read, or a
+    ``send_temperature`` that is not true/false, raises ConfigError with the fix."""
+    unknown = sorted(set(given) - set(OPTIONS))
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], OPTIONS, n=1)
+        raise ConfigError(
+            f"options.{unknown[0]} of model {model} is not an option of provider {PROVIDER}: "
+            f"nothing reads it (its options: {', '.join(OPTIONS)}). Fix: "
+            + (f"correct it to options.{close[0]}" if close else f"remove options.{unknown[0]}"))
+    options = {**OPTIONS, **given}
+    if not isinstance(options["send_temperature"], bool):
+        raise ConfigError(f"options.send_temperature={options['send_temperature']!r} of model "
+                          f"{model} must be true or false. Fix: options.send_temperature=false")
+    return options
 
 
 def stop_reason(finish_reason: str | None, has_tool_calls: bool, refused: bool) -> str:
