@@ -75,9 +75,16 @@ def advantage(diff: float, key: str) -> float:
 
 def agent_baselines(runs: list[Row]) -> tuple[list[Row], list[Row]]:
     """The verdict's question, asked of the contenders: each agentic run against each
-    baseline (the non-agentic contenders)."""
+    baseline (the non-agentic contenders). An agentic run whose model called no tool
+    (``void_agent``) is neither: it answers closed-book, and is not put to that question."""
     runs = contenders(runs)
-    return [r for r in runs if r.get("agentic")], [r for r in runs if not r.get("agentic")]
+    return ([r for r in runs if r.get("agentic") and not void_agent(r)],
+            [r for r in runs if not r.get("agentic")])
+
+
+def void_agent(run: Row) -> bool:
+    """An agentic run whose model called no tool on any answered task (``agentic_void``)."""
+    return agentic_void(tasks_without_tool_call(run), int(run.get("n_answered") or 0))
 
 
 def judged(runs: list[Row]) -> bool:

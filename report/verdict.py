@@ -170,7 +170,7 @@ def pair_sentence(sets: TaskSets, a: Row, b: Row, key: str, means: dict[str, flo
     res = sets.pair(a, b, key, ids)
     ma, mb = (float(np.mean(sets.values(r, key, ids))) if ids else means[r["run_id"]]
               for r in (a, b))
-    text = f"**{a['run']}** vs **{b['run']}** (n={len(ids)}): {ma:.3f} vs {mb:.3f}"
+    text = f"**{_name(a)}** vs **{_name(b)}** (n={len(ids)}): {ma:.3f} vs {mb:.3f}"
     if res is None:
         return f"{text}; too few tasks for a paired comparison."
     text += (f", difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]"
@@ -185,6 +185,11 @@ def pair_sentence(sets: TaskSets, a: Row, b: Row, key: str, means: dict[str, flo
                 f"{MIN_UNTIED} are needed).")
     why = "the CI includes 0" if res.ci_includes_zero else f"p ≥ {ALPHA}"
     return f"{text}: **no significant difference** ({why})."
+
+
+def _name(run: Row) -> str:
+    """A run's name in a comparison; an agent that called no tool is named as what it was."""
+    return f"{run['run']} (called no tool: closed-book)" if policy.void_agent(run) else run["run"]
 
 
 def small_n_note(n: int, unit: str = "pairs") -> str:

@@ -120,6 +120,16 @@ def test_an_agent_answering_without_tool_calls_is_a_caveat_and_void_when_it_neve
     assert "Caveats" not in banner(0.0, 2.0)  # only an agentic run's count is read
 
 
+def test_an_agent_that_called_no_tool_is_named_as_closed_book_in_the_key_finding():
+    records = {s: [rec(f"t{k}", 4 if s == "arag" else 3) for k in range(8)]
+               for s in ("arag", "naive")}
+    for calls_none, expected in ((8.0, "**arag (called no tool: closed-book)** vs **naive**"),
+                                 (3.0, "**arag** vs **naive**")):
+        rows = [row("arag", n_answered=8, tasks_without_tool_call=calls_none), row("naive")]
+        finding = section(build_report(rows, records, "t")[0], "Key finding")
+        assert expected in finding, finding
+
+
 def test_the_judge_section_shows_spread_agreement_and_the_widest_disagreements():
     panel = {"sonnet": {"coverage": 1.0, "coverage_reasoning": "Sonnet: misses guidance.",
                         "faithfulness": 4.0, "faithfulness_reasoning": "ok"}}
