@@ -15,6 +15,7 @@ import logging
 from typing import Any
 
 from metrics import declared_metrics
+from report import policy
 
 log = logging.getLogger(__name__)
 DEFAULT_UI = "http://127.0.0.1:5000"  # make ui; a page served by MLflow uses its own origin
@@ -33,6 +34,7 @@ vertical-align:top;text-align:left}th{background:#f3f3f3;position:sticky;top:0}
 
 _SCRIPT = """
 const runs = JSON.parse(document.getElementById('runs').textContent);
+const higherIsBetter = JSON.parse(document.getElementById('directions').textContent);
 const origin = (() => { try { const u = new URL(location.href.replace(/^blob:/, ''));
   return /^https?:$/.test(u.protocol) ? u.origin : null; } catch (e) { return null; } })();
 if (origin) document.querySelectorAll('a.trace').forEach(a => {
@@ -65,8 +67,10 @@ function sortRows() {
     const d = (x == null || y == null) ? null : x - y;
     tr.dataset.diff = d == null ? '' : d;
     tr.querySelector('.diff').textContent = d == null ? 'n/a' : (d > 0 ? '+' : '') + d.toFixed(3); });
+  // the first run's advantage first, by the metric's direction (report.policy)
+  const sign = higherIsBetter[metric] === false ? -1 : 1;
   rows.sort((r, s) => { const x = r.dataset.diff, y = s.dataset.diff;
-    if (x === '') return y === '' ? 0 : 1; if (y === '') return -1; return +y - +x; });
+    if (x === '') return y === '' ? 0 : 1; if (y === '') return -1; return sign * (+y - +x); });
   rows.forEach(tr => body.appendChild(tr));
 }
 ['runA', 'runB', 'metric'].forEach(id => document.getElementById(id).onchange = sortRows);
@@ -155,16 +159,19 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
     second = options.replace("value='1'>", "value='1' selected>", 1)
     metrics = "".join(f"<option>{html.escape(f)}</option>" for f in fields)
     runs_json = json.dumps([r["run"] for r in finished]).replace("</", "<\\/")
+    directions = json.dumps({f: policy.higher_is_better(f) for f in fields}).replace("</", "<\\/")
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}: tasks"
         f"</title><style>{_STYLE}</style></head><body><h1>{html.escape(title)}: every task, "
         f"side by side</h1><p>{len(task_ids)} tasks, {len(finished)} runs. Sorted by the "
-        "difference between two runs (tasks where either has no score last).</p>"
+        "difference between two runs, the tasks where the first does best against the second "
+        "first (by the metric's direction; tasks where either has no score last).</p>"
         f"<div class='controls'>sort by <select id='metric'>{metrics}</select> of "
         f"<select id='runA'>{options}</select> minus <select id='runB'>{second}</select>"
         f"</div><div class='scroll'><table><thead><tr><th class='q'>task</th><th>difference</th>"
         f"{head}</tr></thead><tbody id='rows'>{''.join(rows)}</tbody></table></div>"
         f"<script type='application/json' id='runs'>{runs_json}</script>"
+        f"<script type='application/json' id='directions'>{directions}</script>"
         f"<script>{_SCRIPT}</script></body></html>")
 
 

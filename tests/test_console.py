@@ -4,6 +4,7 @@ judge estimate and the plots (no MLflow, no browser: tests/test_browser.py does 
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -162,25 +163,27 @@ def test_plots_that_would_say_nothing_are_a_sentence_saying_why(tmp_path):
 
 def test_the_ranking_direction_is_one_edit_in_the_policy(monkeypatch):
     """Turn rouge2_f1 into a lower-is-better score in report.policy alone: the verdict,
-    the console's order and the plots' Pareto front all follow."""
+    the console's order, the plots' Pareto front and the compare page's sort all follow."""
     from report import policy
 
-    def verdict_and_order() -> tuple[str, list[str], list[int]]:
+    def verdict_and_order() -> tuple[str, list[str], list[int], dict[str, bool]]:
         finding = report.key_finding(ROWS, RECORDS, "rouge2_f1")
         result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1", "file:///r", finding)
         table = console.table(result.headline, "rouge2_f1").splitlines()[1:]
         front = plots.pareto_front([(0.001, 0.1), (0.002, 0.3)], "rouge2_f1")
-        return finding, [line.split()[0] for line in table], front
+        html = compare.page(ROWS, RECORDS, "rouge2_f1", {}, "7", "Sweep")
+        directions = json.loads(html.split("id='directions'>", 1)[1].split("</script>", 1)[0])
+        return finding, [line.split()[0] for line in table], front, directions
 
-    finding, order, front = verdict_and_order()
+    finding, order, front, sort = verdict_and_order()
     assert "Best mean: arag max_loops=8 (0.300)" in finding and "higher is better" in finding
-    assert order == ["arag", "stuffing"] and front == [0, 1]
+    assert order == ["arag", "stuffing"] and front == [0, 1] and sort["rouge2_f1"] is True
     real = policy.higher_is_better
     monkeypatch.setattr(policy, "higher_is_better",
                         lambda key: False if key == "rouge2_f1" else real(key))
-    finding, order, front = verdict_and_order()
+    finding, order, front, sort = verdict_and_order()
     assert "Best mean: stuffing (0.100)" in finding and "lower is better" in finding
-    assert order == ["stuffing", "arag"] and front == [0]
+    assert order == ["stuffing", "arag"] and front == [0] and sort["rouge2_f1"] is False
 
 
 def _judged_item(tid: str, reference: str, predicted: str | None, **kw):
