@@ -19,9 +19,9 @@ It reads the conversation exactly as a remote model would and acts on it:
 * Asked for a retrieval step (``<retrieval_step>`` in the request, ``arag.retrieval.query``):
   for ``hypothetical_answer`` (HyDE) it has no knowledge to write a hypothetical passage
   from, so it writes the question back (HyDE with the offline model adds nothing to the
-  query); for ``rerank`` it orders the candidates by the summed extractive score
-  (``arag.llm.extractive.score_sentence``) of their three best sentences, ties in the
-  order given, and replies with their ids one per line; for ``chunk_context`` it writes
+  query); for ``rerank`` it orders the candidates by how many of the question's content
+  words their three best sentences hold (no vocabulary of its own, as for its searches),
+  ties in the order given, and replies with their ids one per line; for ``chunk_context`` it writes
   "From <the document's header>, which opens: <its first 25 words>".
 * Without tools, or once it stops searching, it answers with an extractive summary
   (``arag.llm.extractive``) of every ``<chunk>``/``<document>`` passage in the
@@ -38,7 +38,7 @@ import re
 from typing import Any
 
 from arag.llm.base import ChatModel, Completion, Message, ToolSpec, Usage
-from arag.llm.extractive import content_words, score_sentence, summarize
+from arag.llm.extractive import content_words, summarize
 from arag.llm.registry import register_provider
 
 PASSAGE = re.compile(r"<(chunk|document)\b([^>]*)>\n?(.*?)</\1>", re.DOTALL)
@@ -174,9 +174,10 @@ def _retrieval_step(step: str, transcript: str) -> str:
         q_words = content_words(question)
         candidates = CANDIDATE.findall(transcript)
 
-        def score(body: str) -> float:
+        def score(body: str) -> float:  # the question's own words only: no prior of its own
             lines = [ln for ln in body.splitlines() if ln.strip() and not HEADER.match(ln.strip())]
-            return sum(sorted((score_sentence(ln, q_words) for ln in lines), reverse=True)[:3])
+            return sum(sorted((len(content_words(ln) & q_words) for ln in lines),
+                              reverse=True)[:3])
 
         scores = [score(body) for _, body in candidates]
         order = sorted(range(len(candidates)), key=lambda i: (-scores[i], i))
