@@ -94,18 +94,12 @@ def fresh_replies(model: ChatModel) -> AbstractContextManager[None]:
     return fresh() if fresh is not None else nullcontext()
 
 
-class CachedModel(ChatModel):
-    def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
-        self.inner = inner
-        self.name = inner.name
-        self.provider = inner.provider
-        self.folder = Path(cache_dir) / "responses"
-        self.mode = mode
-        self.hits = 0
-        self.misses = 0
-        self._lock = threading.Lock()
-        self._skip_reads = threading.local()  # per thread: other threads keep their hits
-        self._sample = threading.local()  # per thread: which independent reply is asked for
+class WrappedModel(ChatModel):
+    """A model around another (``inner``): what the inner model declares about itself
+    (whether it judges, its token count, the temperature it sends, the settings its replies
+    depend on) is asked of the inner model."""
+
+    inner: ChatModel
 
     @property
     def can_judge(self) -> bool:
@@ -119,6 +113,20 @@ class CachedModel(ChatModel):
 
     def reply_settings(self) -> dict[str, Any]:
         return self.inner.reply_settings()
+
+
+class CachedModel(WrappedModel):
+    def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
+        self.inner = inner
+        self.name = inner.name
+        self.provider = inner.provider
+        self.folder = Path(cache_dir) / "responses"
+        self.mode = mode
+        self.hits = 0
+        self.misses = 0
+        self._lock = threading.Lock()
+        self._skip_reads = threading.local()  # per thread: other threads keep their hits
+        self._sample = threading.local()  # per thread: which independent reply is asked for
 
     @contextmanager
     def fresh_replies(self) -> Iterator[None]:
@@ -255,7 +263,7 @@ class SpendJournal:
         return total
 
 
-class MeteredModel(ChatModel):
+class MeteredModel(WrappedModel):
     """Counts the calls, cost and failures of a model: the judge's, and the system's (whose
     paid calls also go to a ``SpendJournal`` as they return).
 
@@ -274,19 +282,6 @@ class MeteredModel(ChatModel):
         self.cost_usd = 0.0
         self.errors: Counter[str] = Counter()
         self._lock = threading.Lock()
-
-    def count_tokens(self, text: str) -> int:
-        return self.inner.count_tokens(text)
-
-    def sent_temperature(self, requested: float) -> float | None:
-        return self.inner.sent_temperature(requested)
-
-    def reply_settings(self) -> dict[str, Any]:
-        return self.inner.reply_settings()
-
-    @property
-    def can_judge(self) -> bool:
-        return self.inner.can_judge
 
     def fresh_replies(self) -> AbstractContextManager[None]:
         return fresh_replies(self.inner)
