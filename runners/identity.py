@@ -96,8 +96,13 @@ def input_files(cfg: DictConfig) -> dict[str, str | None]:
 
 def config_hash(cfg: DictConfig) -> str:
     """Identity of a run: the resolved config without cosmetic keys, and its prompts."""
-    return content_hash("run", _without(resolved(cfg), COSMETIC_KEYS), prompt_versions(),
-                        *_if_any(input_files(cfg)))
+    return run_identity(resolved(cfg), input_files(cfg))
+
+
+def run_identity(tree: dict[str, Any], files: dict[str, str | None]) -> str:
+    """``config_hash`` of a config already resolved (``resolved``) with its ``input_files``."""
+    return content_hash("run", _without(tree, COSMETIC_KEYS), prompt_versions(),
+                        *_if_any(files))
 
 
 def _if_any(files: dict[str, str | None]) -> list[dict[str, str | None]]:
@@ -107,6 +112,11 @@ def _if_any(files: dict[str, str | None]) -> list[dict[str, str | None]]:
 def predictions_hash(cfg: DictConfig) -> str:
     """Identity of a run's predictions: only what can change them, the systems' prompts
     included."""
-    data = _without(resolved(cfg), COSMETIC_KEYS + REFERENCE_KEYS)
+    return predictions_identity(resolved(cfg), input_files(cfg))
+
+
+def predictions_identity(tree: dict[str, Any], files: dict[str, str | None]) -> str:
+    """``predictions_hash`` of a config already resolved with its ``input_files``."""
+    data = _without(tree, COSMETIC_KEYS + REFERENCE_KEYS)
     return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS},
-                        PROMPT_VERSION, *_if_any(input_files(cfg)))
+                        PROMPT_VERSION, *_if_any(files))

@@ -21,7 +21,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.config import JudgeConfig
 from arag.llm.registry import require_credentials
 from runners.config import RunConfig
-from runners.identity import config_hash, input_files, predictions_hash, resolved
+from runners.identity import input_files, predictions_identity, resolved, run_identity
 from runners.judges import panel_configs
 from runners.validation import validate_config
 
@@ -47,13 +47,15 @@ _READ: dict[str, Settings] = {}
 def read(cfg: DictConfig) -> Settings:
     """``cfg`` checked (ConfigError naming the key and the fix) and typed; the same config
     read again in this process is not checked again."""
-    key = OmegaConf.to_yaml(cfg) + json.dumps(input_files(cfg))  # an edited file: read anew
+    files = input_files(cfg)
+    key = OmegaConf.to_yaml(cfg) + json.dumps(files)  # an edited file: read anew
     if key not in _READ:
         validate_config(cfg)
         panel = {name: _typed(node, JudgeConfig) for name, node in panel_configs(cfg).items()}
         config = _typed(cfg, RunConfig)
-        _READ[key] = Settings(config, panel, resolved(cfg), OmegaConf.to_yaml(cfg, resolve=True),
-                              config_hash(cfg), predictions_hash(cfg))
+        tree = resolved(cfg)
+        _READ[key] = Settings(config, panel, tree, OmegaConf.to_yaml(cfg, resolve=True),
+                              run_identity(tree, files), predictions_identity(tree, files))
     return copy.deepcopy(_READ[key])  # a caller that changes its copy changes no other job's
 
 
