@@ -130,6 +130,12 @@ class SystemConfig:
     # so; else an error)
     predictions: str | None = None
     allow_missing: bool = False
+    # system=external: a file mapping the pipeline's ids to task ids (JSON object, or a
+    # two-column CSV), whether records whose ids are not tasks are left out (the report
+    # counts them), and the model the pipeline used, as a label (no credential is checked)
+    id_map: str | None = None
+    ignore_extra: bool = False
+    model_label: str | None = None
     # a plugin system's own settings, read by its class (System.configure) without
     # widening this schema
     options: dict[str, Any] = field(default_factory=dict)
@@ -149,6 +155,8 @@ class DatasetConfig:
     reference_model: ModelConfig | None = None
     # invented documents (the shipped sample): the sweep report says its figures prove nothing
     synthetic: bool = False
+    # a JSON-lines file of {task id, reference} that fills or replaces the references
+    references: str | None = None
 
 
 @dataclass
@@ -210,6 +218,9 @@ class JudgeConfig(ModelConfig):
     # further judges (conf/judge options, e.g. [claude-sonnet-4-6]) scoring the same items
     # with the same prompts; their agreement with this judge is logged (judge_agreement_<dim>)
     panel: list[str] = field(default_factory=list)
+    # at the sweep's end, ask the judge which of two systems' answers is better, in both
+    # orders
+    pairwise: bool = False
 
 
 @dataclass

@@ -37,6 +37,20 @@ def bootstrap_ci(values: list[float], seed: int = 0) -> tuple[float, float] | No
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 
+def task_means(records: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
+    """Each task's mean of ``key`` over its records (one per repeat; ``runner.repeats``),
+    by task id, in first-seen order; a task none of whose records has a finite value is
+    left out. Everything that pairs two systems task by task pairs these."""
+    values: dict[str, list[float]] = {}
+    for r in records:
+        value = r.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            values.setdefault(str(r["id"]), [])
+            continue
+        values.setdefault(str(r["id"]), []).append(float(value))
+    return {task: sum(v) / len(v) for task, v in values.items() if v}
+
+
 def _numeric_fields(records: list[dict[str, Any]]) -> dict[str, list[float]]:
     numeric: dict[str, list[float]] = {}
     for r in records:

@@ -11,6 +11,10 @@
   distribution, as statsmodels' ``TTestPower`` computes it: the smallest mean difference
   detectable with 80% power at 5% significance given the pairs' SD and n, and how many
   tasks would detect a given difference.
+* ``holm``: Holm's step-down adjustment of a family of p-values (every metric and pair a
+  verdict or a baseline comparison tests), so testing more comparisons does not make a
+  chance difference look significant; untestable comparisons (None) are left out of the
+  family and stay None.
 * ``correlation``: Spearman's rank correlation of two per-task quantities (e.g. an agent's
   loops and its retrieval recall) with a percentile bootstrap CI over the tasks.
 * ``agreement``: Krippendorff's alpha between judges (``krippendorff`` package; ordinal by
@@ -90,6 +94,17 @@ def paired_difference(first: Sequence[float], second: Sequence[float], seed: int
                   sd_diff=float(diff.std(ddof=1)), ci_low=float(low), ci_high=float(high), p=p,
                   wins=int((diff > 0).sum()), losses=int((diff < 0).sum()),
                   ties=len(diff) - untied)
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values in the order given (each at most 1, never below its raw p)."""
+    tested = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    adjusted: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    for rank, (p, i) in enumerate(tested):
+        running = max(running, min(1.0, (len(tested) - rank) * p))
+        adjusted[i] = running
+    return adjusted
 
 
 def paired_t_power(effect_size: float, n: float, alpha: float = ALPHA) -> float:

@@ -56,6 +56,9 @@ class RunnerConfig:
     # 0: quiet (our INFO, one bar per job); 1: the libraries' INFO lines (HTTP requests,
     # ...); 2: DEBUG
     verbose: int = 0
+    # every task is answered this many times by every system (records carry ``repeat``,
+    # from 0; the repeat index is part of each request's cache key)
+    repeats: int = positive(1, "answers per task and system")
 
 
 def metrics_config() -> type:
@@ -76,6 +79,22 @@ MetricsConfig = metrics_config()
 
 
 @dataclass
+class ReportConfig:
+    """What the sweep's verdict decides on and what it is held against (no model calls)."""
+
+    # the metrics the verdict decides on, in order; empty: the documented default
+    # (report/policy.py)
+    decide_on: list[str] = field(default_factory=list)
+    # a finished sweep to compare with task by task: its parent run id, its name or a tag
+    # value; None: no baseline
+    baseline: str | None = None
+    # regressions that fail the command: ["<metric>:<margin>", ...]
+    fail_on: list[str] = field(default_factory=list)
+    # a JSON-lines file of people's labels ({task_id, system, dimension, score, labeller})
+    human_labels: str | None = None
+
+
+@dataclass
 class RunConfig:
     system: SystemConfig = MISSING
     dataset: DatasetConfig = MISSING
@@ -86,6 +105,7 @@ class RunConfig:
     tracking: TrackingConfig = MISSING
     cache: CacheConfig = MISSING
     runner: RunnerConfig = field(default_factory=RunnerConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
     # A-RAG's tool-use budget (model calls); swept like any other key
     max_loops: int = positive(22, "the agent's model-call budget")
     # what a task asks for: the defaults are the sample's and ECTSum's (earnings-call

@@ -27,7 +27,7 @@ COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "runner.max_error_rate",
     "runner.max_parse_failure_rate",
-    "tracking", "cache.mode",
+    "tracking", "cache.mode", "report",
     *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
       for key in _TRANSPORT),
     # where parsed PDFs are cached and how many processes parse them: not what is computed
@@ -38,7 +38,7 @@ COSMETIC_KEYS = (
 PREDICTION_KEYS = ("system", "dataset", "model", "retrieval", "max_loops", "task_type",
                    "summarization_style", "target_length")
 # ...except these: what the references are scored against, not what the systems see
-REFERENCE_KEYS = ("dataset.reference_model", "dataset.options.reference_words",
+REFERENCE_KEYS = ("dataset.reference_model", "dataset.references", "dataset.options.reference_words",
                   "dataset.options.spot_check_fraction")
 
 
@@ -50,6 +50,8 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
 # set them keep their identity (and resume)
 _NEWER_DEFAULTS: dict[str, Any] = {
     "system.predictions": None, "system.allow_missing": False, "system.options": {},
+    "system.id_map": None, "system.ignore_extra": False, "system.model_label": None,
+    "dataset.references": None, "judge.pairwise": False, "runner.repeats": 1,
     **{f"{node}.options.send_temperature": True
        for node in ("model", "judge", "dataset.reference_model")},
 }

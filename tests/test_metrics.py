@@ -144,3 +144,12 @@ def test_every_score_gets_a_histogram(tmp_path):
                                          "retrieval_precision", "rouge1_f1", "rouge2_f1",
                                          "rougeL_f1"]
     assert [p.name for p in run_plots(records, tmp_path)] == ["score_histograms.png"]
+
+
+def test_task_means_average_repeats_per_task_and_skip_unknowns():
+    from metrics.aggregate import task_means
+
+    records = [{"id": "a", "repeat": 0, "x": 1.0}, {"id": "b", "repeat": 0, "x": None},
+               {"id": "a", "repeat": 1, "x": 0.0}, {"id": "c", "repeat": 0, "x": float("nan")},
+               {"id": "b", "repeat": 1, "x": 4}, {"id": "d", "x": True}]
+    assert task_means(records, "x") == {"a": 0.5, "b": 4.0}

@@ -8,6 +8,7 @@ from scipy.stats import wilcoxon
 
 from metrics.stats import (
     agreement,
+    holm,
     krippendorff_alpha,
     min_detectable_difference,
     paired_difference,
@@ -77,3 +78,17 @@ def test_power_is_undefined_without_spread_or_tasks():
     assert min_detectable_difference(0.0, 10) is None
     assert min_detectable_difference(1.0, 1) is None
     assert tasks_needed(0.0, 1.0) is None
+
+
+@pytest.mark.parametrize("raw", [[0.01, 0.04, 0.03, 0.2], [0.5, 0.001, None, 0.02, 0.02], [0.9]])
+def test_holm_matches_statsmodels(raw):
+    from statsmodels.stats.multitest import multipletests
+
+    tested = [p for p in raw if p is not None]
+    expected = iter(multipletests(tested, method="holm")[1])
+    adjusted = holm(raw)
+    assert [a is None for a in adjusted] == [p is None for p in raw]
+    for got, p in zip(adjusted, raw, strict=True):
+        if p is not None:
+            assert got == pytest.approx(next(expected))
+            assert p <= got <= 1
