@@ -47,6 +47,7 @@ from runners.preflight import (
     job_configs,
     prediction_folders,
 )
+from runners.scoring import DATASET_DIGEST_PARAM
 from runners.settings import Settings
 from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
@@ -142,6 +143,7 @@ class MLflowSweepCallback(Callback):
                   "sweep_pid": str(os.getpid()),
                   "git_commit": track.git_commit(), "role": "sweep_parent"},
         )
+        self.client.log_param(run.info.run_id, DATASET_DIGEST_PARAM, sweep_digest(jobs))
         close_dead_parents(self.client, experiment_id, run.info.run_id)
         self.parent = {**info, "run_id": run.info.run_id}
         (sweep_dir / track.PARENT_FILE).write_text(json.dumps(self.parent))
@@ -195,6 +197,12 @@ class MLflowSweepCallback(Callback):
                 self.client.set_terminated(self.parent["run_id"], "FAILED")
             except Exception:  # noqa: BLE001 - best effort at interpreter exit
                 pass
+
+
+def sweep_digest(jobs: list[Settings]) -> str:
+    """The dataset digest of the sweep's jobs: one when they read the same data, else every
+    distinct one, comma-separated (a sweep over ``dataset=a,b``)."""
+    return ",".join(sorted({job.dataset_digest or "" for job in jobs}))
 
 
 def runs_key(run_ids: Iterable[str]) -> str:

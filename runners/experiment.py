@@ -47,7 +47,7 @@ from runners.job import Job, build_system, cached, prepare
 from runners.predict import predict
 from runners.preflight import prediction_folders
 from runners.resume import prior_run
-from runners.scoring import rescore, score_and_log, temperature_sent
+from runners.scoring import log_data_identity, rescore, score_and_log, temperature_sent
 from runners.settings import Settings, read, require_keys
 from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
@@ -64,7 +64,9 @@ SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrie
 
 
 def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str | None = None,
-        sweep_id: str | None = None) -> dict[str, float]:
+        sweep_id: str | None = None, single: bool = False) -> dict[str, float]:
+    """One job; ``single``: a run of its own, which holds its predictions' folder as a sweep
+    holds its jobs' folders."""
     cfg = settings.config
     progress.configure(cfg.runner.progress, _progress_label(run_name or cfg.system.name, parent))
     if cfg.mode == "evaluate":
@@ -77,6 +79,13 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
     job = prepare(settings, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
         return _dry_run(job, run_name)
+    with _single_run_lock(job.settings, single):
+        return _run_job(job, parent, run_name, sweep_id)
+
+
+def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
+             sweep_id: str | None) -> dict[str, float]:
+    settings, cfg = job.settings, job.cfg
     model = job.journaled(cached(make_model(cfg.model), cfg.cache))
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
@@ -93,6 +102,7 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
                            (parent or {}).get("run_id"), resume_id) as tracker:
         tracker.log_params({**track.flatten(settings.tree),
                             "temperature_sent": temperature_sent(model, cfg.system.temperature)})
+        log_data_identity(tracker, job)
         tracker.log_text(settings.yaml, "config.yaml")
         metrics, predictions = _execute(job, model, tracker, _progress_label(
             run_name or cfg.system.name, parent))
@@ -235,9 +245,9 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
         settings = read(cfg)
-        with storage_errors(settings.config), _single_run_lock(settings, multirun):
+        with storage_errors(settings.config):
             return run(settings, parent, run_name=run_name,
-                       sweep_id=(parent or {}).get("sweep_id"))
+                       sweep_id=(parent or {}).get("sweep_id"), single=not multirun)
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, CostCapReached, SweepBusy) as exc:
         message = str(exc)
@@ -254,11 +264,11 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
 
 
 @contextmanager
-def _single_run_lock(settings: Settings, multirun: bool) -> Iterator[None]:
-    """A single run holds its predictions' folder as a sweep does (the sweep callback holds
-    its jobs' folders itself)."""
+def _single_run_lock(settings: Settings, single: bool) -> Iterator[None]:
+    """A single run holds its predictions' folder (named by the loaded dataset's digest) as
+    a sweep does (the sweep callback holds its jobs' folders itself)."""
     cfg = settings.config
-    if multirun or cfg.runner.dry_run or cfg.mode != "run":
+    if not single or cfg.runner.dry_run or cfg.mode != "run":
         yield
         return
     locks = hold(prediction_folders([settings]))

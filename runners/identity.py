@@ -3,7 +3,8 @@
 ``config_hash`` names a run (tag ``config_hash``): a re-run of the same config continues or
 reuses it. ``predictions_hash`` names the folder of its predictions: only keys that can
 change what the systems answer, so a new judge or new references re-score the same
-predictions.
+predictions. Both take the dataset's digest once it is loaded (``Dataset.digest``): a
+changed document, task or reference is a new run and new predictions, not a resume.
 """
 
 from __future__ import annotations
@@ -101,14 +102,20 @@ def config_hash(cfg: DictConfig) -> str:
     return run_identity(resolved(cfg), input_files(cfg))
 
 
-def run_identity(tree: dict[str, Any], files: dict[str, str | None]) -> str:
-    """``config_hash`` of a config already resolved (``resolved``) with its ``input_files``."""
+def run_identity(tree: dict[str, Any], files: dict[str, str | None],
+                 dataset_digest: str | None = None) -> str:
+    """``config_hash`` of a config already resolved (``resolved``) with its ``input_files``
+    and, once the dataset is loaded, its digest."""
     return content_hash("run", _without(tree, COSMETIC_KEYS), prompt_versions(),
-                        *_if_any(files))
+                        *_if_any(files), *_if_any(_data(dataset_digest)))
 
 
 def _if_any(files: dict[str, str | None]) -> list[dict[str, str | None]]:
     return [files] if files else []  # configs without input files keep their old hashes
+
+
+def _data(dataset_digest: str | None) -> dict[str, str | None]:
+    return {"dataset_digest": dataset_digest} if dataset_digest else {}
 
 
 def predictions_hash(cfg: DictConfig) -> str:
@@ -117,8 +124,10 @@ def predictions_hash(cfg: DictConfig) -> str:
     return predictions_identity(resolved(cfg), input_files(cfg))
 
 
-def predictions_identity(tree: dict[str, Any], files: dict[str, str | None]) -> str:
-    """``predictions_hash`` of a config already resolved with its ``input_files``."""
+def predictions_identity(tree: dict[str, Any], files: dict[str, str | None],
+                         dataset_digest: str | None = None) -> str:
+    """``predictions_hash`` of a config already resolved with its ``input_files`` and, once
+    the dataset is loaded, its digest."""
     data = _without(tree, COSMETIC_KEYS + REFERENCE_KEYS)
     return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS},
-                        PROMPT_VERSION, *_if_any(files))
+                        PROMPT_VERSION, *_if_any(files), *_if_any(_data(dataset_digest)))

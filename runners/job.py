@@ -110,6 +110,7 @@ def prepare(settings: Settings, call_models: bool = True,
     ``dataset``: the tasks already loaded for this config (preflight loads each once)."""
     cfg = settings.config
     dataset = dataset if dataset is not None else load_tasks(cfg, call_models)
+    settings = settings.with_dataset(dataset.digest)  # the run is of this data
     system_class = configure_system(cfg, dataset, recorded)
     tasks = [t for t in dataset.tasks if system_class.answers(t)]
     if len(tasks) < len(dataset.tasks):

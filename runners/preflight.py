@@ -80,9 +80,9 @@ def credentials_message(keys: list[str]) -> str:
 
 
 def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
-    """Every job's settings, after checking the values, keys, storage and data of every
-    job, each distinct setting once; each job's system is configured on its data (a
-    predictions file is read and checked)."""
+    """Every job's settings, identified by its config and its dataset's digest, after
+    checking the values, keys, storage and data of every job, each distinct setting once;
+    each job's system is configured on its data (a predictions file is read and checked)."""
     jobs = [read(cfg) for cfg in configs]
     checked: set[str] = set()
     for job in [] if dry_run else jobs:
@@ -100,7 +100,9 @@ def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
         if system not in checked:
             prepare(job, call_models=False, dataset=datasets[data])
             checked.add(system)
-    return jobs
+    # identified by their data as the jobs will be: a changed dataset is no finished sweep
+    return [job.with_dataset(datasets[_key(job, "dataset", "task_type")].digest)
+            for job in jobs]
 
 
 def prediction_folders(jobs: list[Settings]) -> dict[Path, str]:

@@ -35,8 +35,10 @@ from runners.job import Job, make_scorers, prepare
 from runners.settings import Settings, read
 from runners.validation import ConfigError
 from tracking import runs as track
+from tracking.paths import resolve
 
 log = logging.getLogger(__name__)
+DATASET_DIGEST_PARAM = "dataset_digest"  # Dataset.digest, on every job run and sweep run
 
 
 def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTracker,
@@ -84,6 +86,15 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
         for name, data in scorer.artifacts().items():
             tracker.log_json(data, name)
     return metrics, records
+
+
+def log_data_identity(tracker: track.RunTracker, job: Job) -> None:
+    """What the run read: the param ``dataset_digest`` (baselines and repeats compare it)
+    and the MLflow dataset input with the same digest and the run's counts."""
+    data = job.dataset
+    tracker.log_params({DATASET_DIGEST_PARAM: data.digest})
+    tracker.log_dataset(data.name, data.digest, resolve(job.cfg.dataset.root),
+                        {"n_documents": len(data.corpus.documents), "n_tasks": len(data.tasks)})
 
 
 def model_call_counts(predictions: list[Prediction]) -> dict[str, float]:
@@ -219,6 +230,7 @@ def rescore(settings: Settings, parent: dict[str, Any] | None = None) -> dict[st
     with track.tracked_run(client, source.info.experiment_id, name, tags,
                            (parent or {}).get("run_id")) as tracker:
         tracker.log_params(track.flatten(rescoring.tree))
+        log_data_identity(tracker, job)
         tracker.log_text(rescoring.yaml, "config.yaml")
         metrics, _ = score_and_log(job, predictions, tracker, {**job.dataset_metrics,
                                                                **job.system_class.run_metrics})

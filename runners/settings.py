@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -36,9 +36,19 @@ class Settings:
     # the resolved config, enums as their names: the run's params
     tree: dict[str, Any]
     yaml: str  # the same as YAML: the run's config.yaml, which mode=evaluate reads back
-    # the run's identity (tag config_hash) and its predictions' folder (identity.py)
+    # the run's identity (tag config_hash) and its predictions' folder (identity.py):
+    # of the config alone until the dataset is loaded (``with_dataset``), then of both
     config_hash: str
     predictions_hash: str
+    # the content of files the config points to (identity.input_files)
+    files: dict[str, str | None]
+    dataset_digest: str | None = None  # Dataset.digest, once loaded
+
+    def with_dataset(self, digest: str) -> Settings:
+        """These settings identified by their dataset's content as well as their config."""
+        return replace(self, dataset_digest=digest,
+                       config_hash=run_identity(self.tree, self.files, digest),
+                       predictions_hash=predictions_identity(self.tree, self.files, digest))
 
 
 _READ: dict[str, Settings] = {}
@@ -55,7 +65,8 @@ def read(cfg: DictConfig) -> Settings:
         config = _typed(cfg, RunConfig)
         tree = resolved(cfg)
         _READ[key] = Settings(config, panel, tree, OmegaConf.to_yaml(cfg, resolve=True),
-                              run_identity(tree, files), predictions_identity(tree, files))
+                              run_identity(tree, files), predictions_identity(tree, files),
+                              files)
     return copy.deepcopy(_READ[key])  # a caller that changes its copy changes no other job's
 
 

@@ -207,12 +207,14 @@ def test_a_full_disk_mid_run_names_the_log_its_key_and_the_fix_and_tears_no_reco
     import subprocess
     import sys
 
-    from runners.identity import predictions_hash
+    from runners.job import prepare
+    from runners.settings import read
     from tests.conftest import store_overrides
 
     limit = 3_000_000
     overrides = ["system=arag", "dataset.limit=2"]
-    log = tmp_path / "runs" / predictions_hash(make_cfg(*overrides)) / "predictions.jsonl"
+    # the run's folder: named by its config and its dataset's digest
+    log = prepare(read(make_cfg(*overrides)), call_models=False).predictions_path
     log.parent.mkdir(parents=True)
     padding = {"id": "not-a-task", "source": "sample", "system": "arag", "model": "offline",
                "task_type": "summarization", "question": "", "doc_ids": [],

@@ -195,6 +195,34 @@ class RunTracker:
         self.log_text(json.dumps(redact_data(data), indent=2, ensure_ascii=False, default=str),
                       name)
 
+    def log_dataset(self, name: str, digest: str, root: Path, counts: dict[str, int]) -> None:
+        """The run's dataset as its MLflow dataset input (the UI's Datasets panel): its name,
+        the digest of what it holds (``dataset_digest``), where it was read, and its counts
+        as its profile and input tags."""
+        import warnings
+
+        from mlflow.data.dataset_source_registry import resolve_dataset_source
+        from mlflow.data.meta_dataset import MetaDataset
+        from mlflow.entities import DatasetInput, InputTag
+        from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+        with warnings.catch_warnings():  # a local path matches two local-file source kinds
+            warnings.simplefilter("ignore", UserWarning)
+            source = resolve_dataset_source(str(root))
+
+        class Counted(MetaDataset):
+            @property
+            def profile(self) -> dict[str, int]:
+                return counts
+
+            def to_dict(self) -> dict[str, str]:  # MetaDataset leaves the profile out
+                return {**super().to_dict(), "profile": json.dumps(counts)}
+
+        dataset = Counted(source, name=name, digest=digest)
+        tags = [InputTag(MLFLOW_DATASET_CONTEXT, "evaluation"),
+                *(InputTag(k, str(v)) for k, v in counts.items())]
+        self.client.log_inputs(self.run_id, [DatasetInput(dataset._to_mlflow_entity(), tags)])
+
     def log_table(self, rows: list[dict[str, Any]], name: str) -> None:
         import mlflow
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from arag.datasets.digest import digests
 from arag.records import Corpus, Document, Task
 from arag.registry import Registry, UnknownName
 
@@ -61,6 +62,10 @@ class Dataset:
     notes: list[str] = field(default_factory=list)
     # made by load_dataset, after the limit; a dry run only prices them
     pending: PendingCalls | None = None
+    # made by load_dataset, after the limit (arag/datasets/digest.py): what the dataset
+    # holds, and task id -> what that task reads (its fields and its documents)
+    digest: str = ""
+    task_digests: dict[str, str] = field(default_factory=dict)
 
 
 AdapterFn = Callable[[Any, Path], Dataset]
@@ -251,6 +256,8 @@ def load_dataset(dataset_cfg: Any, project_root: Path, call_models: bool = True)
         dataset.tasks = dataset.tasks[: dataset_cfg.limit]
         used = {d for t in dataset.tasks for d in t.doc_ids}
         dataset.corpus = Corpus({k: v for k, v in dataset.corpus.documents.items() if k in used})
+    # before pending calls: what they add follows from the documents and the config
+    dataset.digest, dataset.task_digests = digests(dataset.tasks, dataset.corpus)
     if dataset.pending is not None and call_models:
         dataset.pending.apply(dataset)
         dataset.pending = None
