@@ -158,6 +158,9 @@ class Prediction:
     # fields of RECORDED the source record did not carry: their scores are null with the
     # reason (a record written by this harness carries them all)
     not_recorded: list[str] = field(default_factory=list)
+    # Dataset.task_digests of the task as it was answered: on resume, a task whose digest
+    # differs (its question, reference or documents changed) is answered again
+    task_digest: str | None = None
 
     def to_json(self) -> str:
         data = asdict(self)

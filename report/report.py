@@ -75,7 +75,8 @@ def _row(run: Any) -> dict[str, Any]:
     row: dict[str, Any] = dict(run.data.metrics)
     tags = run.data.tags
     params = run.data.params
-    row.update(run=run.info.run_name, run_id=run.info.run_id, status=run.info.status,
+    # the short name (system and swept keys) a job run was given, without its data label
+    row.update(run=tags.get("run_label") or run.info.run_name, run_id=run.info.run_id, status=run.info.status,
                system=tags.get("system", ""), agentic=tags.get("system_agentic") == "true",
                bound=tags.get("system_bound") == "true",
                retrieves=tags.get("system_retrieves") == "true",
@@ -88,7 +89,8 @@ def _row(run: Any) -> dict[str, Any]:
                hyde=params.get("retrieval.hyde") == "True",
                tools=json.loads(params.get("system.tools") or "[]"),
                system_notes=json.loads(tags.get("system_notes") or "[]"),
-               target_length=params.get("target_length"))
+               target_length=params.get("target_length"),
+               dataset=params.get("dataset.name"), dataset_digest=params.get("dataset_digest"))
     return row
 
 
@@ -153,6 +155,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                   else "")
                + f". Comparison metric: `{key}` ({verdict.direction(key)}; the first of "
                f"{', '.join(f'`{m}`' for m in comparison_order())} any run has).\n")
+    out.append(data_line(rows))
     out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
     out.append("## Key finding\n\n" + verdict.key_finding(
@@ -190,6 +193,33 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("\n## Examples chosen from the numbers\n")
     out.append(examples(sets, key))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common}
+
+
+def data_line(rows: list[dict[str, Any]]) -> str:
+    """What the runs read: the dataset's digest and its size, one clause per distinct digest
+    (runs on different data say so, by name)."""
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault(row.get("dataset_digest") or "", []).append(row)
+    clauses = [_data_clause(digest, group, named=len(groups) > 1)
+               for digest, group in groups.items()]
+    if len(clauses) == 1:
+        return f"Data: {clauses[0]}.\n"
+    return ("Data: the runs read different data, so their figures are not of the same "
+            "tasks: " + "; ".join(clauses) + ".\n")
+
+
+def _data_clause(digest: str, rows: list[dict[str, Any]], named: bool) -> str:
+    first = rows[0]
+    size = f"{_count(first.get('n_documents'))} documents, {_count(first.get('n_tasks'))} tasks"
+    which = f"{', '.join(r['run'] for r in rows)}: " if named else ""
+    held = f"dataset digest `{digest}`" if digest else \
+        "dataset digest unknown (logged before runs recorded one)"
+    return f"{which}`{first.get('dataset')}`, {held} ({size})"
+
+
+def _count(value: Any) -> str:
+    return "unknown" if value is None else f"{value:.0f}"
 
 
 def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],

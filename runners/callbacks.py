@@ -48,7 +48,7 @@ from runners.preflight import (
     prediction_folders,
 )
 from runners.scoring import DATASET_DIGEST_PARAM
-from runners.settings import Settings
+from runners.settings import Settings, data_label
 from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
@@ -136,8 +136,7 @@ class MLflowSweepCallback(Callback):
             log.info("every job of this sweep already FINISHED, but no sweep run holds their "
                      "report (the sweep was stopped while writing it): writing it now")
         run = self.client.create_run(
-            experiment_id,
-            run_name=f"sweep {' '.join(o for o in overrides if o.split('=')[0] in swept)}"[:250],
+            experiment_id, run_name=sweep_name(overrides, swept, config.dataset)[:250],
             tags={"sweep_id": sweep_id, "sweep_overrides": redact(" ".join(overrides)),
                   "sweep_dir": str(sweep_dir.resolve()), "sweep_host": socket.gethostname(),
                   "sweep_pid": str(os.getpid()),
@@ -197,6 +196,15 @@ class MLflowSweepCallback(Callback):
                 self.client.set_terminated(self.parent["run_id"], "FAILED")
             except Exception:  # noqa: BLE001 - best effort at interpreter exit
                 pass
+
+
+def sweep_name(overrides: list[str], swept: list[str], dataset: Any) -> str:
+    """``sweep system=arag,naive,stuffing ectsum/val[:30]``: the swept overrides and the
+    data (unless the dataset is swept: the overrides name it then)."""
+    parts = [o for o in overrides if o.split("=")[0] in swept]
+    if "dataset" not in swept:
+        parts.append(data_label(dataset))
+    return " ".join(["sweep", *parts])
 
 
 def sweep_digest(jobs: list[Settings]) -> str:

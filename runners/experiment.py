@@ -46,9 +46,9 @@ from runners.evaluate import scoring_items
 from runners.job import Job, build_system, cached, prepare
 from runners.predict import predict
 from runners.preflight import prediction_folders
-from runners.resume import prior_run
+from runners.resume import carry_over, prior_run
 from runners.scoring import log_data_identity, rescore, score_and_log, temperature_sent
-from runners.settings import Settings, read, require_keys
+from runners.settings import Settings, data_label, read, require_keys
 from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
@@ -59,6 +59,8 @@ from tracking.traces import log_task_assessments, log_task_traces
 log = logging.getLogger(__name__)
 # overrides that say where things are kept, not what runs: left out of a run's name
 _PLACES = ("tracking.", "cache.", "runner.", "hydra.", "dataset.root=")
+# overrides the run name's data label (settings.data_label) already shows
+_IN_DATA_LABEL = ("dataset=", "dataset.split=", "dataset.limit=")
 SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
            "cost_usd_total", "latency_ms_p50")
 
@@ -98,7 +100,9 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
     resume_id, finished = prior_run(client, experiment_id, job, parent)
     if finished is not None:
         return finished
-    with track.tracked_run(client, experiment_id, run_name or cfg.system.name, tags,
+    label = run_name or cfg.system.name  # what the report calls it (tag run_label)
+    tags["run_label"] = label
+    with track.tracked_run(client, experiment_id, f"{label} {data_label(cfg.dataset)}", tags,
                            (parent or {}).get("run_id"), resume_id) as tracker:
         tracker.log_params({**track.flatten(settings.tree),
                             "temperature_sent": temperature_sent(model, cfg.system.temperature)})
@@ -211,16 +215,20 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
              ) -> tuple[dict[str, float], list[Prediction]]:
     cfg = job.cfg
     system = build_system(job, model)
+    if not cfg.runner.rerun:  # runner.rerun=true answers every task again
+        carry_over(job)
     outcome = predict(
         system, job.dataset.tasks, job.predictions_path, source=job.dataset.name,
         concurrency=cfg.runner.concurrency, progress=cfg.runner.progress, label=label,
         retry_errors=cfg.runner.retry_errors, max_cost_usd=cfg.runner.max_cost_usd,
+        task_digests=job.task_digests(),
     )
     if outcome.stop_reason:
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})
         tracker.end_status = "KILLED"
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
+        "n_answered_again": float(outcome.n_changed),
         **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics,
         **spend_metrics(job, outcome.predictions)})
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
@@ -280,13 +288,16 @@ def _single_run_lock(settings: Settings, single: bool) -> Iterator[None]:
 
 def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:
     """``arag max_loops=6``: the system, then the keys a sweep varies; a single run names
-    its overrides (``naive retrieval.top_k=8``), leaving out where things are stored."""
+    its overrides (``naive retrieval.top_k=8``), leaving out where things are stored and
+    what the data label shows. The run's name adds the data label (``arag
+    ectsum/val[:30]``); the report calls it by this one (tag ``run_label``)."""
     choices = hc.runtime.choices
     if hc.mode == RunMode.MULTIRUN:
         parts = [f"{k}={choices[k] if k in choices else _shown(OmegaConf.select(cfg, k))}"
                  for k in swept if k != "system"]
     else:
-        parts = [o for o in hc.overrides.task if not o.startswith(("system=", *_PLACES))]
+        parts = [o for o in hc.overrides.task
+                 if not o.startswith(("system=", *_PLACES, *_IN_DATA_LABEL))]
     return " ".join([cfg.system.name, *parts])[:250]
 
 

@@ -8,12 +8,12 @@ import threading
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from arag.config import CacheConfig, CacheMode
+from arag.config import CacheConfig, CacheMode, Scope
 from arag.datasets import Dataset, load_dataset
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
-from arag.records import Prediction
+from arag.records import Prediction, content_hash
 from arag.retrieval import RetrievalSettings, SearchIndex, build_chunks, load_or_build_index
 from arag.retrieval.chunk_context import write_contexts
 from arag.retrieval.chunking import chunk_document
@@ -98,6 +98,15 @@ class Job:
             log.info("chunk contexts: %d chunks, %d model calls (%d from the response cache), "
                      "$%.4f", len(chunks), model.calls, model.cached_calls, model.cost_usd)
         return contexts
+
+    def task_digests(self) -> dict[str, str]:
+        """What each task's answer rests on (``Dataset.task_digests``): with corpus-wide
+        retrieval any document can change any answer, so each task's takes the whole
+        dataset's."""
+        digests = self.dataset.task_digests
+        if self.cfg.retrieval.scope == Scope.corpus and self.system_class.retrieves:
+            return {k: content_hash(v, self.dataset.digest) for k, v in digests.items()}
+        return digests
 
     def index_metrics(self) -> dict[str, float]:
         """index_sentences_embedded/_reused and index_embed_seconds; none if nothing searched."""

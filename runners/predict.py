@@ -34,6 +34,7 @@ class PredictOutcome:
     predictions: list[Prediction]  # in task order, one per task that has a prediction
     n_resumed: int = 0
     n_new: int = 0
+    n_changed: int = 0  # recorded tasks answered again: their content changed since
     not_run: list[str] = field(default_factory=list)  # stopped by the cost cap
     stop_reason: str | None = None
 
@@ -130,16 +131,34 @@ def _model_name(system: System) -> str:
     return str(getattr(model, "name", ""))
 
 
+def unchanged(done: dict[str, Prediction], digests: dict[str, str] | None
+              ) -> dict[str, Prediction]:
+    """The recorded predictions whose task is as it was answered (same ``task_digest``);
+    all of them when the tasks carry no digests."""
+    if digests is None:
+        return dict(done)
+    return {i: p for i, p in done.items() if i in digests and p.task_digest == digests[i]}
+
+
 def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
             concurrency: int = 4, progress: bool = True, retry_errors: bool = False,
-            max_cost_usd: float | None = None, label: str | None = None) -> PredictOutcome:
+            max_cost_usd: float | None = None, label: str | None = None,
+            task_digests: dict[str, str] | None = None) -> PredictOutcome:
+    """``task_digests``: task id -> the digest of its content (``Dataset.task_digests``),
+    stored on each record; a recorded task whose digest differs is answered again."""
     done = read_log(log_path)
-    keep = {i: p for i, p in done.items() if not (retry_errors and p.error)}
+    current = unchanged(done, task_digests)
+    keep = {i: p for i, p in current.items() if not (retry_errors and p.error)}
     todo = [t for t in tasks if t.id not in keep]
-    outcome = PredictOutcome(predictions=[], n_resumed=sum(1 for t in tasks if t.id in keep))
-    if outcome.n_resumed:
-        log.info("%s: resuming; %d of %d tasks already done", system.name, outcome.n_resumed,
-                 len(tasks))
+    outcome = PredictOutcome(predictions=[], n_resumed=sum(1 for t in tasks if t.id in keep),
+                             n_changed=sum(1 for t in tasks if t.id in done
+                                           and t.id not in current))
+    if outcome.n_resumed or outcome.n_changed:
+        log.info("%s: resuming; %d of %d tasks kept, %d answered again (their question, "
+                 "documents or reference changed), %d not answered before", system.name,
+                 outcome.n_resumed, len(tasks), outcome.n_changed,
+                 len(todo) - outcome.n_changed)
+    digests = task_digests or {}
     sink = PredictionLog(log_path)
     spent = sum(p.cost_usd or 0.0 for p in keep.values())
     results: dict[str, Prediction] = dict(keep)
@@ -163,6 +182,7 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 pred = future.result()
+                pred.task_digest = digests.get(pred.id)
                 sink.append(pred)
                 results[pred.id] = pred
                 spent += pred.cost_usd or 0.0

@@ -9,11 +9,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from arag.files import write_bytes_atomically
 from runners.errors import has_errors
+from runners.identity import predictions_identity
 from runners.job import SPEND_FILE, Job
+from runners.predict import read_log, unchanged
 from tracking import runs as track
 
 log = logging.getLogger(__name__)
+# in each predictions folder: the identity of its config without the data, so a run on
+# changed data finds the predictions of the same config on the earlier data
+LINEAGE_FILE = "config_identity.txt"
 
 
 def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] | None
@@ -80,3 +86,36 @@ def record_reused(parent: dict[str, Any] | None, run_id: str) -> None:
     if parent and parent.get("sweep_dir"):
         with open(Path(parent["sweep_dir"]) / track.REUSED_RUNS_FILE, "a") as f:
             f.write(json.dumps({"run_id": run_id}) + "\n")
+
+
+def carry_over(job: Job) -> int:
+    """A run whose data changed starts a new predictions folder (its identity holds the
+    dataset's digest); it starts from the predictions the same config made on the earlier
+    data, keeping those of every task whose content is unchanged (``task_digest``), so only
+    new and changed tasks are answered. Returns how many were kept."""
+    path = job.predictions_path
+    lineage = predictions_identity(job.settings.tree, job.settings.files)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    (path.parent / LINEAGE_FILE).write_text(lineage + "\n")
+    if path.exists():
+        return 0
+    earlier = _earlier_folder(path.parent, lineage)
+    if earlier is None:
+        return 0
+    kept = unchanged(read_log(earlier / path.name), job.task_digests())
+    kept = {i: p for i, p in kept.items() if not p.error}
+    ordered = [kept[t.id] for t in job.dataset.tasks if t.id in kept]
+    if ordered:
+        write_bytes_atomically(path, "".join(p.to_json() + "\n" for p in ordered).encode())
+    log.info("%s: the data changed since %s; kept the predictions of %d unchanged task(s), "
+             "the other %d are answered", job.cfg.system.name, earlier, len(ordered),
+             len(job.dataset.tasks) - len(ordered))
+    return len(ordered)
+
+
+def _earlier_folder(folder: Path, lineage: str) -> Path | None:
+    """The most recently written predictions folder of the same config on other data."""
+    found = [f.parent for f in folder.parent.glob(f"*/{LINEAGE_FILE}")
+             if f.parent != folder and (f.parent / "predictions.jsonl").exists()
+             and f.read_text().strip() == lineage]
+    return max(found, key=lambda f: (f / "predictions.jsonl").stat().st_mtime, default=None)

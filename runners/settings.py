@@ -88,3 +88,11 @@ def _typed(node: DictConfig, schema: type) -> Any:
     typed = OmegaConf.to_object(node)
     assert isinstance(typed, schema), f"{type(typed).__name__} is not a {schema.__name__}"
     return typed
+
+
+def data_label(dataset: Any) -> str:
+    """``ectsum/val[:30]``: the dataset, its split and its limit, for run names, so a 30-task
+    check and a full run do not look alike in the runs list."""
+    split = f"/{dataset.split}" if dataset.split else ""
+    limit = f"[:{dataset.limit}]" if dataset.limit is not None else ""
+    return f"{dataset.name}{split}{limit}"

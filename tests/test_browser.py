@@ -145,8 +145,9 @@ def test_parent_run_carries_the_comparison_and_every_child_trace_its_scores(ui):
     parent, client = _parent(tmp), client_for(tmp)
     children = [r for r in all_runs(tmp) if r.data.tags.get("system")]
     for child in children:
-        name = child.info.run_name
+        name = child.data.tags["run_label"]  # what the report calls it
         assert name == child.data.tags["system"]  # swept key system: named by the system
+        assert child.info.run_name.startswith(f"{name} sample")  # and the data
         assert parent.data.metrics[f"{name}/n_tasks"] == child.data.metrics["n_tasks"]
         assert parent.data.metrics[f"{name}/rouge2_f1_mean"] == child.data.metrics[
             "rouge2_f1_mean"]

@@ -135,7 +135,7 @@ def test_a_loop_budget_sweep_prices_every_budget_without_the_response_cache(tmp_
     assert done.returncode == 0, done.stderr[-3000:]
     client = client_for(tmp_path)
     parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
-    children = {r.info.run_name: r for r in all_runs(tmp_path)
+    children = {r.data.tags["run_label"]: r for r in all_runs(tmp_path)
                 if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
     assert len(children) == 3
     for name, child in children.items():

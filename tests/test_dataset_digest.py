@@ -82,3 +82,34 @@ def test_the_dataset_is_the_runs_mlflow_dataset_input_with_the_same_digest(tmp_p
     assert (logged.dataset.name, logged.dataset.digest) == ("mini", "0123456789abcdef")
     assert json.loads(logged.dataset.profile) == {"n_documents": 2, "n_tasks": 3}
     assert {t.key: t.value for t in logged.tags}["n_tasks"] == "3"
+
+
+def test_resume_answers_again_only_the_tasks_whose_content_changed(tmp_path, caplog):
+    from runners.predict import predict
+    from tests.test_predict import CountingSystem, _tasks
+
+    log, tasks = tmp_path / "predictions.jsonl", _tasks(3)
+    first = predict(CountingSystem(), tasks, log, source="s", progress=False,
+                    task_digests={"t0": "a", "t1": "b", "t2": "c"})
+    assert [p.task_digest for p in first.predictions] == ["a", "b", "c"]
+    system = CountingSystem()
+    with caplog.at_level("INFO"):
+        again = predict(system, tasks, log, source="s", progress=False,
+                        task_digests={"t0": "a", "t1": "B", "t2": "c"})
+    assert system.calls == ["t1"]
+    assert (again.n_resumed, again.n_changed, again.n_new) == (2, 1, 1)
+    assert "2 of 3 tasks kept, 1 answered again" in caplog.text
+    assert again.predictions[1].task_digest == "B"
+
+
+def test_the_report_states_the_data_and_when_runs_read_different_data():
+    from report.report import data_line
+
+    row = {"dataset": "my_calls", "dataset_digest": "d1", "n_documents": 2.0, "n_tasks": 3.0}
+    same = data_line([{**row, "run": "arag"}, {**row, "run": "naive"}])
+    assert same == "Data: `my_calls`, dataset digest `d1` (2 documents, 3 tasks).\n"
+    mixed = data_line([{**row, "run": "arag"}, {**row, "run": "naive", "dataset_digest": "d2"}])
+    assert "read different data" in mixed and "arag: `my_calls`, dataset digest `d1`" in mixed
+    assert "naive: `my_calls`, dataset digest `d2`" in mixed
+    old = data_line([{"run": "arag", "dataset": "x", "n_tasks": 3.0}])
+    assert "digest unknown" in old and "unknown documents" in old

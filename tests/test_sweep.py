@@ -204,14 +204,17 @@ def test_loop_budget_sweep_draws_the_curve_and_a_single_run_gets_its_report(tmp_
     names = sorted(r.info.run_name for r in all_runs(tmp_path) if r.data.tags.get("system"))
     # the console's last lines: the verdict over the three budgets and where the report is
     tail = result.stdout.strip().splitlines()[-20:]
-    assert all(any(n in line for line in tail) for n in names)
+    labels = [r.data.tags["run_label"] for r in all_runs(tmp_path) if r.data.tags.get("system")]
+    assert all(any(n in line for line in tail) for n in labels)
     assert any("report.html" in line for line in tail)
-    assert names == ["arag max_loops=2", "arag max_loops=4", "arag max_loops=8"]
+    # named by the swept key and the data: dataset, split and limit
+    assert names == ["arag max_loops=2 sample[:3]", "arag max_loops=4 sample[:3]",
+                     "arag max_loops=8 sample[:3]"]
     single = run_cli(tmp_path, "system=naive", "dataset.limit=2", sweep=False,
                      cache=shared_cache)
     assert single.returncode == 0, single.stderr[-3000:]
     run = next(r for r in all_runs(tmp_path) if r.data.tags.get("system") == "naive")
-    assert run.info.run_name == "naive dataset.limit=2"  # named from its overrides
+    assert run.info.run_name == "naive sample[:2]"  # named from its overrides and data
     assert "mlflow.parentRunId" not in run.data.tags
     assert "report.md" in {a.path for a in client.list_artifacts(run.info.run_id)}
 
