@@ -14,15 +14,14 @@ question, reference or documents changed is answered again while the others are 
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 from arag.records import Corpus, Document, Task, content_hash
 
 DIGEST_LENGTH = 16
 
 
 def document_digest(doc: Document) -> str:
-    return content_hash("document", asdict(doc), length=DIGEST_LENGTH)
+    # the fields as they are (vars, not dataclasses.asdict: no deep copy of every line)
+    return content_hash("document", vars(doc), length=DIGEST_LENGTH)
 
 
 def digests(tasks: list[Task], corpus: Corpus) -> tuple[str, dict[str, str]]:
@@ -30,7 +29,7 @@ def digests(tasks: list[Task], corpus: Corpus) -> tuple[str, dict[str, str]]:
     reads). The dataset's covers every task in order and every document, read by a task or
     not (a document nobody asks about still changes what corpus-wide search finds)."""
     docs = {doc_id: document_digest(doc) for doc_id, doc in corpus.documents.items()}
-    per_task = {task.id: content_hash("task", asdict(task), [docs.get(d) for d in task.doc_ids],
+    per_task = {task.id: content_hash("task", vars(task), [docs.get(d) for d in task.doc_ids],
                                       length=DIGEST_LENGTH)
                 for task in tasks}
     whole = content_hash("dataset", list(per_task.items()), sorted(docs.values()),
