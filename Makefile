@@ -20,10 +20,14 @@ $(DEV): $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $@
 
-# the browser test drives Debian's chromium (never a downloaded browser build)
+# the browser test drives Debian's chromium (never a downloaded browser build); as root,
+# `make test` installs it with apt and says so; CHROMIUM=no skips that (the test then skips)
+CHROMIUM ?= yes
 chromium:
-	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
-	  { if [ "$$(id -u)" = 0 ]; then apt-get update -qq && \
+	@[ "$(CHROMIUM)" = no ] || command -v chromium >/dev/null || command -v chromium-browser >/dev/null || \
+	  { if [ "$$(id -u)" = 0 ]; then \
+	      echo "installing Debian's chromium for the browser test (apt-get; to skip: make test CHROMIUM=no)" && \
+	      apt-get update -qq && \
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	    else echo "chromium missing: the browser test will be skipped (apt-get install chromium)"; fi; }
 
@@ -52,18 +56,19 @@ ui: $(STAMP)
 
 # link the real datasets of a checkout that has ../shared/datasets beside it into
 # data/datasets/ (git-ignored), where the dataset configs look; elsewhere, clone them there
-# (README: Real datasets)
+# (docs/datasets.md: Real datasets). Exits non-zero when it found none of them.
 SHARED_DATA ?= ../shared/datasets
 data:
 	@mkdir -p data/datasets
-	@for d in ectsum financebench; do \
-	  if [ -e data/datasets/$$d ]; then echo "data/datasets/$$d: already there"; \
+	@found=0; for d in ectsum financebench summedits; do \
+	  if [ -e data/datasets/$$d ]; then echo "data/datasets/$$d: already there"; found=1; \
 	  elif [ -d $(SHARED_DATA)/$$d ]; then \
 	    case "$(SHARED_DATA)" in /*) src=$(SHARED_DATA)/$$d;; *) src=../../$(SHARED_DATA)/$$d;; esac; \
-	    ln -s $$src data/datasets/$$d && \
+	    ln -s $$src data/datasets/$$d && found=1 && \
 	    echo "data/datasets/$$d -> $(SHARED_DATA)/$$d"; \
-	  else echo "data/datasets/$$d: not found in $(SHARED_DATA); clone it (README: Real datasets)"; fi; \
-	done
+	  else echo "data/datasets/$$d: not found in $(SHARED_DATA); clone it (docs/datasets.md: Real datasets)"; fi; \
+	done; \
+	if [ $$found = 0 ]; then echo "make data: no dataset found in $(SHARED_DATA). Fix: make data SHARED_DATA=<folder holding ectsum/ financebench/ summedits/>, or clone them into data/datasets/ (docs/datasets.md: Real datasets)" >&2; exit 1; fi
 
 clean-runs:
 	rm -rf mlruns/mlflow.db mlruns/artifacts data/runs outputs multirun

@@ -104,6 +104,9 @@ def suggest_closest_keys() -> None:
 
 def unknown_key_message(override: str, cfg: DictConfig) -> str:
     key, _, value = override.partition("=")
+    group = closest_group(key)
+    if group is not None:
+        return group_message(key, group, _as_typed(key, value))
     known = [k for k in dotted_keys(OmegaConf.to_container(cfg, resolve=False))
              if key.startswith("hydra.") or not k.startswith("hydra.")]
     close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
@@ -114,6 +117,37 @@ def unknown_key_message(override: str, cfg: DictConfig) -> str:
         top = sorted({k.split('.')[0] for k in known})
         fix = f"The top-level keys are: {', '.join(top)}"
     return f"{key} is not a config key. {fix}"
+
+
+def closest_group(key: str) -> str | None:
+    """The config group a misspelled top-level key most likely means (``sytem`` ->
+    ``system``): a group takes an option name, so its fix is ``system=naive``, not a key
+    inside the group (``system.name=naive`` would run the default system under that name)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    if "." in key or "/" in key or not GlobalHydra.instance().is_initialized():
+        return None
+    groups = GlobalHydra.instance().config_loader().list_groups("")
+    close = difflib.get_close_matches(key, [g for g in groups if g != "hydra"], n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def group_message(key: str, group: str, value: str) -> str:
+    """``sytem=arag,naiv``: ``Fix: system=arag,naive`` (each item of a sweep list mended)."""
+    from hydra.core.global_hydra import GlobalHydra
+
+    options = GlobalHydra.instance().config_loader().get_group_options(group)
+    fixed = [next(iter(difflib.get_close_matches(item, options, n=1, cutoff=0.5)), item)
+             for item in value.split(",")]
+    return (f"{key} is not a config key. Did you mean the config group {group}? "
+            f"Fix: {group}={','.join(fixed)}")
+
+
+def _as_typed(key: str, value: str) -> str:
+    """The value as the user typed it: a sweep composes each job with one item of
+    ``sytem=arag,naiv``, but the fix should keep the whole list."""
+    typed = next((arg.partition("=")[2] for arg in sys.argv[1:] if arg.startswith(f"{key}=")), None)
+    return typed if typed else value
 
 
 def dotted_keys(data: Any, prefix: str = "") -> list[str]:

@@ -310,3 +310,36 @@ def test_an_unknown_key_suggests_the_closest_known_key():
     assert "max_lops is not a config key. Did you mean max_loops? Fix: max_loops=3" \
         in done.stderr
     assert "+max_lops" not in done.stderr
+
+
+GROUP_TYPOS = {"sytem": ("system", "naiv", "naive"), "datset": ("dataset", "ectsum", "ectsum"),
+               "modle": ("model", "offline", "offline"), "juge": ("judge", "none", "none"),
+               "retreival": ("retrieval", "default", "default"),
+               "metrcs": ("metrics", "default", "default"),
+               "trackng": ("tracking", "default", "default"), "cahce": ("cache", "default", "default")}
+
+
+@pytest.mark.parametrize("typo", list(GROUP_TYPOS))
+def test_a_misspelt_group_gets_the_group_fix_not_a_key_inside_it(typo):
+    """`sytem=naive` means the system group: `system.name=naive` would run the default
+    system under another name."""
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import ConfigCompositionException
+
+    from runners.cli import suggest_closest_keys
+
+    suggest_closest_keys()
+    group, typed, fixed = GROUP_TYPOS[typo]
+    with initialize_config_dir(str(ROOT / "conf"), version_base="1.3"), \
+            pytest.raises(ConfigCompositionException) as caught:
+        compose("config", overrides=[f"{typo}={typed}"])
+    assert f"{typo} is not a config key. Did you mean the config group {group}? " \
+           f"Fix: {group}={fixed}" in str(caught.value)
+
+
+def test_a_misspelt_group_in_a_sweep_keeps_every_item_of_its_list():
+    done = subprocess.run([sys.executable, "run.py", "-m", "sytem=arag,naiv"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "Fix: system=arag,naive" in done.stderr, done.stderr[-2000:]
+    assert "system.name" not in done.stderr

@@ -167,3 +167,28 @@ def test_claude_http_request_lines_show_only_with_runner_verbose(tmp_path):
     assert quiet.returncode == 0 and loud.returncode == 0, quiet.stderr[-2000:] + loud.stderr[-2000:]
     assert "HTTP Request" not in quiet.stdout + quiet.stderr
     assert "HTTP Request: POST" in loud.stderr
+
+
+def test_help_opens_with_what_the_tool_does_and_how_to_start():
+    done = subprocess.run([sys.executable, "run.py", "--help"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("arag-eval: does agentic retrieval (A-RAG) beat naive top-k RAG")
+    head = "\n".join(lines[:15])
+    for part in ("make run", "make test", "python run.py -m system=arag,naive,stuffing dataset=sample",
+                 "max_loops=3,6,12,22"):
+        assert part in head, part
+    assert "== Configuration groups ==" in done.stdout
+    assert "system: arag, arag_summarize" in done.stdout
+    assert "README.md" in done.stdout and "--cfg job" in done.stdout
+    assert len(lines) < 60  # the whole config is behind --cfg job, not dumped here
+
+
+def test_make_data_without_any_dataset_exits_non_zero_and_names_the_docs(tmp_path):
+    shutil.copy(ROOT / "Makefile", tmp_path / "Makefile")
+    done = subprocess.run(["make", "--no-print-directory", "data", f"SHARED_DATA={tmp_path}/none"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0
+    assert "no dataset found" in done.stderr and "docs/datasets.md: Real datasets" in done.stderr
+    assert "## Real datasets" in (ROOT / "docs" / "datasets.md").read_text()
