@@ -22,7 +22,7 @@ import numpy as np
 
 from metrics.base import Scorer
 
-NOT_AVERAGED = ("started_at",)
+NOT_AVERAGED = ("started_at", "repeat")
 BOOTSTRAP_SAMPLES = 1000
 
 
