@@ -135,13 +135,19 @@ def _pass_all(sets: TaskSets) -> str:
             + table(["run", "field", "pass^k"], rows))
 
 
-def parent_metrics(sets: TaskSets, key: str) -> dict[str, float]:
-    """``stability/<a> vs <b>``: each pair's stability share on ``key``, for the parent run."""
-    out = {}
+def stability_metrics(sets: TaskSets, key: str) -> dict[str, dict[str, float]]:
+    """Run id -> its stability share on ``key`` against each other run with repeats
+    (``stability/<other>``), and for the parent run (key ``"parent"``) every pair's
+    (``stability/<a> vs <b>``)."""
+    out: dict[str, dict[str, float]] = {}
     for a, b in itertools.combinations(repeated(sets.runs), 2):
         ids = sets.scored_ids([a, b], key)
         share = stability_share(_answered(sets, a, ids), _answered(sets, b, ids), key,
                                 policy.higher_is_better(key))
-        if share is not None:
-            out[f"stability/{metric_label(a['run'])} vs {metric_label(b['run'])}"] = share[0]
+        if share is None:
+            continue
+        la, lb = metric_label(a["run"]), metric_label(b["run"])
+        out.setdefault("parent", {})[f"stability/{la} vs {lb}"] = share[0]
+        out.setdefault(a["run_id"], {})[f"stability/{lb}"] = share[0]
+        out.setdefault(b["run_id"], {})[f"stability/{la}"] = share[0]
     return out

@@ -450,9 +450,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key)
-        stability = repeats.parent_metrics(task_sets(finished, records), key)
-        if stability:
-            RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(stability)
+        # each pair's stability share: on the parent, and on both children
+        for run_id, stability in repeats.stability_metrics(task_sets(finished, records),
+                                                           key).items():
+            RunTracker(client, target_run_id if run_id == "parent" else run_id,
+                       target.info.experiment_id).log_metrics(stability)
     log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
     return result
 

@@ -229,3 +229,21 @@ def test_compare_page_shows_a_tasks_repeats_side_by_side():
     assert "selectedEvaluationId=tr-1" in page
     scores = json.loads(html.unescape(re.search(r"data-scores='([^']*)'", page).group(1)))
     assert scores["0"]["geval_coverage"] == 3.0  # sorted by the task's mean over repeats
+
+
+@pytest.mark.slow  # builds the sample's index and loads the tokenizer: slow on a busy machine
+def test_the_dry_run_prices_every_repeat(make_cfg, capsys):
+    from runners.experiment import run
+    from runners.settings import read
+
+    def estimate(repeats: int) -> tuple[float, str]:
+        cfg = make_cfg("system=naive", "dataset=sample", "dataset.limit=2",
+                       "model=claude-haiku-4-5", "runner.dry_run=true",
+                       f"runner.repeats={repeats}")
+        cost = run(read(cfg))["estimated_cost_usd"]
+        return cost, capsys.readouterr().out
+
+    once, _ = estimate(1)
+    thrice, printed = estimate(3)
+    assert once > 0 and thrice == pytest.approx(3 * once)
+    assert "[dry run] naive (x3 repeats): 2 tasks, 6 model calls" in printed
