@@ -92,6 +92,12 @@ def _declared_aggregates(answered: list[dict[str, Any]], metric: Metric) -> dict
     return out
 
 
+def _task_ids(records: list[dict[str, Any]]) -> list[str]:
+    """Each record's task: its ``id``; a record without one (scored outside a run) is a task
+    of its own."""
+    return [str(r["id"]) if "id" in r else f"#{i}" for i, r in enumerate(records)]
+
+
 def _finite(value: Any) -> bool:
     return (not isinstance(value, bool) and isinstance(value, int | float)
             and math.isfinite(value))
@@ -130,13 +136,15 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
     }
     answered = [r for r in records if not r.get("error") and not r.get("skipped")]
     metrics["n_answered"] = float(len(answered))
-    metrics["n_task_ids"] = float(len({r["id"] for r in records}))
-    metrics["n_repeats"] = float(max(Counter(r["id"] for r in records).values(), default=0))
+    tasks = Counter(_task_ids(records))
+    metrics["n_task_ids"] = float(len(tasks))
+    metrics["n_repeats"] = float(max(tasks.values(), default=0))
     numeric = _numeric_fields(answered)
+    by_task = [{**r, "id": t} for r, t in zip(answered, _task_ids(answered), strict=True)]
     for key in sorted(numeric):
-        metrics[f"{key}_mean"] = float(np.mean(list(task_means(answered, key).values())))
+        metrics[f"{key}_mean"] = float(np.mean(list(task_means(by_task, key).values())))
         if key in declared:
-            metrics.update(_declared_aggregates(answered, declared[key]))
+            metrics.update(_declared_aggregates(by_task, declared[key]))
     latencies = numeric.get("latency_ms", [])
     if latencies:
         for q in (50, 90, 99):
