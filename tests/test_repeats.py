@@ -247,3 +247,13 @@ def test_the_dry_run_prices_every_repeat(make_cfg, capsys):
     thrice, printed = estimate(3)
     assert once > 0 and thrice == pytest.approx(3 * once)
     assert "[dry run] naive (x3 repeats): 2 tasks, 6 model calls" in printed
+
+
+def test_the_cost_cap_message_counts_answers_with_repeats():
+    from runners.errors import cost_cap_message
+
+    once = cost_cap_message("r", {"n_answered": 2, "n_tasks": 2, "n_not_run": 1}, 1.0)
+    thrice = cost_cap_message("r", {"n_answered": 4, "n_tasks": 4, "n_not_run": 2,
+                                    "n_repeats": 3}, 1.0)
+    assert "2 of 3 tasks answered" in once and "answered tasks are resumed" in once
+    assert "4 of 6 answers given" in thrice and "given answers are resumed" in thrice
