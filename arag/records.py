@@ -127,6 +127,8 @@ class Prediction:
     doc_ids: list[str]
     ground_truth: str
     predicted: str | None = None
+    # which of ``runner.repeats`` answers to the task this is, from 0
+    repeat: int = 0
     # measurements (MEASURED): None when the record does not carry them (predictions made
     # elsewhere), never a made-up 0
     loops: int | None = 0
@@ -162,6 +164,12 @@ class Prediction:
     # differs (its question, reference or documents changed) is answered again
     task_digest: str | None = None
 
+    @property
+    def answer_key(self) -> str:
+        """Which answer this is: the task id for repeat 0 (as before repeats existed),
+        ``<id>#<repeat>`` for the others. Resume and traces key on it."""
+        return answer_key(self.id, self.repeat)
+
     def to_json(self) -> str:
         data = asdict(self)
         data["trace"] = json_safe(data["trace"])  # tool inputs as the model sent them
@@ -176,6 +184,11 @@ class Prediction:
             values["not_recorded"] = [k for k in RECORDED if k not in data]
             values.update({k: None for k in MEASURED if k not in data})
         return cls(**values)
+
+
+def answer_key(task_id: str, repeat: int) -> str:
+    """``Prediction.answer_key`` of the ``repeat``-th answer to a task."""
+    return task_id if not repeat else f"{task_id}#{repeat}"
 
 
 # what a prediction measured about its own run: null when a record does not carry it

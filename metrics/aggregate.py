@@ -1,9 +1,16 @@
 """Run-level aggregates from per-task eval records, as the scorers declare them.
 
 For every numeric per-task field: ``<field>_mean`` over answered tasks that have a value
-(nulls are not zeros). A declared metric with ``ci`` also gets a bootstrap 95% confidence
-interval (``_ci_low``/``_ci_high``, 1,000 resamples, fixed seed) and one with
-``share_at_least`` the share of tasks at or above it (``_share_ge<N>``). Plus latency
+(nulls are not zeros), each task's repeats (``runner.repeats``) averaged first, so a task
+weighs the same however many answers it has. A declared metric with ``ci`` also gets a
+bootstrap 95% confidence interval over tasks (``_ci_low``/``_ci_high``, 1,000 resamples,
+fixed seed; a task's repeats stay with it, so more repeats of the same answer never narrow
+it) and, with two repeats or more or with judge samples, its variance split
+(``metrics.repeats``: ``_var_between_tasks``, ``_var_within_task``, ``_var_judge``); one with
+``share_at_least`` the share of tasks at or above it (``_share_ge<N>``, per task over its
+repeats); one a scorer declares pass/fail (``Metric.passes``) with two repeats or more its
+pass^k (``_pass_all``: every repeat correct). ``n_repeats``: the most answers any task has;
+``n_task_ids``: distinct tasks (``n_tasks``, ``n_answered`` and ``n_errors`` count answers). Plus latency
 percentiles (answered tasks; errored tasks' latency apart, ``latency_ms_errors_p50``/
 ``_max``), cost totals and ``cost_usd_per_task`` (the total over every task the system ran,
 errored ones included: their calls were paid; ``cost_usd_uncached_per_task`` the same as if
@@ -15,14 +22,16 @@ judge parse failures, error-taxonomy rates, cost per coverage point).
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from metrics.base import Scorer
+from metrics.base import Metric, Scorer
+from metrics.repeats import pass_all, variance_components
 
-NOT_AVERAGED = ("started_at",)
+NOT_AVERAGED = ("started_at", "repeat")
 BOOTSTRAP_SAMPLES = 1000
 
 
@@ -62,6 +71,38 @@ def _numeric_fields(records: list[dict[str, Any]]) -> dict[str, list[float]]:
     return numeric
 
 
+def _declared_aggregates(answered: list[dict[str, Any]], metric: Metric) -> dict[str, float]:
+    """A declared metric's CI over task means, share at or above its threshold, variance
+    split and pass^k."""
+    out: dict[str, float] = {}
+    per_task = list(task_means(answered, metric.name).values())
+    ci = bootstrap_ci(per_task) if metric.ci else None
+    if ci is not None:
+        out[f"{metric.name}_ci_low"], out[f"{metric.name}_ci_high"] = ci
+    parts = variance_components(answered, metric.name) if metric.ci else None
+    if parts is not None and (parts.within_task is not None or parts.judge is not None):
+        out.update(parts.metrics(metric.name))  # a split needs repeats or judge samples
+    if metric.share_at_least is not None:
+        at_least = [{"id": r["id"], "hit": float(r[metric.name] >= metric.share_at_least)}
+                    for r in answered if _finite(r.get(metric.name))]
+        out[metric.share_key] = float(np.mean(list(task_means(at_least, "hit").values())))
+    passed = pass_all(answered, metric.name) if metric.passes else None
+    if passed is not None:
+        out[f"{metric.name}_pass_all"] = passed
+    return out
+
+
+def _task_ids(records: list[dict[str, Any]]) -> list[str]:
+    """Each record's task: its ``id``; a record without one (scored outside a run) is a task
+    of its own."""
+    return [str(r["id"]) if "id" in r else f"#{i}" for i, r in enumerate(records)]
+
+
+def _finite(value: Any) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, int | float)
+            and math.isfinite(value))
+
+
 def _cost_totals(records: list[dict[str, Any]]) -> dict[str, float]:
     """Totals only when every record carries its cost: a total over the tasks that happen
     to say theirs would be a made-up number (predictions made elsewhere may not)."""
@@ -95,18 +136,15 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
     }
     answered = [r for r in records if not r.get("error") and not r.get("skipped")]
     metrics["n_answered"] = float(len(answered))
+    tasks = Counter(_task_ids(records))
+    metrics["n_task_ids"] = float(len(tasks))
+    metrics["n_repeats"] = float(max(tasks.values(), default=0))
     numeric = _numeric_fields(answered)
-    for key, values in sorted(numeric.items()):
-        metrics[f"{key}_mean"] = float(np.mean(values))
-        metric = declared.get(key)
-        if metric is None:
-            continue
-        ci = bootstrap_ci(values) if metric.ci else None
-        if ci is not None:
-            metrics[f"{key}_ci_low"], metrics[f"{key}_ci_high"] = ci
-        if metric.share_at_least is not None:
-            metrics[metric.share_key] = float(np.mean([v >= metric.share_at_least
-                                                         for v in values]))
+    by_task = [{**r, "id": t} for r, t in zip(answered, _task_ids(answered), strict=True)]
+    for key in sorted(numeric):
+        metrics[f"{key}_mean"] = float(np.mean(list(task_means(by_task, key).values())))
+        if key in declared:
+            metrics.update(_declared_aggregates(by_task, declared[key]))
     latencies = numeric.get("latency_ms", [])
     if latencies:
         for q in (50, 90, 99):

@@ -43,6 +43,9 @@ class Metric:
     # the sweep report compares systems on the present metric with the lowest number
     compare_priority: int | None = None
     higher_is_better: bool = True  # the direction the report ranks runs in (report.policy)
+    # 1 = correct, 0 = not: with runner.repeats >= 2 the run logs pass^k (every repeat
+    # correct, ``<name>_pass_all``)
+    passes: bool = False
 
     @property
     def title(self) -> str:

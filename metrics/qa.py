@@ -67,9 +67,9 @@ def verdict_prompt(item: ScoringItem) -> str:
 
 @register_scorer("qa")
 class QAScorer(JudgedScorer):
-    metrics = [Metric("qa_contain_match", "QA contain-match"),
+    metrics = [Metric("qa_contain_match", "QA contain-match", passes=True),
                Metric("qa_judge_score", "QA judge score"),
-               Metric("qa_judge_correct", "QA judged correct")]
+               Metric("qa_judge_correct", "QA judged correct", passes=True)]
     judged = ["qa_judge_score", "qa_judge_correct"]
 
     def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]

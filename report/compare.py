@@ -5,6 +5,9 @@ its error (code and message), the chunks it read with the gold ones marked, and 
 the task's MLflow trace. The rows sort by the difference between two chosen runs on a
 chosen score. The page is self-contained (inline CSS and JS, no network), so it works in
 MLflow's sandboxed artifact viewer and from a downloaded file alike.
+
+With ``runner.repeats`` a run's cell shows the task's repeats side by side (each with its
+output, scores and trace link), and the row sorts by the task's mean over its repeats.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import json
 import logging
 from typing import Any
 
+from arag.records import answer_key
 from metrics import declared_metrics
 from report import policy
+from report.verdict import per_task
 
 log = logging.getLogger(__name__)
 DEFAULT_UI = "http://127.0.0.1:5000"  # make ui; a page served by MLflow uses its own origin
@@ -30,6 +35,8 @@ vertical-align:top;text-align:left}th{background:#f3f3f3;position:sticky;top:0}
 .diff{font-weight:bold}.controls{margin:.5em 0 1em}.muted{color:#777}
 .scroll{overflow:auto;max-width:100%;max-height:85vh;border:1px solid #ddd}
 .trace-note{margin-top:.3em;color:#333}.trace-note input{font-size:11px;width:100%}
+.repeats{display:flex;gap:.5em}.repeat{flex:1;min-width:14em;border-left:2px solid #ddd;
+padding-left:.4em}
 """
 
 _SCRIPT = """
@@ -87,7 +94,8 @@ def score_fields(records: dict[str, list[dict[str, Any]]], key: str) -> list[str
 
 
 def trace_ids(experiment_id: str, finished: list[dict[str, Any]]) -> dict[str, dict[str, str]]:
-    """run id -> task id -> the id of the task's MLflow trace."""
+    """run id -> answer key (the task id; ``<task>#<repeat>`` from repeat 1 on) -> the id
+    of that answer's MLflow trace."""
     import mlflow
 
     out: dict[str, dict[str, str]] = {}
@@ -99,8 +107,9 @@ def trace_ids(experiment_id: str, finished: list[dict[str, Any]]) -> dict[str, d
             log.warning("traces of run %s not found (%s): compare.html has no links to them",
                         run["run_id"], exc)
             continue
-        out[run["run_id"]] = {t.info.trace_metadata["task_id"]: t.info.trace_id
-                              for t in traces if "task_id" in t.info.trace_metadata}
+        out[run["run_id"]] = {
+            answer_key(meta["task_id"], int(meta.get("repeat") or 0)): t.info.trace_id
+            for t in traces if "task_id" in (meta := t.info.trace_metadata)}
     return out
 
 
@@ -122,9 +131,19 @@ def _number(value: float) -> str:
     return f"{value:.0f}" if float(value).is_integer() else f"{value:.3f}"
 
 
-def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -> str:
-    if record is None:
+def _cell(answers: list[dict[str, Any]], fields: list[str], routes: list[str | None]) -> str:
+    """A run's cell: its one answer, or its repeats side by side."""
+    if not answers:
         return "<td class='muted'>not run</td>"
+    if len(answers) == 1:
+        return f"<td>{_answer(answers[0], fields, routes[0])}</td>"
+    shown = "".join(f"<div class='repeat'><div class='muted'>repeat {a.get('repeat') or 0}"
+                    f"</div>{_answer(a, fields, route)}</div>"
+                    for a, route in zip(answers, routes, strict=True))
+    return f"<td><div class='repeats'>{shown}</div></td>"
+
+
+def _answer(record: dict[str, Any], fields: list[str], route: str | None) -> str:
     if record.get("error"):
         out = (f"<div class='err'>error [{html.escape(str(record.get('error_kind') or 'error'))}]"
                f": {html.escape(str(record['error']))}</div>")
@@ -140,14 +159,14 @@ def _cell(record: dict[str, Any] | None, fields: list[str], route: str | None) -
         scores += f"; {record['cached_calls']} call(s) from the response cache"
     link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}' "
             "target='_blank' rel='noopener'>trace</a>" if route else "")
-    return (f"<td>{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}"
-            f"{details(record)}</td>")
+    return (f"{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}"
+            f"{details(record)}")
 
 
 def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], key: str,
          traces: dict[str, dict[str, str]], experiment_id: str, title: str) -> str:
     """The page: a header row of runs, then one row per task (in the first run's order)."""
-    by_run = [{r["id"]: r for r in records.get(run["run_id"], [])} for run in finished]
+    by_run = [_answers_by_task(records.get(run["run_id"], [])) for run in finished]
     task_ids = list(dict.fromkeys(t for recs in by_run for t in recs))
     fields = score_fields(records, key)
     head = "".join(f"<th>{html.escape(r['run'])}" + (
@@ -175,17 +194,29 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
         f"<script>{_SCRIPT}</script></body></html>")
 
 
-def _row(task_id: str, finished: list[dict[str, Any]], by_run: list[dict[str, dict[str, Any]]],
-         fields: list[str], traces: dict[str, dict[str, str]], experiment_id: str) -> str:
-    first = next(recs[task_id] for recs in by_run if task_id in recs)
-    scores = {i: {f: recs[task_id].get(f) for f in fields}
+def _answers_by_task(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Task id -> its answers in repeat order, tasks in first-seen order."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        out.setdefault(r["id"], []).append(r)
+    return {t: sorted(answers, key=lambda a: a.get("repeat") or 0) for t, answers in out.items()}
+
+
+def _row(task_id: str, finished: list[dict[str, Any]],
+         by_run: list[dict[str, list[dict[str, Any]]]], fields: list[str],
+         traces: dict[str, dict[str, str]], experiment_id: str) -> str:
+    first = next(recs[task_id][0] for recs in by_run if task_id in recs)
+    # a task's score for sorting: its mean over repeats (verdict.per_task)
+    scores = {i: {f: per_task(recs[task_id])[task_id].get(f) for f in fields}
               for i, recs in enumerate(by_run) if task_id in recs}
     cells = []
     for run, recs in zip(finished, by_run, strict=True):
-        trace = traces.get(run["run_id"], {}).get(task_id)
-        route = (f"#/experiments/{experiment_id}/traces?selectedEvaluationId={trace}"
-                 if trace else None)
-        cells.append(_cell(recs.get(task_id), fields, route))
+        answers = recs.get(task_id, [])
+        found = [traces.get(run["run_id"], {}).get(answer_key(task_id, a.get("repeat") or 0))
+                 for a in answers]
+        routes = [f"#/experiments/{experiment_id}/traces?selectedEvaluationId={t}" if t
+                  else None for t in found]
+        cells.append(_cell(answers, fields, routes))
     reference = html.escape(first.get("reference") or "")
     return (f"<tr data-scores='{html.escape(json.dumps(scores))}'><td class='q'><b>"
             f"{html.escape(task_id)}</b><br>{html.escape(first.get('question') or '')}"

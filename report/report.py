@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.geval import ERROR_CODES
-from report import compare, console, plots, policy, verdict
+from report import compare, console, plots, policy, repeats, verdict
 from report.policy import comparison_order, report_metrics
 from report.sections import (
     caveats,
@@ -51,7 +51,7 @@ from report.verdict import (
 from report.verdict import fmt as _fmt
 from report.verdict import table as _table
 from tracking.paths import resolve_tracking_uri
-from tracking.runs import REUSED_RUNS_FILE
+from tracking.runs import REUSED_RUNS_FILE, RunTracker
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,9 @@ def _row(run: Any) -> dict[str, Any]:
                tools=json.loads(params.get("system.tools") or "[]"),
                system_notes=json.loads(tags.get("system_notes") or "[]"),
                target_length=params.get("target_length"),
-               dataset=params.get("dataset.name"), dataset_digest=params.get("dataset_digest"))
+               dataset=params.get("dataset.name"), dataset_digest=params.get("dataset_digest"),
+               repeats=int(params.get("runner.repeats") or 1),
+               temperature_sent=params.get("temperature_sent"))
     return row
 
 
@@ -99,17 +101,22 @@ def _records(client, run: Any, folder: Path) -> list[dict[str, Any]]:
         path = client.download_artifacts(run.info.run_id, "predictions.eval.jsonl", str(folder))
         evals = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
         path = client.download_artifacts(run.info.run_id, "predictions.jsonl", str(folder))
-        preds = {json.loads(line)["id"]: json.loads(line)
-                 for line in Path(path).read_text().splitlines() if line}
+        preds = {_answer(p): p for p in (json.loads(line) for line in
+                                         Path(path).read_text().splitlines() if line)}
     except Exception:  # noqa: BLE001 - a run without artifacts (failed early) has no records
         return []
     for r in evals:
-        p = preds.get(r["id"], {})
+        p = preds.get(_answer(r), {})
         r.update(predicted=p.get("predicted"), reference=p.get("ground_truth"),
                  question=p.get("question"), error_kind=p.get("error_kind"),
                  context_chunk_ids=p.get("context_chunk_ids") or p.get("retrieved_chunk_ids"),
                  cached_calls=sum(1 for s in p.get("trace") or [] if s.get("cached")))
     return evals
+
+
+def _answer(record: dict[str, Any]) -> tuple[str, int]:
+    """Which answer a record is: its task and repeat (records made before repeats: 0)."""
+    return record["id"], int(record.get("repeat") or 0)
 
 
 def _get(row: dict[str, Any], key: str) -> Any:
@@ -190,6 +197,9 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     arag_points = _loop_section(out, common, records_by_run, key)
     out.append("\n## Paired comparisons\n")
     out.append(paired_section(sets, key))
+    repeat_text = repeats.section(sets, finished, key)
+    if repeat_text:
+        out.append("\n## Repeats\n\n" + repeat_text)
     out.append("\n## Examples chosen from the numbers\n")
     out.append(examples(sets, key))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common}
@@ -470,6 +480,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key)
+        # each pair's stability share: on the parent, and on both children
+        for run_id, stability in repeats.stability_metrics(task_sets(finished, records),
+                                                           key).items():
+            RunTracker(client, target_run_id if run_id == "parent" else run_id,
+                       target.info.experiment_id).log_metrics(stability)
     log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
     return result
 

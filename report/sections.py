@@ -10,7 +10,7 @@ import numpy as np
 from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
 from metrics.stats import correlation
-from report import policy
+from report import policy, repeats
 from report.verdict import Row, TaskSets, fmt, is_answered, table
 
 _FLAG_SUFFIX = "_parse_failures"
@@ -46,6 +46,7 @@ def caveats(rows: list[Row]) -> str:
                                                     int(r.get("n_answered") or 0))
               for r in rows if policy.tasks_without_tool_call(r)]
     notes += [f"`{r['run']}`: {note}" for r in rows for note in r.get("system_notes") or []]
+    notes += repeats.caveat(rows)
     if not notes:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(

@@ -10,6 +10,12 @@ A difference is declared only when it is significant (``metrics.stats.Paired``):
 says "no significant difference" or "too few to test". The key comparison also states its
 minimum detectable difference (80% power, 5% significance) and, when the observed
 difference is smaller, how many tasks would detect it.
+
+With ``runner.repeats`` a task has several answers per run: every comparison is made on the
+task's mean over its answered repeats (``per_task``), so pairs, CIs and tests are over tasks
+(a task's repeats stay with it) and K identical repeats give the verdict of one. The answers
+themselves stay in ``TaskSets.answers`` for the variance split and the stability of the
+verdict (``report.repeats``).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from typing import Any
 import numpy as np
 
 from metrics import bootstrap_ci
+from metrics.aggregate import task_means
+from metrics.repeats import STABLE_SHARE, repeat_differences, stability_share
 from metrics.stats import (
     ALPHA,
     MIN_UNTIED,
@@ -49,6 +57,8 @@ class TaskSets:
     tables: dict[str, dict[str, Record]]  # run id -> task id -> record
     common: list[str]  # task ids every compared run answered, in first-seen order
     all_ids: list[str] = field(default_factory=list)  # every task id any run has
+    # run id -> every answer record (each repeat its own), for what repeats show
+    answers: dict[str, list[Record]] = field(default_factory=dict)
 
     def values(self, run: Row, key: str, ids: list[str] | None = None) -> list[float]:
         table = self.tables[run["run_id"]]
@@ -78,15 +88,38 @@ class TaskSets:
         return paired_difference([ta[t][key] for t in ids], [tb[t][key] for t in ids])
 
 
+def per_task(records: list[Record]) -> dict[str, Record]:
+    """One record per task id, in first-seen order: a task answered once is its record; one
+    with repeats is its first answered repeat with every numeric field replaced by the mean
+    over its answered repeats (``metrics.aggregate.task_means``), answered when any is."""
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r["id"], []).append(r)
+    return {task: group[0] if len(group) == 1 else _merged(group)
+            for task, group in groups.items()}
+
+
+def _merged(group: list[Record]) -> Record:
+    answered = [r for r in group if is_answered(r)]
+    merged = dict((answered or group)[0])
+    numeric = {k for r in answered for k, v in r.items()
+               if isinstance(v, int | float) and not isinstance(v, bool)} - {"repeat"}
+    for key in numeric:
+        means = task_means(answered, key)
+        merged[key] = means.get(merged["id"])
+    merged["n_repeats"] = len(group)
+    return merged
+
+
 def task_sets(finished: list[Row], records_by_run: dict[str, list[Record]]) -> TaskSets:
-    tables = {r["run_id"]: {x["id"]: x for x in records_by_run.get(r["run_id"], [])}
-              for r in finished}
+    tables = {r["run_id"]: per_task(records_by_run.get(r["run_id"], [])) for r in finished}
     runs = [r for r in finished if any(is_answered(x) for x in tables[r["run_id"]].values())]
     left_out = [r for r in finished if r not in runs]
     all_ids = list(dict.fromkeys(t for r in finished for t in tables[r["run_id"]]))
     common = [t for t in all_ids if runs and all(
         is_answered(tables[r["run_id"]].get(t, {"skipped": True})) for r in runs)]
-    return TaskSets(runs, left_out, tables, common, all_ids)
+    return TaskSets(runs, left_out, tables, common, all_ids,
+                    {r["run_id"]: records_by_run.get(r["run_id"], []) for r in finished})
 
 
 def task_set_section(sets: TaskSets) -> str:
@@ -179,12 +212,35 @@ def pair_sentence(sets: TaskSets, a: Row, b: Row, key: str, means: dict[str, flo
         text += f", Wilcoxon p={res.p_text()} over {res.n_untied} untied pairs"
     if res.significant:
         better = a if policy.advantage(res.mean_diff, key) > 0 else b
-        return f"{text}: **significant**, {better['run']} is better."
+        return (f"{text}: **significant**, {better['run']} is better."
+                + stability_note(sets, a, b, key, ids, res.mean_diff))
     if not res.testable:
         return (f"{text}: **too few to test** (only {res.n_untied} pairs differ, at least "
                 f"{MIN_UNTIED} are needed).")
     why = "the CI includes 0" if res.ci_includes_zero else f"p ≥ {ALPHA}"
-    return f"{text}: **no significant difference** ({why})."
+    return (f"{text}: **no significant difference** ({why})."
+            + stability_note(sets, a, b, key, ids, res.mean_diff))
+
+
+def stability_note(sets: TaskSets, a: Row, b: Row, key: str, ids: list[str],
+                   mean_diff: float) -> str:
+    """With repeats: whether the pair's winner holds in every repeat taken alone, and the
+    share of tasks whose winner holds in at least 80% of their repeats; empty with one."""
+    wanted = set(ids)
+    first, second = ([x for x in sets.answers.get(r["run_id"], [])
+                      if x["id"] in wanted and is_answered(x)] for r in (a, b))
+    shares = stability_share(first, second, key, policy.higher_is_better(key))
+    if shares is None:
+        return ""
+    share, counted = shares
+    tasks = (f" On {share:.0%} of the {counted} tasks the winner is the same in at least "
+             f"{STABLE_SHARE:.0%} of the repeats.")
+    per_repeat = repeat_differences(first, second, key)
+    leads = sum(policy.advantage(d, key) > 0 for d in per_repeat)
+    if mean_diff == 0 or all(np.sign(d) == np.sign(mean_diff) for d in per_repeat):
+        return f" Each of the {len(per_repeat)} repeats alone gives the same sign.{tasks}"
+    return (f" **The winner is not stable across repeats**: {a['run']} leads in {leads} of "
+            f"{len(per_repeat)} repeats taken alone.{tasks}")
 
 
 def _name(run: Row) -> str:

@@ -5,7 +5,9 @@ model standing in for the configured one, so the A-RAG loop issues plausible too
 Every request the system builds is counted with a local tokenizer (the packaged MiniLM
 WordPiece tokenizer, scaled by ``CLAUDE_PER_WORDPIECE``) and priced with the configured
 model's prices. Prompt-cache discounts are not assumed: the estimate is an upper bound
-for input.
+for input. With ``runner.repeats=K`` every task is answered K times, each a request of its
+own, so the system's and the judge's calls are priced K times over (the stand-in answers
+every repeat alike, so one pass is estimated and multiplied).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -94,6 +96,16 @@ class Estimate:
     n_cached: int | None = None  # calls the response cache already answers (not counted)
     model: str = ""
     predictions: list[Prediction] = field(default_factory=list, repr=False)
+
+    def repeated(self, repeats: int) -> Estimate:
+        """The same calls made for each of ``repeats`` answers to every task."""
+        if repeats == 1:
+            return self
+        return replace(self, run=f"{self.run} (x{repeats} repeats)",
+                       n_calls=self.n_calls * repeats, input_tokens=self.input_tokens * repeats,
+                       output_tokens=self.output_tokens * repeats,
+                       cost_usd=self.cost_usd * repeats,
+                       n_cached=self.n_cached)  # cached for repeat 0: the rest are asked
 
     def line(self) -> str:
         if self.n_cached is None:

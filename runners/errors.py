@@ -56,10 +56,13 @@ class CostCapReached(RuntimeError):
 def cost_cap_message(run_id: str, metrics: Mapping[str, float], cap: float) -> str:
     answered, total = int(metrics.get("n_answered", 0)), int(metrics.get("n_tasks", 0))
     not_run = int(metrics.get("n_not_run", 0))
+    # with runner.repeats each task is answered K times: the counts are of answers
+    unit, done = ("answers", "given") if metrics.get("n_repeats", 1) > 1 else ("tasks",
+                                                                             "answered")
     return (f"run {run_id} stopped by the cost cap runner.max_cost_usd={cap:g}: {answered} of "
-            f"{total + not_run} tasks answered, {not_run} not run (spent "
+            f"{total + not_run} {unit} {done}, {not_run} not run (spent "
             f"${metrics.get('cost_usd_total', 0.0):.4f}). To go on, raise runner.max_cost_usd "
-            "(or set it to null) and run the same command again: answered tasks are resumed, "
+            f"(or set it to null) and run the same command again: {done} {unit} are resumed, "
             "not paid again.")
 
 

@@ -21,7 +21,7 @@ from arag.records import Chunk, Corpus, Prediction, Task
 from arag.systems import Sources, System
 from metrics import Scorer, ScoringItem
 
-PASSTHROUGH = ("loops", "max_loops_reached", "context_budget_reached", "cost_usd",
+PASSTHROUGH = ("repeat", "loops", "max_loops_reached", "context_budget_reached", "cost_usd",
                "cost_usd_uncached", "latency_ms", "input_tokens", "output_tokens", "cache_read_input_tokens",
                "cache_creation_input_tokens", "skipped", "skip_reason", "error")
 

@@ -146,7 +146,9 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     name = run_name or cfg.system.name
     est = dryrun.estimate(name, lambda m: build_system(job, m), job.dataset.tasks, cfg.model,
                           job.dataset.name, cfg.model.offline)
-    parts = {"system": [est], "judge": _judge_estimates(job, name, est.predictions)}
+    repeats = cfg.runner.repeats  # every repeat is a request of its own: priced K times
+    parts = {"system": [est.repeated(repeats)],
+             "judge": [e.repeated(repeats) for e in _judge_estimates(job, name, est.predictions)]}
     if cfg.retrieval.llm_context:  # the contexts the model would write for the index
         chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
                               cfg.retrieval.chunk_overlap)
@@ -221,7 +223,7 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         system, job.dataset.tasks, job.predictions_path, source=job.dataset.name,
         concurrency=cfg.runner.concurrency, progress=cfg.runner.progress, label=label,
         retry_errors=cfg.runner.retry_errors, max_cost_usd=cfg.runner.max_cost_usd,
-        task_digests=job.task_digests(),
+        task_digests=job.task_digests(), repeats=cfg.runner.repeats,
     )
     if outcome.stop_reason:
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})

@@ -7,6 +7,11 @@ is read back; tasks already answered are skipped (errored ones too, unless
 line (a torn write, a line that is not a prediction object) is set aside to
 ``predictions.jsonl.damaged`` and named, wherever it sits: every intact record is kept and
 only the tasks without one are predicted again.
+
+With ``runner.repeats=K`` every task is answered K times: each answer is a record of its own
+(``repeat``, from 0) and a request of its own to the model (``answer_repeat``: the response
+cache keys on the repeat index), so resume, the cost cap and the spend journal count
+answers, and raising K asks only the repeats not yet on disk.
 """
 
 from __future__ import annotations
@@ -16,13 +21,16 @@ import logging
 import os
 import threading
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdm import tqdm
 
 from arag.files import append_whole, is_storage_failure, write_bytes_atomically
-from arag.records import Prediction, Task
+from arag.llm.base import ChatModel
+from arag.llm.cache import answer_repeat
+from arag.records import Prediction, Task, answer_key
 from arag.systems.base import System
 
 log = logging.getLogger(__name__)
@@ -34,13 +42,14 @@ class PredictOutcome:
     predictions: list[Prediction]  # in task order, one per task that has a prediction
     n_resumed: int = 0
     n_new: int = 0
-    n_changed: int = 0  # recorded tasks answered again: their content changed since
-    not_run: list[str] = field(default_factory=list)  # stopped by the cost cap
+    n_changed: int = 0  # recorded answers asked again: their task's content changed since
+    not_run: list[str] = field(default_factory=list)  # answer keys stopped by the cost cap
     stop_reason: str | None = None
 
 
 def read_log(path: Path) -> dict[str, Prediction]:
-    """Predictions already on disk, last line per id wins. A damaged line (torn by a kill,
+    """Predictions already on disk by ``answer_key`` (the task id for repeat 0), last line
+    per answer wins. A damaged line (torn by a kill,
     not JSON, not a prediction object) is set aside wherever it sits: every intact record
     is kept, the damaged lines move to ``<log>.damaged`` and each is named (file:line)."""
     done: dict[str, Prediction] = {}
@@ -54,7 +63,7 @@ def read_log(path: Path) -> dict[str, Prediction]:
         if pred is None:
             damaged.append((number, line, why))
             continue
-        done[pred.id] = pred
+        done[pred.answer_key] = pred
         kept.append(line)
     if damaged:
         _set_aside(path, kept, damaged)
@@ -109,26 +118,43 @@ class PredictionLog:
             append_whole(self.path, (pred.to_json() + "\n").encode("utf-8"))
 
 
-def _predict_one(system: System, task: Task, source: str) -> Prediction:
-    """The system's prediction; a task that crashes the system becomes that task's recorded
-    error (counted against runner.max_error_rate, its traceback in the log), not a crashed
-    job. A failed write (a full disk) is no task's fault: it stops the job."""
+@dataclass(frozen=True)
+class Answer:
+    """One answer to ask for: a task and which of its repeats."""
+
+    task: Task
+    repeat: int = 0
+
+    @property
+    def key(self) -> str:
+        return answer_key(self.task.id, self.repeat)
+
+
+def _predict_one(system: System, answer: Answer, source: str) -> Prediction:
+    """The system's prediction, its model calls asking for this repeat; a task that crashes
+    the system becomes that task's recorded error (counted against runner.max_error_rate,
+    its traceback in the log), not a crashed job. A failed write (a full disk) is no task's
+    fault: it stops the job."""
+    task = answer.task
     try:
-        return system.predict(task, source)
+        model = _model(system)
+        with answer_repeat(model, answer.repeat) if model is not None else nullcontext():
+            pred = system.predict(task, source)
     except Exception as exc:  # noqa: BLE001 - one task's failure must not end the others
         if is_storage_failure(exc):
             raise  # a full disk or read-only cache ends the job, naming the path and key
         log.exception("%s: task %s failed", system.name, task.id)
-        return Prediction(id=task.id, source=source, system=system.name,
-                          model=_model_name(system),
+        pred = Prediction(id=task.id, source=source, system=system.name,
+                          model=str(getattr(_model(system), "name", "")),
                           task_type=task.task_type, question=task.question,
                           doc_ids=list(task.doc_ids), ground_truth=task.reference,
                           error=f"{type(exc).__name__}: {exc}", error_kind=CRASH)
+    pred.repeat = answer.repeat
+    return pred
 
 
-def _model_name(system: System) -> str:
-    model = getattr(getattr(system, "ctx", None), "model", None)
-    return str(getattr(model, "name", ""))
+def _model(system: System) -> ChatModel | None:
+    return getattr(getattr(system, "ctx", None), "model", None)
 
 
 def unchanged(done: dict[str, Prediction], digests: dict[str, str] | None
@@ -137,42 +163,47 @@ def unchanged(done: dict[str, Prediction], digests: dict[str, str] | None
     all of them when the tasks carry no digests."""
     if digests is None:
         return dict(done)
-    return {i: p for i, p in done.items() if i in digests and p.task_digest == digests[i]}
+    return {k: p for k, p in done.items() if p.id in digests and p.task_digest == digests[p.id]}
 
 
 def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
             concurrency: int = 4, progress: bool = True, retry_errors: bool = False,
             max_cost_usd: float | None = None, label: str | None = None,
-            task_digests: dict[str, str] | None = None) -> PredictOutcome:
-    """``task_digests``: task id -> the digest of its content (``Dataset.task_digests``),
-    stored on each record; a recorded task whose digest differs is answered again."""
+            task_digests: dict[str, str] | None = None, repeats: int = 1) -> PredictOutcome:
+    """Every task answered ``repeats`` times (``runner.repeats``); the outcome's
+    predictions in task order, each task's repeats together. ``task_digests``: task id ->
+    the digest of its content (``Dataset.task_digests``), stored on each record; a recorded
+    answer whose task's digest differs is asked again."""
+    answers = [Answer(t, r) for t in tasks for r in range(repeats)]
     done = read_log(log_path)
     current = unchanged(done, task_digests)
-    keep = {i: p for i, p in current.items() if not (retry_errors and p.error)}
-    todo = [t for t in tasks if t.id not in keep]
-    outcome = PredictOutcome(predictions=[], n_resumed=sum(1 for t in tasks if t.id in keep),
-                             n_changed=sum(1 for t in tasks if t.id in done
-                                           and t.id not in current))
+    keep = {k: p for k, p in current.items() if not (retry_errors and p.error)}
+    todo = [a for a in answers if a.key not in keep]
+    outcome = PredictOutcome(predictions=[], n_resumed=sum(1 for a in answers if a.key in keep),
+                             n_changed=sum(1 for a in answers if a.key in done
+                                           and a.key not in current))
     if outcome.n_resumed or outcome.n_changed:
-        log.info("%s: resuming; %d of %d tasks kept, %d answered again (their question, "
+        log.info("%s: resuming; %d of %d answers kept, %d answered again (their question, "
                  "documents or reference changed), %d not answered before", system.name,
-                 outcome.n_resumed, len(tasks), outcome.n_changed,
+                 outcome.n_resumed, len(answers), outcome.n_changed,
                  len(todo) - outcome.n_changed)
     digests = task_digests or {}
     sink = PredictionLog(log_path)
-    spent = sum(p.cost_usd or 0.0 for p in keep.values())
+    spent = sum(p.cost_usd or 0.0 for p in keep.values())  # every repeat on disk counts
     results: dict[str, Prediction] = dict(keep)
-    bar = tqdm(total=len(tasks), initial=outcome.n_resumed, desc=label or system.name,
-               unit="task", disable=not progress, dynamic_ncols=True)
+    bar = tqdm(total=len(answers), initial=outcome.n_resumed, desc=label or system.name,
+               unit="answer" if repeats > 1 else "task", disable=not progress,
+               dynamic_ncols=True)
     pending: set[Future] = set()
     queue = list(todo)
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         while queue or pending:
             while queue and len(pending) < concurrency:
                 if max_cost_usd is not None and spent >= max_cost_usd:
-                    outcome.not_run = [t.id for t in queue]
+                    outcome.not_run = [a.key for a in queue]
                     outcome.stop_reason = (f"cost cap runner.max_cost_usd={max_cost_usd} reached "
-                                           f"(spent ${spent:.4f}); {len(queue)} tasks not run")
+                                           f"(spent ${spent:.4f}); {len(queue)} "
+                                           f"{'answers' if repeats > 1 else 'tasks'} not run")
                     log.warning("%s: %s", system.name, outcome.stop_reason)
                     queue = []
                     break
@@ -184,12 +215,12 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
                 pred = future.result()
                 pred.task_digest = digests.get(pred.id)
                 sink.append(pred)
-                results[pred.id] = pred
+                results[pred.answer_key] = pred
                 spent += pred.cost_usd or 0.0
                 outcome.n_new += 1
                 bar.update(1)
                 bar.set_postfix(cost=f"${spent:.4f}", errors=sum(1 for p in results.values()
                                                                   if p.error))
     bar.close()
-    outcome.predictions = [results[t.id] for t in tasks if t.id in results]
+    outcome.predictions = [results[a.key] for a in answers if a.key in results]
     return outcome

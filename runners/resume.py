@@ -103,13 +103,15 @@ def carry_over(job: Job) -> int:
     if earlier is None:
         return 0
     kept = unchanged(read_log(earlier / path.name), job.task_digests())
-    kept = {i: p for i, p in kept.items() if not p.error}
-    ordered = [kept[t.id] for t in job.dataset.tasks if t.id in kept]
+    order = {t.id: i for i, t in enumerate(job.dataset.tasks)}
+    kept = {k: p for k, p in kept.items() if not p.error}
+    ordered = sorted(kept.values(), key=lambda p: (order.get(p.id, len(order)), p.repeat))
     if ordered:
         write_bytes_atomically(path, "".join(p.to_json() + "\n" for p in ordered).encode())
+    n_kept = len({p.id for p in ordered})
     log.info("%s: the data changed since %s; kept the predictions of %d unchanged task(s), "
-             "the other %d are answered", job.cfg.system.name, earlier, len(ordered),
-             len(job.dataset.tasks) - len(ordered))
+             "the other %d are answered", job.cfg.system.name, earlier, n_kept,
+             len(job.dataset.tasks) - n_kept)
     return len(ordered)
 
 

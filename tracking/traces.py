@@ -6,6 +6,10 @@ every model call (token usage, cost, cached or not) and a TOOL or RETRIEVER span
 tool call (arguments, returned chunk ids), at their recorded times; a model call a tool
 makes itself (``chunk_summarize``) is a CHAT_MODEL span inside its TOOL span. Traces are linked to
 the run through the ``mlflow.sourceRun`` metadata, so they show in the run's Traces tab.
+With ``runner.repeats``, each answer to a task is a trace of its own, named
+``<system>:<task>#<repeat>`` from repeat 1 on; every trace of a task carries the tag and
+metadata ``task_id`` (search ``tags.task_id = '...'`` to list a task's repeats together)
+and ``repeat``.
 
 Each trace carries the task's scores as MLflow assessments (feedback): every report metric
 the task has, its error codes, and the comparison metric's reason when it is null; judge
@@ -19,7 +23,7 @@ import time
 from typing import Any
 
 from arag import progress
-from arag.records import Prediction
+from arag.records import Prediction, answer_key
 from arag.trace import ModelCall, Retrieval, Step
 
 log = logging.getLogger(__name__)
@@ -40,10 +44,10 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
     existing = _existing_traces(experiment_id, run_id)
     stale: list[str] = []
     count = 0
-    todo = [p for p in predictions if existing.get(p.id, ("", ""))[1] != _stamp(p)]
+    todo = [p for p in predictions if existing.get(p.answer_key, ("", ""))[1] != _stamp(p)]
     with progress.bar("traces", len(todo), "trace", show=bool(todo)) as shown:
         for pred in todo:
-            old = existing.get(pred.id)
+            old = existing.get(pred.answer_key)
             if old is not None:
                 stale.append(old[0])
             _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic)
@@ -69,9 +73,10 @@ def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str
 
     traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id,
                                   return_type="list", include_spans=False)
-    by_task = {t.info.trace_metadata.get("task_id"): t for t in traces}
-    todo = [(r, by_task[r["id"]]) for r in records
-            if r["id"] in by_task and not by_task[r["id"]].info.assessments]
+    by_answer = {_trace_key(t.info.trace_metadata): t for t in traces}
+    keyed = [(r, answer_key(r["id"], r.get("repeat") or 0)) for r in records]
+    todo = [(r, by_answer[k]) for r, k in keyed
+            if k in by_answer and not by_answer[k].info.assessments]
     with progress.bar("scores on traces", len(todo), "trace", show=bool(todo)) as shown:
         for record, trace in todo:
             reference = (references or {}).get(record["id"])
@@ -122,7 +127,8 @@ def _stamp(pred: Prediction) -> str:
 
 
 def _existing_traces(experiment_id: str, run_id: str) -> dict[str, tuple[str, str]]:
-    """task id -> (trace id, prediction stamp) of the traces the run already has."""
+    """answer key (``Prediction.answer_key``) -> (trace id, prediction stamp) of the traces
+    the run already has."""
     import mlflow
 
     traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
@@ -131,8 +137,13 @@ def _existing_traces(experiment_id: str, run_id: str) -> dict[str, tuple[str, st
     for trace in traces:
         meta = trace.info.trace_metadata
         if "task_id" in meta:
-            out[meta["task_id"]] = (trace.info.trace_id, meta.get("prediction", ""))
+            out[_trace_key(meta)] = (trace.info.trace_id, meta.get("prediction", ""))
     return out
+
+
+def _trace_key(meta: dict[str, str]) -> str:
+    """The answer a trace shows (traces logged before repeats existed are repeat 0)."""
+    return answer_key(meta.get("task_id", ""), int(meta.get("repeat") or 0))
 
 
 def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
@@ -142,12 +153,14 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
 
     # a skipped task made no call: its trace is a single span that says why, at log time
     started = pred.started_at or time.time()
+    task = {"task_id": pred.id, "repeat": str(pred.repeat)}
     root = mlflow.start_span_no_context(
-        name=f"{pred.system}:{pred.id}",
+        name=f"{pred.system}:{pred.answer_key}",
         span_type=SpanType.AGENT if agentic else SpanType.CHAIN,
         inputs={"question": pred.question, "doc_ids": pred.doc_ids},
         attributes={"system": pred.system, "model": pred.model, "task_id": pred.id},
-        metadata={"mlflow.sourceRun": run_id, "task_id": pred.id, "prediction": stamp},
+        metadata={"mlflow.sourceRun": run_id, **task, "prediction": stamp},
+        tags=task,  # a task's repeats are found together by this tag
         experiment_id=experiment_id,
         start_time_ns=int(started * 1e9),
     )

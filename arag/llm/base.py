@@ -17,6 +17,9 @@ Message = dict[str, Any]
 # independent replies to the same request it asks for (judge.samples). Only the response
 # cache reads it (it keys on it); the model is sent the request without it.
 SAMPLE = "sample"
+# which of ``runner.repeats`` answers to a task a call belongs to: the response cache keys on
+# it from repeat 1 on (repeat 0 keeps the key a request has always had)
+REPEAT = "repeat"
 
 
 def call_arguments(request: dict[str, Any]) -> dict[str, Any]:

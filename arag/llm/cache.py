@@ -13,6 +13,10 @@ reading the cache (e.g. regenerated G-Eval criteria); the fresh reply still repl
 the cached one. ``with reply_sample(model, i):`` (or ``sample: i`` in a batch request) asks
 for the i-th independent reply to a request: the key adds the index from 1 on, so each
 sample of ``judge.samples`` is paid once and sample 0 is the plain request's entry.
+``with answer_repeat(model, r):`` does the same for the r-th of ``runner.repeats`` answers
+to a task: from repeat 1 on the key adds ``repeat: r``, so every repeat is a request of its
+own (paid once, free on a re-run) and repeat 0 keeps the key a request has always had
+(caches and runs made before repeats existed stay valid).
 A Message Batch that fails as a whole leaves cached items answered and maps every
 submitted item to the batch's error.
 """
@@ -32,6 +36,7 @@ from typing import Any
 
 from arag.files import write_text_atomically
 from arag.llm.base import (
+    REPEAT,
     SAMPLE,
     ChatModel,
     Completion,
@@ -48,10 +53,11 @@ log = logging.getLogger(__name__)
 def response_key(provider: str, model_id: str, system: str, messages: list[Message],
                  tools: list[ToolSpec] | None = None, max_tokens: int = 1024,
                  temperature: float = 0.0, tool_choice: str = "auto", sample: int = 0,
-                 settings: dict[str, Any] | None = None) -> str:
+                 settings: dict[str, Any] | None = None, repeat: int = 0) -> str:
     """The cache key of one request: provider, model, the full request, the model's
     ``settings`` that change a reply beyond it and, from the second independent sample on,
-    the sample's index (either only when there is one, so other keys stay as they were)."""
+    the sample's index, and from the second repeat of a task on, the repeat's index (each
+    only when there is one, so other keys stay as they were)."""
     fields: dict[str, Any] = {
         "provider": provider, "model": model_id, "system": system,
         "messages": messages, "tools": [t.to_api() for t in tools or []],
@@ -59,6 +65,8 @@ def response_key(provider: str, model_id: str, system: str, messages: list[Messa
     }
     if sample:
         fields[SAMPLE] = sample
+    if repeat:
+        fields[REPEAT] = repeat
     if settings:
         fields["settings"] = settings
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
@@ -76,6 +84,14 @@ def reply_sample(model: ChatModel, index: int) -> AbstractContextManager[None]:
     independent reply (a response-cache entry of its own); a no-op without a cache."""
     sample = getattr(model, "reply_sample", None)
     return sample(index) if sample is not None else nullcontext()
+
+
+def answer_repeat(model: ChatModel, index: int) -> AbstractContextManager[None]:
+    """Within the block, calls through ``model`` in this thread answer the ``index``-th
+    repeat of a task (``runner.repeats``: a response-cache entry of its own from 1 on); a
+    no-op without a cache."""
+    repeat = getattr(model, "answer_repeat", None)
+    return repeat(index) if repeat is not None else nullcontext()
 
 
 def forget_reply(model: ChatModel, request: dict[str, Any]) -> None:
@@ -127,6 +143,7 @@ class CachedModel(WrappedModel):
         self._lock = threading.Lock()
         self._skip_reads = threading.local()  # per thread: other threads keep their hits
         self._sample = threading.local()  # per thread: which independent reply is asked for
+        self._repeat = threading.local()  # per thread: which repeat of a task is answered
 
     @contextmanager
     def fresh_replies(self) -> Iterator[None]:
@@ -138,21 +155,20 @@ class CachedModel(WrappedModel):
         finally:
             self._skip_reads.on = before
 
-    @contextmanager
-    def reply_sample(self, index: int) -> Iterator[None]:
+    def reply_sample(self, index: int) -> AbstractContextManager[None]:
         """Calls made in this thread inside the block ask for the ``index``-th sample."""
-        before = getattr(self._sample, "index", 0)
-        self._sample.index = index
-        try:
-            yield
-        finally:
-            self._sample.index = before
+        return _thread_index(self._sample, index)
+
+    def answer_repeat(self, index: int) -> AbstractContextManager[None]:
+        """Calls made in this thread inside the block answer the ``index``-th repeat."""
+        return _thread_index(self._repeat, index)
 
     def key(self, system: str, messages: list[Message], tools: list[ToolSpec] | None,
             max_tokens: int, temperature: float, tool_choice: str, sample: int = 0) -> str:
         return response_key(self.inner.provider, getattr(self.inner, "model_id", self.inner.name),
                             system, messages, tools, max_tokens, temperature, tool_choice,
-                            sample, self.inner.reply_settings())
+                            sample, self.inner.reply_settings(),
+                            repeat=getattr(self._repeat, "index", 0))
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
@@ -233,6 +249,17 @@ class CachedModel(WrappedModel):
         write_text_atomically(path, json.dumps(data, ensure_ascii=False))
 
 
+@contextmanager
+def _thread_index(local: threading.local, index: int) -> Iterator[None]:
+    """Set ``local.index`` for the block, then put back what it was."""
+    before = getattr(local, "index", 0)
+    local.index = index
+    try:
+        yield
+    finally:
+        local.index = before
+
+
 class SpendJournal:
     """An append-only log of every paid call, one JSON line written as the call returns:
     the spend of calls whose task never got a record (a kill, a retried error) is still
@@ -288,6 +315,9 @@ class MeteredModel(WrappedModel):
 
     def reply_sample(self, index: int) -> AbstractContextManager[None]:
         return reply_sample(self.inner, index)
+
+    def answer_repeat(self, index: int) -> AbstractContextManager[None]:
+        return answer_repeat(self.inner, index)
 
     def forget(self, request: dict[str, Any]) -> None:
         self._fail("unparseable")
