@@ -175,6 +175,7 @@ class MLflowSweepCallback(Callback):
                                                      str(config.tracking.uri),
                                                      run.info.experiment_id, run.info.run_id)]),
                   flush=True)
+            self._compare_with_baseline(run.info.run_id)  # a CI re-run is gated all the same
         if config.runner.dry_run and self.sweep_dir:
             print(dryrun.sweep_total(self.sweep_dir), flush=True)
         if self.baseline_text:
@@ -203,22 +204,21 @@ class MLflowSweepCallback(Callback):
             self.client.set_tag(self.parent["run_id"], "failed_jobs",
                                 json.dumps(failures)[:5000])
         else:
-            self._compare_with_baseline()
+            self._compare_with_baseline(self.parent["run_id"])
         self.client.set_terminated(self.parent["run_id"], "FAILED" if failures else "FINISHED")
         self.parent = None
 
-    def _compare_with_baseline(self) -> None:
-        """Hold the sweep against ``report.baseline``; the exit status is the decision's."""
-        assert self.parent is not None
+    def _compare_with_baseline(self, run_id: str) -> None:
+        """Hold the sweep (its parent ``run_id``) against ``report.baseline``; the exit
+        status is the decision's."""
         if self.report_cfg is None or not self.report_cfg.baseline:
             return
         try:
             self.baseline_exit, self.baseline_text = compare_and_publish(
-                self.client, str(self.report_cfg.baseline), self.parent["run_id"],
-                options_from(self.report_cfg))
+                self.client, str(self.report_cfg.baseline), run_id, options_from(self.report_cfg))
         except Exception as exc:  # noqa: BLE001 - the sweep's own results stand; exit 1
             log.exception("could not compare the sweep with its baseline")
-            self.client.set_tag(self.parent["run_id"], "baseline_error",
+            self.client.set_tag(run_id, "baseline_error",
                                 f"{type(exc).__name__}: {exc}"[:5000])
             self.baseline_exit = 1
 
