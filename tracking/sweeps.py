@@ -20,9 +20,6 @@ from tracking.runs import REUSED_RUNS_FILE, TrackingError
 PARENT_ROLE = "sweep_parent"
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _TAG_KEY = re.compile(r"^[\w.\-/ ]+$")
-# the record fields a comparison reads from predictions.jsonl beside the scores
-PREDICTION_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                     "cache_creation_input_tokens")
 
 
 class SweepNotFound(TrackingError):
@@ -102,7 +99,7 @@ def child_runs(client: Any, parent: dict[str, Any]) -> list[Any]:
 
 def run_records(client: Any, run: Any, folder: Path) -> list[dict[str, Any]]:
     """A job run's eval records, each with what its prediction says beside the scores
-    (answer, reference, context, tokens); none for a run without artifacts (failed early)."""
+    (answer, reference, context); none for a run without artifacts (failed early)."""
     try:
         path = client.download_artifacts(run.info.run_id, "predictions.eval.jsonl", str(folder))
         evals = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
@@ -117,8 +114,6 @@ def run_records(client: Any, run: Any, folder: Path) -> list[dict[str, Any]]:
                  question=p.get("question"), error_kind=p.get("error_kind"),
                  context_chunk_ids=p.get("context_chunk_ids") or p.get("retrieved_chunk_ids"),
                  cached_calls=sum(1 for s in p.get("trace") or [] if s.get("cached")))
-        for name in PREDICTION_FIELDS:
-            r.setdefault(name, p.get(name))
     return evals
 
 
