@@ -83,6 +83,18 @@ def parse_rules(specs: Iterable[str], key: str = "report.fail_on") -> list[Rule]
     return rules
 
 
+def parse_map(specs: Iterable[str], key: str = "report.baseline_map") -> dict[str, str]:
+    """``["naive v2=naive", ...]`` -> candidate run name -> baseline run name."""
+    pairs = {}
+    for spec in specs:
+        cand, sep, base = (part.strip() for part in str(spec).partition("="))
+        if not (sep and cand and base):
+            raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <candidate run "
+                              f"name>=<baseline run name>. Fix: {key}=['naive v2=naive']")
+        pairs[cand] = base
+    return pairs
+
+
 @dataclass
 class Options:
     """What a comparison tests (``report.*``)."""
@@ -371,8 +383,8 @@ def compare(baseline: Sweep, candidate: Sweep, options: Options) -> dict[str, An
     if not pairs:
         raise NotComparable(
             f"no run of the candidate ({sorted(candidate.runs)}) matches one of the baseline "
-            f"({sorted(baseline.runs)}). Fix: report.baseline_map={{<candidate run>: "
-            "<baseline run>}}")
+            f"({sorted(baseline.runs)}). Fix: report.baseline_map=['<candidate run>="
+            "<baseline run>']")
     metrics = decision_metrics(options, baseline, candidate)
     owners = {m.name: s for s in default_scorers() for m in s.metrics}
     systems = [compare_pair(baseline, candidate, p, metrics, owners) for p in pairs]

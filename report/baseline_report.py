@@ -18,7 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from arag.config import ConfigError
-from report.baseline import ARTIFACT, NotComparable, Options, parse_rules, run_comparison
+from report.baseline import (
+    ARTIFACT,
+    NotComparable,
+    Options,
+    parse_map,
+    parse_rules,
+    run_comparison,
+)
 from report.verdict import fmt, table
 from tracking.paths import resolve_tracking_uri
 from tracking.sweeps import SweepNotFound, mark_compared, set_description_section
@@ -157,7 +164,7 @@ def options_from(report_cfg: Any) -> Options:
     """The comparison's options from the ``report`` config node."""
     return Options(rules=parse_rules(report_cfg.fail_on), decide_on=list(report_cfg.decide_on),
                    min_overlap=float(report_cfg.min_overlap),
-                   mapping={str(k): str(v) for k, v in dict(report_cfg.baseline_map).items()})
+                   mapping=parse_map(report_cfg.baseline_map))
 
 
 def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options
@@ -188,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         options = Options(rules=parse_rules(args.fail_on, "--fail-on"), decide_on=args.decide_on,
-                          min_overlap=args.min_overlap, mapping=_pairs(args.map))
+                          min_overlap=args.min_overlap, mapping=parse_map(args.map, "--map"))
     except ConfigError as exc:
         parser.error(str(exc))
     import mlflow
@@ -202,9 +209,3 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     return status
 
-
-def _pairs(items: list[str]) -> dict[str, str]:
-    pairs = dict(item.split("=", 1) for item in items if "=" in item)
-    if len(pairs) != len(items):
-        raise ConfigError(f"--map takes CANDIDATE=BASELINE run names, got {items}")
-    return pairs

@@ -93,8 +93,8 @@ class ReportConfig:
     # the baseline comparison is refused below this share of common task ids (common
     # over the larger sweep's tasks)
     min_overlap: float = ranged(0.9, low=0, high=1, must="a share of tasks from 0 to 1")
-    # candidate run name -> baseline run name, for runs whose names differ
-    baseline_map: dict[str, str] = field(default_factory=dict)
+    # runs whose names differ, paired: ["<candidate run name>=<baseline run name>", ...]
+    baseline_map: list[str] = field(default_factory=list)
     # a JSON-lines file of people's labels ({task_id, system, dimension, score, labeller})
     human_labels: str | None = None
 

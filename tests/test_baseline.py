@@ -193,3 +193,17 @@ def test_a_malformed_fail_on_entry_names_the_key_and_the_fix(spec):
 def test_rules_parse():
     assert parse_rules(["rouge2_f1:0.01", "geval_faithfulness: 0.2"]) == \
         [Rule("rouge2_f1", 0.01), Rule("geval_faithfulness", 0.2)]
+
+
+def test_baseline_map_entries_pair_run_names_and_a_malformed_one_names_the_fix():
+    assert bl.parse_map(["naive v2=naive", " arag = arag max_loops=6"]) == \
+        {"naive v2": "naive", "arag": "arag max_loops=6"}
+    with pytest.raises(ConfigError, match=r"report.baseline_map entry 'naive' .* Fix: "):
+        bl.parse_map(["naive"])
+
+
+def test_no_pair_of_runs_is_refused_with_the_mapping_to_set():
+    base = sweep({"naive": records(ROUGE)})
+    cand = sweep({"arag": records(ROUGE)})
+    with pytest.raises(NotComparable, match=r"Fix: report.baseline_map=\['<candidate run>="):
+        compare(base, cand, options())
