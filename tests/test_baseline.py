@@ -4,6 +4,7 @@ memory here; tests/test_baseline_sweep.py runs real ones."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -207,3 +208,65 @@ def test_no_pair_of_runs_is_refused_with_the_mapping_to_set():
     cand = sweep({"arag": records(ROUGE)})
     with pytest.raises(NotComparable, match=r"Fix: report.baseline_map=\['<candidate run>="):
         compare(base, cand, options())
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A real MLflow store holding one sweep: a parent and one job run (one store for the
+    module: creating one takes seconds)."""
+    from mlflow import MlflowClient
+
+    tmp_path = tmp_path_factory.mktemp("store")
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    exp = client.create_experiment("sample", artifact_location=(tmp_path / "art").as_uri())
+    parent = client.create_run(exp, run_name="sweep system=naive",
+                               tags={"role": "sweep_parent", "sweep_id": "multirun_base",
+                                     "release": "v1.4"})
+    client.set_terminated(parent.info.run_id, "FINISHED")
+    child = client.create_run(exp, run_name="naive",
+                              tags={"mlflow.parentRunId": parent.info.run_id})
+    return client, parent.info.run_id, child.info.run_id
+
+
+@pytest.mark.parametrize("ref", ["id", "sweep system=naive", "multirun_base", "release=v1.4"])
+def test_a_sweep_is_found_by_id_name_sweep_id_or_tag(store, ref):
+    from tracking.sweeps import find_sweep
+
+    client, parent, _ = store
+    assert find_sweep(client, parent if ref == "id" else ref).info.run_id == parent
+
+
+def test_a_job_run_or_unknown_name_is_not_a_baseline_and_the_error_says_what_to_pass(store):
+    from tracking.sweeps import SweepNotFound, find_sweep
+
+    client, parent, child = store
+    with pytest.raises(SweepNotFound, match=f"is a job run, not a sweep. Fix: report.baseline={parent}"):
+        find_sweep(client, child)
+    with pytest.raises(SweepNotFound, match="report.baseline='nope': no sweep has"):
+        find_sweep(client, "nope")
+
+
+def test_publishing_tags_links_and_replaces_its_report_section(store, tmp_path):
+    from report.baseline_report import SECTION, publish
+
+    client, _, _ = store
+    parent = client.create_run("1", run_name="sweep candidate",
+                               tags={"role": "sweep_parent"}).info.run_id
+    base = sweep({"naive": records(ROUGE)}, parent_id="base-id")
+    cand = sweep({"naive": records([v - 0.1 for v in ROUGE])}, parent_id=parent)
+    (tmp_path / "report.md").write_text("# Sweep report\n")
+    client.log_artifact(parent, str(tmp_path / "report.md"))
+    client.set_tag(parent, "mlflow.note.content", "**Verdict**: naive")
+    for _ in range(2):  # a second comparison replaces the first's section
+        publish(client, compare(base, cand, options("rouge2_f1:0.01")))
+    tags = client.get_run(parent).data.tags
+    assert tags["regression"] == "true" and tags["baseline_run_id"] == "base-id"
+    assert tags["baseline_comparison"].startswith("REGRESSION: naive")
+    note = tags["mlflow.note.content"]
+    assert note.startswith("**Verdict**: naive") and note.count("Against the baseline") == 1
+    assert "(#/experiments/1/runs/base-id)" in note
+    report = Path(client.download_artifacts(parent, "report.md", str(tmp_path / "d"))).read_text()
+    assert report.startswith("# Sweep report") and report.count(SECTION) == 1
+    publish(client, compare(base, base, options("rouge2_f1:0.01")) | {
+        "candidate": {**base.describe(), "run_id": parent}})
+    assert "regression" not in client.get_run(parent).data.tags
