@@ -277,8 +277,10 @@ def stats(res: Paired | None, n: int, b_vals: list[float], c_vals: list[float]
     out: dict[str, Any] = {"n": n, "baseline_mean": _mean(b_vals),
                            "candidate_mean": _mean(c_vals)}
     if res is None:
+        why = (f"{n} task(s) scored in both runs: at least 2 are needed" if n else
+               "no task has this score in both runs (check the metric's name in the records)")
         return {**out, "diff": None, "ci_low": None, "ci_high": None, "p": None,
-                "untested": f"{n} paired task(s): at least 2 are needed"}
+                "untested": why}
     return {**out, "diff": res.mean_diff, "ci_low": res.ci_low, "ci_high": res.ci_high,
             "p": res.p, "n_untied": res.n_untied, "wins": res.wins, "losses": res.losses}
 

@@ -270,3 +270,11 @@ def test_publishing_tags_links_and_replaces_its_report_section(store, tmp_path):
     publish(client, compare(base, base, options("rouge2_f1:0.01")) | {
         "candidate": {**base.describe(), "run_id": parent}})
     assert "regression" not in client.get_run(parent).data.tags
+
+
+def test_a_rule_on_a_metric_no_record_has_is_untested_saying_so():
+    base, cand = sweep({"naive": records(ROUGE)}), sweep({"naive": records(ROUGE)})
+    result = compare(base, cand, options("rouge_2:0.01"))
+    assert result["decision"] == "untested"
+    assert "naive on rouge_2" in outcome(result)
+    assert "no task has this score in both runs" in outcome(result)
