@@ -78,7 +78,7 @@ def parse_rules(specs: Iterable[str], key: str = "report.fail_on") -> list[Rule]
             value = -1.0
         if not sep or not metric.strip() or value < 0:
             raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <metric>:<margin> "
-                              f"with a margin >= 0. Fix: {key}=[rouge2_f1:0.01]")
+                              f"with a margin >= 0. Fix: {_example(key, 'rouge2_f1:0.01')}")
         rules.append(Rule(metric.strip(), value))
     return rules
 
@@ -90,9 +90,15 @@ def parse_map(specs: Iterable[str], key: str = "report.baseline_map") -> dict[st
         cand, sep, base = (part.strip() for part in str(spec).partition("="))
         if not (sep and cand and base):
             raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <candidate run "
-                              f"name>=<baseline run name>. Fix: {key}=['naive v2=naive']")
+                              f"name>=<baseline run name>. Fix: "
+                              f"{_example(key, repr('naive v2=naive'))}")
         pairs[cand] = base
     return pairs
+
+
+def _example(key: str, entry: str) -> str:
+    """How ``entry`` is given: a config list, or a command-line option's argument."""
+    return f"{key} {entry}" if key.startswith("--") else f"{key}=[{entry}]"
 
 
 @dataclass
