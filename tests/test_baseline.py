@@ -278,3 +278,16 @@ def test_a_rule_on_a_metric_no_record_has_is_untested_saying_so():
     assert result["decision"] == "untested"
     assert "naive on rouge_2" in outcome(result)
     assert "no task has this score in both runs" in outcome(result)
+
+
+@pytest.mark.slow  # two commands; the sweep checks its jobs before it looks for the baseline
+def test_a_baseline_on_a_single_run_or_one_not_found_stops_before_any_run(tmp_path):
+    from tests.conftest import all_runs, run_cli
+
+    single = run_cli(tmp_path, "dataset=sample", "report.baseline=abc", sweep=False)
+    assert single.returncode == 2
+    assert "report.baseline=abc compares a sweep with a sweep. Fix: run with -m" in single.stderr
+    missing = run_cli(tmp_path, "system=naive", "dataset=sample", "report.baseline=nope")
+    assert missing.returncode == 2
+    assert "report.baseline='nope': no sweep has that run id, name" in missing.stderr
+    assert all_runs(tmp_path) == []
