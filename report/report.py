@@ -51,24 +51,10 @@ from report.verdict import (
 from report.verdict import fmt as _fmt
 from report.verdict import table as _table
 from tracking.paths import resolve_tracking_uri
-from tracking.runs import REUSED_RUNS_FILE, RunTracker
+from tracking.runs import RunTracker
+from tracking.sweeps import child_runs, run_records, sweep_info
 
 log = logging.getLogger(__name__)
-
-
-def child_runs(client, parent: dict[str, Any]) -> list[Any]:
-    """The sweep's job runs: its children plus finished runs it reused unchanged."""
-    runs = client.search_runs(
-        [parent["experiment_id"]],
-        filter_string=f"tags.mlflow.parentRunId = '{parent['run_id']}'",
-        order_by=["attributes.start_time ASC"],
-    )
-    reused = Path(parent.get("sweep_dir") or "/nonexistent") / REUSED_RUNS_FILE
-    if reused.exists():
-        ids = [json.loads(line)["run_id"] for line in reused.read_text().splitlines() if line]
-        runs += [client.get_run(i) for i in dict.fromkeys(ids)]
-    return [r for r in runs if r.info.status == "FINISHED"] + \
-        [r for r in runs if r.info.status != "FINISHED"]
 
 
 def _row(run: Any) -> dict[str, Any]:
@@ -94,29 +80,6 @@ def _row(run: Any) -> dict[str, Any]:
                repeats=int(params.get("runner.repeats") or 1),
                temperature_sent=params.get("temperature_sent"))
     return row
-
-
-def _records(client, run: Any, folder: Path) -> list[dict[str, Any]]:
-    try:
-        path = client.download_artifacts(run.info.run_id, "predictions.eval.jsonl", str(folder))
-        evals = [json.loads(line) for line in Path(path).read_text().splitlines() if line]
-        path = client.download_artifacts(run.info.run_id, "predictions.jsonl", str(folder))
-        preds = {_answer(p): p for p in (json.loads(line) for line in
-                                         Path(path).read_text().splitlines() if line)}
-    except Exception:  # noqa: BLE001 - a run without artifacts (failed early) has no records
-        return []
-    for r in evals:
-        p = preds.get(_answer(r), {})
-        r.update(predicted=p.get("predicted"), reference=p.get("ground_truth"),
-                 question=p.get("question"), error_kind=p.get("error_kind"),
-                 context_chunk_ids=p.get("context_chunk_ids") or p.get("retrieved_chunk_ids"),
-                 cached_calls=sum(1 for s in p.get("trace") or [] if s.get("cached")))
-    return evals
-
-
-def _answer(record: dict[str, Any]) -> tuple[str, int]:
-    """Which answer a record is: its task and repeat (records made before repeats: 0)."""
-    return record["id"], int(record.get("repeat") or 0)
 
 
 def _get(row: dict[str, Any], key: str) -> Any:
@@ -446,7 +409,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
     rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        records = {r.info.run_id: _records(client, r, folder / r.info.run_id) for r in runs}
+        records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}
         for rid, recs in records.items():
             system = next(x["system"] for x in rows if x["run_id"] == rid)
             for rec in recs:
@@ -501,10 +464,7 @@ def main(argv: list[str] | None = None) -> None:
     mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)
-    result = write_sweep_report(client, {"run_id": run.info.run_id,
-                                         "experiment_id": run.info.experiment_id,
-                                         "sweep_id": run.data.tags.get("sweep_id", ""),
-                                         "sweep_dir": run.data.tags.get("sweep_dir", "")})
+    result = write_sweep_report(client, sweep_info(run))
     print(console.verdict(result, args.tracking_uri))
     print(f"report logged to run {run.info.run_id}")
 

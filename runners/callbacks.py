@@ -37,6 +37,7 @@ from arag.datasets import DatasetError
 from arag.llm.base import MissingCredentials
 from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console
+from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import write_sweep_report
 from runners import dryrun, overview
@@ -52,6 +53,7 @@ from runners.settings import Settings, data_label
 from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
+from tracking.sweeps import find_sweep
 
 log = logging.getLogger(__name__)
 REPORT_RUNS_TAG = "report_runs"  # which job runs the parent's report covers (runs_key)
@@ -73,6 +75,9 @@ class MLflowSweepCallback(Callback):
         self.result: Any = None  # the sweep report's findings, for the console's verdict
         self.earlier: list[Any] = []  # parents holding a finished sweep's verdict (re-run)
         self.locks = FolderLocks()
+        self.report_cfg: Any = None  # the ``report`` node: the baseline to compare with
+        self.baseline_exit = 0  # the baseline comparison's exit status (report.baseline_report)
+        self.baseline_text = ""  # what it decided, for the console
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -81,6 +86,10 @@ class MLflowSweepCallback(Callback):
         leaked = keys_with_credentials(OmegaConf.to_container(config, resolve=False))
         if leaked:
             log.error("%s", credentials_message(leaked))
+            raise SystemExit(2)
+        if config.report.baseline:
+            log.error("report.baseline=%s compares a sweep with a sweep. Fix: run with -m "
+                      "(python run.py -m ...)", config.report.baseline)
             raise SystemExit(2)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -108,12 +117,15 @@ class MLflowSweepCallback(Callback):
         clear_sweep_files(sweep_dir)
         try:
             self._open_parent(config, sweep_dir, jobs)
-        except track.TrackingError as exc:
+        except track.TrackingError as exc:  # SweepNotFound among them
             log.error("%s", exc)
             raise SystemExit(2) from None
 
     def _open_parent(self, config: DictConfig, sweep_dir: Path, jobs: list[Settings]) -> None:
         self.client = track.connect(config.tracking)
+        self.report_cfg = config.report
+        if config.report.baseline:  # a baseline that is not there stops the sweep first
+            find_sweep(self.client, config.report.baseline)
         name = config.tracking.experiment or config.dataset.name
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)
         overrides = list(config.hydra.overrides.task)
@@ -164,13 +176,18 @@ class MLflowSweepCallback(Callback):
                                                      str(config.tracking.uri),
                                                      run.info.experiment_id, run.info.run_id)]),
                   flush=True)
+            self._compare_with_baseline(run.info.run_id)  # a CI re-run is gated all the same
         if config.runner.dry_run and self.sweep_dir:
             print(dryrun.sweep_total(self.sweep_dir), flush=True)
+        if self.baseline_text:
+            print(self.baseline_text, flush=True)
         if failures:
             lines = "\n".join(f"  [{f['job']}] {f['error']}" for f in failures)
             log.error("%d job(s) of the sweep failed:\n%s", len(failures), lines)
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
             raise SystemExit(1)
+        if self.baseline_exit:  # a regression (3) or a refused comparison (2)
+            raise SystemExit(self.baseline_exit)
 
     def _close_parent(self, failures: list[dict[str, str]]) -> None:
         assert self.parent is not None
@@ -187,8 +204,24 @@ class MLflowSweepCallback(Callback):
         if failures:
             self.client.set_tag(self.parent["run_id"], "failed_jobs",
                                 json.dumps(failures)[:5000])
+        else:
+            self._compare_with_baseline(self.parent["run_id"])
         self.client.set_terminated(self.parent["run_id"], "FAILED" if failures else "FINISHED")
         self.parent = None
+
+    def _compare_with_baseline(self, run_id: str) -> None:
+        """Hold the sweep (its parent ``run_id``) against ``report.baseline``; the exit
+        status is the decision's."""
+        if self.report_cfg is None or not self.report_cfg.baseline:
+            return
+        try:
+            self.baseline_exit, self.baseline_text = compare_and_publish(
+                self.client, str(self.report_cfg.baseline), run_id, options_from(self.report_cfg))
+        except Exception as exc:  # noqa: BLE001 - the sweep's own results stand; exit 1
+            log.exception("could not compare the sweep with its baseline")
+            self.client.set_tag(run_id, "baseline_error",
+                                f"{type(exc).__name__}: {exc}"[:5000])
+            self.baseline_exit = 1
 
     def _close_if_open(self) -> None:
         if self.parent and self.client is not None:

@@ -88,8 +88,13 @@ class ReportConfig:
     # a finished sweep to compare with task by task: its parent run id, its name or a tag
     # value; None: no baseline
     baseline: str | None = None
-    # regressions that fail the command: ["<metric>:<margin>", ...]
+    # regressions that fail the command: ["<metric>:<margin>", ...] (docs/ci.md)
     fail_on: list[str] = field(default_factory=list)
+    # the baseline comparison is refused below this share of common task ids (common
+    # over the larger sweep's tasks)
+    min_overlap: float = ranged(0.9, low=0, high=1, must="a share of tasks from 0 to 1")
+    # runs whose names differ, paired: ["<candidate run name>=<baseline run name>", ...]
+    baseline_map: list[str] = field(default_factory=list)
     # a JSON-lines file of people's labels ({task_id, system, dimension, score, labeller})
     human_labels: str | None = None
 

@@ -14,6 +14,7 @@ from arag.retrieval import check_precision
 from arag.systems import SYSTEMS
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS
+from report.baseline import parse_map, parse_rules
 from runners.judges import panel_configs
 from tracking.paths import resolve
 
@@ -60,6 +61,8 @@ def validate_config(cfg: DictConfig) -> None:
     check_schema(cfg)
     check_embedder(cfg.retrieval.embedder)
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
+    parse_rules(cfg.report.fail_on)  # each report.fail_on entry is <metric>:<margin>
+    parse_map(cfg.report.baseline_map)  # each entry pairs two run names
 
 
 def check_embedder(embedder: DictConfig) -> None:

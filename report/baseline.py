@@ -1,0 +1,416 @@
+"""A sweep held against a pinned earlier one (its baseline), task by task.
+
+``report.baseline=<parent run id | sweep name | key=value tag>`` on a sweep, or
+``python -m report compare <baseline> <candidate>`` over two finished sweeps. Both read the
+two sweeps' runs and artifacts (``tracking.sweeps``) and nothing else, so every figure of
+the comparison can be recomputed from those artifacts.
+
+1. **Comparable first** (``NotComparable`` otherwise, naming why and the fix): the same
+   data (the runs' ``dataset_digest`` param; where a sweep has none, the dataset's name
+   must match and the digest is reported unknown); task-id overlap at least
+   ``report.min_overlap`` (the common tasks over the larger sweep's tasks; default 0.9);
+   for each compared metric and system, the same scorer options (``metrics.<scorer>.*``)
+   and, for a judge-scored metric, the same judge: a metric scored differently is listed
+   as not comparable, never compared.
+2. **Systems** are matched by run name (the system and the swept values), else by system
+   when each sweep has one run of it; ``report.baseline_map`` maps the rest.
+3. **Paired differences** (candidate minus baseline) of the per-task means over repeats
+   (``metrics.aggregate.task_means``), on the tasks both answered, per decision metric
+   (``report.decide_on``, else the policy's comparison order, plus every ``fail_on``
+   metric): paired bootstrap 95% CI and Wilcoxon p (``metrics.stats.paired_difference``),
+   Holm-adjusted over every metric and system (``metrics.stats.holm``). A task **flipped**
+   when its difference exceeds ``FLIP_SHARE`` of the metric's spread (max minus min of
+   the pair's per-task values). Cost, latency and tokens per task: the same paired
+   differences, not corrected (no decision rests on them).
+4. **Regression** (``report.fail_on=[metric:margin, ...]``, a non-inferiority test): the
+   candidate regressed on a metric for a system when the paired 95% CI of its advantage
+   (candidate minus baseline, signed so that positive is better) lies entirely below
+   ``-margin``: even its most favourable plausible value is worse than the margin allows.
+   A rule that cannot be tested (too few pairs, metric not comparable) is ``untested``.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from arag.config import ConfigError
+from metrics import Scorer, default_scorers
+from metrics.aggregate import task_means
+from metrics.stats import Paired, holm, paired_difference
+from report import policy
+from report.compare import trace_ids
+from report.verdict import is_answered
+from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
+
+ARTIFACT = "baseline_comparison.json"
+DIGEST_PARAM = "dataset_digest"
+FLIP_SHARE = 0.1  # a task flipped: its difference exceeds this share of the metric's spread
+# per task, beside the scores: what a task costs and takes (cost as if nothing were cached)
+COST_FIELDS = ("cost_usd_uncached", "cost_usd", "latency_ms", "input_tokens", "output_tokens")
+# judge settings that change a score (retries, prices and rate limits do not)
+JUDGE_KEYS = ("judge.name", "judge.provider", "judge.model_id", "judge.samples", "judge.panel",
+              "judge.max_output_tokens", "judge.base_url")
+_NOT_SCORING = ("batch_size",)  # scorer options that change speed, not scores
+
+
+class NotComparable(Exception):
+    """The two sweeps cannot be compared: the message says why and the fix."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    metric: str
+    margin: float
+
+
+def parse_rules(specs: Iterable[str], key: str = "report.fail_on") -> list[Rule]:
+    """``["rouge2_f1:0.01", ...]`` -> rules; a malformed entry names the key and the fix."""
+    rules = []
+    for spec in specs:
+        metric, sep, margin = str(spec).partition(":")
+        try:
+            value = float(margin)
+        except ValueError:
+            value = -1.0
+        if not sep or not metric.strip() or value < 0:
+            raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <metric>:<margin> "
+                              f"with a margin >= 0. Fix: {_example(key, 'rouge2_f1:0.01')}")
+        rules.append(Rule(metric.strip(), value))
+    return rules
+
+
+def parse_map(specs: Iterable[str], key: str = "report.baseline_map") -> dict[str, str]:
+    """``["naive v2=naive", ...]`` -> candidate run name -> baseline run name."""
+    pairs = {}
+    for spec in specs:
+        cand, sep, base = (part.strip() for part in str(spec).partition("="))
+        if not (sep and cand and base):
+            raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <candidate run "
+                              f"name>=<baseline run name>. Fix: "
+                              f"{_example(key, repr('naive v2=naive'))}")
+        pairs[cand] = base
+    return pairs
+
+
+def _example(key: str, entry: str) -> str:
+    """How ``entry`` is given: a config list, or a command-line option's argument."""
+    return f"{key} {entry}" if key.startswith("--") else f"{key}=[{entry}]"
+
+
+@dataclass
+class Options:
+    """What a comparison tests (``report.*``)."""
+
+    rules: list[Rule] = field(default_factory=list)
+    decide_on: list[str] = field(default_factory=list)
+    min_overlap: float = 0.9
+    mapping: dict[str, str] = field(default_factory=dict)  # candidate run -> baseline run
+
+
+@dataclass
+class Sweep:
+    """A finished sweep as its artifacts have it."""
+
+    parent: Any  # the parent MLflow run
+    runs: dict[str, Any]  # run name -> job run (finished or killed by the cost cap)
+    records: dict[str, list[dict[str, Any]]]  # run name -> its records
+
+    @property
+    def run_id(self) -> str:
+        return str(self.parent.info.run_id)
+
+    def describe(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "name": self.name,
+                "experiment_id": self.parent.info.experiment_id,
+                "dataset": sorted(self.params("dataset.name")),
+                "dataset_digest": sorted(self.digests()) or None,
+                "tasks": len(self.task_ids())}
+
+    @property
+    def name(self) -> str:
+        """The parent's run name; a sweep that varied nothing is named by its sweep id."""
+        name = str(self.parent.info.run_name or "").strip()
+        return self.parent.data.tags.get("sweep_id", name) if name in ("", "sweep") else name
+
+    def params(self, key: str) -> set[str]:
+        return {r.data.params[key] for r in self.runs.values() if key in r.data.params}
+
+    def digests(self) -> set[str]:
+        own = self.parent.data.params.get(DIGEST_PARAM)
+        return ({own} if own else set()) | self.params(DIGEST_PARAM)
+
+    def task_ids(self) -> set[str]:
+        return {str(r["id"]) for recs in self.records.values() for r in recs}
+
+    def system(self, name: str) -> str:
+        return str(self.runs[name].data.tags.get("system", name))
+
+
+def load_sweep(client: Any, ref: str, folder: Path, key: str = "report.baseline") -> Sweep:
+    parent = find_sweep(client, ref, key)
+    runs = {r.info.run_name: r for r in child_runs(client, sweep_info(parent))
+            if r.info.status in ("FINISHED", "KILLED")}
+    records = {name: run_records(client, run, folder / run.info.run_id)
+               for name, run in runs.items()}
+    return Sweep(parent, runs, records)
+
+
+def check_data(baseline: Sweep, candidate: Sweep) -> dict[str, Any]:
+    """The data check: the same digest, or (a digest unknown) the same dataset name."""
+    b_digest, c_digest = baseline.digests(), candidate.digests()
+    b_name, c_name = baseline.params("dataset.name"), candidate.params("dataset.name")
+    fix = ("Fix: run the candidate on the baseline's data, or pin a baseline that ran on "
+           "this data (report.baseline=<its parent run id>)")
+    if b_digest and c_digest and b_digest != c_digest:
+        raise NotComparable(
+            f"baseline sweep {baseline.run_id} read other data than the candidate "
+            f"{candidate.run_id} (dataset digest {_names(b_digest)} on {_names(b_name)}, "
+            f"the candidate's {_names(c_digest)} on {_names(c_name)}): its scores are not "
+            f"of the same tasks. {fix}")
+    if b_name != c_name:
+        raise NotComparable(
+            f"baseline sweep {baseline.run_id} ran on dataset {_names(b_name)}, the "
+            f"candidate {candidate.run_id} on {_names(c_name)}: scores on other data are "
+            f"not comparable. {fix}")
+    known = bool(b_digest and c_digest)
+    return {"dataset": sorted(b_name), "digest": sorted(b_digest) if known else None,
+            "digest_check": "same" if known else "unknown: a sweep logged no dataset digest, "
+            "so only the dataset's name was checked"}
+
+
+def _names(values: set[str]) -> str:
+    return ", ".join(repr(v) for v in sorted(values)) or "(unknown)"
+
+
+def check_overlap(baseline: Sweep, candidate: Sweep, min_overlap: float) -> dict[str, Any]:
+    b_ids, c_ids = baseline.task_ids(), candidate.task_ids()
+    common = b_ids & c_ids
+    overlap = len(common) / max(len(b_ids), len(c_ids), 1)
+    if overlap < min_overlap:
+        raise NotComparable(
+            f"the sweeps share {len(common)} task ids (baseline {len(b_ids)}, candidate "
+            f"{len(c_ids)}): an overlap of {overlap:.2f}, below report.min_overlap="
+            f"{min_overlap:g}, so a difference would be one of task sets, not of systems. "
+            "Fix: run both on the same tasks (dataset.limit, dataset.split), or lower "
+            f"report.min_overlap={overlap:.2f} to compare the common tasks")
+    return {"baseline": len(b_ids), "candidate": len(c_ids), "common": len(common),
+            "overlap": overlap, "min_overlap": min_overlap}
+
+
+def match_runs(baseline: Sweep, candidate: Sweep, mapping: dict[str, str]
+               ) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """(candidate run, baseline run) pairs, and the runs only in the baseline or only in
+    the candidate. An explicit mapping first, then equal run names, then systems that
+    each sweep runs once."""
+    for cand, base in mapping.items():
+        if cand not in candidate.runs or base not in baseline.runs:
+            raise NotComparable(
+                f"report.baseline_map maps {cand!r} to {base!r}, but the candidate's runs are "
+                f"{sorted(candidate.runs)} and the baseline's {sorted(baseline.runs)}. Fix: "
+                "map candidate run names to baseline run names")
+    pairs = dict(mapping)
+    pairs.update({n: n for n in candidate.runs if n in baseline.runs and n not in pairs})
+    left_c = [n for n in candidate.runs if n not in pairs]
+    left_b = [n for n in baseline.runs if n not in pairs.values()]
+    for name in list(left_c):
+        same = [b for b in left_b if baseline.system(b) == candidate.system(name)]
+        if len(same) == 1 and sum(candidate.system(c) == candidate.system(name)
+                                  for c in left_c) == 1:
+            pairs[name] = same[0]
+            left_c.remove(name)
+            left_b.remove(same[0])
+    return list(pairs.items()), left_b, left_c
+
+
+def scorer_settings(run: Any, metric: str, owners: dict[str, Scorer]) -> dict[str, str]:
+    """The run's params that decide how ``metric`` is scored: its scorer's options and, for
+    a judge-scored metric, the judge (a metric no scorer declares: every scorer option and
+    the judge)."""
+    params = run.data.params
+    scorer = owners.get(metric)
+    prefix = f"metrics.{scorer.name}." if scorer else "metrics."
+    judged = scorer is None or type(scorer).judge_requests is not Scorer.judge_requests
+    return {k: v for k, v in params.items()
+            if (k.startswith(prefix) and k.rsplit(".", 1)[-1] not in _NOT_SCORING)
+            or (judged and k in JUDGE_KEYS)}
+
+
+def scored_differently(b_run: Any, c_run: Any, metric: str, owners: dict[str, Scorer]
+                       ) -> str | None:
+    """Why ``metric`` is not comparable between the two runs, or None."""
+    b, c = scorer_settings(b_run, metric, owners), scorer_settings(c_run, metric, owners)
+    differ = sorted(k for k in set(b) | set(c) if b.get(k) != c.get(k))
+    if not differ:
+        return None
+    return "scored differently: " + "; ".join(
+        f"{k} {b.get(k, '(unset)')!r} in the baseline, {c.get(k, '(unset)')!r} in the "
+        "candidate" for k in differ[:4])
+
+
+def decision_metrics(options: Options, baseline: Sweep, candidate: Sweep) -> list[str]:
+    """``report.decide_on`` (else the comparison order) that both sweeps have scores for,
+    then every ``fail_on`` metric."""
+    def scored(key: str) -> bool:
+        return all(any(r.get(key) is not None for recs in s.records.values() for r in recs)
+                   for s in (baseline, candidate))
+
+    wanted = options.decide_on or policy.comparison_order()
+    return list(dict.fromkeys([m for m in wanted if scored(m)]
+                              + [r.metric for r in options.rules]))
+
+
+def per_task(records: list[dict[str, Any]], key: str) -> dict[str, float]:
+    """Each answered task's mean of ``key`` over its repeats."""
+    return task_means([r for r in records if is_answered(r)], key)
+
+
+def paired(b_records: list[dict[str, Any]], c_records: list[dict[str, Any]], key: str
+           ) -> tuple[list[str], list[float], list[float], Paired | None]:
+    """The tasks both answered with a ``key`` value, their values, and the paired
+    difference candidate minus baseline."""
+    b, c = per_task(b_records, key), per_task(c_records, key)
+    ids = [t for t in c if t in b]
+    b_vals, c_vals = [b[t] for t in ids], [c[t] for t in ids]
+    return ids, b_vals, c_vals, paired_difference(c_vals, b_vals)
+
+
+def stats(res: Paired | None, n: int, b_vals: list[float], c_vals: list[float]
+          ) -> dict[str, Any]:
+    out: dict[str, Any] = {"n": n, "baseline_mean": _mean(b_vals),
+                           "candidate_mean": _mean(c_vals)}
+    if res is None:
+        why = (f"{n} task(s) scored in both runs: at least 2 are needed" if n else
+               "no task has this score in both runs (check the metric's name in the records)")
+        return {**out, "diff": None, "ci_low": None, "ci_high": None, "p": None,
+                "untested": why}
+    return {**out, "diff": res.mean_diff, "ci_low": res.ci_low, "ci_high": res.ci_high,
+            "p": res.p, "n_untied": res.n_untied, "wins": res.wins, "losses": res.losses}
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def flips(ids: list[str], b_vals: list[float], c_vals: list[float], key: str,
+          links: dict[str, dict[str, str]]) -> list[dict[str, Any]]:
+    """Tasks whose difference exceeds ``FLIP_SHARE`` of the spread of the pair's values,
+    each with its two traces (``links``: side -> task id -> MLflow UI route)."""
+    values = b_vals + c_vals
+    spread = max(values) - min(values) if values else 0.0
+    out = []
+    for t, b, c in zip(ids, b_vals, c_vals, strict=True):
+        diff = c - b
+        if spread > 0 and abs(diff) > FLIP_SHARE * spread:
+            out.append({"task": t, "baseline": b, "candidate": c, "diff": diff,
+                        "direction": "better" if policy.advantage(diff, key) > 0 else "worse",
+                        "baseline_trace": links["baseline"].get(t),
+                        "candidate_trace": links["candidate"].get(t)})
+    return sorted(out, key=lambda f: policy.advantage(f["diff"], key))
+
+
+def regression(metric_stats: dict[str, Any], rule: Rule, key: str) -> bool:
+    """The non-inferiority rule: the whole paired 95% CI of the candidate's advantage lies
+    below ``-margin``."""
+    if metric_stats.get("diff") is None:
+        return False
+    low, high = metric_stats["ci_low"], metric_stats["ci_high"]
+    best_case = high if policy.higher_is_better(key) else -low
+    return bool(best_case < -rule.margin)
+
+
+def trace_links(run: Any) -> dict[str, str]:
+    """Task id -> the MLflow UI route of its trace in ``run``."""
+    exp = run.info.experiment_id
+    ids = trace_ids(exp, [{"run_id": run.info.run_id}]).get(run.info.run_id, {})
+    return {t: f"#/experiments/{exp}/traces?selectedEvaluationId={tr}" for t, tr in ids.items()}
+
+
+def compare_pair(baseline: Sweep, candidate: Sweep, names: tuple[str, str],
+                 metrics: list[str], owners: dict[str, Scorer]) -> dict[str, Any]:
+    """One system of the candidate against its baseline run, every metric."""
+    c_name, b_name = names
+    b_run, c_run = baseline.runs[b_name], candidate.runs[c_name]
+    b_recs, c_recs = baseline.records[b_name], candidate.records[c_name]
+    links = {"baseline": trace_links(b_run), "candidate": trace_links(c_run)}
+    out: dict[str, Any] = {"system": c_name, "baseline_system": b_name,
+                           "baseline_run_id": b_run.info.run_id,
+                           "candidate_run_id": c_run.info.run_id,
+                           "metrics": {}, "not_comparable": {}, "costs": {}}
+    for key in metrics:
+        why = scored_differently(b_run, c_run, key, owners)
+        if why:
+            out["not_comparable"][key] = why
+            continue
+        ids, b_vals, c_vals, res = paired(b_recs, c_recs, key)
+        out["metrics"][key] = {**stats(res, len(ids), b_vals, c_vals),
+                               "higher_is_better": policy.higher_is_better(key),
+                               "flipped": flips(ids, b_vals, c_vals, key, links)}
+    for key in COST_FIELDS:
+        ids, b_vals, c_vals, res = paired(b_recs, c_recs, key)
+        if ids:
+            out["costs"][key] = stats(res, len(ids), b_vals, c_vals)
+    return out
+
+
+def apply_holm(systems: list[dict[str, Any]]) -> None:
+    """Holm-adjusted p over every (system, metric) compared, beside the raw p."""
+    cells = [m for s in systems for m in s["metrics"].values()]
+    for cell, adjusted in zip(cells, holm([c["p"] for c in cells]), strict=True):
+        cell["p_holm"] = adjusted
+
+
+def decide(systems: list[dict[str, Any]], rules: list[Rule]) -> tuple[list[dict[str, Any]],
+                                                                       list[dict[str, Any]]]:
+    """(regressions, untested rules), one entry per rule and system."""
+    regressed, untested = [], []
+    for rule in rules:
+        for s in systems:
+            cell = s["metrics"].get(rule.metric)
+            why = (s["not_comparable"].get(rule.metric) if cell is None
+                   else cell.get("untested"))
+            if why or cell is None:
+                untested.append({"system": s["system"], "metric": rule.metric,
+                                 "why": why or "no scores"})
+            elif regression(cell, rule, rule.metric):
+                regressed.append({"system": s["system"], "metric": rule.metric,
+                                  "margin": rule.margin, "diff": cell["diff"],
+                                  "ci_low": cell["ci_low"], "ci_high": cell["ci_high"]})
+    return regressed, untested
+
+
+def compare(baseline: Sweep, candidate: Sweep, options: Options) -> dict[str, Any]:
+    """The comparison as ``baseline_comparison.json`` holds it (``NotComparable`` when the
+    sweeps cannot be compared at all)."""
+    data = check_data(baseline, candidate)
+    overlap = check_overlap(baseline, candidate, options.min_overlap)
+    pairs, only_b, only_c = match_runs(baseline, candidate, options.mapping)
+    if not pairs:
+        raise NotComparable(
+            f"no run of the candidate ({sorted(candidate.runs)}) matches one of the baseline "
+            f"({sorted(baseline.runs)}). Fix: report.baseline_map=['<candidate run>="
+            "<baseline run>']")
+    metrics = decision_metrics(options, baseline, candidate)
+    owners = {m.name: s for s in default_scorers() for m in s.metrics}
+    systems = [compare_pair(baseline, candidate, p, metrics, owners) for p in pairs]
+    apply_holm(systems)
+    regressed, untested = decide(systems, options.rules)
+    decision = "regressed" if regressed else "untested" if untested else "passed"
+    return {"baseline": baseline.describe(), "candidate": candidate.describe(),
+            "data": data, "tasks": overlap, "metrics": metrics, "flip_share": FLIP_SHARE,
+            "rules": [{"metric": r.metric, "margin": r.margin} for r in options.rules],
+            "systems": systems, "only_in_baseline": only_b, "only_in_candidate": only_c,
+            "regressions": regressed, "untested": untested, "decision": decision}
+
+
+def run_comparison(client: Any, baseline_ref: str, candidate_ref: str, options: Options
+                   ) -> dict[str, Any]:
+    """Load both sweeps from the store and compare them."""
+    with tempfile.TemporaryDirectory() as tmp:
+        baseline = load_sweep(client, baseline_ref, Path(tmp) / "baseline")
+        candidate = load_sweep(client, candidate_ref, Path(tmp) / "candidate",
+                               key="the candidate")
+    return compare(baseline, candidate, options)

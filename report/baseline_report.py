@@ -1,0 +1,211 @@
+"""The baseline comparison as people and CI read it: a report section, the candidate
+sweep's artifacts, tags and description, the console lines, and the exit status.
+
+    python -m report compare <baseline> <candidate> [--fail-on rouge2_f1:0.01 ...]
+
+Exit status (the same for ``report.baseline`` on a sweep): 0 no regression, 3 a
+regression (``REGRESSION_EXIT``), 2 the comparison was refused or a rule could not be
+tested (the message says why), 1 a crash.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from arag.config import ConfigError
+from report.baseline import (
+    ARTIFACT,
+    NotComparable,
+    Options,
+    parse_map,
+    parse_rules,
+    run_comparison,
+)
+from report.verdict import fmt, table
+from tracking.paths import resolve_tracking_uri
+from tracking.sweeps import SweepNotFound, mark_compared, set_description_section
+
+REGRESSION_EXIT = 3  # a regression: distinct from a crash (1) and from bad input (2)
+REFUSED_EXIT = 2
+EXIT_STATUS = {"passed": 0, "untested": REFUSED_EXIT, "regressed": REGRESSION_EXIT}
+SECTION = "## Against the baseline"
+
+
+def _ci(cell: dict[str, Any]) -> str:
+    return "–" if cell.get("ci_low") is None else f"[{cell['ci_low']:+.3f}, {cell['ci_high']:+.3f}]"
+
+
+def _p(value: float | None) -> str:
+    return "too few to test" if value is None else f"{value:.3g}"
+
+
+def outcome(comparison: dict[str, Any]) -> str:
+    """What was decided, in lines a CI log shows: each regression with its system, metric
+    and amount; else what was tested."""
+    base = comparison["baseline"]
+    against = f"baseline sweep {base['name']!r} ({base['run_id']})"
+    if comparison["regressions"]:
+        return "\n".join(
+            f"REGRESSION: {r['system']} is worse on {r['metric']} by {-r['diff']:.4f} "
+            f"(candidate minus baseline {r['diff']:+.4f}, 95% CI [{r['ci_low']:+.4f}, "
+            f"{r['ci_high']:+.4f}], beyond the margin {r['margin']:g}) against {against}"
+            for r in comparison["regressions"])
+    if comparison["untested"]:
+        return "\n".join(f"NOT TESTED: {u['system']} on {u['metric']} against {against}: "
+                         f"{u['why']}" for u in comparison["untested"])
+    rules = ", ".join(f"{r['metric']} (margin {r['margin']:g})" for r in comparison["rules"])
+    systems = ", ".join(s["system"] for s in comparison["systems"])
+    tested = f"tested {rules} on {systems}" if rules else \
+        f"no report.fail_on rule: compared {', '.join(comparison['metrics'])} on {systems}"
+    return f"No regression against {against}: {tested}."
+
+
+def markdown(comparison: dict[str, Any]) -> str:
+    """The report section: comparability, the rule's outcome, paired differences, flipped
+    tasks with links to both traces, and cost, latency and token deltas."""
+    base, data, tasks = comparison["baseline"], comparison["data"], comparison["tasks"]
+    parts = [SECTION, "",
+             f"Baseline: sweep `{base['name']}` (run `{base['run_id']}`, "
+             f"[open](#/experiments/{base['experiment_id']}/runs/{base['run_id']})). "
+             f"Dataset {', '.join(data['dataset'])}; digest: {data['digest_check']}. Tasks: "
+             f"{tasks['common']} in common (baseline {tasks['baseline']}, candidate "
+             f"{tasks['candidate']}; overlap {tasks['overlap']:.2f}, at least "
+             f"{tasks['min_overlap']:g} required).", "", f"**{outcome(comparison)}**", ""]
+    parts += _unmatched(comparison)
+    parts.append("Candidate minus baseline, paired by task (per-task means over repeats), on "
+                 "the tasks both answered: mean difference, paired bootstrap 95% CI, Wilcoxon "
+                 "p and Holm-adjusted p over every metric and system compared. Flipped: tasks "
+                 f"whose difference exceeds {comparison['flip_share']:g} of the metric's "
+                 "spread.\n")
+    for system in comparison["systems"]:
+        parts += _system_section(system)
+    return "\n".join(parts) + "\n"
+
+
+def _unmatched(comparison: dict[str, Any]) -> list[str]:
+    lines = []
+    if comparison["only_in_baseline"]:
+        lines.append("Only in the baseline (not compared): "
+                     f"{', '.join(comparison['only_in_baseline'])}.")
+    if comparison["only_in_candidate"]:
+        lines.append("Only in the candidate (not compared; `report.baseline_map` maps a run "
+                     f"to a baseline run): {', '.join(comparison['only_in_candidate'])}.")
+    return [*lines, ""] if lines else []
+
+
+def _system_section(system: dict[str, Any]) -> list[str]:
+    title = system["system"] if system["system"] == system["baseline_system"] else \
+        f"{system['system']} (baseline: {system['baseline_system']})"
+    rows = [[f"`{key}`", c["n"], c["baseline_mean"], c["candidate_mean"], c["diff"], _ci(c),
+             _p(c["p"]), _p(c.get("p_holm")),
+             f"{sum(f['direction'] == 'better' for f in c['flipped'])} better / "
+             f"{sum(f['direction'] == 'worse' for f in c['flipped'])} worse"]
+            for key, c in system["metrics"].items()]
+    out = [f"### {title}", "",
+           table(["metric", "tasks", "baseline", "candidate", "diff", "95% CI", "p",
+                  "p (Holm)", "flipped"], rows)]
+    out += [f"Not comparable: `{key}`, {why}." for key, why in system["not_comparable"].items()]
+    for key, cell in system["metrics"].items():
+        out += [_flip_line(key, f) for f in cell["flipped"]]
+    costs = [[key, c["n"], *(fmt(c[v], 5 if "cost" in key else 1)
+                             for v in ("baseline_mean", "candidate_mean", "diff")), _ci(c)]
+             for key, c in system["costs"].items()]
+    if costs:
+        out += ["", "Cost (USD, as if nothing came from the response cache: "
+                "`cost_usd_uncached`), latency (ms) and tokens per task:", "",
+                table(["per task", "tasks", "baseline", "candidate", "diff", "95% CI"], costs)]
+    return [*out, ""]
+
+
+def _flip_line(key: str, flip: dict[str, Any]) -> str:
+    links = " · ".join(f"[{side} trace]({flip[f'{side}_trace']})"
+                       for side in ("baseline", "candidate") if flip.get(f"{side}_trace"))
+    return (f"- {flip['direction']}: `{flip['task']}` `{key}` {flip['baseline']:.3f} → "
+            f"{flip['candidate']:.3f} ({flip['diff']:+.3f}){' ' + links if links else ''}")
+
+
+def publish(client: Any, comparison: dict[str, Any]) -> None:
+    """On the candidate's parent run: ``baseline_comparison.json``, the section in
+    ``report.md``, the description's link to the baseline, and the tags."""
+    run_id = comparison["candidate"]["run_id"]
+    section = markdown(comparison)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / ARTIFACT).write_text(json.dumps(comparison, indent=2), encoding="utf-8")
+        client.log_artifact(run_id, str(folder / ARTIFACT))
+        report = _current_report(client, run_id, folder / "old")
+        (folder / "report.md").write_text(report.split(SECTION, 1)[0].rstrip() + "\n\n"
+                                          + section, encoding="utf-8")
+        client.log_artifact(run_id, str(folder / "report.md"))
+    base = comparison["baseline"]
+    set_description_section(client, run_id, "**Against the baseline**",
+                            f"[baseline sweep {base['name']}](#/experiments/"
+                            f"{base['experiment_id']}/runs/{base['run_id']}): "
+                            f"{outcome(comparison)} Details: `report.md`, `{ARTIFACT}`.")
+    mark_compared(client, run_id, base["run_id"], outcome(comparison),
+                  regressed=comparison["decision"] == "regressed")
+
+
+def _current_report(client: Any, run_id: str, folder: Path) -> str:
+    folder.mkdir()
+    try:
+        return Path(client.download_artifacts(run_id, "report.md", str(folder))).read_text(
+            encoding="utf-8")
+    except Exception:  # noqa: BLE001 - a sweep whose report was not written: section only
+        return ""
+
+
+def options_from(report_cfg: Any) -> Options:
+    """The comparison's options from the ``report`` config node."""
+    return Options(rules=parse_rules(report_cfg.fail_on), decide_on=list(report_cfg.decide_on),
+                   min_overlap=float(report_cfg.min_overlap),
+                   mapping=parse_map(report_cfg.baseline_map))
+
+
+def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options
+                        ) -> tuple[int, str]:
+    """(exit status, what to print): the comparison logged on the candidate, or the reason
+    it was refused (nothing logged)."""
+    try:
+        comparison = run_comparison(client, baseline, candidate, options)
+    except (NotComparable, SweepNotFound) as exc:
+        return REFUSED_EXIT, f"baseline comparison refused: {exc}"
+    publish(client, comparison)
+    return EXIT_STATUS[comparison["decision"]], outcome(comparison)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m report compare",
+        description="Compare a finished sweep (candidate) with a baseline sweep, task by task; "
+                    "exit 3 on a regression under --fail-on, 2 when refused, 0 otherwise.")
+    parser.add_argument("baseline", help="parent run id, sweep name, or <tag>=<value>")
+    parser.add_argument("candidate", help="parent run id, sweep name, or <tag>=<value>")
+    parser.add_argument("--fail-on", nargs="*", default=[], metavar="METRIC:MARGIN")
+    parser.add_argument("--decide-on", nargs="*", default=[], metavar="METRIC")
+    parser.add_argument("--min-overlap", type=float, default=Options.min_overlap)
+    parser.add_argument("--map", nargs="*", default=[], metavar="CANDIDATE=BASELINE",
+                        help="candidate run name = baseline run name")
+    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    args = parser.parse_args(argv)
+    try:
+        options = Options(rules=parse_rules(args.fail_on, "--fail-on"), decide_on=args.decide_on,
+                          min_overlap=args.min_overlap, mapping=parse_map(args.map, "--map"))
+    except ConfigError as exc:
+        parser.error(str(exc))
+    import mlflow
+    from mlflow import MlflowClient
+
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file
+    uri = resolve_tracking_uri(args.tracking_uri)
+    mlflow.set_tracking_uri(uri)  # traces are found through the fluent API
+    client = MlflowClient(tracking_uri=uri)
+    status, text = compare_and_publish(client, args.baseline, args.candidate, options)
+    print(text)
+    return status
+
