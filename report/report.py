@@ -110,6 +110,16 @@ def _records(client, run: Any, folder: Path) -> list[dict[str, Any]]:
     return evals
 
 
+def compared_records(client, parent: dict[str, Any]
+                     ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """The sweep's compared runs (report rows) and their records by run id, as the report
+    reads them (for what is judged across runs at the sweep's end: ``judge.pairwise``)."""
+    runs = [r for r in child_runs(client, parent) if compared(_row(r))]
+    with tempfile.TemporaryDirectory() as tmp:
+        return [_row(r) for r in runs], {r.info.run_id: _records(client, r, Path(tmp) / r.info.run_id)
+                                         for r in runs}
+
+
 def _get(row: dict[str, Any], key: str) -> Any:
     return row.get(key)
 

@@ -39,7 +39,7 @@ from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console
 from report.console import quiet
 from report.report import write_sweep_report
-from runners import dryrun, overview
+from runners import dryrun, overview, pairwise
 from runners.preflight import (
     all_finished,
     check_jobs,
@@ -72,6 +72,7 @@ class MLflowSweepCallback(Callback):
         self.result: Any = None  # the sweep report's findings, for the console's verdict
         self.earlier: list[Any] = []  # parents holding a finished sweep's verdict (re-run)
         self.locks = FolderLocks()
+        self.jobs: list[Settings] = []  # every job's settings, checked before the parent opens
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -97,6 +98,7 @@ class MLflowSweepCallback(Callback):
             log.error("a job of the sweep cannot be composed: %s", exc)
             raise SystemExit(2) from None
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        self.jobs = jobs
         if config.runner.dry_run:
             return  # a dry run calls no model and records nothing
         try:  # no other sweep writes these predictions or into this folder meanwhile
@@ -173,6 +175,12 @@ class MLflowSweepCallback(Callback):
 
     def _close_parent(self, failures: list[dict[str, str]]) -> None:
         assert self.parent is not None
+        try:  # judged across runs, so before the report that shows it
+            pairwise.judge_pairs(self.client, self.parent, self.jobs)
+        except Exception as exc:  # noqa: BLE001 - the report and the runs stand without it
+            log.exception("could not judge the sweep's pairs")
+            self.client.set_tag(self.parent["run_id"], "pairwise_error",
+                                f"{type(exc).__name__}: {exc}"[:5000])
         try:
             self.result = write_sweep_report(self.client, self.parent)
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
