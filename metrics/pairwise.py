@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,7 +171,7 @@ def _planned(pair: Pair, task: Task, repeat: int, dim: str, order: str, source: 
     return Request(row, judge_request(_SYSTEM, prompt, MAX_TOKENS))
 
 
-def verdict_rows(planned: list[Request], judges: dict[str, ChatModel], batch: bool = False,
+def verdict_rows(planned: list[Request], judges: Mapping[str, ChatModel], batch: bool = False,
                  concurrency: int = 1) -> list[dict[str, Any]]:
     """Every judge's reply to every planned request, as rows of ``pairwise.jsonl``: the
     reply verbatim, its ``verdict`` (A, B, tie; None: unreadable), the ``winner`` it names

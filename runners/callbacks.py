@@ -166,6 +166,7 @@ class MLflowSweepCallback(Callback):
                                                      run.info.experiment_id, run.info.run_id)]),
                   flush=True)
         if config.runner.dry_run and self.sweep_dir:
+            pairwise.estimate_pairs(self.sweep_dir, self.jobs)
             print(dryrun.sweep_total(self.sweep_dir), flush=True)
         if failures:
             lines = "\n".join(f"  [{f['job']}] {f['error']}" for f in failures)

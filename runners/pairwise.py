@@ -21,6 +21,7 @@ from typing import Any
 
 from arag.config import PairwisePairs
 from arag.llm.cache import SpendJournal
+from arag.llm.registry import PROVIDERS
 from metrics.pairwise import (
     Outcome,
     Pair,
@@ -33,15 +34,16 @@ from metrics.pairwise import (
 )
 from report import policy
 from report.compare import trace_ids
+from report.pairwise import ARTIFACT, SKIPPED_TAG
 from report.report import compared_records
+from runners import dryrun
 from runners.job import load_tasks, make_judge, make_panel
 from runners.scoring import judge_metrics
 from runners.settings import Settings
+from tracking.paths import resolve
 from tracking.traces import log_trace_feedback
 
 log = logging.getLogger(__name__)
-ARTIFACT = "pairwise.jsonl"
-SKIPPED_TAG = "pairwise_skipped"
 RATIONALE_CHARS = 4000  # of each order's reply, on a trace
 
 
@@ -51,16 +53,19 @@ def judge_pairs(client: Any, parent: dict[str, Any], jobs: list[Settings]) -> No
         return
     settings = jobs[0]
     cfg = settings.config
-    rows, records = compared_records(client, parent)
-    why = _cannot(jobs) or ("" if len(rows) >= 2 else "fewer than two compared runs")
     journal = SpendJournal(Path(parent["sweep_dir"]) / f"pairwise_judge_spend.{parent['run_id']}"
                                                       ".jsonl")
+    why = _cannot(jobs)
     judge, reason = make_judge(cfg, journal) if not why else (None, why)
-    pairs = pairs_of(rows, cfg.judge.pairwise_pairs) if judge is not None else []
-    if judge is None or not pairs:
-        _skip(client, parent, reason or (
-            "no agentic run against a baseline to compare; judge.pairwise_pairs=all "
-            "compares every pair"))
+    if judge is None:
+        _skip(client, parent, reason)
+        return
+    rows, records = compared_records(client, parent)
+    pairs = pairs_of(rows, cfg.judge.pairwise_pairs)
+    if not pairs:
+        _skip(client, parent, "fewer than two compared runs" if len(rows) < 2 else
+              "no agentic run against a baseline to compare; judge.pairwise_pairs=all "
+              "compares every pair")
         return
     dataset = load_tasks(cfg)
     answers = {row["run"]: answers_of(records.get(row["run_id"], [])) for row in rows}
@@ -84,6 +89,36 @@ def judge_pairs(client: Any, parent: dict[str, Any], jobs: list[Settings]) -> No
              "%d verdicts on traces", len(pairs), int(cost.get("pairwise_judge_calls", 0)),
              int(cost.get("pairwise_judge_cached_calls", 0)),
              cost.get("pairwise_judge_cost_usd_total", 0.0), traced)
+
+
+def estimate_pairs(sweep_dir: Path, jobs: list[Settings]) -> None:
+    """``runner.dry_run=true``: the pairwise judge's calls on the jobs' dry-run answers,
+    per judge, priced (those the response cache holds are free) and added to the sweep's
+    total."""
+    if not jobs or not jobs[0].config.judge.pairwise:
+        return
+    cfg = jobs[0].config
+    runs = dryrun.recorded_answers(sweep_dir)
+    rows = [{**r, "run_id": r["run"]} for r in runs]
+    why = _cannot(jobs) or ("" if PROVIDERS.get(cfg.judge.provider).judges else
+                            f"judge={cfg.judge.name} is not a judge")
+    pairs = pairs_of(rows, cfg.judge.pairwise_pairs) if not why else []
+    if not pairs:
+        print(f"[dry run] pairwise judge: nothing to ask ({why or 'no pair to compare'})",
+              flush=True)
+        return
+    dataset = load_tasks(cfg, call_models=False)
+    planned = plan(pairs, {r["run"]: answers_of(r["records"]) for r in runs},
+                   {t.id: t for t in dataset.tasks}, dataset.corpus, dryrun.NoCallJudge(),
+                   cfg.judge.context_limit)
+    requests = {str(n): p.request for n, p in enumerate(planned) if p.request is not None}
+    estimates = [dryrun.estimate_requests(f"pairwise judge ({len(pairs)} pairs, both orders)",
+                                          requests, judge, resolve(cfg.cache.dir))
+                 for judge in (cfg.judge, *jobs[0].panel.values())]
+    for est in estimates:
+        est.cost_usd /= 2 if cfg.judge.batch else 1
+        print(est.line(), flush=True)
+    dryrun.record(sweep_dir, dryrun.summarize("pairwise judge", {"judge": estimates}))
 
 
 def pairs_of(rows: list[dict[str, Any]], which: PairwisePairs) -> list[Pair]:
@@ -116,7 +151,7 @@ def _assess(experiment_id: str, rows: list[dict[str, Any]], found: list[Outcome]
     replies as the rationale (a task judged in several repeats: its first)."""
     traces = trace_ids(experiment_id, rows)
     run_ids = {r["run"]: r["run_id"] for r in rows}
-    feedback = []
+    feedback: list[tuple[str, str, str, str | None, str]] = []
     for o in sorted(found, key=lambda o: o.repeat):
         if o.judge != judge or o.status == "not_judged":
             continue

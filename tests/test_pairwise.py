@@ -166,3 +166,21 @@ def test_a_panel_judge_has_its_own_figures_and_the_judges_agreement_is_reported(
     metrics = metrics_of(summary)
     assert "pairwise_panel_second_overall_arag_vs_naive_win_rate" in metrics
     assert "pairwise_judge_agreement_overall" in metrics
+
+
+def test_with_the_offline_model_as_judge_nothing_is_asked_and_the_run_says_why(make_cfg,
+                                                                            tmp_path):
+    from mlflow import MlflowClient
+
+    from runners.pairwise import judge_pairs
+    from runners.settings import read
+
+    settings = read(make_cfg("judge=offline", "judge.pairwise=true"))
+    client = MlflowClient(tracking_uri=settings.config.tracking.uri)
+    experiment = client.create_experiment("pairwise")
+    run = client.create_run(experiment)
+    judge_pairs(client, {"run_id": run.info.run_id, "experiment_id": experiment,
+                         "sweep_dir": str(tmp_path)}, [settings])
+    tags = client.get_run(run.info.run_id).data.tags
+    assert "the offline model is not a judge" in tags["pairwise_skipped"]
+    assert not client.list_artifacts(run.info.run_id)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from arag import progress
@@ -191,7 +192,7 @@ def _span(parent: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
     span.end(end_time_ns=_ns(pred, start + step.latency_ms))
 
 
-def log_trace_feedback(feedback: list[tuple[str, str, str, str | None, str]]) -> int:
+def log_trace_feedback(feedback: Sequence[tuple[str, str, str, str | None, str]]) -> int:
     """A judge's verdicts on given traces, each ``(trace id, name, value, rationale, judge)``
     (a pairwise verdict goes on both compared tasks' traces). Returns how many were logged."""
     import mlflow
