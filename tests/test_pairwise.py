@@ -184,3 +184,24 @@ def test_with_the_offline_model_as_judge_nothing_is_asked_and_the_run_says_why(m
     tags = client.get_run(run.info.run_id).data.tags
     assert "the offline model is not a judge" in tags["pairwise_skipped"]
     assert not client.list_artifacts(run.info.run_id)
+
+
+def test_the_key_finding_states_the_preference_beside_the_absolute_scores_and_their_disagreement():
+    from report.pairwise import PairwiseView, finding, per_task, section
+
+    pairs = [Pair("arag", "naive"), Pair("arag", "stuffing")]
+    view = PairwiseView(judged(list(QUALITY), pairs, PlantedJudge(), n=8), "", 0.01, 96, 0)
+    runs = [{"run": s, "run_id": f"id-{s}"} for s in QUALITY]
+    # absolute coverage: naive above arag (the judge disagrees), arag above stuffing (agrees)
+    scores = {"arag": 3.0, "naive": 4.0, "stuffing": 2.0}
+    records = {f"id-{s}": [{"id": f"t{i}", "geval_coverage": v} for i in range(8)]
+               for s, v in scores.items()}
+    text = finding(view, runs, records, "geval_coverage")
+    naive, stuffing = text.split("Pairwise judge (overall): ")[1:3]
+    assert naive.startswith("arag beats naive on 8 of 8 tasks")
+    assert "**the absolute scores disagree**: they favour naive" in naive
+    assert stuffing.startswith("arag beats stuffing") and "the absolute scores agree" in stuffing
+    assert "Bradley-Terry ranking on overall" in section(view)
+    assert "arag vs naive (overall): <b>arag</b>" in per_task(view)["t0"]
+    skipped = PairwiseView([], "judge=offline: the offline model is not a judge", 0.0, 0, 0)
+    assert "not judged (judge=offline" in finding(skipped, runs, records, "geval_coverage")
