@@ -93,6 +93,11 @@ class RetrievalMethod(str, Enum):
     hybrid = "hybrid"  # reciprocal-rank fusion of dense and bm25
 
 
+class PairwisePairs(str, Enum):
+    agent_baselines = "agent_baselines"  # each agentic run against each baseline
+    all = "all"  # every pair of compared runs
+
+
 class Rerank(str, Enum):
     none = "none"
     model = "model"  # the run's model reorders the first-stage candidates (one call a task)
@@ -221,6 +226,9 @@ class JudgeConfig(ModelConfig):
     # at the sweep's end, ask the judge which of two systems' answers is better, in both
     # orders
     pairwise: bool = False
+    # which runs judge.pairwise compares: each agentic run against each baseline, or every
+    # pair (more calls: n(n-1)/2 pairs instead of agents x baselines)
+    pairwise_pairs: PairwisePairs = PairwisePairs.agent_baselines
 
 
 @dataclass

@@ -164,15 +164,18 @@ def _answer(record: dict[str, Any], fields: list[str], route: str | None) -> str
 
 
 def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], key: str,
-         traces: dict[str, dict[str, str]], experiment_id: str, title: str) -> str:
-    """The page: a header row of runs, then one row per task (in the first run's order)."""
+         traces: dict[str, dict[str, str]], experiment_id: str, title: str,
+         judged: dict[str, str] | None = None) -> str:
+    """The page: a header row of runs, then one row per task (in the first run's order);
+    ``judged``: per task, the pairwise judge's verdicts as HTML (under the task)."""
     by_run = [_answers_by_task(records.get(run["run_id"], [])) for run in finished]
     task_ids = list(dict.fromkeys(t for recs in by_run for t in recs))
     fields = score_fields(records, key)
     head = "".join(f"<th>{html.escape(r['run'])}" + (
         f"<br><span class='muted'>{html.escape(r['system'])}</span>"
         if r["system"] != r["run"] else "") + "</th>" for r in finished)
-    rows = [_row(tid, finished, by_run, fields, traces, experiment_id) for tid in task_ids]
+    rows = [_row(tid, finished, by_run, fields, traces, experiment_id, (judged or {}).get(tid, ""))
+            for tid in task_ids]
     options = "".join(f"<option value='{i}'>{html.escape(r['run'])}</option>"
                       for i, r in enumerate(finished))
     second = options.replace("value='1'>", "value='1' selected>", 1)
@@ -204,7 +207,7 @@ def _answers_by_task(records: list[dict[str, Any]]) -> dict[str, list[dict[str, 
 
 def _row(task_id: str, finished: list[dict[str, Any]],
          by_run: list[dict[str, list[dict[str, Any]]]], fields: list[str],
-         traces: dict[str, dict[str, str]], experiment_id: str) -> str:
+         traces: dict[str, dict[str, str]], experiment_id: str, judged: str = "") -> str:
     first = next(recs[task_id][0] for recs in by_run if task_id in recs)
     # a task's score for sorting: its mean over repeats (verdict.per_task)
     scores = {i: {f: per_task(recs[task_id])[task_id].get(f) for f in fields}
@@ -221,7 +224,7 @@ def _row(task_id: str, finished: list[dict[str, Any]],
     return (f"<tr data-scores='{html.escape(json.dumps(scores))}'><td class='q'><b>"
             f"{html.escape(task_id)}</b><br>{html.escape(first.get('question') or '')}"
             f"<details><summary>reference</summary><div class='out'>{reference}</div></details>"
-            f"</td><td class='diff'></td>{''.join(cells)}</tr>")
+            f"{judged}</td><td class='diff'></td>{''.join(cells)}</tr>")
 
 
 def details(record: dict[str, Any]) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.geval import ERROR_CODES
-from report import compare, console, plots, policy, repeats, verdict
+from report import compare, console, pairwise, plots, policy, repeats, verdict
 from report.policy import comparison_order, report_metrics
 from report.sections import (
     caveats,
@@ -82,6 +82,16 @@ def _row(run: Any) -> dict[str, Any]:
     return row
 
 
+def compared_records(client, parent: dict[str, Any]
+                     ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+    """The sweep's compared runs (report rows) and their records by run id, as the report
+    reads them (for what is judged across runs at the sweep's end: ``judge.pairwise``)."""
+    runs = [r for r in child_runs(client, parent) if compared(_row(r))]
+    with tempfile.TemporaryDirectory() as tmp:
+        return [_row(r) for r in runs], {r.info.run_id: run_records(client, r, Path(tmp) / r.info.run_id)
+                                         for r in runs}
+
+
 def _get(row: dict[str, Any], key: str) -> Any:
     return row.get(key)
 
@@ -107,9 +117,11 @@ def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                 title: str) -> tuple[str, dict[str, Any]]:
+                 title: str, judged_pairs: pairwise.PairwiseView | None = None
+                 ) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
-    means over the common tasks, which the comparison plot draws)."""
+    means over the common tasks, which the comparison plot draws); ``judged_pairs``: the
+    sweep's pairwise judging (``judge.pairwise``)."""
     judged = policy.judged(rows)
     key = primary_metric(records_by_run)
     finished = [r for r in rows if compared(r)]
@@ -129,7 +141,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
     out.append("## Key finding\n\n" + verdict.key_finding(
-        sets, key, _null_reason(records_by_run, key)) + "\n")
+        sets, key, _null_reason(records_by_run, key))
+        + pairwise.finding(judged_pairs, finished, records_by_run, key) + "\n")
     out.append(length_finding(sets, key))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -147,7 +160,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
-    out.append(_cost_table(finished, judged) + latency_cache_note(finished)
+    out.append(_cost_table(finished, judged, judged_pairs.cost_usd if judged_pairs else 0.0)
+               + latency_cache_note(finished)
                + resumed_latency_note(finished))
     gap = plots.cost_plot_gap(finished, key)
     out.append(f"\n{gap}\n" if gap else "\n![cost vs quality](plots/cost_vs_quality.png)\n")
@@ -158,6 +172,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
                                                     for r in finished)][:3]))
     arag_points = _loop_section(out, common, records_by_run, key)
+    if judged_pairs is not None:
+        out.append(pairwise.section(judged_pairs))
     out.append("\n## Paired comparisons\n")
     out.append(paired_section(sets, key))
     repeat_text = repeats.section(sets, finished, key)
@@ -215,7 +231,7 @@ def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> s
     return f": {reasons.most_common(1)[0][0]}" if reasons else ""
 
 
-def _cost_table(finished: list[dict[str, Any]], judged: bool) -> str:
+def _cost_table(finished: list[dict[str, Any]], judged: bool, pairwise_cost: float = 0.0) -> str:
     note = ("Cost per task counts every task a run ran, errored ones included (their calls "
             "were paid), as if no call had come from the response cache (so a configuration "
             "that reused a neighbour's cached calls does not look free); what was actually "
@@ -224,9 +240,10 @@ def _cost_table(finished: list[dict[str, Any]], judged: bool) -> str:
             "too). Latency percentiles are over answered tasks, errored tasks' latency is "
             "shown apart.\n\n")
     systems = sum(verdict.spent(r) or 0.0 for r in finished)
-    judge = sum(verdict.judge_spent(r) or 0.0 for r in finished)
+    judge = sum(verdict.judge_spent(r) or 0.0 for r in finished) + pairwise_cost
     total = (f"\nTotal spent: ${systems + judge:.4f} (systems ${systems:.4f}, judge "
-             f"${judge:.4f}).\n")
+             f"${judge:.4f}" + (f", of which the pairwise judge ${pairwise_cost:.4f}"
+                                if pairwise_cost else "") + ").\n")
     return note + _table(
         ["run", "tasks", "errors", "skipped", "cost / task ($)", "spent / task ($)",
          "spent ($)", "judge cost ($)", "P50 latency (ms)", "P90", "P99",
@@ -414,7 +431,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
             system = next(x["system"] for x in rows if x["run_id"] == rid)
             for rec in recs:
                 rec.setdefault("system", system)
-        text, data = build_report(rows, records, title)
+        judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
+        text, data = build_report(rows, records, title, judged_pairs)
         key = primary_metric(records)
         plot_dir = folder / "plots"
         plot_dir.mkdir()
@@ -431,14 +449,16 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
         experiment_id = target.info.experiment_id
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished), experiment_id,
-            title), encoding="utf-8")
+            title, pairwise.per_task(judged_pairs)), encoding="utf-8")
         for name in ("report.md", "report.html", "compare.html"):
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
             client.log_artifact(target_run_id, str(path), "plots")
     result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
                           f"{target.info.artifact_uri}/report.html",
-                          key_finding(finished, records, key), caveats(finished),
+                          key_finding(finished, records, key)
+                          + pairwise.finding(judged_pairs, finished, records, key),
+                          caveats(finished),
                           unreadable_note(finished) + resumed_latency_note(finished))
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,

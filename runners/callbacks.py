@@ -40,7 +40,7 @@ from report import console
 from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import write_sweep_report
-from runners import dryrun, overview
+from runners import dryrun, overview, pairwise
 from runners.preflight import (
     all_finished,
     check_jobs,
@@ -78,6 +78,7 @@ class MLflowSweepCallback(Callback):
         self.report_cfg: Any = None  # the ``report`` node: the baseline to compare with
         self.baseline_exit = 0  # the baseline comparison's exit status (report.baseline_report)
         self.baseline_text = ""  # what it decided, for the console
+        self.jobs: list[Settings] = []  # every job's settings, checked before the parent opens
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -107,6 +108,7 @@ class MLflowSweepCallback(Callback):
             log.error("a job of the sweep cannot be composed: %s", exc)
             raise SystemExit(2) from None
         sweep_dir.mkdir(parents=True, exist_ok=True)
+        self.jobs = jobs
         if config.runner.dry_run:
             return  # a dry run calls no model and records nothing
         try:  # no other sweep writes these predictions or into this folder meanwhile
@@ -178,6 +180,7 @@ class MLflowSweepCallback(Callback):
                   flush=True)
             self._compare_with_baseline(run.info.run_id)  # a CI re-run is gated all the same
         if config.runner.dry_run and self.sweep_dir:
+            pairwise.estimate_pairs(self.sweep_dir, self.jobs)
             print(dryrun.sweep_total(self.sweep_dir), flush=True)
         if self.baseline_text:
             print(self.baseline_text, flush=True)
@@ -191,6 +194,12 @@ class MLflowSweepCallback(Callback):
 
     def _close_parent(self, failures: list[dict[str, str]]) -> None:
         assert self.parent is not None
+        try:  # judged across runs, so before the report that shows it
+            pairwise.judge_pairs(self.client, self.parent, self.jobs)
+        except Exception as exc:  # noqa: BLE001 - the report and the runs stand without it
+            log.exception("could not judge the sweep's pairs")
+            self.client.set_tag(self.parent["run_id"], "pairwise_error",
+                                f"{type(exc).__name__}: {exc}"[:5000])
         try:
             self.result = write_sweep_report(self.client, self.parent)
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,

@@ -194,6 +194,28 @@ def record(sweep_dir: Path, summary: dict[str, Any]) -> None:
         f.write(json.dumps(summary) + "\n")
 
 
+ANSWERS_FILE = "dry_run_answers.jsonl"
+
+
+def record_answers(sweep_dir: Path, run: str, system_class: Any,
+                   predictions: list[Prediction]) -> None:
+    """A job's dry-run answers and what its system declares, for the pairwise judge's
+    estimate at the sweep's end (``judge.pairwise``)."""
+    row = {"run": run, "agentic": system_class.agentic, "bound": system_class.bound,
+           "records": [{"id": p.id, "predicted": p.predicted, "error": p.error,
+                        "skipped": p.skipped} for p in predictions]}
+    with open(sweep_dir / ANSWERS_FILE, "a", encoding="utf-8") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def recorded_answers(sweep_dir: Path) -> list[dict[str, Any]]:
+    """Each job's dry-run answers (a sweep folder used again: its latest of each run)."""
+    path = sweep_dir / ANSWERS_FILE
+    rows = [json.loads(line) for line in path.read_text().splitlines() if line] \
+        if path.exists() else []
+    return list({row["run"]: row for row in rows}.values())
+
+
 def summarize(run: str, parts: dict[str, list[Estimate]]) -> dict[str, Any]:
     """A job's calls and cost, in total and per part (system, judge, dataset)."""
     return {"run": run, "calls": sum(e.n_calls for es in parts.values() for e in es),

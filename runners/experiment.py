@@ -167,6 +167,8 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     sweep_dir = _sweep_dir()
     if sweep_dir is not None:
         dryrun.record(sweep_dir, summary)
+        if cfg.judge.pairwise:  # the sweep's end prices the pairwise judge on these answers
+            dryrun.record_answers(sweep_dir, name, job.system_class, est.predictions)
     return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": summary["cost_usd"]}
 
 

@@ -52,7 +52,8 @@ def resolved(cfg: DictConfig) -> dict[str, Any]:
 _NEWER_DEFAULTS: dict[str, Any] = {
     "system.predictions": None, "system.allow_missing": False, "system.options": {},
     "system.id_map": None, "system.ignore_extra": False, "system.model_label": None,
-    "dataset.references": None, "judge.pairwise": False, "runner.repeats": 1,
+    "dataset.references": None, "judge.pairwise": False,
+    "judge.pairwise_pairs": "agent_baselines", "runner.repeats": 1,
     **{f"{node}.options.send_temperature": True
        for node in ("model", "judge", "dataset.reference_model")},
 }

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from arag import progress
@@ -202,3 +203,15 @@ def _span(parent: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
         if error is not None:
             span.set_status("ERROR")
     span.end(end_time_ns=_ns(pred, start + step.latency_ms))
+
+
+def log_trace_feedback(feedback: Sequence[tuple[str, str, str, str | None, str]]) -> int:
+    """A judge's verdicts on given traces, each ``(trace id, name, value, rationale, judge)``
+    (a pairwise verdict goes on both compared tasks' traces). Returns how many were logged."""
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    for trace_id, name, value, rationale, judge in feedback:
+        mlflow.log_feedback(trace_id=trace_id, name=name, value=value, rationale=rationale,
+                            source=AssessmentSource(source_type="LLM_JUDGE", source_id=judge))
+    return len(feedback)

@@ -1,0 +1,207 @@
+"""The pairwise judge's plan, reply contract and figures, with a judge model whose
+preference and first-position bias are planted (no network: the sweep test asks the
+real SDK over HTTP)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import pytest
+
+from arag.llm.base import ChatModel, Completion, Usage
+from arag.records import Corpus, Document, Task
+from metrics.pairwise import (
+    DIMENSIONS,
+    Pair,
+    answers_of,
+    metrics_of,
+    outcomes,
+    parse_winner,
+    plan,
+    summarize,
+    verdict_rows,
+)
+
+QUALITY = {"arag": 3, "naive": 2, "stuffing": 1}  # the planted preference, by answer text
+SUMMARY = re.compile(r"Summary A:\n(.*?)\n\nSummary B:\n(.*?)\n\nCompare", re.DOTALL)
+
+
+def biased(prompt: str, share: float) -> bool:
+    """Whether the judge names the first answer whatever it reads (a planted share of calls)."""
+    return int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 1000 < share * 1000
+
+
+class PlantedJudge(ChatModel):
+    """Prefers the summary of the better system (the system is the text's first word); on
+    a planted share of calls names the first one shown; ``unreadable``: tasks whose
+    replies end without a Winner line."""
+
+    provider = "planted"
+    name = "planted"
+
+    def __init__(self, bias: float = 0.0, unreadable: frozenset[str] = frozenset()):
+        self.bias = bias
+        self.unreadable = unreadable
+        self.calls = 0
+
+    def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                 tool_choice="auto") -> Completion:
+        self.calls += 1
+        prompt = messages[-1]["content"]
+        first, second = SUMMARY.search(prompt).groups()
+        if any(t in prompt for t in self.unreadable):
+            text = "Both are fine.\nI cannot decide."
+        elif biased(prompt, self.bias):
+            text = "The first reads better.\nWinner: A"
+        else:
+            qa, qb = QUALITY[first.split()[0]], QUALITY[second.split()[0]]
+            text = "Reasons.\n" + ("Winner: A" if qa > qb else "Winner: B" if qb > qa
+                                   else "**Winner:** tie")
+        return Completion([{"type": "text", "text": text}], "end_turn", Usage(10, 5), self.name)
+
+
+def dataset(n: int = 40, reference: bool = True) -> tuple[dict[str, Task], Corpus]:
+    docs = {f"d{i}": Document(f"d{i}", (f"Revenue rose {i} percent.", "Margins held."))
+            for i in range(n)}
+    tasks = {f"t{i}": Task(f"t{i}", "summary", (f"d{i}",), "Summarize the call.",
+                           f"Revenue rose {i} percent." if reference else "")
+             for i in range(n)}
+    return tasks, Corpus(docs)
+
+
+def records(system: str, n: int = 40, repeats: int = 1) -> list[dict]:
+    return [{"id": f"t{i}", "repeat": r, "predicted": f"{system} summary {i} [c:x]"}
+            for i in range(n) for r in range(repeats)]
+
+
+def judged(systems: list[str], pairs: list[Pair], judge: ChatModel, n: int = 40,
+           repeats: int = 1, limit: int = 200_000, reference: bool = True) -> list[dict]:
+    tasks, corpus = dataset(n, reference)
+    answers = {s: answers_of(records(s, n, repeats)) for s in systems}
+    return verdict_rows(plan(pairs, answers, tasks, corpus, judge, limit), {"planted": judge})
+
+
+@pytest.mark.parametrize(("reply", "verdict"), [
+    ("Reasoning.\nWinner: A", "A"), ("x\nWinner: B\n\n", "B"), ("x\nwinner: Tie", "tie"),
+    ("x\n**Winner:** B", "B"), ("Winner: A\nBut on reflection more text.", None),
+    ("Summary A is better.", None), ("Winner: A or B", None), ("", None)])
+def test_the_reply_contract_is_the_last_line(reply, verdict):
+    assert parse_winner(reply) == verdict
+
+
+def test_every_pair_is_asked_in_both_orders_and_the_planted_preference_and_bias_show():
+    judge = PlantedJudge(bias=0.3)
+    pair = Pair("arag", "naive")
+    rows = judged(["arag", "naive"], [pair], judge)
+    assert judge.calls == len(rows) == 40 * len(DIMENSIONS) * 2
+    for found in outcomes(rows):  # each (task, dimension): one reply per order
+        assert sorted(r["order"] for r in found.rows) == ["a_first", "b_first"]
+        assert {r["first"] for r in found.rows} == {"arag", "naive"}
+    # the summary shown is the one without its citation markers
+    assert all("[c:" not in r["reply"] for r in rows)
+    summary = summarize(rows)
+    for f in summary.figures():
+        # bias only ever turns a win into a (position-inconsistent) tie: never a loss
+        assert f.losses == 0 and f.wins > f.ties and f.winner == "arag"
+        assert f.position_inconsistency == pytest.approx(0.3, abs=0.15)
+        assert f.first_position_preference > 0.5  # the planted preference for "A"
+        assert f.sign_test_p < 0.05
+        assert f.win_rate_ci[0] <= f.win_rate <= f.win_rate_ci[1]
+        assert f.ties == f.inconsistent  # no true tie: every tie is the order's doing
+    assert summary.of("planted")["position_inconsistency"] == pytest.approx(0.3, abs=0.1)
+    metrics = metrics_of(summary)
+    assert metrics["pairwise_overall_arag_vs_naive_win_rate"] == summary.figures()[-1].win_rate
+    assert "pairwise_position_inconsistency" in metrics
+
+
+def test_an_unbiased_judge_is_consistent_and_unreadable_replies_are_never_ties():
+    judge = PlantedJudge(unreadable=frozenset({"Revenue rose 3 percent."}))
+    rows = judged(["arag", "naive"], [Pair("arag", "naive")], judge, n=10)
+    for f in summarize(rows).figures():
+        assert f.position_inconsistency == 0.0
+        assert f.unreadable == 1 and f.n_tasks == 9 and f.wins == 9 and f.ties == 0
+    assert {o.status for o in outcomes(rows) if o.task_id == "t3"} == {"unreadable"}
+
+
+def test_a_request_over_the_judges_context_window_is_not_sent():
+    judge = PlantedJudge()
+    rows = judged(["arag", "naive"], [Pair("arag", "naive")], judge, n=3, limit=450)
+    assert judge.calls == 0 and rows
+    assert all("judge.context_limit=450" in r["skip_reason"] for r in rows)
+    assert all(f.n_tasks == 0 and f.not_judged == 3 for f in summarize(rows).figures())
+
+
+def test_coverage_is_not_asked_without_a_reference():
+    judge = PlantedJudge()
+    rows = judged(["arag", "naive"], [Pair("arag", "naive")], judge, n=3, reference=False)
+    skipped = [r for r in rows if r.get("skip_reason")]
+    assert {r["dimension"] for r in skipped} == {"coverage"} and len(skipped) == 6
+    assert judge.calls == 3 * 2 * 2
+
+
+def test_three_systems_are_ranked_with_cis_from_the_rows_alone():
+    pairs = [Pair("arag", "naive"), Pair("arag", "stuffing"), Pair("naive", "stuffing")]
+    rows = judged(list(QUALITY), pairs, PlantedJudge(bias=0.2), n=20, repeats=2)
+    summary = summarize(rows)
+    for dim, ranking in summary.ranking.items():
+        assert [s.run for s in ranking] == ["arag", "naive", "stuffing"], dim
+        assert all(s.ci_low <= s.strength <= s.ci_high for s in ranking)
+    assert summary.ranking["overall"][0].ci_low > summary.ranking["overall"][2].ci_high
+    # repeats are averaged per task: 20 tasks, 40 judged outcomes
+    assert {f.n_tasks for f in summary.figures()} == {20}
+    assert {f.resolved for f in summary.figures()} == {40}
+    assert metrics_of(summary) == metrics_of(summarize([dict(r) for r in rows]))
+
+
+def test_a_panel_judge_has_its_own_figures_and_the_judges_agreement_is_reported():
+    tasks, corpus = dataset(15)
+    answers = {s: answers_of(records(s, 15)) for s in ("arag", "naive")}
+    planned = plan([Pair("arag", "naive")], answers, tasks, corpus, PlantedJudge(), 200_000)
+    rows = verdict_rows(planned, {"first": PlantedJudge(), "second": PlantedJudge(bias=0.5)})
+    summary = summarize(rows)
+    assert summary.judges == ["first", "second"]
+    assert summary.of("first")["position_inconsistency"] == 0.0
+    assert summary.of("second")["position_inconsistency"] > 0.2
+    metrics = metrics_of(summary)
+    assert "pairwise_panel_second_overall_arag_vs_naive_win_rate" in metrics
+    assert "pairwise_judge_agreement_overall" in metrics
+
+
+def test_with_the_offline_model_as_judge_nothing_is_asked_and_the_run_says_why(make_cfg,
+                                                                            tmp_path):
+    from mlflow import MlflowClient
+
+    from runners.pairwise import judge_pairs
+    from runners.settings import read
+
+    settings = read(make_cfg("judge=offline", "judge.pairwise=true"))
+    client = MlflowClient(tracking_uri=settings.config.tracking.uri)
+    experiment = client.create_experiment("pairwise")
+    run = client.create_run(experiment)
+    judge_pairs(client, {"run_id": run.info.run_id, "experiment_id": experiment,
+                         "sweep_dir": str(tmp_path)}, [settings])
+    tags = client.get_run(run.info.run_id).data.tags
+    assert "the offline model is not a judge" in tags["pairwise_skipped"]
+    assert not client.list_artifacts(run.info.run_id)
+
+
+def test_the_key_finding_states_the_preference_beside_the_absolute_scores_and_their_disagreement():
+    from report.pairwise import PairwiseView, finding, per_task, section
+
+    pairs = [Pair("arag", "naive"), Pair("arag", "stuffing")]
+    view = PairwiseView(judged(list(QUALITY), pairs, PlantedJudge(), n=8), "", 0.01, 96, 0)
+    runs = [{"run": s, "run_id": f"id-{s}"} for s in QUALITY]
+    # absolute coverage: naive above arag (the judge disagrees), arag above stuffing (agrees)
+    scores = {"arag": 3.0, "naive": 4.0, "stuffing": 2.0}
+    records = {f"id-{s}": [{"id": f"t{i}", "geval_coverage": v} for i in range(8)]
+               for s, v in scores.items()}
+    text = finding(view, runs, records, "geval_coverage")
+    naive, stuffing = text.split("Pairwise judge (overall): ")[1:3]
+    assert naive.startswith("arag beats naive on 8 of 8 tasks")
+    assert "**the absolute scores disagree**: they favour naive" in naive
+    assert stuffing.startswith("arag beats stuffing") and "the absolute scores agree" in stuffing
+    assert "Bradley-Terry ranking on overall" in section(view)
+    assert "arag vs naive (overall): <b>arag</b>" in per_task(view)["t0"]
+    skipped = PairwiseView([], "judge=offline: the offline model is not a judge", 0.0, 0, 0)
+    assert "not judged (judge=offline" in finding(skipped, runs, records, "geval_coverage")
