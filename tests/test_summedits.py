@@ -194,3 +194,60 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
     assert run.info.run_id in quoted and "ectsum domain, test split" in quoted
     other = [{**judged[0], "judge_prompt_version": "older"}]  # other prompts: not measured
     assert "Judge unvalidated" in judge_validation(client, other)
+
+
+def fake_judge(request: dict, n: int) -> dict:
+    """Faithfulness 5 for a summary saying revenue rose, 2 otherwise; one unreadable reply
+    (the summary mentioning "margins"); factual consistency verified only when it rose."""
+    from tests.anthropic_fake import text_reply
+
+    prompt = request["messages"][-1]["content"]
+    if "Write the evaluation steps" in prompt:
+        return text_reply("1. Check each figure.\n2. Score.", request)
+    if "Assign the error codes" in prompt:
+        return text_reply("Codes: none", request)
+    summary = prompt.split("Predicted summary:\n", 1)[1][:200]
+    if "numerical claim" in prompt:
+        verdict = "verified" if "rose" in summary else "contradicted"
+        return text_reply(f"Claim: revenue 5% | Verdict: {verdict}", request)
+    if "margins" in summary:
+        return text_reply("I would rate this highly.", request)
+    return text_reply(f"Final score: {5 if 'rose' in summary else 2}", request)
+
+
+@pytest.mark.slow
+def test_judge_signals_through_the_sdk_get_figures_and_unreadable_replies_are_counted(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.anthropic_fake import FakeAnthropic
+    from tests.conftest import store_overrides
+
+    doc = "Revenue rose 5% to $2 billion.\nMargins held at 30%."
+    summaries = [("Revenue rose 5%.", 1), ("Revenue fell 5%.", 0), ("Revenue rose 5% again.", 1),
+                 ("Revenue dropped 5%.", 0), ("Revenue rose 5%; margins held.", 1),
+                 ("Revenue shrank 5%.", 0)]
+    root = clone(tmp_path, [{"id": f"i{k}", "doc": doc, "summary": s, "label": y,
+                             "original_summary": "", "edit_types": [] if y else ["antonym_swap"],
+                             "split": "test"} for k, (s, y) in enumerate(summaries)])
+    with FakeAnthropic(fake_judge) as fake:
+        result = subprocess.run(
+            [sys.executable, "run.py", "dataset=summedits", f"dataset.root={root}",
+             "dataset.split=test", "metrics=faithfulness", "judge=claude-haiku-4-5",
+             f"judge.base_url={fake.url}", "judge.retry_base_delay_s=0.01",
+             *store_overrides(tmp_path), f"hydra.run.dir={tmp_path}/out"],
+            cwd=ROOT, env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"},
+            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    client = client_for(tmp_path)
+    run = client.search_runs([e.experiment_id for e in client.search_experiments()])[0]
+    metrics = run.data.metrics
+    # faithfulness: 5,2,5,unreadable(-> consistent),2 ... = perfect; counted, not scored
+    assert metrics["geval_faithfulness_balanced_accuracy"] == 1.0
+    assert metrics["geval_faithfulness_unreadable"] == 1.0
+    assert metrics["factual_consistency_balanced_accuracy"] == 1.0
+    path = client.download_artifacts(run.info.run_id, "meta_items.jsonl", str(tmp_path))
+    items = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    unreadable = next(i for i in items if i["signal"] == "geval_faithfulness" and i["id"] == "i4")
+    assert unreadable["value"] is None and unreadable["decision"] == 1
