@@ -26,6 +26,7 @@ from typing import Any
 
 from metrics.geval import ERROR_CODES
 from report import compare, console, pairwise, plots, policy, repeats, verdict
+from report.meta_eval import judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.sections import (
     caveats,
@@ -78,7 +79,11 @@ def _row(run: Any) -> dict[str, Any]:
                target_length=params.get("target_length"),
                dataset=params.get("dataset.name"), dataset_digest=params.get("dataset_digest"),
                repeats=int(params.get("runner.repeats") or 1),
-               temperature_sent=params.get("temperature_sent"))
+               temperature_sent=params.get("temperature_sent"),
+               dataset_split=params.get("dataset.split"),
+               dataset_domain=params.get("dataset.options.domain"),
+               judge_model_id=params.get("judge.model_id"),
+               judge_prompt_version=params.get("judge_prompt_version"))
     return row
 
 
@@ -157,6 +162,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                "whose task sets differ):\n")
     out.append(_quality_table(finished))
     out.append(further_dimensions(finished))
+    out.append(meta_section(finished))
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
@@ -396,6 +402,7 @@ class ReportResult:
     finding: str  # the key finding, as the report states it
     caveats: str = ""  # the report's caveats banner (empty: none apply)
     notes: str = ""  # notes on the figures: unreadable judge replies, resumed latencies
+    judge_validation: str = ""  # the judge's measured agreement with people, or the caveat
 
     @property
     def finished(self) -> list[dict[str, Any]]:
@@ -433,6 +440,9 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
         text, data = build_report(rows, records, title, judged_pairs)
+        validation = judge_validation(client, rows)
+        if validation:
+            text += "\n## How far the judge can be trusted\n\n" + validation
         key = primary_metric(records)
         plot_dir = folder / "plots"
         plot_dir.mkdir()
@@ -459,7 +469,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
                           key_finding(finished, records, key)
                           + pairwise.finding(judged_pairs, finished, records, key),
                           caveats(finished),
-                          unreadable_note(finished) + resumed_latency_note(finished))
+                          unreadable_note(finished) + resumed_latency_note(finished) + validation,
+                          judge_validation=validation)
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key)

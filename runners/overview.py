@@ -40,7 +40,7 @@ def runs_table(result: ReportResult) -> str:
 def description(result: ReportResult) -> str:
     """The parent run's description: the verdict, every run, caveats, where to look."""
     parts = [f"**Verdict** (comparison metric `{result.key}`): {result.finding}",
-             runs_table(result), caveats(result.finished),
+             runs_table(result), caveats(result.finished), result.judge_validation,
              "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "

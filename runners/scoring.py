@@ -84,7 +84,10 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
         tracker.log_text("".join(f"- {n}\n" for n in job.dataset.notes), "dataset_notes.md")
     for scorer in scorers:
         for name, data in scorer.artifacts().items():
-            tracker.log_json(data, name)
+            if isinstance(data, str):  # a file already in its format (e.g. JSON lines)
+                tracker.log_text(data, name)
+            else:
+                tracker.log_json(data, name)
     return metrics, records
 
 

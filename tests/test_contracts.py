@@ -58,11 +58,23 @@ def external_predictions(root: Path, tmp: Path) -> str:
     return f"system.predictions={tmp / 'external.jsonl'}"
 
 
+def given_answers(tmp: Path) -> Path:
+    """A SummEdits-like clone: one document, one summary people labelled."""
+    folder = tmp / "summedits" / "data" / "summedits"
+    folder.mkdir(parents=True)
+    item = {"id": "s1", "doc": "Revenue rose 5% to $2 billion.\nMargins held.",
+            "summary": "Revenue rose 5%.", "label": 1, "original_summary": "",
+            "edit_types": [], "split": "evaluation"}
+    (folder / "summedits_ectsum.json").write_text(json.dumps([item]))
+    return tmp / "summedits"
+
+
 @pytest.mark.parametrize("system", [*SYSTEM_YAMLS, "keyword_rag"])
 def test_system_contract(system, make_cfg, mini, tmp_path):
     extra = [external_predictions(mini, tmp_path)] if system == "external" else []
-    cfg = make_cfg(PLUGINS, f"system={system}", f"dataset.root={mini}", "metrics.scorers=[]",
-                   *extra)
+    data = [f"dataset.root={mini}"] if system != "given" else [  # answers given with the tasks
+        "dataset=summedits", f"dataset.root={given_answers(tmp_path)}"]
+    cfg = make_cfg(PLUGINS, f"system={system}", *data, "metrics.scorers=[]", *extra)
     job = prepare(read(cfg))
     cls = job.system_class
     assert all(isinstance(getattr(cls, flag), bool) for flag in ("retrieves", "ranks", "agentic"))
@@ -78,7 +90,7 @@ def test_system_contract(system, make_cfg, mini, tmp_path):
     again = Prediction.from_dict(json.loads(pred.to_json()))
     assert again == pred and all(type(a) is type(b) for a, b in zip(again.trace, pred.trace,
                                                                       strict=True))
-    if system != "external":  # its answers come from a file: no model is called
+    if system not in ("external", "given"):  # answers read from a file: no model is called
         assert any(isinstance(s, ModelCall) for s in pred.trace)
     assert any(isinstance(s, ToolCall) for s in pred.trace) == cls.agentic
 

@@ -1,0 +1,115 @@
+"""The report's section on a meta-evaluation run (``dataset=summedits``): each faithfulness
+signal's agreement with people, beside the published figures on the same domain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from report.verdict import fmt, table
+
+Row = dict[str, Any]
+SUFFIX = "_balanced_accuracy"
+# SummEdits (Laban et al. 2023, "LLMs as Factual Reasoners"), upstream README
+# (github.com/salesforce/factualNLG): balanced accuracy on the ectsum domain's test split
+PUBLISHED = (("GPT-4", 87.0), ("Gemini-pro", 83.1), ("ChatGPT", 78.6), ("Claude 2.1", 77.1),
+             ("QAFactEval", 72.6), ("SummaC-Conv", 57.9), ("people", 95.4))
+PUBLISHED_SPLIT = ("ectsum", "test")
+EDITS = ("entity_modification", "antonym_swap", "hallucinated_fact_insertion",
+         "negation_insertion_removal")
+
+
+def signals(row: Row) -> list[str]:
+    return [k[: -len(SUFFIX)] for k in row if k.endswith(SUFFIX)]
+
+
+def _pct(value: Any) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def _signal_row(row: Row, signal: str) -> list[Any]:
+    ba = row.get(signal + SUFFIX)
+    lo, hi = row.get(f"{signal}{SUFFIX}_ci_low"), row.get(f"{signal}{SUFFIX}_ci_high")
+    ci = f" [{_pct(lo)}, {_pct(hi)}]" if lo is not None else ""
+    return [f"`{signal}`", _pct(ba) + ci, fmt(row.get(f"{signal}_auc_roc")),
+            *(_pct(row.get(f"{signal}_recall_{e}")) for e in EDITS),
+            fmt(row.get(f"{signal}_threshold"), 2), int(row.get(f"{signal}_n") or 0),
+            int(row.get(f"{signal}_no_value") or 0), int(row.get(f"{signal}_unreadable") or 0)]
+
+
+def same_split_sentence(row: Row) -> str:
+    domain, split = row.get("dataset_domain"), row.get("dataset_split")
+    if (domain, split) == PUBLISHED_SPLIT:
+        return ("This run is on the same split as the published figures (ectsum domain, test "
+                "split), so the rows compare directly (the published ones are point figures "
+                "without CIs).")
+    return (f"This run is on the {domain} domain's {split} split, not the same split as the "
+            "published figures (ectsum domain, test split): compare with them only as a rough "
+            "guide; `dataset.split=test` on an upstream clone gives the comparable figure.")
+
+
+def meta_section(rows: list[Row]) -> str:
+    """One table per meta-evaluation run: its signals and the published anchors."""
+    out = []
+    for row in (r for r in rows if signals(r)):
+        head = ["signal", "balanced accuracy % [95% CI]", "AUC-ROC",
+                *(f"recall {e}" for e in EDITS), "threshold", "n", "no value", "unreadable"]
+        body = [_signal_row(row, s) for s in signals(row)]
+        body += [[f"{name} (published)", f"{value:.1f}", "", *([""] * len(EDITS)), "", "", "",
+                  ""] for name, value in PUBLISHED]
+        out.append(
+            f"## Agreement with people: {row['run']}\n\n"
+            "Each faithfulness signal against the human labels of SummEdits (Laban et al. "
+            "2023): balanced accuracy with a bootstrap 95% CI over items, AUC-ROC where the "
+            "signal is graded, and per edit type the share of inconsistent summaries it "
+            "flags. A signal decides \"consistent\" at or above its threshold "
+            "(`metrics.meta_eval.thresholds`, chosen on evaluation splits only); a task where "
+            "it has no value (no number to check, an unreadable judge reply) counts as "
+            "\"consistent\" and is counted under *no value*. Published rows: SummEdits "
+            "upstream README (github.com/salesforce/factualNLG), ectsum domain, test split. "
+            + same_split_sentence(row) + " Per item: `meta_items.jsonl`.\n\n"
+            + table(head, body))
+    return "\n".join(out)
+
+
+VALIDATING_SIGNAL = "geval_faithfulness"
+
+
+def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | None:
+    """The latest meta-evaluation run of this judge model and judge prompts in the store
+    that measured its faithfulness against people, or None."""
+    experiments = [e.experiment_id for e in client.search_experiments()]
+    runs = client.search_runs(experiments, filter_string=(
+        "params.`dataset.adapter` = 'summedits' and "
+        f"params.`judge.model_id` = '{model_id}'"), order_by=["attributes.start_time DESC"])
+    return next((r for r in runs if VALIDATING_SIGNAL + SUFFIX in r.data.metrics
+                 and r.data.params.get("judge_prompt_version") == prompt_version), None)
+
+
+def agreement_sentence(run: Any, model_id: str) -> str:
+    m, params = run.data.metrics, run.data.params
+    ba = m[VALIDATING_SIGNAL + SUFFIX]
+    lo, hi = m.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_low"), m.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_high")
+    ci = f" [95% CI {_pct(lo)}, {_pct(hi)}]" if lo is not None else ""
+    return (f"**Judge validated:** `{model_id}` (these judge prompts) agrees with people at "
+            f"balanced accuracy {_pct(ba)}%{ci} on G-Eval faithfulness (SummEdits "
+            f"{params.get('dataset.options.domain')} domain, {params.get('dataset.split')} "
+            f"split, n={int(m.get(VALIDATING_SIGNAL + '_n') or 0)}; meta-evaluation run "
+            f"{run.info.run_id}).\n")
+
+
+def judge_validation(client: Any, rows: list[Row]) -> str:
+    """For a judged sweep (not a meta-evaluation itself): the judge's measured agreement
+    with people, or a caveat that it has none and the command that measures it."""
+    judged = [r for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)]
+    out = []
+    judges = {(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
+              for r in judged if r.get("judge_model_id")}
+    for model_id, name, version in sorted(judges, key=lambda j: j[:2]):
+        found = _measured(client, model_id, version)
+        out.append(agreement_sentence(found, model_id) if found is not None else (
+            f"**Judge unvalidated:** no measurement of `{model_id}` with these judge prompts "
+            "against human labels is in this store, so how far its faithfulness scores agree "
+            "with people is unknown. Measure it: `python run.py dataset=summedits "
+            f"judge={name} dataset.split=test dataset.root=<a clone of "
+            "github.com/salesforce/factualNLG>` (docs/validate-your-judge.md).\n"))
+    return "\n".join(out)

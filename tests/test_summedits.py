@@ -1,0 +1,253 @@
+"""SummEdits as a meta-evaluation dataset, the no-LLM fact check, and each faithfulness
+signal's agreement with people (balanced accuracy, CIs, per-edit recall, meta_items.jsonl).
+
+Tests on the real data skip when ../shared/datasets is absent; the upstream test split is
+not there, so a clone with a ``test`` split is built in tmp_path from the evaluation items."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from sklearn.metrics import balanced_accuracy_score
+
+from arag.datasets import DatasetError, load_dataset
+from metrics.factcheck import statements
+from metrics.meta_eval import MetaEvalScorer
+from tests.conftest import ROOT, client_for, run_cli
+
+SHARED = ROOT.parent / "shared" / "datasets" / "summedits"
+ECTSUM = SHARED / "data" / "summedits" / "summedits_ectsum.json"
+needs_data = pytest.mark.skipif(
+    not ECTSUM.exists(),
+    reason=f"../shared/datasets not present: {ECTSUM} (clone github.com/salesforce/factualNLG)")
+
+
+def cfg(root: Path, split: str | None = "evaluation", domain: str = "ectsum", limit=None):
+    return SimpleNamespace(name="summedits", adapter="summedits", root=str(root), split=split,
+                           limit=limit, options={"domain": domain})
+
+
+def clone(tmp: Path, items: list[dict], domain: str = "ectsum") -> Path:
+    folder = tmp / "factualNLG" / "data" / "summedits"
+    folder.mkdir(parents=True)
+    (folder / f"summedits_{domain}.json").write_text(json.dumps(items), encoding="utf-8")
+    return tmp / "factualNLG"
+
+
+def upstream_like_test_split(tmp: Path, n: int | None = None) -> Path:
+    """An upstream-like clone whose ectsum file has a test split: the evaluation items,
+    relabelled, beside two evaluation items."""
+    items = json.loads(ECTSUM.read_text(encoding="utf-8"))
+    chosen = items[:n] if n else items
+    return clone(tmp, [{**i, "split": "test"} for i in chosen] + items[:2])
+
+
+@needs_data
+def test_the_shared_evaluation_split_loads_as_given_answers_with_human_labels():
+    data = load_dataset(cfg(SHARED), ROOT)
+    assert len(data.tasks) == 117
+    labels = [t.meta["human_label"] for t in data.tasks]
+    assert (labels.count(1), labels.count(0)) == (46, 71)
+    items = {i["id"]: i for i in json.loads(ECTSUM.read_text(encoding="utf-8"))}
+    task = data.tasks[1]
+    assert task.meta["given_answer"] == items[task.id]["summary"]
+    assert task.meta["edit_types"] == items[task.id]["edit_types"]
+    assert data.corpus.documents[task.doc_ids[0]].text == items[task.id]["doc"]
+
+
+@needs_data
+def test_the_loader_reads_an_upstream_clones_test_split(tmp_path):
+    data = load_dataset(cfg(upstream_like_test_split(tmp_path), split="test"), ROOT)
+    assert len(data.tasks) == 117
+    assert {t.meta["split"] for t in data.tasks} == {"test"}
+
+
+def test_a_split_the_file_lacks_is_an_error_naming_the_fix(tmp_path):
+    root = clone(tmp_path, [{"id": "a", "doc": "Revenue rose 5%.", "summary": "Revenue rose 5%.",
+                             "label": 1, "original_summary": "", "edit_types": [],
+                             "split": "evaluation"}])
+    with pytest.raises(DatasetError, match=r"no 'test' items.*dataset.split=evaluation.*clone"):
+        load_dataset(cfg(root, split="test"), ROOT)
+    with pytest.raises(DatasetError, match="dataset.options.domain"):
+        load_dataset(cfg(root, domain="news"), ROOT)
+
+
+def test_a_bad_label_names_the_item_and_field(tmp_path):
+    root = clone(tmp_path, [{"id": "a", "doc": "d", "summary": "s", "label": "yes",
+                             "original_summary": "", "edit_types": [], "split": "evaluation"}])
+    with pytest.raises(DatasetError, match=r"label.*1 \(consistent\) or 0"):
+        load_dataset(cfg(root), ROOT)
+
+
+SOURCE = ("Capital One earned $3.1 billion in the third quarter.\n"
+          "Our capital ratio was 13.8 percent, down 70 basis points from the prior quarter.\n"
+          "We did not change the buyback, including the dividend.")
+
+
+@pytest.mark.parametrize(("summary", "kind", "supported"), [
+    ("Capital One earned $3,100 million.", "figure", True),
+    ("Capital One earned $3.4 billion.", "figure", False),
+    ("The lender Discover earned $3.1 billion.", "entity", False),
+    ("It earned $3.1 billion in the second quarter.", "entity", False),
+    ("The ratio was 13.8 percent, down 70 basis points.", "direction", True),
+    ("The ratio was 13.8 percent, up 70 basis points.", "direction", False),
+    ("The company did not change the buyback.", "negation", True),
+    ("The company did not raise the dividend.", "negation", False),
+])
+def test_each_check_finds_what_the_source_supports(summary, kind, supported):
+    found = [s for s in statements(summary, SOURCE) if s.kind == kind]
+    assert found and all(s.supported for s in found) is supported
+
+
+def meta_records():
+    """Four tasks: two consistent, two inconsistent (one an antonym swap); factcheck
+    flags one inconsistent task, numeric precision has no value on one task."""
+    return [
+        {"id": "a", "human_label": 1, "edit_types": [], "human_label_split": "test",
+         "factcheck": 1.0, "numeric_precision": None},
+        {"id": "b", "human_label": 1, "edit_types": [], "human_label_split": "test",
+         "factcheck": 0.5, "numeric_precision": 1.0},
+        {"id": "c", "human_label": 0, "edit_types": ["antonym_swap"],
+         "human_label_split": "test", "factcheck": 0.5, "numeric_precision": 0.5},
+        {"id": "d", "human_label": 0, "edit_types": ["entity_modification"],
+         "human_label_split": "test", "factcheck": 1.0, "numeric_precision": 1.0},
+    ]
+
+
+def test_balanced_accuracy_recall_and_decisions_of_a_hand_computed_example():
+    scorer = MetaEvalScorer()
+    out = scorer.aggregate([], meta_records())
+    # factcheck decides 1,0,0,1: recall on consistent 1/2, on inconsistent 1/2 -> 0.5
+    assert out["factcheck_balanced_accuracy"] == pytest.approx(0.5)
+    assert out["factcheck_recall_antonym_swap"] == 1.0
+    assert out["factcheck_recall_entity_modification"] == 0.0
+    # numeric precision: no value decides consistent -> 1,1,0,1: (2/2 + 1/2) / 2
+    assert out["numeric_precision_balanced_accuracy"] == pytest.approx(0.75)
+    assert out["numeric_precision_no_value"] == 1.0
+    assert "factcheck_threshold_best" not in out  # a test split: no threshold is fitted
+    items = [json.loads(line) for line in scorer.artifacts()["meta_items.jsonl"].splitlines()]
+    assert {(i["id"], i["decision"]) for i in items if i["signal"] == "numeric_precision"} \
+        == {("a", 1), ("b", 1), ("c", 0), ("d", 1)}
+    assert all(i["decision"] in (0, 1) for i in items)
+
+
+def test_a_dataset_without_human_labels_adds_no_meta_metrics():
+    records = [{"id": "a", "human_label": None, "factcheck": 1.0}]
+    assert MetaEvalScorer().aggregate([], records) == {}
+
+
+@needs_data
+@pytest.mark.slow
+def test_a_meta_evaluation_run_on_the_test_split_is_recomputable_and_beats_numeric(tmp_path):
+    root = upstream_like_test_split(tmp_path, n=40)
+    result = run_cli(tmp_path, "dataset=summedits", f"dataset.root={root}", "dataset.split=test",
+                     "metrics=faithfulness", sweep=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    client = client_for(tmp_path)
+    run = client.search_runs([e.experiment_id for e in client.search_experiments()])[0]
+    metrics = run.data.metrics
+    for signal in ("factcheck", "numeric_precision"):
+        low, high = (metrics[f"{signal}_balanced_accuracy_ci_{k}"] for k in ("low", "high"))
+        assert low <= metrics[f"{signal}_balanced_accuracy"] <= high
+        assert f"{signal}_recall_antonym_swap" in metrics
+    assert metrics["factcheck_balanced_accuracy"] > metrics["numeric_precision_balanced_accuracy"]
+    path = client.download_artifacts(run.info.run_id, "meta_items.jsonl", str(tmp_path))
+    items = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    for signal in ("factcheck", "numeric_precision"):
+        mine = [i for i in items if i["signal"] == signal]
+        assert len(mine) == 40
+        assert balanced_accuracy_score([i["label"] for i in mine], [i["decision"] for i in mine]) \
+            == pytest.approx(metrics[f"{signal}_balanced_accuracy"], abs=1e-4)  # as logged
+    report = Path(client.download_artifacts(run.info.run_id, "report.md", str(tmp_path)))
+    assert "GPT-4" in report.read_text() and "same split" in report.read_text()
+
+
+def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(tmp_path):
+    from mlflow import MlflowClient
+
+    from report.meta_eval import judge_validation
+    from runners.identity import prompt_versions
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    version = prompt_versions()["judge_prompt_version"]
+    judged = [{"judge_calls": 12.0, "judge": "claude-haiku-4-5",
+               "judge_model_id": "claude-haiku-4-5", "judge_prompt_version": version}]
+    caveat = judge_validation(client, judged)
+    assert "Judge unvalidated" in caveat
+    assert "python run.py dataset=summedits judge=claude-haiku-4-5" in caveat
+    exp = client.create_experiment("summedits")
+    run = client.create_run(exp)
+    for key, value in {"dataset.adapter": "summedits", "judge.model_id": "claude-haiku-4-5",
+                       "judge_prompt_version": version, "dataset.split": "test",
+                       "dataset.options.domain": "ectsum"}.items():
+        client.log_param(run.info.run_id, key, value)
+    for key, value in {"geval_faithfulness_balanced_accuracy": 0.81,
+                       "geval_faithfulness_balanced_accuracy_ci_low": 0.77,
+                       "geval_faithfulness_balanced_accuracy_ci_high": 0.85,
+                       "geval_faithfulness_n": 551}.items():
+        client.log_metric(run.info.run_id, key, value)
+    quoted = judge_validation(client, judged)
+    assert "81.0%" in quoted and "[95% CI 77.0, 85.0]" in quoted
+    assert run.info.run_id in quoted and "ectsum domain, test split" in quoted
+    other = [{**judged[0], "judge_prompt_version": "older"}]  # other prompts: not measured
+    assert "Judge unvalidated" in judge_validation(client, other)
+
+
+def fake_judge(request: dict, n: int) -> dict:
+    """Faithfulness 5 for a summary saying revenue rose, 2 otherwise; one unreadable reply
+    (the summary mentioning "margins"); factual consistency verified only when it rose."""
+    from tests.anthropic_fake import text_reply
+
+    prompt = request["messages"][-1]["content"]
+    if "Write the evaluation steps" in prompt:
+        return text_reply("1. Check each figure.\n2. Score.", request)
+    if "Assign the error codes" in prompt:
+        return text_reply("Codes: none", request)
+    summary = prompt.split("Predicted summary:\n", 1)[1][:200]
+    if "numerical claim" in prompt:
+        verdict = "verified" if "rose" in summary else "contradicted"
+        return text_reply(f"Claim: revenue 5% | Verdict: {verdict}", request)
+    if "margins" in summary:
+        return text_reply("I would rate this highly.", request)
+    return text_reply(f"Final score: {5 if 'rose' in summary else 2}", request)
+
+
+@pytest.mark.slow
+def test_judge_signals_through_the_sdk_get_figures_and_unreadable_replies_are_counted(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.anthropic_fake import FakeAnthropic
+    from tests.conftest import store_overrides
+
+    doc = "Revenue rose 5% to $2 billion.\nMargins held at 30%."
+    summaries = [("Revenue rose 5%.", 1), ("Revenue fell 5%.", 0), ("Revenue rose 5% again.", 1),
+                 ("Revenue dropped 5%.", 0), ("Revenue rose 5%; margins held.", 1),
+                 ("Revenue shrank 5%.", 0)]
+    root = clone(tmp_path, [{"id": f"i{k}", "doc": doc, "summary": s, "label": y,
+                             "original_summary": "", "edit_types": [] if y else ["antonym_swap"],
+                             "split": "test"} for k, (s, y) in enumerate(summaries)])
+    with FakeAnthropic(fake_judge) as fake:
+        result = subprocess.run(
+            [sys.executable, "run.py", "dataset=summedits", f"dataset.root={root}",
+             "dataset.split=test", "metrics=faithfulness", "judge=claude-haiku-4-5",
+             f"judge.base_url={fake.url}", "judge.retry_base_delay_s=0.01",
+             *store_overrides(tmp_path), f"hydra.run.dir={tmp_path}/out"],
+            cwd=ROOT, env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"},
+            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, result.stderr[-3000:]
+    client = client_for(tmp_path)
+    run = client.search_runs([e.experiment_id for e in client.search_experiments()])[0]
+    metrics = run.data.metrics
+    # faithfulness: 5,2,5,unreadable(-> consistent),2 ... = perfect; counted, not scored
+    assert metrics["geval_faithfulness_balanced_accuracy"] == 1.0
+    assert metrics["geval_faithfulness_unreadable"] == 1.0
+    assert metrics["factual_consistency_balanced_accuracy"] == 1.0
+    path = client.download_artifacts(run.info.run_id, "meta_items.jsonl", str(tmp_path))
+    items = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    unreadable = next(i for i in items if i["signal"] == "geval_faithfulness" and i["id"] == "i4")
+    assert unreadable["value"] is None and unreadable["decision"] == 1
