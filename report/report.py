@@ -88,8 +88,19 @@ def _row(run: Any) -> dict[str, Any]:
                hyde=params.get("retrieval.hyde") == "True",
                tools=json.loads(params.get("system.tools") or "[]"),
                system_notes=json.loads(tags.get("system_notes") or "[]"),
+               **declared(tags), references=tags.get("dataset_references"),
                target_length=params.get("target_length"))
     return row
+
+
+def declared(tags: dict[str, str]) -> dict[str, Any]:
+    """What a run declared beyond retrieving and being agentic (None: a run logged before
+    it declared these): whether it reads whole documents, searches the index itself, calls
+    its model here, and the model it labels (a pipeline outside the harness)."""
+    flags = {flag: (None if tags.get(f"system_{flag}") is None
+                    else tags[f"system_{flag}"] == "true")
+             for flag in ("long_context", "searches", "calls_models")}
+    return {**flags, "model_label": tags.get("model_label")}
 
 
 def _records(client, run: Any, folder: Path) -> list[dict[str, Any]]:

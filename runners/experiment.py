@@ -28,8 +28,10 @@ from arag.llm.cache import SpendJournal
 from arag.llm.registry import PROVIDERS
 from arag.records import Prediction
 from arag.redact import redact_logs
+from arag.registry import UnknownName
 from arag.retrieval import build_chunks
 from arag.retrieval.chunk_context import context_requests
+from arag.systems import SYSTEMS
 from metrics import ScorerEnv, build_scorers
 from report.console import quiet, verdict
 from report.policy import report_metrics
@@ -47,7 +49,7 @@ from runners.job import Job, build_system, cached, prepare
 from runners.predict import predict
 from runners.preflight import prediction_folders
 from runners.resume import prior_run
-from runners.scoring import rescore, score_and_log, temperature_sent
+from runners.scoring import model_name, reference_tags, rescore, score_and_log, temperature_sent
 from runners.settings import Settings, read, require_keys
 from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
@@ -59,6 +61,8 @@ from tracking.traces import log_task_assessments, log_task_traces
 log = logging.getLogger(__name__)
 # overrides that say where things are kept, not what runs: left out of a run's name
 _PLACES = ("tracking.", "cache.", "runner.", "hydra.", "dataset.root=")
+# the file an external run reads: its stem names the run (System.run_label), not the path
+_FILE_KEY = "system.predictions"
 SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
            "cost_usd_total", "latency_ms_p50")
 
@@ -83,8 +87,8 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
         client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
     tags = {
         **track.system_tags(cfg.system.name, job.system_class), "dataset": cfg.dataset.name,
-        "model": cfg.model.name, "sweep_id": sweep_id or "", "config_hash": job.config_hash,
-        "git_commit": track.git_commit(),
+        "model": model_name(cfg.model.name, job.system_class), "sweep_id": sweep_id or "",
+        "config_hash": job.config_hash, "git_commit": track.git_commit(), **reference_tags(cfg),
     }
     resume_id, finished = prior_run(client, experiment_id, job, parent)
     if finished is not None:
@@ -274,10 +278,21 @@ def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:
     choices = hc.runtime.choices
     if hc.mode == RunMode.MULTIRUN:
         parts = [f"{k}={choices[k] if k in choices else _shown(OmegaConf.select(cfg, k))}"
-                 for k in swept if k != "system"]
+                 for k in swept if k not in ("system", _FILE_KEY)]
     else:
-        parts = [o for o in hc.overrides.task if not o.startswith(("system=", *_PLACES))]
-    return " ".join([cfg.system.name, *parts])[:250]
+        parts = [o for o in hc.overrides.task
+                 if not o.startswith(("system=", f"{_FILE_KEY}=", *_PLACES))]
+    return " ".join([_system_label(cfg), *parts])[:250]
+
+
+def _system_label(cfg: DictConfig) -> str:
+    """The system's own name for its run (an external run: its file's stem), or its
+    ``system.name`` when the kind is unknown (the config check then names it)."""
+    try:
+        system = SYSTEMS.get(str(cfg.system.kind))
+    except UnknownName:
+        return str(cfg.system.name)
+    return system.run_label(str(cfg.system.name), OmegaConf.select(cfg, _FILE_KEY))
 
 
 def _shown(value: Any) -> Any:
