@@ -186,3 +186,58 @@ def test_three_files_of_another_project_score_in_one_sweep_as_three_named_runs(t
     assert "1 task(s) skipped by the pipeline (most often: over the context window)" in report
     assert "1 record(s) give an empty answer and no error" in report
     assert "carry a trace in a format of their own" in report
+
+
+def test_the_id_maps_and_references_contents_join_the_run_identity(make_cfg, tmp_path):
+    from runners.identity import config_hash, predictions_hash
+
+    files, id_map = write_files(tmp_path)
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text(json.dumps({"id": sample_tasks()[0]["id"], "reference": "Ours."}) + "\n")
+
+    def hashes() -> tuple[str, str]:
+        cfg = make_cfg("dataset=sample", "system=external", f"dataset.references={refs}",
+                       f"system.predictions={tmp_path / 'naive_sonnet.jsonl'}",
+                       f"system.id_map={id_map}")
+        return config_hash(cfg), predictions_hash(cfg)
+
+    first = hashes()
+    id_map.write_text(json.dumps({their_id(n): t["id"] for n, t in
+                                  enumerate(reversed(sample_tasks()))}))
+    remapped = hashes()
+    assert remapped[0] != first[0] and remapped[1] != first[1]  # other answers per task
+    refs.write_text(json.dumps({"id": sample_tasks()[0]["id"], "reference": "Ours, v2."}) + "\n")
+    rereferenced = hashes()
+    assert rereferenced[0] != remapped[0]  # a new run...
+    assert rereferenced[1] == remapped[1]  # ...scoring the same predictions
+
+
+def test_references_of_ones_own_reach_the_tasks_a_run_scores(make_cfg, tmp_path):
+    task = sample_tasks()[0]
+    refs = tmp_path / "refs.jsonl"
+    refs.write_text(json.dumps({"id": task["id"], "reference": "Our summary."}) + "\n")
+    job = prepare(read(make_cfg("dataset=sample", f"dataset.references={refs}")))
+    assert next(t for t in job.dataset.tasks if t.id == task["id"]).reference == "Our summary."
+    assert "references from refs.jsonl" in job.dataset.notes[-1]
+
+
+def test_a_context_from_a_document_outside_the_dataset_is_an_irrelevant_read(make_cfg,
+                                                                            tmp_path):
+    from metrics.retrieval import precision_recall
+
+    tasks = sample_tasks()
+    doc = tasks[0]["doc_ids"][0]
+    gold = tasks[0]["gold_lines"][doc][0]
+    records = [{"id": t["id"], "predicted": "Revenue rose."} for t in tasks]
+    records[0]["contexts"] = [{"text": "gold", "doc_id": doc, "line_start": gold},
+                              {"text": "a wrong filing", "doc_id": "OTHER_10K_2023"}]
+    path = tmp_path / "theirs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    cls = prepare(read(make_cfg("dataset=sample", "system=external",
+                                f"system.predictions={path}"))).system_class
+    pred = cls.predictions[tasks[0]["id"]]
+    precision, _ = precision_recall(pred.retrieved_chunk_ids, set(pred.retrieved_chunk_ids[:1]))
+    assert precision == 0.5  # the gold chunk and the wrong filing's read
+    assert cls.run_metrics["n_contexts_outside_dataset"] == 1
+    assert cls.run_metrics["n_contexts_unmapped"] == 0
+    assert any("1 context(s) come from documents outside the dataset" in n for n in cls.notes)
