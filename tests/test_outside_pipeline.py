@@ -241,3 +241,20 @@ def test_a_context_from_a_document_outside_the_dataset_is_an_irrelevant_read(mak
     assert cls.run_metrics["n_contexts_outside_dataset"] == 1
     assert cls.run_metrics["n_contexts_unmapped"] == 0
     assert any("1 context(s) come from documents outside the dataset" in n for n in cls.notes)
+
+
+def test_a_run_declares_what_its_records_cannot_show_and_a_typo_names_the_choices(make_cfg,
+                                                                                  tmp_path):
+    from arag.config import ConfigError
+
+    write_files(tmp_path)
+    base = ["dataset=sample", "system=external",
+            f"system.predictions={tmp_path / 'stuffing_sonnet.jsonl'}",
+            f"system.id_map={tmp_path / 'ids.json'}"]
+    cls = prepare(read(make_cfg(*base))).system_class
+    assert not cls.long_context and not cls.agentic  # one loop a record, nothing declared
+    cls = prepare(read(make_cfg(*base, "+system.options.declares=[long_context]"))).system_class
+    assert cls.long_context and cls.run_label("external", "x/stuffing_sonnet.jsonl") == \
+        "stuffing_sonnet"
+    with pytest.raises(ConfigError, match="'agentc' is not a declaration; use any of"):
+        prepare(read(make_cfg(*base, "+system.options.declares=[agentc]")))

@@ -12,6 +12,10 @@ What the records carry decides what the system declares (``configure``):
   report says so;
 * ``cost_usd``, ``latency_ms``, token counts, ``loops`` -> logged when given, null with the
   reason when not (never 0).
+* several ``loops`` on a record (or tool calls in a harness-format trace) -> ``agentic``;
+  ``system.options.declares`` adds what records cannot show (``long_context``,
+  ``closed_book``, ...); ``system.model_label`` names the model; the run is named after
+  the file (``run_label``), and a trace in another format is kept as an artifact.
 
 The file format and its checks are in ``arag.systems.predictions_file``.
 """
@@ -120,7 +124,7 @@ def declarations(value: Any) -> set[str]:
     if unknown:
         raise ConfigError(f"system.options.declares: {unknown[0]!r} is not a declaration; use "
                           f"any of {list(DECLARATIONS)}, e.g. "
-                          "'system.options.declares=[agentic,retrieves]'")
+                          "'+system.options.declares=[agentic,retrieves]'")
     return set(given)
 
 
