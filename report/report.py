@@ -278,7 +278,8 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
     budgets = {r.get("max_loops") for r in finished if r["agentic"]}
     if len(budgets) > 1:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
-        curve = sorted((int(r["max_loops"]), r) for r in finished if r["agentic"])
+        curve = sorted(((int(r["max_loops"]), r) for r in finished if r["agentic"]),
+                       key=lambda p: p[0])  # two agents may share a budget
         out.append(_table(["max_loops", key, "retrieval recall", "mean loops",
                            "cost / task ($, no cache)", "spent / task ($)"],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
