@@ -159,9 +159,10 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
     for name in ("cost_usd", "cost_usd_uncached"):
         if f"{name}_mean" in metrics:
             metrics[f"{name}_answered_mean"] = metrics.pop(f"{name}_mean")
-    if answered and any("max_loops_reached" in r for r in answered):
-        metrics["max_loops_reached_rate"] = float(
-            np.mean([bool(r.get("max_loops_reached")) for r in answered]))
+    reached = [r["max_loops_reached"] for r in answered  # None: the record does not say
+               if r.get("max_loops_reached") is not None]
+    if reached:
+        metrics["max_loops_reached_rate"] = float(np.mean([bool(v) for v in reached]))
     for scorer in scorers:
         metrics.update(scorer.aggregate(answered, records))
     return metrics

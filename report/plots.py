@@ -208,8 +208,8 @@ def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Pat
     """The comparison score and retrieval recall of the agentic runs against their loop
     budget (only scores on the score axis), and on its own axis what a task costs at each
     budget (every task run, without the response cache)."""
-    points = sorted((int(r["max_loops"]), r) for r in rows
-                    if r.get("agentic") and r.get("max_loops") is not None)
+    points = sorted(((int(r["max_loops"]), r) for r in rows  # two agents may share a budget
+                     if r.get("agentic") and r.get("max_loops") is not None), key=lambda p: p[0])
     if len({p for p, _ in points}) < 2:
         return None
     fig, ax = plt.subplots(figsize=(6.5, 4))

@@ -77,6 +77,7 @@ def _row(run: Any) -> dict[str, Any]:
                tools=json.loads(params.get("system.tools") or "[]"),
                system_notes=json.loads(tags.get("system_notes") or "[]"),
                target_length=params.get("target_length"),
+               **declared(tags), references=tags.get("dataset_references"),
                dataset=params.get("dataset.name"), dataset_digest=params.get("dataset_digest"),
                repeats=int(params.get("runner.repeats") or 1),
                temperature_sent=params.get("temperature_sent"),
@@ -95,6 +96,17 @@ def compared_records(client, parent: dict[str, Any]
     with tempfile.TemporaryDirectory() as tmp:
         return [_row(r) for r in runs], {r.info.run_id: run_records(client, r, Path(tmp) / r.info.run_id)
                                          for r in runs}
+
+
+def declared(tags: dict[str, str]) -> dict[str, Any]:
+    """What a run declared beyond retrieving and being agentic (None: a run logged before
+    it declared these): whether it reads whole documents, searches the index itself, calls
+    its model here, and the model it labels (a pipeline outside the harness)."""
+    flags = {flag: (None if tags.get(f"system_{flag}") is None
+                    else tags[f"system_{flag}"] == "true")
+             for flag in ("long_context", "searches", "calls_models")}
+    return {**flags, "model_label": tags.get("model_label")}
+
 
 
 def _get(row: dict[str, Any], key: str) -> Any:
@@ -293,7 +305,8 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
     budgets = {r.get("max_loops") for r in finished if r["agentic"]}
     if len(budgets) > 1:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
-        curve = sorted((int(r["max_loops"]), r) for r in finished if r["agentic"])
+        curve = sorted(((int(r["max_loops"]), r) for r in finished if r["agentic"]),
+                       key=lambda p: p[0])  # two agents may share a budget
         out.append(_table(["max_loops", key, "retrieval recall", "mean loops",
                            "cost / task ($, no cache)", "spent / task ($)"],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),

@@ -26,7 +26,9 @@ TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a mode
 def caveats(rows: list[Row]) -> str:
     """A banner when the numbers below cannot carry a real verdict."""
     notes = []
-    offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"})
+    # a run whose model was called elsewhere (predictions from a file) is not the offline model's
+    offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"
+                      and r.get("calls_models") is not False})
     if offline:
         notes.append(f"The model is `offline` ({', '.join(offline)}): a deterministic extractive "
                      "stand-in, not an LLM. It measures the retrieval plumbing (which chunks "
@@ -42,6 +44,8 @@ def caveats(rows: list[Row]) -> str:
         notes.append("The dataset is synthetic (invented companies and figures, a handful of "
                      "tasks): it shows the harness works, not which system is better.")
     notes += dataset_caveats(rows)
+    notes += [f"`{r['run']}`: references from `{r['references']}` (dataset.references), not "
+              "the dataset's own" for r in rows if r.get("references")]
     notes += [f"`{r['run']}`: " + tool_call_caveat(policy.tasks_without_tool_call(r),
                                                     int(r.get("n_answered") or 0))
               for r in rows if policy.tasks_without_tool_call(r)]
@@ -71,7 +75,7 @@ def query_priors(rows: list[Row]) -> str:
     other side the same."""
     parts = []
     for r in rows:
-        if not r.get("retrieves"):
+        if not r.get("retrieves") or r.get("searches") is False:  # its queries are not known
             continue
         if r.get("agentic"):
             how = ("the offline agent's queries: the question, its content words, then terms "
@@ -88,7 +92,8 @@ def query_priors(rows: list[Row]) -> str:
                 "answer)"))
     if not parts:
         return ""
-    offline_agent = any(r.get("agentic") and r.get("model_provider") == "offline" for r in rows)
+    offline_agent = any(r.get("agentic") and r.get("model_provider") == "offline"
+                        and r.get("searches") is not False for r in rows)
     return ("What each system searches with (its prior knowledge): " + "; ".join(parts) + "."
             + (" With `system.tools=[semantic_search,chunk_read]` the offline agent reads "
                "naive's top-k." if offline_agent else "") + "\n")
@@ -163,7 +168,7 @@ def length_finding(sets: TaskSets, key: str) -> str:
     best that reads whole documents on the tasks of that tercile both answered."""
     split = _terciles(sets)
     retrieving = [r for r in sets.runs if r.get("retrieves") and sets.has(r, key)]
-    whole = [r for r in sets.runs if not r.get("retrieves") and sets.has(r, key)]
+    whole = [r for r in sets.runs if reads_whole_documents(r) and sets.has(r, key)]
     if split is None or not retrieving or not whole:
         return ""
     lengths, bins = split
@@ -172,6 +177,13 @@ def length_finding(sets: TaskSets, key: str) -> str:
         ids = [t for t in sets.all_ids if t in lengths and test(lengths[t])]
         out.append(_length_sentence(sets, key, label, ids, retrieving, whole))
     return "**By document length:** " + " ".join(out) + "\n"
+
+
+def reads_whole_documents(run: Row) -> bool:
+    """A run that puts the whole documents in front of its model, as it declared
+    (``long_context``); a run logged before that declaration: any that does not retrieve."""
+    declared = run.get("long_context")
+    return bool(declared) if declared is not None else not run.get("retrieves")
 
 
 def _length_sentence(sets: TaskSets, key: str, label: str, ids: list[str],

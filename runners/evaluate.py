@@ -85,8 +85,9 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
             why.update(scores.null_reasons)
     for record, why, item in zip(records, reasons, items, strict=True):
         for key in PASSTHROUGH:
-            record[key] = getattr(item.prediction, key)
-            if record[key] is None and key in item.prediction.not_recorded:
+            not_given = key in item.prediction.not_recorded  # e.g. max_loops_reached: not False
+            record[key] = None if not_given else getattr(item.prediction, key)
+            if record[key] is None and not_given:
                 why[key] = f"the prediction's record does not carry {key}"
         record.update(provenance(item, corpus))
         record["null_reasons"] = why

@@ -28,8 +28,10 @@ from arag.llm.cache import SpendJournal
 from arag.llm.registry import PROVIDERS
 from arag.records import Prediction
 from arag.redact import redact_logs
+from arag.registry import UnknownName
 from arag.retrieval import build_chunks
 from arag.retrieval.chunk_context import context_requests
+from arag.systems import SYSTEMS
 from metrics import ScorerEnv, build_scorers
 from report.console import quiet, verdict
 from report.policy import report_metrics
@@ -47,7 +49,14 @@ from runners.job import Job, build_system, cached, prepare
 from runners.predict import predict
 from runners.preflight import prediction_folders
 from runners.resume import carry_over, prior_run
-from runners.scoring import log_data_identity, rescore, score_and_log, temperature_sent
+from runners.scoring import (
+    log_data_identity,
+    model_name,
+    reference_tags,
+    rescore,
+    score_and_log,
+    temperature_sent,
+)
 from runners.settings import Settings, data_label, read, require_keys
 from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
@@ -61,6 +70,8 @@ log = logging.getLogger(__name__)
 _PLACES = ("tracking.", "cache.", "runner.", "hydra.", "dataset.root=")
 # overrides the run name's data label (settings.data_label) already shows
 _IN_DATA_LABEL = ("dataset=", "dataset.split=", "dataset.limit=")
+# the file an external run reads: its stem names the run (System.run_label), not the path
+_FILE_KEY = "system.predictions"
 SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
            "cost_usd_total", "latency_ms_p50")
 
@@ -94,8 +105,8 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
         client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
     tags = {
         **track.system_tags(cfg.system.name, job.system_class), "dataset": cfg.dataset.name,
-        "model": cfg.model.name, "sweep_id": sweep_id or "", "config_hash": job.config_hash,
-        "git_commit": track.git_commit(),
+        "model": model_name(cfg.model.name, job.system_class), "sweep_id": sweep_id or "",
+        "config_hash": job.config_hash, "git_commit": track.git_commit(), **reference_tags(cfg),
     }
     resume_id, finished = prior_run(client, experiment_id, job, parent)
     if finished is not None:
@@ -298,11 +309,21 @@ def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:
     choices = hc.runtime.choices
     if hc.mode == RunMode.MULTIRUN:
         parts = [f"{k}={choices[k] if k in choices else _shown(OmegaConf.select(cfg, k))}"
-                 for k in swept if k != "system"]
+                 for k in swept if k not in ("system", _FILE_KEY)]
     else:
         parts = [o for o in hc.overrides.task
-                 if not o.startswith(("system=", *_PLACES, *_IN_DATA_LABEL))]
-    return " ".join([cfg.system.name, *parts])[:250]
+                 if not o.startswith(("system=", f"{_FILE_KEY}=", *_PLACES, *_IN_DATA_LABEL))]
+    return " ".join([_system_label(cfg), *parts])[:250]
+
+
+def _system_label(cfg: DictConfig) -> str:
+    """The system's own name for its run (an external run: its file's stem), or its
+    ``system.name`` when the kind is unknown (the config check then names it)."""
+    try:
+        system = SYSTEMS.get(str(cfg.system.kind))
+    except UnknownName:
+        return str(cfg.system.name)
+    return system.run_label(str(cfg.system.name), OmegaConf.select(cfg, _FILE_KEY))
 
 
 def _shown(value: Any) -> Any:

@@ -87,15 +87,22 @@ def prompt_versions() -> dict[str, str]:
     return {"prompt_version": PROMPT_VERSION, "judge_prompt_version": JUDGE_PROMPT_VERSION}
 
 
+# config keys naming files whose content, not their path, decides what a run computes
+INPUT_FILE_KEYS = ("system.predictions", "system.id_map", "dataset.references")
+
+
 def input_files(cfg: DictConfig) -> dict[str, str | None]:
     """The content of files the config points to whose answers it does not hold itself
-    (``system.predictions``): an edited file is a new run, not a resume of the old one."""
-    path = OmegaConf.select(cfg, "system.predictions")
-    if not path:
-        return {}
-    file = resolve(str(path))
-    digest = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() else None
-    return {"system.predictions": digest}
+    (``system.predictions``, its ``system.id_map``, ``dataset.references``): an edited file
+    is a new run, not a resume of the old one."""
+    digests = {}
+    for key in INPUT_FILE_KEYS:
+        path = OmegaConf.select(cfg, key)
+        if path:
+            file = resolve(str(path))
+            digests[key] = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() \
+                else None
+    return digests
 
 
 def config_hash(cfg: DictConfig) -> str:
@@ -130,5 +137,6 @@ def predictions_identity(tree: dict[str, Any], files: dict[str, str | None],
     """``predictions_hash`` of a config already resolved with its ``input_files`` and, once
     the dataset is loaded, its digest."""
     data = _without(tree, COSMETIC_KEYS + REFERENCE_KEYS)
+    answers = {k: v for k, v in files.items() if k not in REFERENCE_KEYS}  # not references
     return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS},
-                        PROMPT_VERSION, *_if_any(files), *_if_any(_data(dataset_digest)))
+                        PROMPT_VERSION, *_if_any(answers), *_if_any(_data(dataset_digest)))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from arag.config import CacheConfig, CacheMode, Scope
 from arag.datasets import Dataset, load_dataset
+from arag.datasets.references import with_references
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
@@ -158,6 +159,9 @@ def load_tasks(cfg: RunConfig, call_models: bool = True) -> Dataset:
     if len(tasks) < len(dataset.tasks):
         log.info("task_type=%s: %d of %d tasks", wanted, len(tasks), len(dataset.tasks))
     dataset.tasks = tasks
+    if cfg.dataset.references:  # the team's own references, in place of the dataset's
+        dataset = with_references(dataset, resolve(cfg.dataset.references))
+        log.info("dataset %s: %s", dataset.name, dataset.notes[-1])
     return dataset
 
 

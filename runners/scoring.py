@@ -54,7 +54,8 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     scorers, judges = make_scorers(job.settings, judge_spend)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class, cfg.system.citations)
-    metrics = {**aggregate(records, scorers), **model_call_counts(predictions), **extra,
+    calls = model_call_counts(predictions) if job.system_class.calls_models else {}
+    metrics = {**aggregate(records, scorers), **calls, **extra,
                **tool_call_counts(predictions, job.system_class, cfg.system.tools),
                **judge_metrics(judges, judge_spend),
                **error_metrics(predictions, judge_error_counts(judges))}
@@ -88,6 +89,8 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
                 tracker.log_text(data, name)
             else:
                 tracker.log_json(data, name)
+    for name, data in job.system_class.artifacts.items():  # e.g. traces kept as given
+        tracker.log_json(data, name)
     return metrics, records
 
 
@@ -98,6 +101,19 @@ def log_data_identity(tracker: track.RunTracker, job: Job) -> None:
     tracker.log_params({DATASET_DIGEST_PARAM: data.digest})
     tracker.log_dataset(data.name, data.digest, resolve(job.cfg.dataset.root),
                         {"n_documents": len(data.corpus.documents), "n_tasks": len(data.tasks)})
+
+
+def reference_tags(cfg: RunConfig) -> dict[str, str]:
+    """``dataset_references``: the file of the team's own references the run scored
+    against (``dataset.references``), for the report to name."""
+    path = cfg.dataset.references
+    return {"dataset_references": Path(str(path)).name} if path else {}
+
+
+def model_name(configured: str, system_class: type[System]) -> str:
+    """The run's ``model`` tag: the model a pipeline outside the harness says it used
+    (``system.model_label``), else the configured one."""
+    return getattr(system_class, "model_label", None) or configured
 
 
 def model_call_counts(predictions: list[Prediction]) -> dict[str, float]:
@@ -225,10 +241,11 @@ def rescore(settings: Settings, parent: dict[str, Any] | None = None) -> dict[st
     job = prepare(rescoring, recorded=predictions)
     scored = rescoring.config
     tags = {**track.system_tags(scored.system.name, job.system_class),
-            "dataset": scored.dataset.name, "model": scored.model.name,
+            "dataset": scored.dataset.name,
+            "model": model_name(scored.model.name, job.system_class),
             "judge": scored.judge.name, "mode": "evaluate", "source_run_id": cfg.source_run_id,
             "config_hash": job.config_hash, "git_commit": track.git_commit(),
-            "sweep_id": (parent or {}).get("sweep_id", "")}
+            "sweep_id": (parent or {}).get("sweep_id", ""), **reference_tags(scored)}
     name = f"rescore {source.info.run_name} judge={scored.judge.name}"
     with track.tracked_run(client, source.info.experiment_id, name, tags,
                            (parent or {}).get("run_id")) as tracker:

@@ -131,15 +131,18 @@ def test_contexts_are_located_by_lines_by_text_or_counted_as_unlocatable(loaded,
     pred = read_predictions(path, dataset.tasks, dataset.corpus, chunks, False).predictions[t0]
     lines = [c["lines"] for c in pred.contexts]
     assert lines[:3] == [[41, 42], [21], [41]]
-    assert all(not c["lines"] and not c["chunk_ids"] for c in pred.contexts[3:])
-    assert [bool(c["unmapped"]) for c in pred.contexts] == [False] * 3 + [True] * 4
+    assert all(not c["lines"] for c in pred.contexts[3:])
+    assert [bool(c["unmapped"]) for c in pred.contexts] == [False] * 3 + [True, False, True, True]
     assert "matches no sentence" in pred.contexts[3]["unmapped"]
     assert "no pages" in pred.contexts[6]["unmapped"]
+    # a context from a document outside the dataset is an irrelevant read, not left out
+    assert pred.contexts[4]["outside_dataset"] and pred.contexts[4]["chunk_ids"] == [
+        "NOT_A_DOC#outside-4"]
     holding = {line: next(c.chunk_id for c in chunks if c.doc_id == t0 and c.covers(line))
                for line in (21, 41, 42)}
     # the retrieval is the chunks the located contexts lie in, in the order given
     assert pred.retrieved_chunk_ids == list(dict.fromkeys(
-        [holding[41], holding[42], holding[21]]))
+        [holding[41], holding[42], holding[21], "NOT_A_DOC#outside-4"]))
     assert pred.not_recorded == list(pred.not_recorded)  # measurements: not in the record
     assert {"cost_usd", "latency_ms", "loops"} <= set(pred.not_recorded)
     assert pred.cost_usd is None and pred.latency_ms is None
@@ -392,7 +395,8 @@ def test_a_pipelines_predictions_swept_with_arag_and_naive_score_as_computed_fro
     latencies = fields["latency_ms"]
     counts = {"n_tasks": 6, "n_answered": 6, "n_errors": 0, "n_skipped": 0, "n_not_run": 0,
               "n_resumed": 0, "model_calls": 0, "model_calls_cached": 0, "n_tasks_missing": 0,
-              "n_contexts": n_contexts, "n_tasks_without_context": 0,
+              "n_contexts": n_contexts, "n_tasks_without_context": 0, "n_records_ignored": 0,
+              "n_contexts_outside_dataset": 0, "n_empty_answers": 0, "n_foreign_traces": 0,
               "n_contexts_unmapped": sum(k["unmapped"] for k in known.values()),
               "cost_usd_total": sum(costs), "cost_usd_per_task": sum(costs) / 6,
               "max_loops_reached_rate": 0.0,

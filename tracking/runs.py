@@ -100,8 +100,12 @@ def system_tags(name: str, system_class: Any) -> dict[str, str]:
     notes = list(getattr(system_class, "notes", ()))  # how it was scored, for the report
     return {"system": name, "system_kind": getattr(system_class, "__name__", ""),
             **{f"system_{flag}": str(bool(getattr(system_class, flag))).lower()
-               for flag in ("retrieves", "ranks", "agentic", "bound", "cites")},
-            **({"system_notes": json.dumps(notes)[:5000]} if notes else {})}
+               for flag in ("retrieves", "ranks", "agentic", "bound", "cites", "long_context",
+                            "searches", "calls_models")},
+            **({"system_notes": json.dumps(notes)[:5000]} if notes else {}),
+            # the model a pipeline outside the harness used, as labelled (system.model_label)
+            **({"model_label": system_class.model_label}
+               if getattr(system_class, "model_label", None) else {})}
 
 
 def flatten(data: Any, prefix: str = "") -> dict[str, str]:

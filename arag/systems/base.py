@@ -15,6 +15,10 @@ and the report ask these declarations and never the system's name:
   closed book's none): the report shows it as a bound and never names it the winner;
 * ``cites``: its context names chunk ids, so its prompt asks for ``[c:<chunk id>]``
   citations (``system.citations=false`` turns the request off) and they are scored.
+* ``long_context``: it puts the task's whole documents in front of the model (the report
+  may then say it reads the whole document);
+* ``calls_models``: its model calls are made here, so the run counts them from the trace
+  (predictions made elsewhere say theirs, or the count is null).
 
 A new system is one module in this package (``@register_system("name")`` on its class)
 and one YAML in ``conf/system/`` whose ``kind`` names it.
@@ -105,10 +109,14 @@ class System(ABC):
     bound: ClassVar[bool] = False
     cites: ClassVar[bool] = False
     searches: ClassVar[bool] = True  # a retrieving system searches the index itself
+    long_context: ClassVar[bool] = False
+    calls_models: ClassVar[bool] = True
     # what the run's report should say about how this system was scored, and run metrics
     # of its own (e.g. how many context texts could not be located)
     notes: ClassVar[tuple[str, ...]] = ()
     run_metrics: ClassVar[dict[str, float]] = {}
+    # JSON artifacts of its own for the run (name -> data), e.g. traces kept as given
+    artifacts: ClassVar[dict[str, object]] = {}
 
     name: str
 
@@ -122,6 +130,11 @@ class System(ABC):
         input (``external``: what the predictions file carries) returns a subclass that
         declares them; an input it cannot use raises, before any run opens."""
         return cls
+
+    @classmethod
+    def run_label(cls, name: str, predictions: str | None) -> str:
+        """What a run of this system is called, before any option a sweep varies."""
+        return name
 
     @classmethod
     def answers(cls, task: Task) -> bool:

@@ -93,6 +93,8 @@ class NaiveRAG(System):
 class Stuffing(System):
     """The whole document(s) in one prompt; skipped when it would not fit the context."""
 
+    long_context = True
+
     @classmethod
     def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int:
         """Every chunk of its documents: the whole document is the context."""

@@ -12,6 +12,10 @@ What the records carry decides what the system declares (``configure``):
   report says so;
 * ``cost_usd``, ``latency_ms``, token counts, ``loops`` -> logged when given, null with the
   reason when not (never 0).
+* several ``loops`` on a record (or tool calls in a harness-format trace) -> ``agentic``;
+  ``system.options.declares`` adds what records cannot show (``long_context``,
+  ``closed_book``, ...); ``system.model_label`` names the model; the run is named after
+  the file (``run_label``), and a trace in another format is kept as an artifact.
 
 The file format and its checks are in ``arag.systems.predictions_file``.
 """
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, ClassVar
 
 from arag.calls import CallLog
@@ -27,7 +32,15 @@ from arag.config import ConfigError
 from arag.records import Prediction, Task
 from arag.systems.base import RunSetup, Sources, System, register_system
 from arag.systems.builtin import whole_documents
-from arag.systems.predictions_file import read_predictions, unmapped_contexts
+from arag.systems.predictions_file import (
+    EMPTY_ANSWER,
+    PredictionsFile,
+    outside_contexts,
+    read_id_map,
+    read_predictions,
+    unmapped_contexts,
+)
+from arag.trace import called_a_tool
 
 
 @register_system("external")
@@ -35,21 +48,36 @@ class ExternalPredictions(System):
     """A file of predictions from a pipeline outside the harness; no model is called."""
 
     searches = False  # its chunks come from the file, not from a search
+    calls_models = False  # its model calls were made elsewhere: the records say how many
     predictions: ClassVar[dict[str, Prediction]] = {}
+    label: ClassVar[str] = "external"  # the run's name: system.name, else the file's stem
+    model_label: ClassVar[str | None] = None  # system.model_label: the pipeline's model
 
     @classmethod
     def configure(cls, setup: RunSetup) -> type[System]:
         if setup.recorded is not None:  # re-scoring its own run: the records say it all
-            preds, missing = {p.id: p for p in setup.recorded}, []
+            file = PredictionsFile(Path(), {p.id: p for p in setup.recorded})
         else:
             file = _file(setup)
-            preds, missing = file.predictions, file.missing
-        carried = [p for p in preds.values() if "retrieved_chunk_ids" not in p.not_recorded]
+        preds = list(file.predictions.values())
+        declared = declarations(setup.options.options.get("declares"))
+        carried = any("retrieved_chunk_ids" not in p.not_recorded for p in preds)
+        label = setup.options.model_label
         return type(cls.__name__, (cls,), {
-            "retrieves": bool(carried), "ranks": bool(carried), "predictions": preds,
-            "notes": tuple(_notes(list(preds.values()), missing)),
-            "run_metrics": _metrics(list(preds.values()), missing), "__module__": cls.__module__,
-            "__qualname__": cls.__qualname__})
+            "retrieves": carried or "retrieves" in declared, "ranks": carried,
+            "agentic": "agentic" in declared or any(_agent_steps(p) for p in preds),
+            "long_context": "long_context" in declared, "bound": "closed_book" in declared,
+            "predictions": file.predictions,
+            "label": file_label(setup.options.name, setup.options.predictions),
+            "model_label": label, "notes": tuple(_notes(file, label)),
+            "run_metrics": _metrics(file),
+            "artifacts": ({"foreign_traces.json": file.foreign_traces}
+                          if file.foreign_traces else {}),
+            "__module__": cls.__module__, "__qualname__": cls.__qualname__})
+
+    @classmethod
+    def run_label(cls, name: str, predictions: str | None) -> str:
+        return file_label(name, predictions)
 
     @classmethod
     def answers(cls, task: Task) -> bool:
@@ -78,53 +106,132 @@ class ExternalPredictions(System):
         return len(dict.fromkeys(pred.context_chunk_ids))
 
     def predict(self, task: Task, source: str) -> Prediction:
-        return replace(self.predictions[task.id], source=source, system=self.name)
+        return replace(self.predictions[task.id], source=source, system=self.label,
+                       model=self.model_label or "external")
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         raise NotImplementedError("external predictions are read from the file, not answered")
 
 
-def _file(setup: RunSetup) -> Any:
-    path = setup.options.predictions
-    if not path:
+# what a run of predictions made elsewhere may declare it is (system.options.declares)
+DECLARATIONS = ("agentic", "retrieves", "long_context", "closed_book")
+
+
+def declarations(value: Any) -> set[str]:
+    """``system.options.declares``: a list of ``DECLARATIONS`` (none: what the records say)."""
+    given = [] if value is None else [value] if isinstance(value, str) else list(value)
+    unknown = [v for v in given if v not in DECLARATIONS]
+    if unknown:
+        raise ConfigError(f"system.options.declares: {unknown[0]!r} is not a declaration; use "
+                          f"any of {list(DECLARATIONS)}, e.g. "
+                          "'+system.options.declares=[agentic,retrieves]'")
+    return set(given)
+
+
+def file_label(name: str, predictions: str | None) -> str:
+    """What an external run is called: ``system.name`` when set, else its file's stem (so
+    a sweep over several files names each run after its file)."""
+    if name != "external" or not predictions:
+        return name
+    return Path(str(predictions)).stem
+
+
+def _agent_steps(pred: Prediction) -> bool:
+    """The record shows an agent at work: several loops, or tool calls in its trace."""
+    return (pred.loops or 0) > 1 or called_a_tool(pred.trace)
+
+
+def _file(setup: RunSetup) -> PredictionsFile:
+    opts = setup.options
+    if not opts.predictions:
         raise ConfigError("system.predictions is not set: system=external needs "
                           "system.predictions=PATH, the JSONL file of your pipeline's "
                           "predictions (docs/your-pipeline.md)")
-    file = setup.base / str(path)
-    return read_predictions(file, setup.tasks, setup.corpus, setup.chunks(),
-                            bool(setup.options.allow_missing))
+    id_map = read_id_map(setup.base / str(opts.id_map)) if opts.id_map else None
+    return read_predictions(setup.base / str(opts.predictions), setup.tasks, setup.corpus,
+                            setup.chunks(), bool(opts.allow_missing), id_map,
+                            bool(opts.ignore_extra))
 
 
-def _metrics(preds: list[Prediction], missing: list[str]) -> dict[str, float]:
-    return {"n_tasks_missing": float(len(missing)),
-            "n_contexts": float(sum(len(p.contexts) for p in preds)),
-            "n_contexts_unmapped": float(len(unmapped_contexts(preds))),
-            "n_tasks_without_context": float(sum(1 for p in preds if _no_context(p)))}
+def _metrics(file: PredictionsFile) -> dict[str, float]:
+    preds = list(file.predictions.values())
+    out = {"n_tasks_missing": float(len(file.missing)),
+           "n_records_ignored": float(file.extra),
+           "n_contexts": float(sum(len(p.contexts) for p in preds)),
+           "n_contexts_unmapped": float(len(unmapped_contexts(preds))),
+           "n_contexts_outside_dataset": float(outside_contexts(preds)),
+           "n_tasks_without_context": float(sum(1 for p in preds if _no_context(p))),
+           "n_empty_answers": float(sum(1 for p in preds if p.skip_reason == EMPTY_ANSWER)),
+           "n_foreign_traces": float(len(file.foreign_traces))}
+    if preds and len(file.model_calls) == len(preds):  # a total over some would be made up
+        out["model_calls"] = float(sum(file.model_calls.values()))
+    return out
 
 
 def _no_context(pred: Prediction) -> bool:
     return not pred.contexts and "context_chunk_ids" in pred.not_recorded
 
 
-def _notes(preds: list[Prediction], missing: list[str]) -> list[str]:
+def _notes(file: PredictionsFile, model_label: str | None) -> list[str]:
     """What the report must say about how these predictions were scored."""
-    notes = []
+    preds, missing = list(file.predictions.values()), file.missing
+    notes = [] if model_label else ["the pipeline's model is not named (set "
+                                    "system.model_label=<model>): no model was called here"]
     if missing:
         notes.append(f"{len(missing)} task(s) of the dataset have no prediction in the file "
                      f"(system.allow_missing=true): scored on the other {len(preds)}")
+    if file.extra:
+        notes.append(f"{file.extra} record(s) of the file are not tasks of the dataset and were "
+                     "left out (system.ignore_extra=true)")
+    notes += _answer_notes(preds) + _context_notes(preds) + _record_notes(file)
+    return notes
+
+
+def _answer_notes(preds: list[Prediction]) -> list[str]:
+    empty = sum(1 for p in preds if p.skip_reason == EMPTY_ANSWER)
+    skipped = [p.skip_reason for p in preds if p.skipped and p.skip_reason != EMPTY_ANSWER]
+    notes = []
+    if skipped:
+        why = Counter(skipped).most_common(1)[0][0]
+        notes.append(f"{len(skipped)} task(s) skipped by the pipeline (most often: {why}): "
+                     "counted as skipped, not answered")
+    if empty:
+        notes.append(f"{empty} record(s) give an empty answer and no error: not answered (counted "
+                     "as skipped), their latency and cost left out of the answered figures")
+    return notes
+
+
+def _context_notes(preds: list[Prediction]) -> list[str]:
+    notes = []
     bare = sum(1 for p in preds if _no_context(p))
     if bare:
         notes.append(f"{bare} of {len(preds)} prediction(s) carry no context: faithfulness and "
                      "numeric precision are judged against the task's whole documents, and "
                      "retrieval metrics are null")
+    outside = outside_contexts(preds)
+    if outside:
+        notes.append(f"{outside} context(s) come from documents outside the dataset: counted as "
+                     "irrelevant reads in retrieval precision")
     unmapped = unmapped_contexts(preds)
     if unmapped:
         total = sum(len(p.contexts) for p in preds)
         why = Counter(reason for _, reason in unmapped).most_common(1)[0][0]
         notes.append(f"{len(unmapped)} of {total} context text(s) could not be located in the "
                      f"dataset and are left out of retrieval scores (most often: {why})")
+    return notes
+
+
+def _record_notes(file: PredictionsFile) -> list[str]:
+    preds = list(file.predictions.values())
+    notes = []
+    if file.foreign_traces:
+        notes.append(f"{len(file.foreign_traces)} record(s) carry a trace in a format of their "
+                     "own: kept as given in foreign_traces.json, not scored")
     absent = Counter(k for p in preds for k in p.not_recorded
-                     if k in ("cost_usd", "latency_ms"))
+                     if k in ("cost_usd", "latency_ms", "loops", "max_loops_reached"))
     for key, count in sorted(absent.items()):
         notes.append(f"{count} of {len(preds)} record(s) give no {key}: null, not 0")
+    if preds and len(file.model_calls) < len(preds):
+        notes.append(f"{len(preds) - len(file.model_calls)} of {len(preds)} record(s) give no "
+                     "model_calls: the run's model_calls is null, not 0")
     return notes

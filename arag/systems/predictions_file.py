@@ -19,6 +19,9 @@ kept for faithfulness, counted, and left out of retrieval, never guessed.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -32,8 +35,12 @@ from arag.trace import step_from_dict
 # a document line shorter than this (normalised) is not matched inside a context: short
 # lines ("Thank you.") occur everywhere and would place a context by accident
 MIN_MATCH_CHARS = 20
-INTEGERS = ("loops", "input_tokens", "output_tokens", "cache_read_input_tokens",
+INTEGERS = ("loops", "model_calls", "input_tokens", "output_tokens", "cache_read_input_tokens",
             "cache_creation_input_tokens")
+
+
+# a context's chunk id when its doc_id is outside the dataset: ``<doc_id>#outside-<k>``
+OUTSIDE_MARK = "#outside-"
 
 
 class PredictionsFileError(DatasetError):
@@ -47,36 +54,41 @@ class PredictionsFile:
     path: Path
     predictions: dict[str, Prediction]  # task id -> prediction (file order)
     missing: list[str] = field(default_factory=list)  # dataset tasks with no record
+    extra: int = 0  # records whose ids are not tasks, left out (system.ignore_extra)
+    # task id -> a trace in a format of the pipeline's own: kept as given, not scored
+    foreign_traces: dict[str, Any] = field(default_factory=dict)
+    # task id -> the model calls the record says it made (only records that say)
+    model_calls: dict[str, int] = field(default_factory=dict)
 
 
 def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list[Chunk],
-                     allow_missing: bool) -> PredictionsFile:
-    """Every record of ``path`` checked and turned into a Prediction for its task."""
+                     allow_missing: bool, id_map: dict[str, str] | None = None,
+                     ignore_extra: bool = False) -> PredictionsFile:
+    """Every record of ``path`` checked and turned into a Prediction for its task; ``id_map``
+    turns the pipeline's own ids into task ids (an id it lacks is taken as a task id)."""
     if not path.is_file():
         raise PredictionsFileError("file not found; set system.predictions to the JSONL file "
                                    "of your pipeline's predictions", path)
     by_id = {t.id: t for t in tasks}
     located = Locator(corpus, chunks)
     seen: dict[str, int] = {}
-    out: dict[str, Prediction] = {}
+    file = PredictionsFile(path, {})
     unknown: list[tuple[int, str]] = []
     for n, obj in _records(path):
-        task_id = _task_id(obj, path, n)
+        raw_id = _task_id(obj, path, n)
+        task_id = (id_map or {}).get(raw_id, raw_id)
         if task_id in seen:
             raise PredictionsFileError(f"duplicate id {task_id!r} (first on line {seen[task_id]});"
                                        " keep one record per task", path, n, "id")
         seen[task_id] = n
         if task_id not in by_id:
-            unknown.append((n, task_id))
+            unknown.append((n, raw_id))
             continue
-        out[task_id] = to_prediction(obj, by_id[task_id], located, path, n)
-    if unknown:
-        listed = ", ".join(f"{i!r} (line {n})" for n, i in unknown[:20])
-        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
-        raise PredictionsFileError(
-            f"{len(unknown)} id(s) are not tasks of the dataset: {listed}{more}. Fix the ids, "
-            "or pick the dataset (and task_type) the predictions were made for", path,
-            None, "id")
+        file.predictions[task_id] = _read_record(obj, by_id[task_id], located, file, n)
+    if unknown and not ignore_extra:
+        raise _unknown_ids(unknown, tasks, path)
+    file.extra = len(unknown)
+    out = file.predictions
     missing = [t.id for t in tasks if t.id not in out]
     if missing and not allow_missing:
         listed = ", ".join(missing[:20]) + (f" and {len(missing) - 20} more"
@@ -84,7 +96,55 @@ def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list
         raise PredictionsFileError(
             f"{len(missing)} task(s) of the dataset have no record: {listed}. Add them, or set "
             "system.allow_missing=true to score the others only", path, None, "id")
-    return PredictionsFile(path, out, missing)
+    file.missing = missing
+    return file
+
+
+def _unknown_ids(unknown: list[tuple[int, str]], tasks: list[Task], path: Path
+                 ) -> PredictionsFileError:
+    """Ids that are not tasks: which, what a task id looks like, and the two ways out."""
+    listed = ", ".join(f"{i!r} (line {n})" for n, i in unknown[:20])
+    more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+    valid = ", ".join(repr(t.id) for t in tasks[:3])
+    return PredictionsFileError(
+        f"{len(unknown)} id(s) are not tasks of the dataset: {listed}{more}. Task ids of the "
+        f"dataset look like {valid}. Fix the ids, map yours to them with system.id_map=FILE "
+        "(JSON object or two-column CSV), leave them out with system.ignore_extra=true, or "
+        "pick the dataset (and task_type) the predictions were made for", path, None, "id")
+
+
+def read_id_map(path: Path) -> dict[str, str]:
+    """A pipeline's ids -> task ids: a JSON object, or a CSV of two columns (a first row
+    whose second cell is ``task_id`` is a header)."""
+    if not path.is_file():
+        raise PredictionsFileError("file not found; set system.id_map to a JSON object or a "
+                                   "two-column CSV mapping your ids to task ids", path)
+    text = path.read_text(encoding="utf-8-sig")
+    if path.suffix.lower() == ".json":
+        return _json_id_map(text, path)
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    if rows and rows[0][1:2] == ["task_id"]:
+        rows = rows[1:]
+    mapping: dict[str, str] = {}
+    for n, row in enumerate(rows, start=1):
+        if len(row) != 2 or not all(cell.strip() for cell in row):
+            raise PredictionsFileError(f"expected two non-empty cells (your id, task id), got "
+                                       f"{row!r:.80}", path, n, "system.id_map")
+        mapping[row[0].strip()] = row[1].strip()
+    return mapping
+
+
+def _json_id_map(text: str, path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PredictionsFileError(f"malformed JSON ({exc.msg} at line {exc.lineno}); give a "
+                                   "JSON object {\"your id\": \"task id\"}", path) from None
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
+                                             for k, v in data.items()):
+        raise PredictionsFileError("must be a JSON object of strings {\"your id\": \"task "
+                                   "id\"}", path)
+    return data
 
 
 def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -111,26 +171,61 @@ def _task_id(obj: dict[str, Any], path: Path, n: int) -> str:
 PIPELINE_ERROR = "pipeline"
 
 
+# the skip reason of a record whose answer is empty and that gives no error
+EMPTY_ANSWER = "the pipeline gave an empty answer and no error"
+
+
+def _read_record(obj: dict[str, Any], task: Task, locator: Locator, file: PredictionsFile,
+                 n: int) -> Prediction:
+    """``to_prediction``, keeping what the file says beyond a Prediction: a trace in a
+    format of its own, and the model calls made."""
+    if _foreign_trace(obj):
+        file.foreign_traces[task.id] = obj["trace"]
+        obj = {k: v for k, v in obj.items() if k != "trace"}
+    calls = _measure(obj, "model_calls", file.path, n)
+    if calls is not None:
+        file.model_calls[task.id] = int(calls)
+    return to_prediction(obj, task, locator, file.path, n)
+
+
+def _foreign_trace(obj: dict[str, Any]) -> bool:
+    """A ``trace`` that is not a list of this harness's steps (another project's format)."""
+    trace = obj.get("trace")
+    if trace is None:
+        return False
+    try:
+        [step_from_dict(s) for s in trace]  # noqa: B018 - parsed only to test the format
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return True
+    return not isinstance(trace, list)
+
+
 def to_prediction(obj: dict[str, Any], task: Task, locator: Locator, path: Path, n: int
                   ) -> Prediction:
     """One record as the Prediction the harness scores; what it lacks is ``not_recorded``."""
     error = _optional_text(obj, "error", path, n)
+    skipped = _flag(obj, "skipped", path, n)
     if "predicted" not in obj:
         raise PredictionsFileError("missing required field 'predicted' (the answer; null "
-                                   "only with an 'error')", path, n, "predicted")
+                                   "only with an 'error' or 'skipped')", path, n, "predicted")
     predicted = obj["predicted"]
-    if not isinstance(predicted, str) and not (predicted is None and error):
-        raise PredictionsFileError(f"must be a string (null only with an 'error'), got "
-                                   f"{predicted!r:.60}", path, n, "predicted")
+    if not isinstance(predicted, str) and not (predicted is None and (error or skipped)):
+        raise PredictionsFileError(f"must be a string (null only with an 'error' or "
+                                   f"'skipped'), got {predicted!r:.60}", path, n, "predicted")
     pred = Prediction(id=task.id, source="", system="", model="external",
                       task_type=task.task_type, question=task.question,
                       doc_ids=list(task.doc_ids), ground_truth=task.reference,
                       predicted=predicted, error=error,
                       error_kind=PIPELINE_ERROR if error else None,
                       word_count=len((predicted or "").split()))
+    _mark_unanswered(pred, obj, skipped, path, n)
     for key in MEASURED:
         setattr(pred, key, _measure(obj, key, path, n))
     pred.not_recorded = [k for k in MEASURED if getattr(pred, k) is None]
+    if obj.get("max_loops_reached") is None:  # unknown, not False
+        pred.not_recorded.append("max_loops_reached")
+    else:
+        pred.max_loops_reached = _flag(obj, "max_loops_reached", path, n)
     pred.trace = _trace(obj, path, n)
     ids = _chunk_ids(obj, locator, path, n)
     pred.contexts = [locator.locate(c, task, path, n, k)
@@ -143,6 +238,26 @@ def to_prediction(obj: dict[str, Any], task: Task, locator: Locator, path: Path,
     else:
         pred.retrieved_chunk_ids = pred.context_chunk_ids = ids
     return pred
+
+
+def _mark_unanswered(pred: Prediction, obj: dict[str, Any], skipped: bool, path: Path,
+                     n: int) -> None:
+    """A task the pipeline skipped (``skipped``, ``skip_reason``), or answered with nothing
+    and no error: not answered, as a built-in system's skip is."""
+    if skipped:
+        pred.skipped = True
+        pred.skip_reason = _optional_text(obj, "skip_reason", path, n) or "skipped by the pipeline"
+        pred.predicted = None
+    elif not pred.error and not (pred.predicted or "").strip():
+        pred.skipped, pred.skip_reason, pred.predicted = True, EMPTY_ANSWER, None
+
+
+def _flag(obj: dict[str, Any], key: str, path: Path, n: int) -> bool:
+    value = obj.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise PredictionsFileError(f"must be true, false or null, got {value!r:.60}", path, n,
+                                   key)
+    return bool(value)
 
 
 def _optional_text(obj: dict[str, Any], key: str, path: Path, n: int) -> str | None:
@@ -225,9 +340,14 @@ class Locator:
         if doc_id is not None and not isinstance(doc_id, str):
             raise PredictionsFileError(f"doc_id must be a string, got {doc_id!r:.60}", path, n,
                                        f"{where}.doc_id")
-        found = self._lines(ctx, doc_id, task, path, n, where)
         out: dict[str, Any] = {"text": ctx["text"], "doc_id": doc_id, "lines": [],
                                "chunk_ids": [], "unmapped": None}
+        if doc_id is not None and doc_id not in self.corpus.documents:
+            # read from a document the dataset does not hold (a wrong filing): an irrelevant
+            # read, so retrieval precision counts it (its id names no chunk of the index)
+            out.update(outside_dataset=True, chunk_ids=[f"{doc_id}{OUTSIDE_MARK}{k}"])
+            return out
+        found = self._lines(ctx, doc_id, task, path, n, where)
         if isinstance(found, str):
             out["unmapped"] = found
             return out
@@ -240,8 +360,6 @@ class Locator:
     def _lines(self, ctx: dict[str, Any], doc_id: str | None, task: Task, path: Path, n: int,
                where: str) -> tuple[Document, list[int]] | str:
         """(document, 1-based lines) of a context, or why it cannot be placed."""
-        if doc_id is not None and doc_id not in self.corpus.documents:
-            return f"doc_id {doc_id!r} is not a document of the dataset"
         if "line_start" in ctx or "page" in ctx:
             if doc_id is None and len(task.doc_ids) != 1:
                 return "line_start/page given without a doc_id, and the task has several documents"
@@ -290,6 +408,11 @@ class Locator:
                 return doc, holding
         return ("its text matches no sentence of the task's documents (give doc_id and "
                 "line_start/line_end or page to place it)")
+
+
+def outside_contexts(predictions: Iterable[Prediction]) -> int:
+    """Contexts read from documents outside the dataset (irrelevant reads)."""
+    return sum(1 for p in predictions for c in p.contexts if c.get("outside_dataset"))
 
 
 def unmapped_contexts(predictions: Iterable[Prediction]) -> list[tuple[str, str]]:
