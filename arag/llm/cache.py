@@ -1,11 +1,16 @@
 """Content-addressed response cache around any ChatModel.
 
-Key: provider, model, the full request (system, messages, tools, max_tokens,
-temperature, tool_choice) and the model's settings that change a reply beyond it
-(``ChatModel.reply_settings``: a temperature left out). One JSON file per entry under
-``<cache.dir>/responses/<key[:2]>/<key>.json``, written atomically. A hit returns the same
-completion marked ``cached=True`` (it costs nothing; ``cost_usd_uncached`` keeps what it
-would have cost). A damaged entry is ignored, refetched and overwritten. Modes:
+Key: provider, model, the server that answers when it is not the provider's own API
+(``ChatModel.endpoint``: ``model.base_url``; keys of the default endpoint are what they
+were before the endpoint was keyed), the full request (system, messages, tools,
+max_tokens, temperature, tool_choice) and the model's settings that change a reply beyond
+it (``ChatModel.reply_settings``: a temperature left out). One JSON file per entry under
+``<cache.dir>/responses/<key[:2]>/<key>.json``, written atomically, carrying the SHA-256 of
+its content. A hit returns the same completion marked ``cached=True`` (it costs nothing;
+``cost_usd_uncached`` keeps what it would have cost). An entry whose checksum or schema
+does not hold (an edit, even of the same size; a field of the wrong type) is logged as a
+warning, never served, asked again and overwritten. An entry written before entries
+carried a checksum is served once its schema holds, and gains its checksum then. Modes:
 ``read_write``, ``read_only`` (never writes), ``off`` (not used at all).
 
 ``with fresh_replies(model):`` asks the model itself again, in this thread, instead of
@@ -48,10 +53,11 @@ log = logging.getLogger(__name__)
 def response_key(provider: str, model_id: str, system: str, messages: list[Message],
                  tools: list[ToolSpec] | None = None, max_tokens: int = 1024,
                  temperature: float = 0.0, tool_choice: str = "auto", sample: int = 0,
-                 settings: dict[str, Any] | None = None) -> str:
+                 settings: dict[str, Any] | None = None, endpoint: str | None = None) -> str:
     """The cache key of one request: provider, model, the full request, the model's
-    ``settings`` that change a reply beyond it and, from the second independent sample on,
-    the sample's index (either only when there is one, so other keys stay as they were)."""
+    ``settings`` that change a reply beyond it, the ``endpoint`` that answers (None: the
+    provider's own API) and, from the second independent sample on, the sample's index
+    (each only when there is one, so other keys stay as they were)."""
     fields: dict[str, Any] = {
         "provider": provider, "model": model_id, "system": system,
         "messages": messages, "tools": [t.to_api() for t in tools or []],
@@ -61,13 +67,16 @@ def response_key(provider: str, model_id: str, system: str, messages: list[Messa
         fields[SAMPLE] = sample
     if settings:
         fields["settings"] = settings
+    if endpoint:
+        fields["endpoint"] = endpoint.rstrip("/")
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def is_cached(cache_dir: str | Path, provider: str, model_id: str, **request: Any) -> bool:
+def is_cached(cache_dir: str | Path, provider: str, model_id: str,
+              endpoint: str | None = None, **request: Any) -> bool:
     """Whether the response cache holds an answer to this request (no model needed)."""
-    key = response_key(provider, model_id, **request)
+    key = response_key(provider, model_id, endpoint=endpoint, **request)
     return (Path(cache_dir) / "responses" / key[:2] / f"{key}.json").exists()
 
 
@@ -114,6 +123,9 @@ class WrappedModel(ChatModel):
     def reply_settings(self) -> dict[str, Any]:
         return self.inner.reply_settings()
 
+    def endpoint(self) -> str | None:
+        return self.inner.endpoint()
+
 
 class CachedModel(WrappedModel):
     def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
@@ -152,7 +164,7 @@ class CachedModel(WrappedModel):
             max_tokens: int, temperature: float, tool_choice: str, sample: int = 0) -> str:
         return response_key(self.inner.provider, getattr(self.inner, "model_id", self.inner.name),
                             system, messages, tools, max_tokens, temperature, tool_choice,
-                            sample, self.inner.reply_settings())
+                            sample, self.inner.reply_settings(), self.inner.endpoint())
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
@@ -221,16 +233,58 @@ class CachedModel(WrappedModel):
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return Completion(content=data["content"], stop_reason=data["stop_reason"],
-                              usage=Usage(**data["usage"]), model=data["model"], cached=True)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("response cache entry %s is damaged (%s); fetching again", path.name, exc)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            checksum = data.pop(CHECKSUM, None)
+            if checksum is not None and checksum != _checksum(data):
+                raise ValueError("its checksum does not match its content")
+            completion = stored_completion(data)
+        except (OSError, ValueError) as exc:  # never fatal: the model is asked again
+            log.warning("response cache entry %s is damaged (%s); asking the model again",
+                        path, exc)
             return None
+        if checksum is None and self.mode == "read_write":
+            self._write(path, completion)  # an entry from before checksums gains one
+        return completion
 
     def _write(self, path: Path, completion: Completion) -> None:
-        data = {"content": completion.content, "stop_reason": completion.stop_reason,
-                "usage": vars(completion.usage), "model": completion.model}
+        data: dict[str, Any] = {"content": completion.content,
+                                "stop_reason": completion.stop_reason,
+                                "usage": vars(completion.usage), "model": completion.model}
+        data[CHECKSUM] = _checksum(data)
         write_text_atomically(path, json.dumps(data, ensure_ascii=False))
+
+
+CHECKSUM = "sha256"  # an entry's field: the SHA-256 of the rest of the entry
+
+
+def _checksum(data: dict[str, Any]) -> str:
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+_BLOCK_FIELDS: dict[str, dict[str, type]] = {
+    "text": {"text": str}, "tool_use": {"id": str, "name": str, "input": dict}}
+
+
+def stored_completion(data: dict[str, Any]) -> Completion:
+    """The completion a cache entry holds, its every field checked for its type (a
+    ValueError names the first that is wrong): a wrong-typed entry is asked again, never
+    handed to the agent or a scorer to fail there."""
+    content, usage = data.get("content"), data.get("usage")
+    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+        raise ValueError("content is not a list of blocks")
+    for block in content:
+        wanted = _BLOCK_FIELDS.get(str(block.get("type")))
+        if wanted is None or any(not isinstance(block.get(k), t) for k, t in wanted.items()):
+            raise ValueError(f"a content block of type {block.get('type')!r} is malformed")
+    if not isinstance(data.get("stop_reason"), str) or not isinstance(data.get("model"), str):
+        raise ValueError("stop_reason and model must be strings")
+    if not isinstance(usage, dict) or set(usage) - set(Usage.__dataclass_fields__) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in usage.values()):
+        raise ValueError("usage is not a set of token counts")
+    return Completion(content=content, stop_reason=data["stop_reason"], usage=Usage(**usage),
+                      model=data["model"], cached=True)
 
 
 class SpendJournal:

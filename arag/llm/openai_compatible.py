@@ -129,6 +129,9 @@ class OpenAICompatibleModel(ChatModel):
     def reply_settings(self) -> dict[str, Any]:
         return {} if self.send_temperature else {"temperature": "not sent"}
 
+    def endpoint(self) -> str | None:
+        return None if self.server == OPENAI_URL else self.server
+
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
                  tool_choice: str = "auto") -> Completion:
