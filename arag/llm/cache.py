@@ -30,12 +30,12 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from arag.files import write_text_atomically
+from arag.files import append_whole, write_text_atomically
 from arag.llm.base import (
     SAMPLE,
     ChatModel,
@@ -139,6 +139,9 @@ class CachedModel(WrappedModel):
         self._lock = threading.Lock()
         self._skip_reads = threading.local()  # per thread: other threads keep their hits
         self._sample = threading.local()  # per thread: which independent reply is asked for
+        # told of each reply the model was paid for before it is stored: spend is journaled
+        # first, so a write that fails (a full disk) loses none (``MeteredModel``)
+        self.paid: list[Callable[[Completion], None]] = []
 
     @contextmanager
     def fresh_replies(self) -> Iterator[None]:
@@ -184,6 +187,7 @@ class CachedModel(WrappedModel):
                                          tool_choice)
         with self._lock:
             self.misses += 1
+        self._tell_paid(completion)
         if self.mode == "read_write":
             self._write(path, completion)
         return completion
@@ -211,11 +215,18 @@ class CachedModel(WrappedModel):
             fetched = self.inner.complete_batch(missing)
         except ModelError as exc:  # the whole batch failed: the cached answers still stand
             fetched = dict.fromkeys(missing, ModelError(f"the message batch failed: {exc}"))
+        for result in fetched.values():
+            if isinstance(result, Completion):
+                self._tell_paid(result)
         for cid, result in fetched.items():
             out[cid] = result
             if self.mode == "read_write" and isinstance(result, Completion):
                 self._write(paths[cid], result)
         return out
+
+    def _tell_paid(self, completion: Completion) -> None:
+        for hook in self.paid:
+            hook(completion)
 
     def forget(self, request: dict[str, Any]) -> None:
         """Delete the cached reply to ``request``: it is not an answer to serve again."""
@@ -255,6 +266,7 @@ class CachedModel(WrappedModel):
         write_text_atomically(path, json.dumps(data, ensure_ascii=False))
 
 
+_METERED = "_metered"  # a completion's meta: already metered and journaled
 CHECKSUM = "sha256"  # an entry's field: the SHA-256 of the rest of the entry
 
 
@@ -301,8 +313,8 @@ class SpendJournal:
                            "output_tokens": usage.output_tokens, "at": round(time.time(), 3)})
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as f:  # O_APPEND: one whole line
-                f.write(line + "\n")
+            # one whole line or none; a full disk raises naming the journal
+            append_whole(self.path, (line + "\n").encode("utf-8"))
 
     def spend_total(self) -> float:
         """USD over every intact line (a line torn by a kill is not a call that returned)."""
@@ -336,6 +348,9 @@ class MeteredModel(WrappedModel):
         self.cost_usd = 0.0
         self.errors: Counter[str] = Counter()
         self._lock = threading.Lock()
+        hooks = getattr(inner, "paid", None)
+        if isinstance(hooks, list):  # a response cache: meter a fresh reply before it stores it
+            hooks.append(self._meter_first)
 
     def fresh_replies(self) -> AbstractContextManager[None]:
         return fresh_replies(self.inner)
@@ -356,7 +371,7 @@ class MeteredModel(WrappedModel):
         except ModelError as exc:
             self._fail(exc.kind)
             raise
-        self._meter(completion)
+        self._meter_once(completion)
         return completion
 
     def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -367,7 +382,7 @@ class MeteredModel(WrappedModel):
             raise
         for result in results.values():
             if isinstance(result, Completion):
-                self._meter(result)
+                self._meter_once(result)
             elif isinstance(result, ModelError):
                 self._fail(result.kind)
         return results
@@ -375,6 +390,14 @@ class MeteredModel(WrappedModel):
     def _fail(self, kind: str, n: int = 1) -> None:
         with self._lock:
             self.errors[kind] += n
+
+    def _meter_first(self, completion: Completion) -> None:
+        self._meter(completion)
+        completion.meta[_METERED] = True
+
+    def _meter_once(self, completion: Completion) -> None:
+        if not completion.meta.pop(_METERED, False):  # not metered before its cache write
+            self._meter(completion)
 
     def _meter(self, completion: Completion) -> None:
         # Message Batches are billed at half the list price
