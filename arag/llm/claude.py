@@ -73,7 +73,8 @@ class ClaudeModel(ChatModel):
                                           max_retries=0, timeout=float(cfg.timeout_s))
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits
-        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s))
+        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s),
+                                 retry_after_max_s=float(cfg.retry_after_max_s))
         self.batch_poll_s = 30.0  # Message Batches usually end within the hour
         self.batch_timeout_s = float(getattr(cfg, "batch_timeout_s", 86_400.0))
 
