@@ -146,6 +146,7 @@ def test_no_payload_runs_in_either_page_opened_from_disk(payload_sweep, page):  
 def test_no_payload_runs_in_either_page_inside_mlflow(payload_sweep, page):  # noqa: F811
     tmp = payload_sweep
     events = _watch(page)
+    page.set_default_navigation_timeout(120_000)  # MLflow's UI loads slowly on a busy machine
     with mlflow_ui(tmp) as url:
         for name in ("report.html", "compare.html"):
             frame = _open_artifact(page, url, _parent(tmp), name)
