@@ -196,8 +196,12 @@ class ModelConfig:
     # variable's name is ever in a config; its value is read from the environment
     api_key_env: str | None = None
     max_retries: int = non_negative(6, "retries of a failed call")
-    # backoff: base * 2**attempt (+ jitter), at most 60 s
+    # backoff: base * 2**attempt (+ jitter), at most 60 s; also the floor of a server's
+    # retry-after (a retry-after of 0 does not burn every retry in milliseconds)
     retry_base_delay_s: float = non_negative(1.0, "seconds")
+    # the longest retry-after waited for; a server asking for more fails the call at once,
+    # saying so (the same command later retries the errored tasks)
+    retry_after_max_s: float = seconds(60.0, "the longest retry-after waited for")
     timeout_s: float = seconds(120.0, "per request")
     # null: no limit (0 would never send a request)
     requests_per_minute: int | None = positive(None, "requests; or null for no limit")

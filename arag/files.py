@@ -34,6 +34,13 @@ def write_bytes_atomically(path: Path, data: bytes) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is not None:
+            raise
+        # a full disk's error names no file: name the one being written, so the message
+        # says which place is full
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from exc
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

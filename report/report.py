@@ -388,7 +388,8 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         return f'<img src="data:image/png;base64,{data}"{match.group(2)}'
 
-    body = MarkdownIt("commonmark").enable("table").render(markdown_text)
+    # HTML off: every text from a dataset, a model or a judge is shown as text, never run
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
     body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, body)
     # a wide table scrolls in its own box, not the page (MLflow's viewer is a narrow frame)
     body = body.replace("<table>", "<div class='scroll'><table>").replace(

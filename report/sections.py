@@ -3,6 +3,7 @@ judge can be trusted, and examples chosen from the numbers (all on the common ta
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -409,14 +410,35 @@ def examples(sets: TaskSets, key: str) -> str:
 
 
 def _block(title: str, rec: dict[str, Any], note: str) -> str:
-    reference = (f"\n\n```\n{rec['reference']}\n```" if rec.get("reference") else
+    reference = (f"\n\n{fenced(rec['reference'])}" if rec.get("reference") else
                  f"none: {rec.get('null_reasons', {}).get('rouge2_f1') or 'the task has none'}")
-    return (f"### {title}: `{rec['id']}`\n\n{note}\n\n**Question:** {rec.get('question')}"
-            f"\n\n**Reference:** {reference}\n\n**Predicted "
-            f"({rec.get('system')}):**\n\n```\n{rec.get('predicted')}\n```\n")
+    return (f"### {title}: {code(rec['id'])}\n\n{note}\n\n**Question:** "
+            f"{code(rec.get('question'))}\n\n**Reference:** {reference}\n\n**Predicted "
+            f"({rec.get('system')}):**\n\n{fenced(rec.get('predicted'))}\n")
 
 
-__all__ = ["caveats", "examples", "fmt", "further_dimensions", "judge_section",
+def _longest_run(text: str, char: str) -> int:
+    return max((len(m) for m in re.findall(f"{re.escape(char)}+", text)), default=0)
+
+
+def fenced(text: Any) -> str:
+    """A fenced block no text can close: its fence is longer than any backtick run inside
+    (data from a dataset or a model may hold fences of its own)."""
+    body = str(text)
+    fence = "`" * max(3, _longest_run(body, "`") + 1)
+    return f"{fence}\n{body}\n{fence}"
+
+
+def code(text: Any) -> str:
+    """An inline code span no text can end early, on one line (a newline would let the
+    rest of the text start a Markdown block of its own)."""
+    body = " ".join(str(text).split())
+    ticks = "`" * (_longest_run(body, "`") + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") else ""
+    return f"{ticks}{pad}{body}{pad}{ticks}"
+
+
+__all__ = ["caveats", "code", "examples", "fenced", "fmt", "further_dimensions", "judge_section",
            "judged_dimensions", "length_breakdown", "length_finding", "loops_recall",
            "tool_call_caveat"]
 

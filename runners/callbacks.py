@@ -94,6 +94,19 @@ class MLflowSweepCallback(Callback):
             raise SystemExit(2)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
+        # Hydra turns a callback's exception into a warning and runs the jobs anyway (with
+        # no parent run and no lock): every failure here stops the sweep before any job
+        try:
+            self._start(config)
+        except SystemExit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever it is, no job may run after it
+            self.locks.release()
+            log.debug("the sweep could not start", exc_info=True)
+            log.error("the sweep could not start, no job ran: %s", one_line(exc))
+            raise SystemExit(2) from None
+
+    def _start(self, config: DictConfig) -> None:
         quiet(config.runner.verbose)
         redact_logs()
         sweep_dir = Path(config.hydra.sweep.dir)
@@ -165,9 +178,23 @@ class MLflowSweepCallback(Callback):
                  sweep_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
+        # as at the start: a failure while closing the sweep must not exit 0 as a warning
+        try:
+            self._end(config)
+        except SystemExit:
+            raise
+        except Exception as exc:  # noqa: BLE001 - whatever it is, the command must fail
+            log.debug("the sweep could not be closed", exc_info=True)
+            log.error("the sweep could not be closed: %s", one_line(exc))
+            raise SystemExit(1) from None
+        finally:
+            self.locks.release()
+
+    def _end(self, config: DictConfig) -> None:
         failures = _read_failures(self.sweep_dir) if self.sweep_dir else []
+        report_error = None
         if self.parent and self.client is not None:
-            self._close_parent(failures)
+            report_error = self._close_parent(failures)
         self.locks.release()
         if self.result is not None:
             print(console.verdict(self.result, str(config.tracking.uri)), flush=True)
@@ -189,10 +216,14 @@ class MLflowSweepCallback(Callback):
             log.error("%d job(s) of the sweep failed:\n%s", len(failures), lines)
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
             raise SystemExit(1)
+        if report_error:
+            log.error("%s", report_error)
+            raise SystemExit(1)
         if self.baseline_exit:  # a regression (3) or a refused comparison (2)
             raise SystemExit(self.baseline_exit)
 
-    def _close_parent(self, failures: list[dict[str, str]]) -> None:
+    def _close_parent(self, failures: list[dict[str, str]]) -> str | None:
+        """Report, then close the parent; what went wrong with the report (None: nothing)."""
         assert self.parent is not None
         try:  # judged across runs, so before the report that shows it
             pairwise.judge_pairs(self.client, self.parent, self.jobs)
@@ -200,6 +231,7 @@ class MLflowSweepCallback(Callback):
             log.exception("could not judge the sweep's pairs")
             self.client.set_tag(self.parent["run_id"], "pairwise_error",
                                 f"{type(exc).__name__}: {exc}"[:5000])
+        report_error = None
         try:
             self.result = write_sweep_report(self.client, self.parent)
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
@@ -210,6 +242,9 @@ class MLflowSweepCallback(Callback):
             # visible on the parent: rebuild with python -m report <parent run id>
             self.client.set_tag(self.parent["run_id"], "report_error",
                                 f"{type(exc).__name__}: {exc}"[:5000])
+            report_error = (f"the sweep report could not be written ({one_line(exc)}); the "
+                            "jobs' runs are kept. Fix the cause, then rebuild it: python -m "
+                            f"report {self.parent['run_id']}")
         if failures:
             self.client.set_tag(self.parent["run_id"], "failed_jobs",
                                 json.dumps(failures)[:5000])
@@ -217,6 +252,7 @@ class MLflowSweepCallback(Callback):
             self._compare_with_baseline(self.parent["run_id"])
         self.client.set_terminated(self.parent["run_id"], "FAILED" if failures else "FINISHED")
         self.parent = None
+        return report_error
 
     def _compare_with_baseline(self, run_id: str) -> None:
         """Hold the sweep (its parent ``run_id``) against ``report.baseline``; the exit
@@ -253,6 +289,12 @@ def sweep_digest(jobs: list[Settings]) -> str:
     """The dataset digest of the sweep's jobs: one when they read the same data, else every
     distinct one, comma-separated (a sweep over ``dataset=a,b``)."""
     return ",".join(sorted({job.dataset_digest or "" for job in jobs}))
+
+
+def one_line(exc: BaseException) -> str:
+    """An exception as one line of the log, credentials in URLs redacted."""
+    first = (str(exc).strip().splitlines() or [""])[0]
+    return redact(f"{type(exc).__name__}: {first}" if first else type(exc).__name__)[:500]
 
 
 def runs_key(run_ids: Iterable[str]) -> str:

@@ -33,7 +33,7 @@ from arag.retrieval import build_chunks
 from arag.retrieval.chunk_context import context_requests
 from arag.systems import SYSTEMS
 from metrics import ScorerEnv, build_scorers
-from report.console import quiet, verdict
+from report.console import quiet, verdict, where_to_look
 from report.policy import report_metrics
 from report.report import write_run_report
 from runners import dryrun, overview
@@ -110,6 +110,9 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
     }
     resume_id, finished = prior_run(client, experiment_id, job, parent)
     if finished is not None:
+        if parent is None:  # a single run killed while writing its report gets it now
+            single_run_report(client, track.find_run(client, experiment_id, job.config_hash),
+                              str(cfg.tracking.uri))
         return finished
     label = run_name or cfg.system.name  # what the report calls it (tag run_label)
     tags["run_label"] = label
@@ -130,15 +133,31 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
     log.info("%s: %s", cfg.system.name, ", ".join(
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:
-        result = write_run_report(client, tracker.run_id)
-        overview.publish(client, result)
-        print(verdict(result, str(cfg.tracking.uri)), flush=True)
+        single_run_report(client, client.get_run(tracker.run_id), str(cfg.tracking.uri))
     if failed:
         raise TooManyErrors(f"run {tracker.run_id}: {failed}")
     cap = cfg.runner.max_cost_usd
     if tracker.end_status == "KILLED" and cap is not None:  # only the cost cap stops a run
         raise CostCapReached(cost_cap_message(tracker.run_id, metrics, cap))
     return metrics
+
+
+REPORT_TAG = "report_written"  # a single run's report is complete: its last step sets it
+
+
+def single_run_report(client: Any, run: Any, tracking_uri: str) -> None:
+    """A single run's report and verdict, written unless the run already holds a complete
+    one (the tag is set last, so a run killed while its report was written gets it from
+    the next run of the same command); then where to read it."""
+    if run.data.tags.get(REPORT_TAG) == "true":
+        print("\n".join([f"Nothing new: the verdict of run {run.info.run_id} is in its report.",
+                         *where_to_look(f"{run.info.artifact_uri}/report.html", tracking_uri,
+                                        run.info.experiment_id, run.info.run_id)]), flush=True)
+        return
+    result = write_run_report(client, run.info.run_id)
+    overview.publish(client, result)
+    client.set_tag(run.info.run_id, REPORT_TAG, "true")
+    print(verdict(result, tracking_uri), flush=True)
 
 
 def _progress_label(name: str, parent: dict[str, Any] | None) -> str:

@@ -22,7 +22,7 @@ from tracking.paths import resolve
 
 # keys that change how a run is executed or recorded, not what it computes
 # how a model is reached, not which model answers
-_TRANSPORT = ("max_retries", "retry_base_delay_s", "timeout_s", "requests_per_minute",
+_TRANSPORT = ("max_retries", "retry_base_delay_s", "retry_after_max_s", "timeout_s", "requests_per_minute",
               "tokens_per_minute", "base_url", "api_key_env")
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",

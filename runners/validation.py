@@ -26,6 +26,7 @@ def validate_config(cfg: DictConfig) -> None:
         raise ConfigError(f"{', '.join(missing)} must be set. Fix: add {missing[0]}=<value> to "
                           "the command (e.g. dataset.root=<your folder> for dataset=folder)")
     tools = list(cfg.system.tools)
+    agentic = SYSTEMS.has(cfg.system.kind) and SYSTEMS.get(cfg.system.kind).agentic
     top_k = cfg.system.top_k or cfg.retrieval.top_k
     checks = [
         ("retrieval.parent_chunk_size", cfg.retrieval.parent_chunk_size is None
@@ -41,6 +42,11 @@ def validate_config(cfg: DictConfig) -> None:
          f"{SYSTEMS.names()}", "system=arag"),
         ("system.tools", all(t in TOOL_SPECS for t in tools),
          f"a list of known tools, from {sorted(TOOL_SPECS)}",
+         "system.tools=[keyword_search,semantic_search,chunk_read]"),
+        # an agent with no tool reads nothing: a closed-book run compared as an agent
+        ("system.tools", not agentic or bool(tools),
+         f"at least one tool for the agentic system {cfg.system.kind!r} (with none it reads "
+         "no document: for a closed-book baseline use system=closed_book)",
          "system.tools=[keyword_search,semantic_search,chunk_read]"),
         ("system.top_k" if cfg.system.top_k else "retrieval.top_k",
          not tools or top_k <= MAX_TOP_K,

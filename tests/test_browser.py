@@ -50,7 +50,7 @@ def mlflow_ui(tmp: Path):
          "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 90
+    deadline = time.time() + 180  # its workers start slowly on a loaded machine
     while time.time() < deadline:
         try:
             urllib.request.urlopen(f"{url}/health", timeout=2)
@@ -59,7 +59,7 @@ def mlflow_ui(tmp: Path):
             time.sleep(0.5)
     else:
         proc.kill()
-        pytest.fail("mlflow ui did not start within 90 s")
+        pytest.fail("mlflow ui did not start within 180 s")
     try:
         yield url
     finally:

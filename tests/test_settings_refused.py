@@ -25,6 +25,8 @@ REFUSED = {
     "retrieval.snippet_words=0": "Fix: retrieval.snippet_words=40",
     "retrieval.top_k=1000": "Fix: retrieval.top_k=20",
     "system.tools=[x]": "Fix: system.tools=[keyword_search,semantic_search,chunk_read]",
+    "system.tools=[]": "for a closed-book baseline use system=closed_book",
+    "model.retry_after_max_s=0": "Fix: model.retry_after_max_s=60.0",
     "metrics.scorers=[x]": "metrics.scorers=['x'] is invalid",
     "metrics.ranking.ks=[0]": "Fix: metrics.ranking.ks=[1,3,5,10]",
     "metrics.bertscore.batch_size=0": "Fix: metrics.bertscore.batch_size=32",

@@ -57,6 +57,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -235,13 +236,31 @@ class Folder:
         self.problems.append(Problem(file, line, what, fix))
 
 
+def special_file(path: Path) -> str | None:
+    """What a file that is not a regular one is (a FIFO, a socket, a device); None: a
+    regular file (or a link to one). Checked before anything opens it."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None  # a broken link: the outside-root or missing-file checks name it
+    kinds = ((stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISSOCK, "socket"),
+             (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"))
+    return next((name for test, name in kinds if test(mode)), None)
+
+
 def document_files(folder: Folder) -> list[Path]:
     """The folder's document files; any other file is a problem."""
     found = []
     for path in sorted(folder.root.rglob("*")):
         rel = path.relative_to(folder.root)
-        if path.is_dir() or any(part.startswith(".") for part in rel.parts) \
-                or rel.as_posix() == TASKS_FILE:
+        if path.is_dir() or any(part.startswith(".") for part in rel.parts):
+            continue
+        special = special_file(path)
+        if special is not None:  # reading a FIFO waits forever for a writer
+            folder.problem(path, None, f"a {special}, not a regular file (it is never read)",
+                           "move it out of the folder")
+            continue
+        if rel.as_posix() == TASKS_FILE:
             continue
         if not path.resolve().is_relative_to(folder.root):
             folder.problem(path, None, f"a link to {path.resolve()}, outside dataset.root "
@@ -602,7 +621,7 @@ def load_folder(cfg: Any, project_root: Path) -> Dataset:
     folder = Folder(root, read_options(cfg, project_root))
     load_documents(folder)
     tasks_path = root / TASKS_FILE
-    if tasks_path.exists():
+    if tasks_path.exists() and special_file(tasks_path) is None:
         tasks, lines, unlocated = read_tasks(folder, tasks_path, cfg.name)
     else:
         tasks, lines, unlocated = summary_tasks(folder, cfg.name), {}, []

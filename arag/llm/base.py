@@ -154,6 +154,13 @@ class ChatModel(ABC):
         them; empty: none."""
         return {}
 
+    def endpoint(self) -> str | None:
+        """The server its replies come from when it is not the provider's own API (the
+        configured ``model.base_url``, as configured: credentials redacted); None: the
+        provider's default. The response cache keys on it, so two servers that call their
+        model by the same name never share answers."""
+        return None
+
     judges: bool = True  # set from its provider's declaration by ``make_model``
 
     @property

@@ -1,11 +1,16 @@
 """Content-addressed response cache around any ChatModel.
 
-Key: provider, model, the full request (system, messages, tools, max_tokens,
-temperature, tool_choice) and the model's settings that change a reply beyond it
-(``ChatModel.reply_settings``: a temperature left out). One JSON file per entry under
-``<cache.dir>/responses/<key[:2]>/<key>.json``, written atomically. A hit returns the same
-completion marked ``cached=True`` (it costs nothing; ``cost_usd_uncached`` keeps what it
-would have cost). A damaged entry is ignored, refetched and overwritten. Modes:
+Key: provider, model, the server that answers when it is not the provider's own API
+(``ChatModel.endpoint``: ``model.base_url``; keys of the default endpoint are what they
+were before the endpoint was keyed), the full request (system, messages, tools,
+max_tokens, temperature, tool_choice) and the model's settings that change a reply beyond
+it (``ChatModel.reply_settings``: a temperature left out). One JSON file per entry under
+``<cache.dir>/responses/<key[:2]>/<key>.json``, written atomically, carrying the SHA-256 of
+its content. A hit returns the same completion marked ``cached=True`` (it costs nothing;
+``cost_usd_uncached`` keeps what it would have cost). An entry whose checksum or schema
+does not hold (an edit, even of the same size; a field of the wrong type) is logged as a
+warning, never served, asked again and overwritten. An entry written before entries
+carried a checksum is served once its schema holds, and gains its checksum then. Modes:
 ``read_write``, ``read_only`` (never writes), ``off`` (not used at all).
 
 ``with fresh_replies(model):`` asks the model itself again, in this thread, instead of
@@ -29,12 +34,12 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from arag.files import write_text_atomically
+from arag.files import append_whole, write_text_atomically
 from arag.llm.base import (
     REPEAT,
     SAMPLE,
@@ -53,11 +58,13 @@ log = logging.getLogger(__name__)
 def response_key(provider: str, model_id: str, system: str, messages: list[Message],
                  tools: list[ToolSpec] | None = None, max_tokens: int = 1024,
                  temperature: float = 0.0, tool_choice: str = "auto", sample: int = 0,
-                 settings: dict[str, Any] | None = None, repeat: int = 0) -> str:
+                 settings: dict[str, Any] | None = None, endpoint: str | None = None,
+                 repeat: int = 0) -> str:
     """The cache key of one request: provider, model, the full request, the model's
-    ``settings`` that change a reply beyond it and, from the second independent sample on,
-    the sample's index, and from the second repeat of a task on, the repeat's index (each
-    only when there is one, so other keys stay as they were)."""
+    ``settings`` that change a reply beyond it, the ``endpoint`` that answers (None: the
+    provider's own API) and, from the second independent sample on, the sample's index,
+    and from the second repeat of a task on, the repeat's index (each only when there is
+    one, so other keys stay as they were)."""
     fields: dict[str, Any] = {
         "provider": provider, "model": model_id, "system": system,
         "messages": messages, "tools": [t.to_api() for t in tools or []],
@@ -69,13 +76,16 @@ def response_key(provider: str, model_id: str, system: str, messages: list[Messa
         fields[REPEAT] = repeat
     if settings:
         fields["settings"] = settings
+    if endpoint:
+        fields["endpoint"] = endpoint.rstrip("/")
     payload = json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
-def is_cached(cache_dir: str | Path, provider: str, model_id: str, **request: Any) -> bool:
+def is_cached(cache_dir: str | Path, provider: str, model_id: str,
+              endpoint: str | None = None, **request: Any) -> bool:
     """Whether the response cache holds an answer to this request (no model needed)."""
-    key = response_key(provider, model_id, **request)
+    key = response_key(provider, model_id, endpoint=endpoint, **request)
     return (Path(cache_dir) / "responses" / key[:2] / f"{key}.json").exists()
 
 
@@ -130,6 +140,9 @@ class WrappedModel(ChatModel):
     def reply_settings(self) -> dict[str, Any]:
         return self.inner.reply_settings()
 
+    def endpoint(self) -> str | None:
+        return self.inner.endpoint()
+
 
 class CachedModel(WrappedModel):
     def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
@@ -144,6 +157,9 @@ class CachedModel(WrappedModel):
         self._skip_reads = threading.local()  # per thread: other threads keep their hits
         self._sample = threading.local()  # per thread: which independent reply is asked for
         self._repeat = threading.local()  # per thread: which repeat of a task is answered
+        # told of each reply the model was paid for before it is stored: spend is journaled
+        # first, so a write that fails (a full disk) loses none (``MeteredModel``)
+        self.paid: list[Callable[[Completion], None]] = []
 
     @contextmanager
     def fresh_replies(self) -> Iterator[None]:
@@ -167,7 +183,7 @@ class CachedModel(WrappedModel):
             max_tokens: int, temperature: float, tool_choice: str, sample: int = 0) -> str:
         return response_key(self.inner.provider, getattr(self.inner, "model_id", self.inner.name),
                             system, messages, tools, max_tokens, temperature, tool_choice,
-                            sample, self.inner.reply_settings(),
+                            sample, self.inner.reply_settings(), self.inner.endpoint(),
                             repeat=getattr(self._repeat, "index", 0))
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
@@ -188,6 +204,7 @@ class CachedModel(WrappedModel):
                                          tool_choice)
         with self._lock:
             self.misses += 1
+        self._tell_paid(completion)
         if self.mode == "read_write":
             self._write(path, completion)
         return completion
@@ -215,11 +232,18 @@ class CachedModel(WrappedModel):
             fetched = self.inner.complete_batch(missing)
         except ModelError as exc:  # the whole batch failed: the cached answers still stand
             fetched = dict.fromkeys(missing, ModelError(f"the message batch failed: {exc}"))
+        for result in fetched.values():
+            if isinstance(result, Completion):
+                self._tell_paid(result)
         for cid, result in fetched.items():
             out[cid] = result
             if self.mode == "read_write" and isinstance(result, Completion):
                 self._write(paths[cid], result)
         return out
+
+    def _tell_paid(self, completion: Completion) -> None:
+        for hook in self.paid:
+            hook(completion)
 
     def forget(self, request: dict[str, Any]) -> None:
         """Delete the cached reply to ``request``: it is not an answer to serve again."""
@@ -237,15 +261,25 @@ class CachedModel(WrappedModel):
             return None
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return Completion(content=data["content"], stop_reason=data["stop_reason"],
-                              usage=Usage(**data["usage"]), model=data["model"], cached=True)
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            log.warning("response cache entry %s is damaged (%s); fetching again", path.name, exc)
+            if not isinstance(data, dict):
+                raise ValueError("not a JSON object")
+            checksum = data.pop(CHECKSUM, None)
+            if checksum is not None and checksum != _checksum(data):
+                raise ValueError("its checksum does not match its content")
+            completion = stored_completion(data)
+        except (OSError, ValueError) as exc:  # never fatal: the model is asked again
+            log.warning("response cache entry %s is damaged (%s); asking the model again",
+                        path, exc)
             return None
+        if checksum is None and self.mode == "read_write":
+            self._write(path, completion)  # an entry from before checksums gains one
+        return completion
 
     def _write(self, path: Path, completion: Completion) -> None:
-        data = {"content": completion.content, "stop_reason": completion.stop_reason,
-                "usage": vars(completion.usage), "model": completion.model}
+        data: dict[str, Any] = {"content": completion.content,
+                                "stop_reason": completion.stop_reason,
+                                "usage": vars(completion.usage), "model": completion.model}
+        data[CHECKSUM] = _checksum(data)
         write_text_atomically(path, json.dumps(data, ensure_ascii=False))
 
 
@@ -258,6 +292,39 @@ def _thread_index(local: threading.local, index: int) -> Iterator[None]:
         yield
     finally:
         local.index = before
+
+
+_METERED = "_metered"  # a completion's meta: already metered and journaled
+CHECKSUM = "sha256"  # an entry's field: the SHA-256 of the rest of the entry
+
+
+def _checksum(data: dict[str, Any]) -> str:
+    canonical = json.dumps(data, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+_BLOCK_FIELDS: dict[str, dict[str, type]] = {
+    "text": {"text": str}, "tool_use": {"id": str, "name": str, "input": dict}}
+
+
+def stored_completion(data: dict[str, Any]) -> Completion:
+    """The completion a cache entry holds, its every field checked for its type (a
+    ValueError names the first that is wrong): a wrong-typed entry is asked again, never
+    handed to the agent or a scorer to fail there."""
+    content, usage = data.get("content"), data.get("usage")
+    if not isinstance(content, list) or not all(isinstance(b, dict) for b in content):
+        raise ValueError("content is not a list of blocks")
+    for block in content:
+        wanted = _BLOCK_FIELDS.get(str(block.get("type")))
+        if wanted is None or any(not isinstance(block.get(k), t) for k, t in wanted.items()):
+            raise ValueError(f"a content block of type {block.get('type')!r} is malformed")
+    if not isinstance(data.get("stop_reason"), str) or not isinstance(data.get("model"), str):
+        raise ValueError("stop_reason and model must be strings")
+    if not isinstance(usage, dict) or set(usage) - set(Usage.__dataclass_fields__) or not all(
+            isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in usage.values()):
+        raise ValueError("usage is not a set of token counts")
+    return Completion(content=content, stop_reason=data["stop_reason"], usage=Usage(**usage),
+                      model=data["model"], cached=True)
 
 
 class SpendJournal:
@@ -274,8 +341,8 @@ class SpendJournal:
                            "output_tokens": usage.output_tokens, "at": round(time.time(), 3)})
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as f:  # O_APPEND: one whole line
-                f.write(line + "\n")
+            # one whole line or none; a full disk raises naming the journal
+            append_whole(self.path, (line + "\n").encode("utf-8"))
 
     def spend_total(self) -> float:
         """USD over every intact line (a line torn by a kill is not a call that returned)."""
@@ -309,6 +376,9 @@ class MeteredModel(WrappedModel):
         self.cost_usd = 0.0
         self.errors: Counter[str] = Counter()
         self._lock = threading.Lock()
+        hooks = getattr(inner, "paid", None)
+        if isinstance(hooks, list):  # a response cache: meter a fresh reply before it stores it
+            hooks.append(self._meter_first)
 
     def fresh_replies(self) -> AbstractContextManager[None]:
         return fresh_replies(self.inner)
@@ -332,7 +402,7 @@ class MeteredModel(WrappedModel):
         except ModelError as exc:
             self._fail(exc.kind)
             raise
-        self._meter(completion)
+        self._meter_once(completion)
         return completion
 
     def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -343,7 +413,7 @@ class MeteredModel(WrappedModel):
             raise
         for result in results.values():
             if isinstance(result, Completion):
-                self._meter(result)
+                self._meter_once(result)
             elif isinstance(result, ModelError):
                 self._fail(result.kind)
         return results
@@ -351,6 +421,14 @@ class MeteredModel(WrappedModel):
     def _fail(self, kind: str, n: int = 1) -> None:
         with self._lock:
             self.errors[kind] += n
+
+    def _meter_first(self, completion: Completion) -> None:
+        self._meter(completion)
+        completion.meta[_METERED] = True
+
+    def _meter_once(self, completion: Completion) -> None:
+        if not completion.meta.pop(_METERED, False):  # not metered before its cache write
+            self._meter(completion)
 
     def _meter(self, completion: Completion) -> None:
         # Message Batches are billed at half the list price

@@ -66,15 +66,20 @@ class ClaudeModel(ChatModel):
         self.model_id = cfg.model_id
         self.max_retries = int(cfg.max_retries)
         self.prompt_caching = bool(cfg.prompt_caching)
+        self.base_url: str | None = cfg.base_url or None  # as configured: credentials redacted
         # a URL given with credentials on the command line is redacted in the config
         self.client = anthropic.Anthropic(api_key=api_key(),
                                           base_url=reveal(cfg.base_url) if cfg.base_url else None,
                                           max_retries=0, timeout=float(cfg.timeout_s))
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits
-        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s))
+        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s),
+                                 retry_after_max_s=float(cfg.retry_after_max_s))
         self.batch_poll_s = 30.0  # Message Batches usually end within the hour
         self.batch_timeout_s = float(getattr(cfg, "batch_timeout_s", 86_400.0))
+
+    def endpoint(self) -> str | None:
+        return self.base_url
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,

@@ -119,7 +119,8 @@ class OpenAICompatibleModel(ChatModel):
         self.send_temperature: bool = options["send_temperature"]
         self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
         self.sleep = time.sleep  # overridable: tests remove waits
-        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s))
+        self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s),
+                                 retry_after_max_s=float(cfg.retry_after_max_s))
         self.tools_refused: str | None = None  # why, once the server refused tools
         self._tools_worked = False
 
@@ -128,6 +129,9 @@ class OpenAICompatibleModel(ChatModel):
 
     def reply_settings(self) -> dict[str, Any]:
         return {} if self.send_temperature else {"temperature": "not sent"}
+
+    def endpoint(self) -> str | None:
+        return None if self.server == OPENAI_URL else self.server
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
