@@ -72,6 +72,7 @@ class MLflowSweepCallback(Callback):
         self.result: Any = None  # the sweep report's findings, for the console's verdict
         self.earlier: list[Any] = []  # parents holding a finished sweep's verdict (re-run)
         self.locks = FolderLocks()
+        self.decide_on: list[str] = []  # report.decide_on: what the verdict decides on
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -87,6 +88,7 @@ class MLflowSweepCallback(Callback):
         redact_logs()
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir
+        self.decide_on = list(config.report.decide_on)
         try:  # every check before the parent run opens: a sweep that fails leaves no run
             jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
         except (ConfigError, DatasetError, MissingCredentials) as exc:
@@ -174,7 +176,7 @@ class MLflowSweepCallback(Callback):
     def _close_parent(self, failures: list[dict[str, str]]) -> None:
         assert self.parent is not None
         try:
-            self.result = write_sweep_report(self.client, self.parent)
+            self.result = write_sweep_report(self.client, self.parent, self.decide_on)
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
                                 runs_key(row["run_id"] for row in self.result.rows))
             overview.publish(self.client, self.result)  # the verdict, first thing in the UI
