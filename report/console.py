@@ -17,6 +17,7 @@ import logging
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
@@ -26,6 +27,7 @@ from tracking.runs import RunTracker
 
 if TYPE_CHECKING:
     from report.report import ReportResult
+    from report.verdict import Decision
 
 # (run metric, column title) after the comparison metric. Cost per task is over every task
 # run (errored included): without the response cache, then what was actually spent; judge
@@ -79,18 +81,40 @@ def metric_label(run_name: str) -> str:
     return re.sub(r"[^\w\-. :]", "_", run_name.replace("=", ":")).strip() or "run"
 
 
-def comparison_rows(finished: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+def comparison_rows(finished: list[dict[str, Any]], key: str,
+                    decided: Sequence[Decision] = ()) -> list[dict[str, Any]]:
     """One row per run (``verdict.headline_rows``): its name, system, headline numbers with
-    the n of each score, and run id."""
-    columns = [(f"{key}_mean", key), (f"{key}_n", f"{key} n"), *HEADLINE,
-               ("retrieval_recall_n", "retrieval recall n"), ("n_errors", "errors")]
+    the n of each score, and run id; then, for each test of the verdict's family
+    (``decided``) the run is in, its raw and adjusted p against the other run
+    (``<metric>: p vs <run>``, ``<metric>: Holm p vs <run>``)."""
+    others = list(dict.fromkeys(d.key for d in decided if d.key != key))
+    columns = [(f"{key}_mean", key), (f"{key}_n", f"{key} n"),
+               *((f"{m}_{part}", f"{m}{suffix}") for m in others
+                 for part, suffix in (("mean", ""), ("n", " n"))),
+               *HEADLINE, ("retrieval_recall_n", "retrieval recall n"), ("n_errors", "errors")]
     return [{"run": r["run"], "system": r["system"],
-             **{title: r.get(name) for name, title in columns}, "run_id": r["run_id"]}
+             **{title: r.get(name) for name, title in columns}, **_tests_of(r, decided),
+             "run_id": r["run_id"]}
             for r in finished]
 
 
+def _tests_of(run: dict[str, Any], decided: Sequence[Decision]) -> dict[str, float | None]:
+    """The family's p-values of the tests ``run`` is in, raw and adjusted, by metric and
+    opponent (None: too few untied pairs to test)."""
+    out: dict[str, float | None] = {}
+    for d in decided:
+        if run["run_id"] not in (d.first["run_id"], d.second["run_id"]):
+            continue
+        other = d.second if d.first["run_id"] == run["run_id"] else d.first
+        raw = d.paired.p if d.paired is not None else None
+        out[f"{d.key}: p vs {other['run']}"] = raw
+        out[f"{d.key}: {policy.CORRECTION} p vs {other['run']}"] = d.p_adjusted
+    return out
+
+
 def log_comparison(client: Any, parent_run_id: str, experiment_id: str,
-                   finished: list[dict[str, Any]], key: str) -> None:
+                   finished: list[dict[str, Any]], key: str,
+                   decided: Sequence[Decision] = ()) -> None:
     """The parent run's metrics (``<child>/<metric>``) and comparison table, so the
     parent answers the question without expanding it; ``finished``: the headline rows
     (``verdict.headline_rows``: scores on their common task sets). Metrics go through the
@@ -100,7 +124,7 @@ def log_comparison(client: Any, parent_run_id: str, experiment_id: str,
         for r in finished
         for name, value in headline_metrics({**r, f"{key}_mean": r.get(f"{key}_mean")},
                                             prefix="").items()})
-    rows = comparison_rows(finished, key)
+    rows = comparison_rows(finished, key, decided)
     if rows:
         _log_table(client, parent_run_id, rows, "comparison_table.json")
 
@@ -123,9 +147,9 @@ def _log_table(client: Any, run_id: str, rows: list[dict[str, Any]], name: str) 
         client.log_artifact(run_id, str(path))
 
 
-def _cell(value: Any, digits: int) -> str:
+def _cell(value: Any, digits: int, missing: str = "n/a") -> str:
     if value is None:
-        return "n/a"
+        return missing
     return f"{value:,.{digits}f}"
 
 
@@ -140,19 +164,32 @@ def table(rows: list[dict[str, Any]], key: str) -> str:
     """The verdict's table (``verdict.headline_rows``, best first): run x comparison metric
     and recall on their common task sets, cost per task (every task run, without the
     response cache) and what was spent, P50 latency, and how many of its tasks each run
-    answered (a skipped or errored task has no score)."""
+    answered (a skipped or errored task has no score). A cost or latency the records cannot
+    support is "unknown" (``unknown_lines`` say how many records lack it)."""
     columns = [("cost_per_task", "cost/task $", 5), ("cost_usd_per_task", "spent/task $", 5),
                ("latency_ms_p50", "P50 ms", 0)]
     header = ["run", key, "recall", *(title for _, title, _ in columns), "answered"]
     body = [[r["run"] + (" (bound)" if policy.is_bound(r) else ""), _score_cell(r, key),
              _score_cell(r, "retrieval_recall"),
-             *(_cell(r.get(name), digits) for name, _, digits in columns),
+             *(_cell(r.get(name), digits, "unknown") for name, _, digits in columns),
              f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"] for r in rows]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths, strict=True)))
              for row in [header, *body]]
     return "\n".join(lines)
+
+
+def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """Which runs' cost or latency is unknown and how many of their records lack it."""
+    said = {"cost_usd": ("cost_per_task", "cost"), "latency_ms": ("latency_ms_p50", "latency")}
+    out = []
+    for field, (shown, what) in said.items():
+        runs = [f"{r['run']} ({r['lacking'][field]} of {r.get('n_records', 0)} records lack "
+                "it)" for r in rows if r.get(shown) is None and r.get("lacking", {}).get(field)]
+        if runs:
+            out.append(f"{what} unknown, not 0: " + "; ".join(runs))
+    return out
 
 
 def ui_url(tracking_uri: str, experiment_id: str, run_id: str) -> str:
@@ -186,12 +223,14 @@ def plain(markdown: str) -> str:
 
 
 def verdict(result: ReportResult, tracking_uri: str) -> str:
-    """The end of a sweep in the terminal: the caveats that apply, the table, the key
-    finding (the report's own text), notes on the figures, where to look."""
+    """The end of a sweep in the terminal: the one-line answer, the caveats that apply, the
+    table, the key finding (the report's own text), notes on the figures, where to look."""
     lines = [""]
+    if result.answer:
+        lines += [result.answer, ""]
     if result.caveats:
         lines += [plain(result.caveats).strip(), ""]
-    lines += [table(result.headline, result.key), ""]
+    lines += [table(result.headline, result.key), *unknown_lines(result.headline), ""]
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
     if not_finished:
         lines.append("not finished: " + ", ".join(f"{r['run']} ({r['status']})"

@@ -179,15 +179,17 @@ def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     return _save(fig, folder / "error_taxonomy_by_system.png")
 
 
-def loops_plot_gap(points: list[tuple[float, float]]) -> str | None:
-    """Why a recall-vs-loops plot would say nothing (None: it says something)."""
+def loops_plot_gap(points: list[tuple[float, float]], swept: bool = False) -> str | None:
+    """Why a recall-vs-loops plot would say nothing (None: it says something); ``swept``:
+    the sweep already varies ``max_loops`` (the loop-budget curve shows it)."""
     if not points:
         return "No agentic run with retrieval gold in this sweep."
     loops = {p[0] for p in points}
     if len(loops) == 1:
+        hint = ("the loop-budget curve below shows recall at each budget" if swept else
+                "sweep `max_loops` to see how recall grows with the budget")
         return (f"Every agentic task used {next(iter(loops)):.0f} loops, so recall against "
-                "loops would be one vertical line: the plot is left out (sweep `max_loops` "
-                "to see how recall grows with the budget).")
+                f"loops would be one vertical line: the plot is left out ({hint}).")
     return None
 
 
@@ -207,7 +209,8 @@ def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | N
 def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Path | None:
     """The comparison score and retrieval recall of the agentic runs against their loop
     budget (only scores on the score axis), and on its own axis what a task costs at each
-    budget (every task run, without the response cache)."""
+    budget (every task run, without the response cache): only when some cost is known and
+    not 0 (an axis of zeros or unknowns would draw a cost nobody paid)."""
     points = sorted(((int(r["max_loops"]), r) for r in rows  # two agents may share a budget
                      if r.get("agentic") and r.get("max_loops") is not None), key=lambda p: p[0])
     if len({p for p, _ in points}) < 2:
@@ -222,7 +225,7 @@ def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Pat
     ax.set_xlabel("max_loops")
     ax.set_ylabel("score")
     costs = [task_cost(r) for _, r in points]
-    if all(c is not None for c in costs):
+    if all(c is not None for c in costs) and any(costs):
         right = ax.twinx()
         right.plot(xs, [float(c) for c in costs if c is not None], marker="s", color="#555555",
                    linestyle=":", label="cost per task ($)")

@@ -3,8 +3,12 @@ better, which runs may win, and which it shows. Every part of the report (verdic
 plots, compare page, traces' assessments) asks this module; none orders runs or metrics
 itself, so changing a direction or the ranking rule is one edit here.
 
-* The comparison metric is the first of ``comparison_order`` any run has (its fallbacks
-  follow in order); each metric's direction is its declared ``higher_is_better``.
+* The verdict decides on ``report.decide_on`` (metric names, in order); left empty, on the
+  first of ``comparison_order`` any run has (its fallbacks follow in order). Each metric's
+  direction is its declared ``higher_is_better``.
+* Every decision metric is tested on every pair of contenders that has it, and the whole
+  family of p-values (metrics x pairs) is adjusted by ``CORRECTION`` (Holm), so deciding on
+  more metrics or more systems does not make a chance difference look significant.
 * Bounds (systems that declare ``bound``: oracle, closed book) are shown beside the
   contenders as reference points and are never ranked among them.
 * An agentic run whose model called no tool on any answered task answered closed-book:
@@ -14,10 +18,11 @@ itself, so changing a direction or the ranking rule is one edit here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from metrics import Metric, declared_metrics
+from metrics.stats import holm
 
 Row = dict[str, Any]
 
@@ -28,6 +33,28 @@ def comparison_order() -> list[str]:
     precision last, so a sweep with neither references nor a judge still gets a finding)."""
     ranked = [m for m in declared_metrics() if m.compare_priority is not None]
     return [m.name for m in sorted(ranked, key=lambda m: m.compare_priority or 0)]
+
+
+# judge-panel agreement (Krippendorff's alpha) below which the caveats say the judged
+# metrics rest on one judge's taste (Krippendorff's own floor for tentative conclusions)
+AGREEMENT_FLOOR = 0.667
+CORRECTION = "Holm"  # the multiple-comparison correction the verdict states and applies
+
+
+def adjusted(p_values: Sequence[float | None]) -> list[float | None]:
+    """The family's p-values adjusted by ``CORRECTION`` (untestable ones stay None)."""
+    return holm(p_values)
+
+
+def decidable() -> list[str]:
+    """What ``report.decide_on`` may name: every per-task score a scorer declares."""
+    return sorted({m.name for m in declared_metrics()})
+
+
+def decision_metrics(requested: Sequence[str], default: str) -> list[str]:
+    """The metrics the verdict decides on: ``report.decide_on`` as given (repeats dropped),
+    or, left empty, ``default`` (the first of ``comparison_order`` any run has)."""
+    return list(dict.fromkeys(requested)) or [default]
 
 
 def report_metrics() -> list[Metric]:

@@ -19,7 +19,7 @@ import re
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -84,7 +84,8 @@ def _row(run: Any) -> dict[str, Any]:
                dataset_split=params.get("dataset.split"),
                dataset_domain=params.get("dataset.options.domain"),
                judge_model_id=params.get("judge.model_id"),
-               judge_prompt_version=params.get("judge_prompt_version"))
+               judge_prompt_version=params.get("judge_prompt_version"),
+               decide_on=json.loads(params.get("report.decide_on") or "[]"))
     return row
 
 
@@ -133,17 +134,30 @@ def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
     return (why or order)[0]
 
 
+def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
+              requested: list[str] | None = None) -> list[str]:
+    """The metrics the verdict decides on: ``requested`` (the sweep's ``report.decide_on``),
+    else what the runs logged as ``report.decide_on``, else the documented default
+    (``primary_metric``)."""
+    logged: list[str] = next((r["decide_on"] for r in rows if r.get("decide_on")), [])
+    return policy.decision_metrics(requested or logged, primary_metric(records_by_run))
+
+
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                 title: str, judged_pairs: pairwise.PairwiseView | None = None
-                 ) -> tuple[str, dict[str, Any]]:
+                 title: str, judged_pairs: pairwise.PairwiseView | None = None,
+                 requested: list[str] | None = None) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
-    means over the common tasks, which the comparison plot draws); ``judged_pairs``: the
-    sweep's pairwise judging (``judge.pairwise``)."""
+    means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
+    family of tests); ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
+    ``requested``: ``report.decide_on``."""
     judged = policy.judged(rows)
-    key = primary_metric(records_by_run)
+    keys = decide_on(rows, records_by_run, requested)
+    key = keys[0]
     finished = [r for r in rows if compared(r)]
     sets = task_sets(finished, records_by_run)
-    out = [f"# {title}\n"]
+    decided = verdict.decisions(sets, keys)
+    answer = verdict.answer(sets, keys, decided)
+    out = [f"# {title}\n", f"**Answer:** {answer}\n"]
     banner = caveats(finished)
     if banner:
         out.append(banner)
@@ -152,14 +166,13 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped "
                   "by the cost cap, KILLED, is compared on what it answered)" if unfinished
                   else "")
-               + f". Comparison metric: `{key}` ({verdict.direction(key)}; the first of "
-               f"{', '.join(f'`{m}`' for m in comparison_order())} any run has).\n")
+               + f". {_decided_on(keys)}\n")
     out.append(data_line(rows))
     out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
-    out.append("## Key finding\n\n" + verdict.key_finding(
-        sets, key, _null_reason(records_by_run, key))
-        + pairwise.finding(judged_pairs, finished, records_by_run, key) + "\n")
+    finding = (verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
+               + pairwise.finding(judged_pairs, finished, records_by_run, key))
+    out.append(f"## Key finding\n\n{finding}\n")
     out.append(length_finding(sets, key))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -178,7 +191,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
-    out.append(_cost_table(finished, judged, judged_pairs.cost_usd if judged_pairs else 0.0)
+    out.append(_cost_table(sets, finished, judged,
+                           judged_pairs.cost_usd if judged_pairs else 0.0)
                + latency_cache_note(finished)
                + resumed_latency_note(finished))
     gap = plots.cost_plot_gap(finished, key)
@@ -193,13 +207,24 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if judged_pairs is not None:
         out.append(pairwise.section(judged_pairs))
     out.append("\n## Paired comparisons\n")
-    out.append(paired_section(sets, key))
+    out.append(paired_section(sets, keys, decided))
     repeat_text = repeats.section(sets, finished, key)
     if repeat_text:
         out.append("\n## Repeats\n\n" + repeat_text)
     out.append("\n## Examples chosen from the numbers\n")
     out.append(examples(sets, key))
-    return "\n".join(out), {"arag_points": arag_points, "common_rows": common}
+    return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
+                            "keys": keys, "decided": decided, "finding": finding,
+                            "answer": answer}
+
+
+def _decided_on(keys: list[str]) -> str:
+    """How the report says what it decides on and why those metrics."""
+    named = ", ".join(f"`{k}` ({verdict.direction(k)})" for k in keys)
+    if len(keys) > 1:
+        return f"The verdict decides on {named} (`report.decide_on`)."
+    return (f"Comparison metric: {named}; set by `report.decide_on`, or by default the first "
+            f"of {', '.join(f'`{m}`' for m in comparison_order())} any run has.")
 
 
 def data_line(rows: list[dict[str, Any]]) -> str:
@@ -230,16 +255,23 @@ def _count(value: Any) -> str:
 
 
 def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                key: str) -> str:
-    """The key finding of these runs on ``key``, on the tasks they all answered."""
-    return verdict.key_finding(task_sets(finished, records_by_run), key,
-                               _null_reason(records_by_run, key))
+                key: str | list[str]) -> str:
+    """The key finding of these runs on ``key`` (or each decision metric), on the tasks they
+    all answered."""
+    keys = [key] if isinstance(key, str) else key
+    return verdict.key_finding(task_sets(finished, records_by_run), keys,
+                               _null_reasons(records_by_run, keys))
 
 
 def compared(row: dict[str, Any]) -> bool:
     """A run whose records the report compares: finished, or stopped early by the cost cap
     (KILLED; what it answered before the cap is as good as any other answer)."""
     return row["status"] in ("FINISHED", "KILLED")
+
+
+def _null_reasons(records_by_run: dict[str, list[dict[str, Any]]], keys: list[str]
+                  ) -> dict[str, str]:
+    return {k: _null_reason(records_by_run, k) for k in keys}
 
 
 def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> str:
@@ -249,7 +281,32 @@ def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> s
     return f": {reasons.most_common(1)[0][0]}" if reasons else ""
 
 
-def _cost_table(finished: list[dict[str, Any]], judged: bool, pairwise_cost: float = 0.0) -> str:
+def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
+                  digits: int) -> str:
+    """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0 or a dash."""
+    if value is not None:
+        return _fmt(value, digits)
+    missing, total = verdict.lacking(sets, run, key)
+    return f"unknown ({missing} of {total} lack it)" if missing else "unknown"
+
+
+def _total_line(finished: list[dict[str, Any]], pairwise_cost: float = 0.0) -> str:
+    """Systems and judge spend over the runs; a run whose spend is unknown is named, so the
+    total is never a sum that silently counts it as 0."""
+    systems = sum(verdict.spent(r) or 0.0 for r in finished)
+    judge = sum(verdict.judge_spent(r) or 0.0 for r in finished) + pairwise_cost
+    missing = [r["run"] for r in finished if verdict.spent(r) is None]
+    line = (f"\nTotal spent: ${systems + judge:.4f} (systems ${systems:.4f}, judge ${judge:.4f}"
+            + (f", of which the pairwise judge ${pairwise_cost:.4f}" if pairwise_cost else "")
+            + ")")
+    if missing:
+        line += (f"; not counted, their spend unknown (records without cost): "
+                 f"{', '.join(missing)}")
+    return line + ".\n"
+
+
+def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool,
+                pairwise_cost: float = 0.0) -> str:
     note = ("Cost per task counts every task a run ran, errored ones included (their calls "
             "were paid), as if no call had come from the response cache (so a configuration "
             "that reused a neighbour's cached calls does not look free); what was actually "
@@ -257,23 +314,21 @@ def _cost_table(finished: list[dict[str, Any]], judged: bool, pairwise_cost: flo
             "attempt of a run, a killed attempt's included (for the judge: samples and panel "
             "too). Latency percentiles are over answered tasks, errored tasks' latency is "
             "shown apart.\n\n")
-    systems = sum(verdict.spent(r) or 0.0 for r in finished)
-    judge = sum(verdict.judge_spent(r) or 0.0 for r in finished) + pairwise_cost
-    total = (f"\nTotal spent: ${systems + judge:.4f} (systems ${systems:.4f}, judge "
-             f"${judge:.4f}" + (f", of which the pairwise judge ${pairwise_cost:.4f}"
-                                if pairwise_cost else "") + ").\n")
     return note + _table(
         ["run", "tasks", "errors", "skipped", "cost / task ($)", "spent / task ($)",
          "spent ($)", "judge cost ($)", "P50 latency (ms)", "P90", "P99",
          "errored: P50 latency (ms)", "cost per coverage point", "mean loops"],
         [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
-          int(r.get("n_skipped", 0)), _fmt(verdict.task_cost(r), 5),
-          _fmt(r.get("cost_usd_per_task"), 5), _fmt(verdict.spent(r), 4),
-          _fmt(verdict.judge_spent(r), 4), _fmt(r.get("latency_ms_p50"), 0),
-          _fmt(r.get("latency_ms_p90"), 0), _fmt(r.get("latency_ms_p99"), 0),
+          int(r.get("n_skipped", 0)),
+          *(_unknown_cell(sets, r, v, "cost_usd", d) for v, d in (
+              (verdict.task_cost(r), 5), (r.get("cost_usd_per_task"), 5),
+              (verdict.spent(r), 4))),
+          _fmt(verdict.judge_spent(r), 4),
+          *(_unknown_cell(sets, r, r.get(f"latency_ms_p{q}"), "latency_ms", 0)
+            for q in (50, 90, 99)),
           _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
           _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
-          _fmt(r.get("loops_mean"), 1)] for r in finished]) + total
+          _fmt(r.get("loops_mean"), 1)] for r in finished]) + _total_line(finished, pairwise_cost)
 
 
 def _taxonomy(finished: list[dict[str, Any]]) -> str:
@@ -299,10 +354,10 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
                    for r in finished if r["agentic"]
                    for x in records_by_run.get(r["run_id"], [])
                    if x.get("retrieval_recall") is not None and x.get("loops") is not None]
-    gap = plots.loops_plot_gap(arag_points)
+    budgets = {r.get("max_loops") for r in finished if r["agentic"]}
+    gap = plots.loops_plot_gap(arag_points, swept=len(budgets) > 1)
     out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
                + (f"\n{loops_recall(arag_points)}" if arag_points else ""))
-    budgets = {r.get("max_loops") for r in finished if r["agentic"]}
     if len(budgets) > 1:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
         curve = sorted(((int(r["max_loops"]), r) for r in finished if r["agentic"]),
@@ -311,7 +366,8 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
                            "cost / task ($, no cache)", "spent / task ($)"],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
                             r.get("loops_mean"), _fmt(verdict.task_cost(r), 5),
-                            _fmt(r.get("cost_usd_per_task"), 5)] for m, r in curve]))
+                            _fmt(r.get("cost_usd_per_task"), 5)] for m, r in curve])
+                   + "\n" + verdict.LOOPS_NOTE + "\n")
     return arag_points
 
 
@@ -417,6 +473,9 @@ class ReportResult:
     caveats: str = ""  # the report's caveats banner (empty: none apply)
     notes: str = ""  # notes on the figures: unreadable judge replies, resumed latencies
     judge_validation: str = ""  # the judge's measured agreement with people, or the caveat
+    keys: list[str] = field(default_factory=list)  # the decision metrics (report.decide_on)
+    decided: list[verdict.Decision] = field(default_factory=list)  # the verdict's tests
+    answer: str = ""  # the one sentence that answers the question, said first everywhere
 
     @property
     def finished(self) -> list[dict[str, Any]]:
@@ -425,7 +484,8 @@ class ReportResult:
     @property
     def headline(self) -> list[dict[str, Any]]:
         """The console's rows (``verdict.headline_rows``)."""
-        return headline_rows(task_sets(self.finished, self.records), self.finished, self.key)
+        return headline_rows(task_sets(self.finished, self.records), self.finished, self.key,
+                             self.keys[1:])
 
 
 def write_run_report(client, run_id: str) -> ReportResult:
@@ -434,15 +494,18 @@ def write_run_report(client, run_id: str) -> ReportResult:
     return _write_report(client, run, [run], f"Run report: {run.info.run_name}", sweep=False)
 
 
-def write_sweep_report(client, parent: dict[str, Any]) -> ReportResult:
+def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | None = None
+                       ) -> ReportResult:
     """Build the report for a parent run and log it there (report.md, report.html, plots,
-    compare.html), with each child's headline metrics and a comparison table."""
+    compare.html), with each child's headline metrics and a comparison table.
+    ``decide_on``: the sweep's ``report.decide_on`` (None: what the runs logged)."""
     return _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                         f"Sweep report: {parent.get('sweep_id', parent['run_id'])}", sweep=True)
+                         f"Sweep report: {parent.get('sweep_id', parent['run_id'])}", sweep=True,
+                         decide_on=decide_on)
 
 
-def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
-                  ) -> ReportResult:
+def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
+                  decide_on: list[str] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
@@ -453,11 +516,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
             for rec in recs:
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
-        text, data = build_report(rows, records, title, judged_pairs)
+        text, data = build_report(rows, records, title, judged_pairs, decide_on)
         validation = judge_validation(client, rows)
         if validation:
             text += "\n## How far the judge can be trusted\n\n" + validation
-        key = primary_metric(records)
+        key = data["keys"][0]
         plot_dir = folder / "plots"
         plot_dir.mkdir()
         finished = [r for r in rows if compared(r)]
@@ -480,14 +543,13 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool
             client.log_artifact(target_run_id, str(path), "plots")
     result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
                           f"{target.info.artifact_uri}/report.html",
-                          key_finding(finished, records, key)
-                          + pairwise.finding(judged_pairs, finished, records, key),
-                          caveats(finished),
+                          data["finding"], caveats(finished),
                           unreadable_note(finished) + resumed_latency_note(finished) + validation,
-                          judge_validation=validation)
+                          judge_validation=validation, keys=data["keys"],
+                          decided=data["decided"], answer=data["answer"])
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
-                               key)
+                               key, result.decided)
         # each pair's stability share: on the parent, and on both children
         for run_id, stability in repeats.stability_metrics(task_sets(finished, records),
                                                            key).items():

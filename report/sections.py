@@ -12,7 +12,7 @@ from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
 from metrics.stats import correlation
 from report import policy, repeats
-from report.verdict import Row, TaskSets, fmt, is_answered, table
+from report.verdict import SMALL_N, Row, TaskSets, fmt, is_answered, table
 
 _FLAG_SUFFIX = "_parse_failures"
 
@@ -47,6 +47,7 @@ def caveats(rows: list[Row]) -> str:
     notes += dataset_caveats(rows)
     notes += [f"`{r['run']}`: references from `{r['references']}` (dataset.references), not "
               "the dataset's own" for r in rows if r.get("references")]
+    notes += agreement_caveats(rows)
     notes += [f"`{r['run']}`: " + tool_call_caveat(policy.tasks_without_tool_call(r),
                                                     int(r.get("n_answered") or 0))
               for r in rows if policy.tasks_without_tool_call(r)]
@@ -56,6 +57,21 @@ def caveats(rows: list[Row]) -> str:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
         f"> - {n}" for n in notes) + "\n"
+
+
+def agreement_caveats(rows: list[Row]) -> list[str]:
+    """Low agreement between the judge and its panel (Krippendorff's alpha below
+    ``policy.AGREEMENT_FLOOR``) on a dimension: a verdict on it rests on one judge's taste."""
+    low: dict[str, list[str]] = {}
+    for r in rows:
+        for d in judged_dimensions(rows) if r.get("judge_panel") else []:
+            alpha = r.get(f"judge_agreement_{d}")
+            if alpha is not None and alpha < policy.AGREEMENT_FLOOR:
+                low.setdefault(d, []).append(f"{r['run']} {alpha:.2f}")
+    return [f"The judges agree poorly on {d} (Krippendorff's alpha {', '.join(runs)}; below "
+            f"{policy.AGREEMENT_FLOOR} a verdict resting on one judge is fragile): a "
+            f"difference in G-Eval {d} may be one judge's taste; see the judge agreement "
+            "table." for d, runs in low.items()]
 
 
 def tool_call_caveat(without_tool_call: int, answered: int) -> str:
@@ -221,7 +237,10 @@ def _length_sentence(sets: TaskSets, key: str, label: str, ids: list[str],
         verdict = (f"Retrieval does not add value for {docs}: {numbers}, because "
                    f"{w['run']}, reading the whole document, scores higher on the same "
                    "tasks than the chunks retrieval picks")
-    return verdict + also + "."
+    # the small-n rule holds for every sentence that generalises (docs/verdict.md)
+    small = (f" (small n: {len(both)} tasks are too few to say this of {docs} in general)"
+             if len(both) < SMALL_N else "")
+    return verdict + also + small + "."
 
 
 def loops_recall(points: list[tuple[float, float]]) -> str:

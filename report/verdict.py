@@ -5,11 +5,14 @@ Every comparison is made on the **common task set**: the tasks every compared ru
 task is never ranked against one that answered it. Means over each run's own answered
 tasks are shown too, with their own n, but nothing is concluded from them.
 
-A difference is declared only when it is significant (``metrics.stats.Paired``): at least
-6 untied pairs, Wilcoxon p < 0.05 and a bootstrap CI that excludes 0; otherwise the report
-says "no significant difference" or "too few to test". The key comparison also states its
-minimum detectable difference (80% power, 5% significance) and, when the observed
-difference is smaller, how many tasks would detect it.
+The verdict decides on the metrics ``report.decide_on`` names (``report.policy``). Each is
+tested on every pair of contenders that has it (``decisions``), and the p-values of that
+whole family are adjusted for the number of comparisons (Holm). A difference is declared
+only when it is significant (``Decision.significant``): at least 6 untied pairs, the
+**adjusted** Wilcoxon p < 0.05 and a bootstrap CI that excludes 0; otherwise the report
+says "no significant difference" (naming which of the two failed) or "too few to test".
+The key comparison also states its minimum detectable difference (80% power, 5%
+significance) and, when the observed difference is smaller, how many tasks would detect it.
 
 With ``runner.repeats`` a task has several answers per run: every comparison is made on the
 task's mean over its answered repeats (``per_task``), so pairs, CIs and tests are over tasks
@@ -21,7 +24,8 @@ verdict (``report.repeats``).
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -82,8 +86,15 @@ class TaskSets:
         return [t for t in self.common_for(key)
                 if all(self.tables[r["run_id"]].get(t, {}).get(key) is not None for r in runs)]
 
+    def pair_ids(self, a: Row, b: Row, key: str) -> list[str]:
+        """The tasks a pair is compared on: every task both its runs answered and scored,
+        whatever other runs of the sweep did (a third run's skips never shrink it)."""
+        return [t for t in self.all_ids if all(
+            is_answered(self.tables[r["run_id"]].get(t, {"skipped": True}))
+            and self.tables[r["run_id"]][t].get(key) is not None for r in (a, b))]
+
     def pair(self, a: Row, b: Row, key: str, ids: list[str] | None = None) -> Paired | None:
-        ids = self.scored_ids([a, b], key) if ids is None else ids
+        ids = self.pair_ids(a, b, key) if ids is None else ids
         ta, tb = self.tables[a["run_id"]], self.tables[b["run_id"]]
         return paired_difference([ta[t][key] for t in ids], [tb[t][key] for t in ids])
 
@@ -122,6 +133,140 @@ def task_sets(finished: list[Row], records_by_run: dict[str, list[Record]]) -> T
                     {r["run_id"]: records_by_run.get(r["run_id"], []) for r in finished})
 
 
+@dataclass(frozen=True)
+class Decision:
+    """One test of the verdict's family: ``first`` against ``second`` on ``key``, over the
+    tasks both answered and have a score for, with its p-value adjusted over the family."""
+
+    key: str
+    first: Row
+    second: Row
+    paired: Paired | None  # None: fewer than two pairs
+    p_adjusted: float | None = None  # None: untestable (too few untied pairs)
+    family: int = 1  # how many tests were adjusted together
+
+    @property
+    def significant(self) -> bool:
+        return (self.paired is not None and self.p_adjusted is not None
+                and self.p_adjusted < ALPHA and not self.paired.ci_includes_zero)
+
+    @property
+    def better(self) -> Row | None:
+        """The significantly better run, or None."""
+        if not self.significant or self.paired is None:
+            return None
+        return self.first if policy.advantage(self.paired.mean_diff, self.key) > 0 else \
+            self.second
+
+    def p_words(self) -> str:
+        """The raw p, and the adjusted p when more than one test was made."""
+        assert self.paired is not None and self.paired.p is not None
+        if self.family == 1:
+            return f"p={self.paired.p_text()}"
+        return (f"p={self.paired.p_text()}, {policy.CORRECTION}-adjusted over {self.family} "
+                f"comparisons p={self.p_adjusted:.3g}")
+
+    def verdict(self) -> str:
+        if self.paired is None or not self.paired.testable:
+            return "too few to test"
+        return "significant" if self.significant else "no significant difference"
+
+    def why_not(self) -> str:
+        """Why a testable difference is not declared, in words that match both figures: the
+        test decides together with the CI, and both are named."""
+        assert self.paired is not None
+        rejects = self.p_adjusted is not None and self.p_adjusted < ALPHA
+        p = "adjusted p" if self.family > 1 else "p"
+        if not rejects and self.paired.ci_includes_zero:
+            return f"the test does not reject ({p} ≥ {ALPHA}) and the CI includes 0"
+        if not rejects:
+            return (f"the test does not reject ({p} ≥ {ALPHA}); the CI excludes 0, but a "
+                    "difference needs both")
+        return (f"the test rejects ({p} < {ALPHA}) but the CI includes 0; a difference needs "
+                "both")
+
+
+def compared_pairs(sets: TaskSets, key: str) -> list[tuple[Row, Row]]:
+    """Every pair of contenders with ``key`` scores, an agentic run first (bounds are never
+    decided on)."""
+    runs = policy.contenders([r for r in sets.runs if sets.has(r, key)])
+    return [(b, a) if b.get("agentic") and not a.get("agentic") else (a, b)
+            for a, b in itertools.combinations(runs, 2)]
+
+
+def decisions(sets: TaskSets, keys: Sequence[str]) -> list[Decision]:
+    """The verdict's family: each metric of ``keys`` on every compared pair, each pair on
+    the tasks both its runs answered and scored, p-values adjusted over the whole family."""
+    raw = [Decision(key, a, b, sets.pair(a, b, key)) for key in keys
+           for a, b in compared_pairs(sets, key)]
+    adjusted = policy.adjusted([d.paired.p if d.paired else None for d in raw])
+    family = sum(p is not None for p in adjusted)
+    return [replace(d, p_adjusted=p, family=max(family, 1)) for d, p in zip(raw, adjusted,
+                                                                             strict=True)]
+
+
+def find(decided: Sequence[Decision], key: str, a: Row, b: Row) -> Decision | None:
+    """The family's test of ``a`` and ``b`` on ``key`` (in either order), turned so that
+    ``a`` is first."""
+    for d in decided:
+        if d.key == key and d.first is a and d.second is b:
+            return d
+        if d.key == key and d.first is b and d.second is a and d.paired is not None:
+            p = d.paired
+            turned = replace(p, mean_diff=-p.mean_diff, ci_low=-p.ci_high, ci_high=-p.ci_low,
+                             wins=p.losses, losses=p.wins)
+            return replace(d, first=a, second=b, paired=turned)
+    return None
+
+
+MOST_NAMED = 3  # decided differences named in the one-line answer; the rest are counted
+
+
+def answer(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision]) -> str:
+    """The question answered in one sentence, before any caveat or figure: who is
+    significantly better than whom on what (the family's rule: adjusted p and CI), or that
+    nothing was decided and why."""
+    if not sets.runs:
+        return "Nothing decided: no run answered any task."
+    wins = [d for d in decided if d.better is not None]
+    if wins:
+        named = "; ".join(_win_words(d) for d in wins[:MOST_NAMED])
+        more = f" and {len(wins) - MOST_NAMED} more" if len(wins) > MOST_NAMED else ""
+        rest = len(decided) - len(wins)
+        return (f"Decided: {named}{more}" + (f"; the other {rest} comparison(s) decide "
+                                              "nothing" if rest else "")
+                + f" ({_family_words(decided)}).")
+    metrics = ", ".join(keys)
+    contenders = policy.contenders(sets.runs)
+    if len(contenders) < 2:
+        return (f"Nothing decided: {len(contenders)} contender(s) answered, so there is no "
+                "pair to compare.")
+    if not any(d.paired is not None for d in decided):
+        return f"Nothing decided: no two contenders have two scored tasks in common on {metrics}."
+    shared = [d.paired.n for d in decided if d.paired is not None]
+    if not any(d.paired is not None and d.paired.testable for d in decided):
+        return (f"Nothing decided on {metrics}: too few tasks to test (at most {max(shared)} "
+                f"shared; a test needs {MIN_UNTIED} that differ).")
+    return (f"Nothing decided on {metrics}: no difference between "
+            f"{', '.join(r['run'] for r in contenders)} is significant "
+            f"({_family_words(decided)}, {min(shared)}-{max(shared)} shared tasks"
+            + (", small n" if min(shared) < SMALL_N else "") + ").")
+
+
+def _win_words(d: Decision) -> str:
+    assert d.paired is not None and d.better is not None
+    loser = d.second if d.better is d.first else d.first
+    small = ", small n" if d.paired.n < SMALL_N else ""
+    return (f"{d.better['run']} beats {loser['run']} on {d.key} "
+            f"(by {abs(d.paired.mean_diff):.3f}, n={d.paired.n}{small})")
+
+
+def _family_words(decided: Sequence[Decision]) -> str:
+    family = max((d.family for d in decided), default=1)
+    return (f"{policy.CORRECTION}-adjusted over {family} tests" if family > 1
+            else "one test")
+
+
 def task_set_section(sets: TaskSets) -> str:
     """How many tasks each run answered, and the common set every comparison uses."""
     lines = [f"There are **{len(sets.common)} tasks every compared run answered** (of "
@@ -158,19 +303,37 @@ def _nothing_to_rank(sets: TaskSets) -> str:
             "context, cost, latency) is compared in the report.")
 
 
-def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
-    """The verdict: each agentic run against each baseline (or, without that split, the two
-    best contenders) on ``key``, each pair with n, difference, CI and significance; then the
-    best contender, the bounds beside them, and what a task costs."""
-    scored = [r for r in sets.runs if sets.has(r, key)]
+def key_finding(sets: TaskSets, keys: str | Sequence[str],
+                reasons: Mapping[str, str] | None = None,
+                decided: Sequence[Decision] | None = None) -> str:
+    """The verdict on each decision metric of ``keys`` (``report.decide_on``, first the main
+    one): each agentic run against each baseline (or, without that split, the two best
+    contenders), each pair with n, difference, CI and its test from the family
+    ``decided`` (``decisions``); then the best contender, the bounds beside them (on the
+    first metric), and what a task costs."""
+    keys = [keys] if isinstance(keys, str) else list(keys)
+    reasons = reasons or {}
     if not sets.runs:
         return "No run answered any task: nothing to compare." + _spent_sentence(sets.left_out)
+    decided = decisions(sets, keys) if decided is None else decided
+    blocks = [_metric_block(sets, key, reasons.get(key, ""), decided, bounds=i == 0)
+              for i, key in enumerate(keys)]
+    ranked = policy.contenders([r for r in sets.runs if sets.has(r, keys[0])]) or sets.runs
+    cost = f"- {cost_sentence(sets, ranked + [r for r in sets.runs if policy.is_bound(r)])}"
+    return "\n".join([*blocks, cost]) + _spent_sentence(sets.left_out)
+
+
+def _metric_block(sets: TaskSets, key: str, reason: str, decided: Sequence[Decision],
+                  bounds: bool) -> str:
+    """The finding on one decision metric: its pairs, its best contender and (``bounds``)
+    the bounds beside them."""
+    scored = [r for r in sets.runs if sets.has(r, key)]
     if not scored:
         return f"No run has `{key}` scores{reason}." + _nothing_to_rank(sets)
     ids = sets.scored_ids(scored, key)
     if not ids:
-        return ("No task was answered by every compared run, so no run is ranked; each run's "
-                "own means are in the Quality section.")
+        return (f"On `{key}`: no task was answered by every compared run, so no run is "
+                "ranked; each run's own means are in the Quality section.")
     means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
     ranked = policy.ranked_by_mean(policy.contenders(scored), means, key)
     if len(scored) == len(sets.runs):
@@ -180,45 +343,71 @@ def key_finding(sets: TaskSets, key: str, reason: str = "") -> str:
         head = f"On the **{len(ids)} tasks** every run with `{key}` ({names}) answered"
     parts = [f"{head} ({direction(key)}):"]
     agents, baselines = policy.agent_baselines(scored)
-    pairs = [(a, b) for a in agents for b in baselines] or \
+    budgets = budget_pairs(ranked)
+    pairs = [(a, b) for a in agents for b in baselines] or budgets or \
         ([(ranked[0], ranked[1])] if len(ranked) > 1 else [])
-    parts += [f"- {pair_sentence(sets, a, b, key, means)}" for a, b in pairs]
-    parts.append(f"- {_best_sentence(sets, ranked, key, means)}")
-    bounds = [r for r in scored if policy.is_bound(r)]
-    if bounds:
+    parts += [f"- {pair_sentence(sets, find(decided, key, a, b), a, b, key, means)}"
+              for a, b in pairs]
+    if budgets:
+        parts.append(f"- {BUDGET_NOTE}")
+    parts.append(f"- {_best_sentence(sets, ranked, key, means, decided)}")
+    shown = [r for r in scored if policy.is_bound(r)] if bounds else []
+    if shown:
         parts.append("- Bounds (reference points, never ranked): " + "; ".join(
-            f"{r['run']} {means[r['run_id']]:.3f}" for r in bounds) + ".")
-    parts.append(f"- {cost_sentence(ranked + bounds)}")
-    return "\n".join(parts) + _spent_sentence(sets.left_out)
+            f"{r['run']} {means[r['run_id']]:.3f}" for r in shown) + ".")
+    return "\n".join(parts)
 
 
 def direction(key: str) -> str:
     return "higher is better" if policy.higher_is_better(key) else "lower is better"
 
 
-def pair_sentence(sets: TaskSets, a: Row, b: Row, key: str, means: dict[str, float]) -> str:
+# what a loop count means (arag/agent/loop.py): the budget, then a forced answer call
+LOOPS_NOTE = ("`max_loops` is the budget of model calls that may use tools; an agent that "
+              "spends it makes one more call, without tools, to answer, so its `loops` is then "
+              "max_loops + 1.")
+BUDGET_NOTE = ("Every budget is compared with the largest above; the loop-budget curve "
+               "(`plots/loop_budget_curve.png`, section \"Retrieval and the loop budget\") "
+               f"draws them all. {LOOPS_NOTE}")
+
+
+def budget_pairs(runs: list[Row]) -> list[tuple[Row, Row]]:
+    """A loop-budget sweep (every contender agentic, each with its own ``max_loops``): each
+    budget against the largest, smallest first; any other sweep: none."""
+    budgets = {r.get("max_loops") for r in runs}
+    if len(runs) < 2 or not all(r.get("agentic") for r in runs) or len(budgets) != len(runs) \
+            or not all(str(b).isdigit() for b in budgets):
+        return []
+    ordered = sorted(runs, key=lambda r: int(r["max_loops"]))
+    return [(r, ordered[-1]) for r in ordered[:-1]]
+
+
+def pair_sentence(sets: TaskSets, decision: Decision | None, a: Row, b: Row, key: str,
+                  means: dict[str, float]) -> str:
     """One comparison: the two means on the tasks both have a score for, their paired
-    difference with its CI, the test and what it says."""
-    ids = sets.scored_ids([a, b], key)
-    res = sets.pair(a, b, key, ids)
+    difference with its CI, the test (raw and adjusted p) and what it decides."""
+    ids = sets.pair_ids(a, b, key)
     ma, mb = (float(np.mean(sets.values(r, key, ids))) if ids else means[r["run_id"]]
               for r in (a, b))
-    text = f"**{_name(a)}** vs **{_name(b)}** (n={len(ids)}): {ma:.3f} vs {mb:.3f}"
-    if res is None:
+    text = (f"**{_name(a)}** vs **{_name(b)}** (n={len(ids)}{shrunk(sets, a, b, ids)}): "
+            f"{ma:.3f} vs {mb:.3f}")
+    res = decision.paired if decision is not None else None
+    if decision is None or res is None:
         return f"{text}; too few tasks for a paired comparison."
+    if res.n_untied == 0:
+        return f"{text}: **a tie**, identical on all {res.n} tasks."
     text += (f", difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]"
              + small_n_note(res.n))
     if res.testable:
-        text += f", Wilcoxon p={res.p_text()} over {res.n_untied} untied pairs"
-    if res.significant:
-        better = a if policy.advantage(res.mean_diff, key) > 0 else b
+        text += f", Wilcoxon {decision.p_words()} over {res.n_untied} untied pairs"
+    better = decision.better
+    if better is not None:
         return (f"{text}: **significant**, {better['run']} is better."
                 + stability_note(sets, a, b, key, ids, res.mean_diff))
     if not res.testable:
         return (f"{text}: **too few to test** (only {res.n_untied} pairs differ, at least "
                 f"{MIN_UNTIED} are needed).")
-    why = "the CI includes 0" if res.ci_includes_zero else f"p ≥ {ALPHA}"
-    return (f"{text}: **no significant difference** ({why})."
+    return (f"{text}: **no significant difference** ({decision.why_not()})."
             + stability_note(sets, a, b, key, ids, res.mean_diff))
 
 
@@ -243,6 +432,31 @@ def stability_note(sets: TaskSets, a: Row, b: Row, key: str, ids: list[str],
             f"{len(per_repeat)} repeats taken alone.{tasks}")
 
 
+CONTEXT_SETTING = "model.context_limit"  # what a "exceeds the model's context" skip names
+
+
+def shrunk(sets: TaskSets, a: Row, b: Row, ids: list[str]) -> str:
+    """Said beside a pair's n when it is not every task: which set it is, and what shrank
+    it (each run's skips with their commonest reason, the config setting named)."""
+    if len(ids) == len(sets.all_ids):
+        return ""
+    whys = []
+    for run in (a, b):
+        records = [sets.tables[run["run_id"]].get(t, {}) for t in sets.all_ids]
+        skipped = [x for x in records if x.get("skipped")]
+        errored = sum(bool(x.get("error")) for x in records)
+        if skipped:
+            reason = max(set(r := [x.get("skip_reason") or "no reason given" for x in skipped]),
+                         key=r.count)
+            setting = f", `{CONTEXT_SETTING}`" if "context" in reason else ""
+            whys.append(f"{run['run']} skipped {len(skipped)} ({reason}{setting})")
+        if errored:
+            whys.append(f"{run['run']} errored on {errored}")
+    why = "; ".join(whys) or "the rest lack a score"
+    return f" of {len(sets.all_ids)}: the tasks both answered; {why}"
+
+
+
 def _name(run: Row) -> str:
     """A run's name in a comparison; an agent that called no tool is named as what it was."""
     return f"{run['run']} (called no tool: closed-book)" if policy.void_agent(run) else run["run"]
@@ -253,15 +467,17 @@ def small_n_note(n: int, unit: str = "pairs") -> str:
     return (f" (small n: a bootstrap CI over {n} {unit} is unreliable)" if n < SMALL_N else "")
 
 
-def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str, float]) -> str:
+def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str, float],
+                   decided: Sequence[Decision]) -> str:
     if not ranked:
         return "Only bounds are scored: no contender to name."
     best = ranked[0]
     if len(ranked) == 1:
         return f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), the only contender scored."
     runner_up = ranked[1]
-    res = sets.pair(best, runner_up, key)
-    if res is not None and res.significant and policy.advantage(res.mean_diff, key) > 0:
+    decision = find(decided, key, best, runner_up)
+    res = decision.paired if decision is not None else None
+    if decision is not None and res is not None and decision.better is best:
         return (f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), significantly ahead "
                 f"of {runner_up['run']}. {power_sentence(res)}")
     tail = f" {power_sentence(res)}" if res is not None else ""
@@ -313,13 +529,43 @@ def judge_spent(run: Row) -> float | None:
     return journaled if journaled is not None else run.get("judge_cost_usd_total")
 
 
-def cost_sentence(runs: list[Row]) -> str:
-    parts = [f"{r['run']} ${task_cost(r) or 0.0:.5f} (spent ${r.get('cost_usd_per_task') or 0.0:.5f}"
-             f"; P50 {r.get('latency_ms_p50') or 0.0:.0f} ms)" for r in runs]
+def lacking(sets: TaskSets, run: Row, key: str) -> tuple[int, int]:
+    """How many of the run's records do not carry ``key`` (cost, latency: predictions made
+    elsewhere may not say theirs), and how many records it has."""
+    records = list(sets.tables.get(run["run_id"], {}).values())
+    return sum(1 for x in records if not _number(x.get(key))), len(records)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def unknown(sets: TaskSets, run: Row, key: str, what: str) -> str:
+    """What a figure the records cannot support is called: unknown, never 0."""
+    missing, total = lacking(sets, run, key)
+    return (f"{what} unknown ({missing} of {total} records lack it)" if missing
+            else f"{what} unknown")
+
+
+def cost_sentence(sets: TaskSets, runs: list[Row]) -> str:
+    parts = [f"{r['run']} {_cost_words(sets, r)}" for r in runs]
     judge = sum(judge_spent(r) or 0.0 for r in runs)
     return ("Cost per task (every task run, errored included; without the response cache, "
             "actual spend in brackets): " + "; ".join(parts) + "."
             + (f" The judge cost ${judge:.4f} in all." if judge else ""))
+
+
+def _cost_words(sets: TaskSets, run: Row) -> str:
+    """A run's cost per task, what it spent and its P50 latency; each unknown where the
+    records cannot support it (never $0)."""
+    cost, paid = task_cost(run), run.get("cost_usd_per_task")
+    p50 = run.get("latency_ms_p50")
+    latency = f"P50 {p50:.0f} ms" if p50 is not None else unknown(sets, run, "latency_ms",
+                                                                 "P50 latency")
+    if cost is None:
+        return f"({unknown(sets, run, 'cost_usd', 'cost')}; {latency})"
+    spent_words = f"spent ${paid:.5f}" if paid is not None else "spent unknown"
+    return f"${cost:.5f} ({spent_words}; {latency})"
 
 
 def _spent_sentence(left_out: list[Row]) -> str:
@@ -327,23 +573,39 @@ def _spent_sentence(left_out: list[Row]) -> str:
                    for r in left_out if (spent(r) or 0.0) > 0)
 
 
-def paired_section(sets: TaskSets, key: str) -> str:
+def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision]) -> str:
+    """Every pair of runs on each decision metric: the family's tests with raw and adjusted
+    p (a pair with a bound is shown for reference, untested by the verdict)."""
+    family = max((d.family for d in decided), default=1)
+    intro = ("Over the common tasks both runs have a score for: mean difference (first minus "
+             "second) with a paired bootstrap 95% CI (2,000 resamples) and a two-sided Wilcoxon "
+             "signed-rank p-value over the untied pairs (ties carry no sign and are dropped; "
+             f"with fewer than {MIN_UNTIED} untied pairs no test can reach 0.05). The verdict "
+             f"decides on {', '.join(f'`{k}`' for k in keys)}: every pair of contenders on each, "
+             f"{family} test(s) in all, whose p-values are {policy.CORRECTION}-adjusted together "
+             "(both shown). Significant: adjusted p < 0.05 and the CI excludes 0.\n")
+    return intro + "".join(_paired_table(sets, key, decided) for key in keys)
+
+
+def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
     rows = []
     for a, b in itertools.combinations(sets.runs, 2):
-        res = sets.pair(a, b, key)
-        if res is not None:
-            rows.append([f"{a['run']} vs {b['run']}", res.n, res.n_untied, res.mean_diff,
-                         f"[{res.ci_low:.3f}, {res.ci_high:.3f}]", res.p_text(),
-                         f"{res.wins}/{res.losses}/{res.ties}", res.verdict()])
-    intro = (f"On `{key}`, over the common tasks both runs have a score for: mean difference "
-             "(first minus second) with a paired bootstrap 95% CI (2,000 resamples) and a "
-             "two-sided Wilcoxon signed-rank p-value over the untied pairs (ties carry no sign "
-             f"and are dropped; with fewer than {MIN_UNTIED} untied pairs no test can reach "
-             "0.05). Significant: p < 0.05 and the CI excludes 0.\n\n")
+        d = find(decided, key, a, b)
+        res = d.paired if d is not None else sets.pair(a, b, key)
+        if res is None:
+            continue
+        held = d is not None and d.p_adjusted is not None
+        rows.append([f"{a['run']} vs {b['run']}", res.n, res.n_untied, res.mean_diff,
+                     f"[{res.ci_low:.3f}, {res.ci_high:.3f}]", res.p_text(),
+                     f"{d.p_adjusted:.3g}" if held and d else
+                     "– (a bound: not decided on)" if d is None else "–",
+                     f"{res.wins}/{res.losses}/{res.ties}",
+                     d.verdict() if d is not None else f"{res.verdict()} (unadjusted)"])
+    head = f"\n### `{key}`\n\n"
     if not rows:
-        return intro + "Fewer than two runs share two scored common tasks.\n"
-    return intro + table(["pair", "pairs", "untied", "mean diff", "95% CI", "Wilcoxon p",
-                          "wins/losses/ties", "verdict"], rows)
+        return head + "Fewer than two runs share two scored common tasks.\n"
+    return head + table(["pair", "pairs", "untied", "mean diff", "95% CI", "Wilcoxon p",
+                         f"{policy.CORRECTION} p", "wins/losses/ties", "verdict"], rows)
 
 
 def common_rows(sets: TaskSets, metrics: list[str]) -> list[Row]:
@@ -380,15 +642,19 @@ def table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 HEADLINE_SCORES = ("retrieval_recall",)  # shown beside the comparison metric
+UNKNOWABLE = ("cost_usd", "latency_ms")  # record fields a pipeline's records may not carry
 
 
-def headline_rows(sets: TaskSets, finished: list[Row], key: str) -> list[Row]:
+def headline_rows(sets: TaskSets, finished: list[Row], key: str, also: Sequence[str] = ()
+                  ) -> list[Row]:
     """What the console and the parent run show per run, best first (``report.policy``;
     bounds after the contenders, runs that answered nothing last): the comparison metric
     and retrieval recall on their common task sets with their n (``<metric>_n``), its cost
     per task over every task run (without the response cache, and what was spent), and
-    latency. ``<metric>_n_all``: the size of the full set, to say when n is smaller."""
-    common = {r["run_id"]: r for r in common_rows(sets, [key, *HEADLINE_SCORES])}
+    latency. ``<metric>_n_all``: the size of the full set, to say when n is smaller.
+    ``also``: the other decision metrics, shown the same way."""
+    scores = list(dict.fromkeys([key, *also, *HEADLINE_SCORES]))
+    common = {r["run_id"]: r for r in common_rows(sets, scores)}
     rows = []
     for run in finished:
         row = {k: v for k, v in run.items() if not k.endswith(("_mean", "_ci_low", "_ci_high"))}
@@ -396,6 +662,9 @@ def headline_rows(sets: TaskSets, finished: list[Row], key: str) -> list[Row]:
                     if k.endswith(("_mean", "_n"))})
         row["cost_per_task"] = task_cost(run)
         row["n_all"] = len(sets.all_ids)
+        # how many records lack each figure, so an unknown is said as one, never 0
+        row["lacking"] = {key: lacking(sets, run, key)[0] for key in UNKNOWABLE}
+        row["n_records"] = lacking(sets, run, "cost_usd")[1]
         rows.append(row)
     ranked = policy.ranked(policy.contenders(rows), lambda r: r.get(f"{key}_mean"), key)
     return ranked + [r for r in rows if r not in ranked]

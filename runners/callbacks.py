@@ -79,6 +79,7 @@ class MLflowSweepCallback(Callback):
         self.baseline_exit = 0  # the baseline comparison's exit status (report.baseline_report)
         self.baseline_text = ""  # what it decided, for the console
         self.jobs: list[Settings] = []  # every job's settings, checked before the parent opens
+        self.decide_on: list[str] = []  # report.decide_on: what the verdict decides on
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -111,6 +112,7 @@ class MLflowSweepCallback(Callback):
         redact_logs()
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir
+        self.decide_on = list(config.report.decide_on)
         try:  # every check before the parent run opens: a sweep that fails leaves no run
             jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
         except (ConfigError, DatasetError, MissingCredentials) as exc:
@@ -233,7 +235,7 @@ class MLflowSweepCallback(Callback):
                                 f"{type(exc).__name__}: {exc}"[:5000])
         report_error = None
         try:
-            self.result = write_sweep_report(self.client, self.parent)
+            self.result = write_sweep_report(self.client, self.parent, self.decide_on)
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
                                 runs_key(row["run_id"] for row in self.result.rows))
             overview.publish(self.client, self.result)  # the verdict, first thing in the UI

@@ -1,11 +1,14 @@
 """What a person sees first on a sweep's parent run in the MLflow UI: its description.
 
 MLflow shows a run's description (the ``mlflow.note.content`` tag, Markdown) at the top of
-the run's Overview, its first lines before "Show more". The parent's is written from the
-sweep report: the key finding first (who wins, by how much, how sure: what those lines
-must show), a table of every run together (the comparison metric, retrieval recall, cost
-per task, median latency, tasks answered), the caveats that apply, and where the rest is.
-So the run a person lands on answers the question without a click.
+the run's Overview, folded to its first 100 pixels (MLflow 3's run description box; the
+lower part of those fades under "Show more"): about three lines of text. The parent's is
+written from the sweep report so that those lines answer the question: the one-sentence
+answer first, alone in its paragraph (who wins on what, or that nothing was decided and
+why), then the caveats that apply, then the key finding's details, a table of every run
+together (the comparison metric, retrieval recall, cost per task, median latency, tasks
+answered), and where the rest is. So the run a person lands on answers the question
+without a click.
 """
 
 from __future__ import annotations
@@ -20,8 +23,8 @@ NOTE_TAG = "mlflow.note.content"  # the run description MLflow's UI shows and ed
 MAX_NOTE = 60_000  # well under MLflow's tag value limit
 
 
-def _number(value: Any, digits: int) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
+def _number(value: Any, digits: int, missing: str = "n/a") -> str:
+    return missing if value is None else f"{value:,.{digits}f}"
 
 
 def runs_table(result: ReportResult) -> str:
@@ -29,8 +32,9 @@ def runs_table(result: ReportResult) -> str:
     key = result.key
     rows = [[f"`{r['run']}`", _number(r.get(f"{key}_mean"), 3),
              _number(r.get("retrieval_recall_mean"), 3),
-             _number(r.get("cost_usd_per_task", r.get("cost_usd_mean")), 5),
-             _number(r.get("latency_ms_p50"), 0),
+             # a cost or latency the records do not carry is unknown, never 0
+             _number(r.get("cost_usd_per_task"), 5, "unknown"),
+             _number(r.get("latency_ms_p50"), 0, "unknown"),
              f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"]
             for r in result.finished]
     return table(["run", key, "retrieval recall", "cost / task ($)", "P50 latency (ms)",
@@ -38,9 +42,12 @@ def runs_table(result: ReportResult) -> str:
 
 
 def description(result: ReportResult) -> str:
-    """The parent run's description: the verdict, every run, caveats, where to look."""
-    parts = [f"**Verdict** (comparison metric `{result.key}`): {result.finding}",
-             runs_table(result), caveats(result.finished), result.judge_validation,
+    """The parent run's description: the answer, caveats, the verdict's details, every run,
+    where to look."""
+    parts = [f"**{result.answer}**" if result.answer else "", caveats(result.finished),
+             result.judge_validation,
+             f"**Verdict** (decided on {', '.join(f'`{k}`' for k in result.keys or [result.key])}"
+             f"): {result.finding}", runs_table(result),
              "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "

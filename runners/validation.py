@@ -14,6 +14,7 @@ from arag.retrieval import check_precision
 from arag.systems import SYSTEMS
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS
+from report import policy
 from report.baseline import parse_map, parse_rules
 from runners.judges import panel_configs
 from tracking.paths import resolve
@@ -55,6 +56,9 @@ def validate_config(cfg: DictConfig) -> None:
         ("metrics.scorers", all(SCORERS.has(n) for n in cfg.metrics.scorers),
          f"a list of registered scorers, from {SCORERS.names()}",
          f"metrics.scorers=[{','.join(SCORERS.names())}]"),
+        ("report.decide_on", all(m in policy.decidable() for m in cfg.report.decide_on),
+         "a list of per-task metric names the scorers declare, from "
+         f"{policy.decidable()}", "report.decide_on=[rouge2_f1,geval_faithfulness]"),
         ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
         ("source_run_id", cfg.mode != "evaluate" or bool(cfg.source_run_id),
          "the id of the MLflow run to re-score when mode=evaluate",

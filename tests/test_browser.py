@@ -180,13 +180,26 @@ def _key_finding(tmp) -> str:
     return text.split("## Key finding\n\n", 1)[1].split("\n\n", 1)[0].strip()
 
 
+def _answer(tmp) -> str:
+    """The one-sentence answer as the sweep's report.md states it, under its title."""
+    parent = _parent(tmp)
+    text = Path(client_for(tmp).download_artifacts(parent.info.run_id, "report.md",
+                                                   str(tmp / "answer"))).read_text()
+    return text.split("**Answer:** ", 1)[1].split("\n", 1)[0].strip()
+
+
 def test_runs_read_well_in_mlflow_description_rounded_metrics_no_machine_paths(ui):
     from tracking.runs import rounded
 
     _, tmp, _ = ui
     parent, client = _parent(tmp), client_for(tmp)
     note = parent.data.tags["mlflow.note.content"]
-    assert note.startswith(f"**Verdict** (comparison metric `rouge2_f1`): {_key_finding(tmp)}")
+    answer = _answer(tmp)
+    assert answer.startswith(("Decided: ", "Nothing decided"))
+    # the answer, then the caveats, then the verdict's details
+    assert note.startswith(f"**{answer}**\n\n")
+    assert note.index("Caveats") < note.index(
+        f"**Verdict** (decided on `rouge2_f1`): {_key_finding(tmp)}")
     assert all(f"| `{s}` |" in note for s in ("arag", "naive", "stuffing"))
     assert "Caveats" in note and "offline" in note
     for run in all_runs(tmp):
@@ -216,10 +229,17 @@ def test_a_user_lands_on_the_experiment_finds_the_sweep_and_reads_its_verdict(ui
     _screenshot(page, "mlflow-sweep.png")
     page.get_by_role("link", name=re.compile("^sweep ")).first.click()
     page.wait_for_url(re.compile(parent.info.run_id), timeout=60_000)
-    page.get_by_text("Verdict", exact=False).first.wait_for(timeout=60_000)
+    answer = page.get_by_text(_answer(tmp)[:60], exact=False).first
+    answer.wait_for(timeout=60_000)
     overview = page.locator("body").inner_text()
     finding = re.sub(r"\*\*|`", "", _key_finding(tmp))
-    assert "comparison metric rouge2_f1" in overview and finding[:60] in overview
+    assert "decided on rouge2_f1" in overview and finding[:60] in overview
+    # the description folds to its first 100 px (MLflow 3): the answer is inside them,
+    # above the fade, before "Show more"
+    fade = page.get_by_test_id("truncation-gradient").first.bounding_box()
+    box = answer.bounding_box()
+    assert fade is not None and box is not None
+    assert box["y"] < fade["y"] and box["y"] + box["height"] <= fade["y"] + fade["height"]
     _screenshot(page, "ui-parent-overview.png")
 
 

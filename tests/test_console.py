@@ -116,7 +116,8 @@ def test_verdict_lists_every_run_the_finding_and_where_to_look():
     assert lines[3].split()[:3] == ["stuffing", "0.100", "(n=1)"]
     assert lines[3].split()[-1] == "1/2"  # one errored task: answered 1 of 2
     finding = console.plain(report.key_finding(ROWS, RECORDS, "rouge2_f1"))
-    assert finding in text and "arag max_loops=8 vs stuffing (n=1): 0.300 vs 0.100" in finding
+    assert finding in text and ("arag max_loops=8 vs stuffing (n=1 of 2: the tasks both "
+                                "answered; stuffing errored on 1): 0.300 vs 0.100") in finding
     assert "report:  /store/3/p1/artifacts/report.html" in text
     assert "compare: /store/3/p1/artifacts/compare.html" in text
     assert "make ui, then http://127.0.0.1:5000/#/experiments/3/runs/p1/artifacts" in text
@@ -294,4 +295,4 @@ def test_the_console_verdict_opens_with_the_caveats_and_says_the_reports_finding
     assert any("synthetic" in line for line in lines[:5])
     text = "\n".join(lines)
     assert console.plain(finding) in text  # the report's key finding, word for word
-    assert "arag max_loops=8 vs stuffing (n=1)" in text and "Best mean:" in text
+    assert "arag max_loops=8 vs stuffing (n=1 of 2" in text and "Best mean:" in text

@@ -45,7 +45,8 @@ def test_nothing_is_ranked_on_tasks_another_run_did_not_answer():
     assert "**3 tasks every compared run answered** (of 6 in the sweep)" in text
     finding = section(text, "Key finding")
     assert finding.startswith("On the **3 tasks**")
-    assert "**arag** vs **stuffing** (n=3): 2.000 vs 3.000" in finding
+    assert ("**arag** vs **stuffing** (n=3 of 6: the tasks both answered; stuffing skipped 2 "
+            "(no reason given); stuffing errored on 1): 2.000 vs 3.000") in finding
     assert "too few to test" in finding and "no winner is declared" in finding
     assert "Best: **" not in finding
     paired = section(text, "Paired comparisons")

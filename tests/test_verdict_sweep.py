@@ -121,7 +121,7 @@ def key_finding_pairs(report: str) -> list[tuple[str, str, int, float, float]]:
     """Each comparison of the key finding: the two runs, n and their means."""
     finding = report.split("## Key finding\n", 1)[1].split("\n## ", 1)[0]
     return [(a, b, int(n), float(x), float(y)) for a, b, n, x, y in re.findall(
-        r"\*\*(\w+)\*\* vs \*\*(\w+)\*\* \(n=(\d+)\): (\d\.\d{3}) vs (\d\.\d{3})", finding)]
+        r"\*\*(\w+)\*\* vs \*\*(\w+)\*\* \(n=(\d+)[^\n]*?\): (\d\.\d{3}) vs (\d\.\d{3})", finding)]
 
 
 def test_judged_sweep_with_skipped_tasks_gives_a_verdict_on_common_tasks(tmp_path):
@@ -179,7 +179,8 @@ def test_judged_sweep_with_skipped_tasks_gives_a_verdict_on_common_tasks(tmp_pat
 
 
 def check_report(tmp: Path, client, runs: dict, records: dict) -> None:
-    """The key finding and the paired tests use only the tasks all three runs answered."""
+    """The key finding's means use the tasks all three runs answered; each pair is tested on
+    the tasks both its runs answered."""
     parent = next(r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent")
     report = Path(client.download_artifacts(parent.info.run_id, "report.md",
                                             str(tmp / "report"))).read_text()
@@ -197,17 +198,20 @@ def check_report(tmp: Path, client, runs: dict, records: dict) -> None:
                                        for recs in records.values())]
     assert f"On the **{len(scored)} tasks**" in report
     for a, b, n, mean_a, mean_b in pairs:
-        both = [t for t in common if records[a][t]["geval_coverage"] is not None
-                and records[b][t]["geval_coverage"] is not None]
+        both = [t for t in records[a] if all(
+            not records[r][t]["skipped"] and not records[r][t]["error"]
+            and records[r][t]["geval_coverage"] is not None for r in (a, b))]
         assert n == len(both)
         for run, mean in ((a, mean_a), (b, mean_b)):
             expected = np.mean([records[run][t]["geval_coverage"] for t in both])
-            assert mean == pytest.approx(expected, abs=5e-4)  # on the common tasks only
+            assert mean == pytest.approx(expected, abs=5e-4)  # on the tasks both answered
     assert "minimum detectable difference" in report
     paired = report.split("## Paired comparisons", 1)[1].split("\n## ", 1)[0]
     rows = [line for line in paired.splitlines()
             if line.startswith(("| arag vs", "| naive vs", "| stuffing vs"))]
-    assert len(rows) == 3 and all(int(line.split("|")[2]) <= n for line in rows)
+    assert len(rows) == 3 and all(int(line.split("|")[2]) <= 6 for line in rows)
+    # a pair with stuffing: only the tasks stuffing answered
+    assert all(int(line.split("|")[2]) <= n for line in rows if "stuffing" in line)
     assert "Krippendorff's alpha" in report and "Where the judges disagree most" in report
     assert "| arag | 3 |" in report.split("## The judge", 1)[1]
     assert "## By document length" in report and "(n=0)" in report
