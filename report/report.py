@@ -144,8 +144,9 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 
 
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                 title: str, judged_pairs: pairwise.PairwiseView | None = None,
-                 requested: list[str] | None = None) -> tuple[str, dict[str, Any]]:
+                 title: str, requested: list[str] | None = None,
+                 judged_pairs: pairwise.PairwiseView | None = None
+                 ) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
     family of tests); ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
@@ -516,7 +517,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             for rec in recs:
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
-        text, data = build_report(rows, records, title, judged_pairs, decide_on)
+        text, data = build_report(rows, records, title, requested=decide_on,
+                                  judged_pairs=judged_pairs)
         validation = judge_validation(client, rows)
         if validation:
             text += "\n## How far the judge can be trusted\n\n" + validation
