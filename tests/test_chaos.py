@@ -166,7 +166,7 @@ KILL_IN_REPORT = """
 import os, runpy, signal, sys
 import runners.callbacks as callbacks
 
-def killed(client, parent):  # the report is being logged when the process is killed
+def killed(client, parent, *_):  # the report is being logged when the process is killed
     client.set_tag(parent["run_id"], "writing_report", "yes")
     os.kill(os.getpid(), signal.SIGKILL)
 

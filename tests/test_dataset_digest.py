@@ -98,7 +98,7 @@ def test_resume_answers_again_only_the_tasks_whose_content_changed(tmp_path, cap
                         task_digests={"t0": "a", "t1": "B", "t2": "c"})
     assert system.calls == ["t1"]
     assert (again.n_resumed, again.n_changed, again.n_new) == (2, 1, 1)
-    assert "2 of 3 tasks kept, 1 answered again" in caplog.text
+    assert "2 of 3 answers kept, 1 answered again" in caplog.text
     assert again.predictions[1].task_digest == "B"
 
 
