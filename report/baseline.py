@@ -152,7 +152,9 @@ class Sweep:
 
 def load_sweep(client: Any, ref: str, folder: Path, key: str = "report.baseline") -> Sweep:
     parent = find_sweep(client, ref, key)
-    runs = {r.info.run_name: r for r in child_runs(client, sweep_info(parent))
+    # keyed as the report names them (tag run_label): run names also carry the data label
+    runs = {r.data.tags.get("run_label") or r.info.run_name: r
+            for r in child_runs(client, sweep_info(parent))
             if r.info.status in ("FINISHED", "KILLED")}
     records = {name: run_records(client, run, folder / run.info.run_id)
                for name, run in runs.items()}
@@ -169,8 +171,8 @@ def check_data(baseline: Sweep, candidate: Sweep) -> dict[str, Any]:
         raise NotComparable(
             f"baseline sweep {baseline.run_id} read other data than the candidate "
             f"{candidate.run_id} (dataset digest {_names(b_digest)} on {_names(b_name)}, "
-            f"the candidate's {_names(c_digest)} on {_names(c_name)}): its scores are not "
-            f"of the same tasks. {fix}")
+            f"the candidate's {_names(c_digest)} on {_names(c_name)}): scores of other tasks "
+            f"are not comparable. {fix}")
     if b_name != c_name:
         raise NotComparable(
             f"baseline sweep {baseline.run_id} ran on dataset {_names(b_name)}, the "

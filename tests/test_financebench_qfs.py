@@ -164,28 +164,32 @@ def test_a_failed_reference_is_reported_and_asked_for_again(make_cfg, tree, tmp_
             return error(400, "invalid_request_error", "prompt is too long")
         return reference_writer(request, n)
 
+    # one endpoint throughout: the response cache answers only for the endpoint it asked
     with FakeAnthropic(flaky) as fake:
         ds = load(make_cfg, tree, cache, *claude(fake.url))
-    risk, ops = ds.tasks
-    assert risk.reference == "" and "prompt is too long" in risk.meta["reference_missing"]
-    assert ops.reference == HIGHLIGHTS
-    assert ds.reports["qfs_references"]["n_failed"] == 1
-    assert any("could not be written" in n for n in ds.notes)
-    with FakeAnthropic(reference_writer) as fake:
+        risk, ops = ds.tasks
+        assert risk.reference == "" and "prompt is too long" in risk.meta["reference_missing"]
+        assert ops.reference == HIGHLIGHTS
+        assert ds.reports["qfs_references"]["n_failed"] == 1
+        assert any("could not be written" in n for n in ds.notes)
+        fake.handler, before = reference_writer, len(fake.requests)
         ds = load(make_cfg, tree, cache, *claude(fake.url))
-        assert len(fake.requests) == 1  # only the failed one
+        assert len(fake.requests) - before == 1  # only the failed one
     assert [t.reference for t in ds.tasks] == [RISKS, HIGHLIGHTS]
 
 
 def test_a_dry_run_prices_the_references_without_calling_the_model(make_cfg, tree, tmp_path,
-                                                                 monkeypatch):
+                                                                 monkeypatch, request):
     from runners.dryrun import estimate_requests
 
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # a dry run needs no key
     cache = tmp_path / "c"
+    fake = FakeAnthropic(reference_writer).__enter__()  # the endpoint the cache is keyed on
+    request.addfinalizer(lambda: fake.__exit__(None, None, None))
     cfg = make_cfg("dataset=financebench_qfs", f"dataset.root={tree}",
-                   f"dataset.options.cache_dir={cache}", *claude("http://127.0.0.1:9"))
+                   f"dataset.options.cache_dir={cache}", *claude(fake.url))
     ds = load_dataset(cfg.dataset, ROOT, call_models=False)
+    assert fake.requests == []
     assert all(t.reference == "" and "not written (dry run)" in t.meta["reference_missing"]
                for t in ds.tasks)
     requests = ds.pending.requests(ds)
@@ -197,8 +201,7 @@ def test_a_dry_run_prices_the_references_without_calling_the_model(make_cfg, tre
     assert est.cost_usd == pytest.approx((est.input_tokens * 1.0 + 1200 * 5.0) / 1e6)
     # once a reference is in the response cache, the dry run no longer counts it
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-    with FakeAnthropic(reference_writer) as fake:
-        load(make_cfg, tree, cache, *claude(fake.url), "dataset.limit=1")
+    load(make_cfg, tree, cache, *claude(fake.url), "dataset.limit=1")
     est = estimate_requests("x", requests, cfg.dataset.reference_model, cache)
     assert (est.n_calls, est.n_cached) == (1, 1)
     assert "1 calls to claude-haiku-4-5 (1 more already in the response cache)" in est.line()

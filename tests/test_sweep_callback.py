@@ -18,7 +18,8 @@ from runners.callbacks import MLflowSweepCallback
 def sweep_config(tmp_path):
     return OmegaConf.create({"runner": {"verbose": False, "dry_run": False},
                              "hydra": {"sweep": {"dir": str(tmp_path / "sweep")}},
-                             "tracking": {"uri": "sqlite:///x.db"}})
+                             "tracking": {"uri": "sqlite:///x.db"},
+                             "report": {"decide_on": [], "baseline": None}})
 
 
 def test_any_failure_at_the_start_stops_the_sweep_with_one_line(tmp_path, monkeypatch, caplog):
@@ -67,7 +68,7 @@ def _ended(tmp_path, monkeypatch, client, report):
     return ended.value.code
 
 
-def _no_report(client, parent):
+def _no_report(client, parent, decide_on=None):
     raise ValueError("plot failed")
 
 
@@ -93,7 +94,7 @@ def test_a_report_that_could_not_be_written_exits_non_zero_naming_the_rebuild(
 def test_a_sweep_closed_well_raises_nothing(tmp_path, monkeypatch):
     client = Closing()
     monkeypatch.setattr(callbacks, "write_sweep_report",
-                        lambda c, p: SimpleNamespace(rows=[]))
+                        lambda c, p, d=None: SimpleNamespace(rows=[]))
     monkeypatch.setattr(callbacks.overview, "publish", lambda c, r: None)
     monkeypatch.setattr(callbacks.console, "verdict", lambda r, uri: "verdict")
     callback = MLflowSweepCallback()
