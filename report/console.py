@@ -26,7 +26,7 @@ from report.policy import comparison_order
 from tracking.runs import RunTracker
 
 if TYPE_CHECKING:
-    from report.report import ReportResult
+    from report.result import ReportResult
     from report.verdict import Decision
 
 # (run metric, column title) after the comparison metric. Cost per task is over every task

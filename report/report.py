@@ -19,7 +19,6 @@ import re
 import tempfile
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from metrics.geval import ERROR_CODES
 from report import compare, console, pairwise, plots, policy, repeats, verdict
 from report.meta_eval import judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
+from report.result import ReportResult, compared
 from report.sections import (
     caveats,
     examples,
@@ -44,7 +44,6 @@ from report.verdict import (
     SMALL_N,
     TaskSets,
     common_rows,
-    headline_rows,
     paired_section,
     task_set_section,
     task_sets,
@@ -264,12 +263,6 @@ def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[d
                                _null_reasons(records_by_run, keys))
 
 
-def compared(row: dict[str, Any]) -> bool:
-    """A run whose records the report compares: finished, or stopped early by the cost cap
-    (KILLED; what it answered before the cap is as good as any other answer)."""
-    return row["status"] in ("FINISHED", "KILLED")
-
-
 def _null_reasons(records_by_run: dict[str, list[dict[str, Any]]], keys: list[str]
                   ) -> dict[str, str]:
     return {k: _null_reason(records_by_run, k) for k in keys}
@@ -458,35 +451,6 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
              ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body>{body}</body></html>")
-
-
-@dataclass
-class ReportResult:
-    """What a written report found, for the console's verdict."""
-
-    run_id: str  # the run the report was logged to
-    experiment_id: str
-    rows: list[dict[str, Any]]  # one per job run, finished first
-    records: dict[str, list[dict[str, Any]]]  # run id -> eval records
-    key: str  # the comparison metric
-    artifact_uri: str  # where report.html is
-    finding: str  # the key finding, as the report states it
-    caveats: str = ""  # the report's caveats banner (empty: none apply)
-    notes: str = ""  # notes on the figures: unreadable judge replies, resumed latencies
-    judge_validation: str = ""  # the judge's measured agreement with people, or the caveat
-    keys: list[str] = field(default_factory=list)  # the decision metrics (report.decide_on)
-    decided: list[verdict.Decision] = field(default_factory=list)  # the verdict's tests
-    answer: str = ""  # the one sentence that answers the question, said first everywhere
-
-    @property
-    def finished(self) -> list[dict[str, Any]]:
-        return [r for r in self.rows if compared(r)]
-
-    @property
-    def headline(self) -> list[dict[str, Any]]:
-        """The console's rows (``verdict.headline_rows``)."""
-        return headline_rows(task_sets(self.finished, self.records), self.finished, self.key,
-                             self.keys[1:])
 
 
 def write_run_report(client, run_id: str) -> ReportResult:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from report.report import ReportResult
+from report.result import ReportResult
 from report.sections import caveats
 from report.verdict import table
 
