@@ -49,8 +49,9 @@ lint: $(DEV)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-# the MLflow UI over the default store: make ui PORT=5001 for another port
-PORT ?= 5000
+# the MLflow UI over the default store: make ui PORT=5001 for another port; with
+# ARAG_UI_PORT exported, make ui serves there and every address and trace link we print follows
+PORT ?= $(or $(ARAG_UI_PORT),5000)
 ui: $(STAMP)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --host 127.0.0.1 --port $(PORT)
 

@@ -21,9 +21,9 @@ from arag.records import answer_key
 from metrics import declared_metrics
 from report import policy
 from report.verdict import per_task
+from tracking.paths import ui_address
 
 log = logging.getLogger(__name__)
-DEFAULT_UI = "http://127.0.0.1:5000"  # make ui; a page served by MLflow uses its own origin
 
 _STYLE = """
 body{font-family:system-ui,sans-serif;margin:1em;font-size:13px}
@@ -157,7 +157,7 @@ def _answer(record: dict[str, Any], fields: list[str], route: str | None) -> str
         scores += f"; error codes {', '.join(codes)}"
     if record.get("cached_calls"):
         scores += f"; {record['cached_calls']} call(s) from the response cache"
-    link = (f" <a class='trace' href='{DEFAULT_UI}/{route}' data-route='/{route}' "
+    link = (f" <a class='trace' href='{ui_address()}/{route}' data-route='/{route}' "
             "target='_blank' rel='noopener'>trace</a>" if route else "")
     return (f"{out}<div class='scores'>{html.escape(scores)}{link}</div>{_chunks(record)}"
             f"{details(record)}")

@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 
 from report import policy
 from report.policy import comparison_order
+from tracking.paths import ui_address
 from tracking.runs import RunTracker
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ HEADLINE = (("retrieval_recall_mean", "retrieval recall"),
 NOISY = ("httpx", "httpx2", "httpcore", "anthropic", "openai", "absl", "mlflow", "alembic",
          "sentence_transformers", "transformers", "huggingface_hub", "urllib3", "filelock",
          "matplotlib", "faiss")
-UI_PORT = 5000
 
 
 def quiet(verbose: int = 0) -> None:
@@ -197,7 +197,7 @@ def ui_url(tracking_uri: str, experiment_id: str, run_id: str) -> str:
     page = f"#/experiments/{experiment_id}/runs/{run_id}/artifacts"
     if tracking_uri.startswith(("http://", "https://")):
         return f"{tracking_uri.rstrip('/')}/{page}"
-    return f"make ui, then http://127.0.0.1:{UI_PORT}/{page}"
+    return f"make ui, then {ui_address()}/{page}"
 
 
 def local_path(artifact_uri: str) -> str:

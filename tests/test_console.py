@@ -5,7 +5,9 @@ judge estimate and the plots (no MLflow, no browser: tests/test_browser.py does 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from report import compare, console, plots, report
 from runners import dryrun
 from runners.preflight import job_overrides
+from tests.conftest import ROOT
 
 ROWS = [
     {"run": "arag max_loops=8", "run_id": "r1", "system": "arag", "status": "FINISHED",
@@ -296,3 +299,17 @@ def test_the_console_verdict_opens_with_the_caveats_and_says_the_reports_finding
     text = "\n".join(lines)
     assert console.plain(finding) in text  # the report's key finding, word for word
     assert "arag max_loops=8 vs stuffing (n=1 of 2" in text and "Best mean:" in text
+
+
+def test_the_printed_address_and_trace_links_follow_the_ui_port(monkeypatch):
+    monkeypatch.setenv("ARAG_UI_PORT", "5123")
+    assert console.ui_url("sqlite:///x.db", "3", "p1") \
+        == "make ui, then http://127.0.0.1:5123/#/experiments/3/runs/p1/artifacts"
+    link = compare._answer({"predicted": "x"}, [], "#/experiments/3/traces")
+    assert "href='http://127.0.0.1:5123/#/experiments/3/traces'" in link
+    dry = subprocess.run(["make", "-n", "ui"], cwd=ROOT, capture_output=True, text=True,
+                         env={**os.environ, "ARAG_UI_PORT": "5123"})
+    assert "--port 5123" in dry.stdout
+    monkeypatch.setenv("ARAG_UI_PORT", "http")
+    with pytest.raises(ValueError, match="ARAG_UI_PORT='http' is not a port. Fix"):
+        console.ui_url("sqlite:///x.db", "3", "p1")
