@@ -192,6 +192,10 @@ def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
                                                      pending.model_cfg, resolve(cfg.cache.dir))]
     for e in (e for es in parts.values() for e in es):
         print(e.line(), flush=True)
+    if job.index_estimated:
+        print(f"{name}: estimate: no index of this corpus in the cache, so the dry run embedded "
+              "nothing and ranked chunks by keywords; the chunks read, and so the system's "
+              "tokens and cost, are approximate", flush=True)
     summary = dryrun.summarize(name, parts)
     print(dryrun.total_line(f"{name} total", [summary]), flush=True)
     sweep_dir = _sweep_dir()

@@ -15,7 +15,14 @@ from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
 from arag.records import Prediction, content_hash
-from arag.retrieval import RetrievalSettings, SearchIndex, build_chunks, load_or_build_index
+from arag.retrieval import (
+    KeywordStandIn,
+    RetrievalSettings,
+    SearchIndex,
+    build_chunks,
+    dry_run_index,
+    load_or_build_index,
+)
 from arag.retrieval.chunk_context import write_contexts
 from arag.retrieval.chunking import chunk_document
 from arag.systems import SYSTEMS, RunSetup, System, SystemContext
@@ -77,7 +84,10 @@ class Job:
     def index_loader(self) -> SearchIndex:
         """The search index, loaded (or built) once, on first use."""
         with self._lock:
-            if self._index is None:
+            if self._index is None and self.cfg.runner.dry_run:  # a dry run embeds nothing
+                self._index = dry_run_index(self.dataset.corpus, self.cfg.retrieval,
+                                            resolve(self.cfg.cache.dir), self.chunk_contexts())
+            elif self._index is None:
                 self._index = load_or_build_index(self.dataset.corpus, self.cfg.retrieval,
                                                   resolve(self.cfg.cache.dir),
                                                   self.cfg.cache.mode, self.chunk_contexts())
@@ -108,6 +118,11 @@ class Job:
         if self.cfg.retrieval.scope == Scope.corpus and self.system_class.retrieves:
             return {k: content_hash(v, self.dataset.digest) for k, v in digests.items()}
         return digests
+
+    @property
+    def index_estimated(self) -> bool:
+        """The dry run searched a keyword stand-in (no index in the cache to load)."""
+        return isinstance(self._index, KeywordStandIn)
 
     def index_metrics(self) -> dict[str, float]:
         """index_sentences_embedded/_reused and index_embed_seconds; none if nothing searched."""

@@ -13,8 +13,10 @@ from arag.retrieval.embedder import (
 from arag.retrieval.index import (
     Hit,
     IndexStats,
+    KeywordStandIn,
     SearchIndex,
     build_chunks,
+    dry_run_index,
     embed_sentences,
     index_key,
     load_or_build_index,
@@ -23,9 +25,10 @@ from arag.retrieval.search import Method, RetrievalSettings, fuse, rank_chunks, 
 from arag.retrieval.store import EmbeddingStore, text_key
 
 __all__ = [
-    "Bm25Index", "Embedder", "EmbeddingStore", "Hit", "IndexStats", "Method",
+    "Bm25Index", "Embedder", "EmbeddingStore", "Hit", "IndexStats", "KeywordStandIn", "Method",
     "RetrievalSettings", "SearchIndex", "Tokenizer", "bm25_for", "build_chunks",
-    "check_precision", "chunk_document", "cpu_has_bf16", "embed_sentences", "fuse",
+    "check_precision", "chunk_document", "cpu_has_bf16", "dry_run_index", "embed_sentences",
+    "fuse",
     "get_embedder", "index_key", "load_or_build_index", "packaged_minilm_path", "rank_chunks",
     "text_key", "with_neighbors",
 ]

@@ -212,6 +212,35 @@ def embedded_texts(chunks: list[Chunk], contextual_headers: bool,
     return [f"{prefix(c)}{line}" for c in chunks for line in c.lines]
 
 
+class KeywordStandIn(SearchIndex):
+    """A dry run's index when the cache holds none for this corpus and config: the chunks
+    are the run's, but semantic search ranks them by the query's words (keyword search),
+    so no sentence is embedded. What the systems read, and so their token counts, are then
+    estimates (the dry run says so)."""
+
+    def semantic_search(self, query: str, top_k: int, doc_ids: list[str] | None = None) -> list[Hit]:
+        words = [w for w in re.findall(r"[\w$%.]+", query.lower()) if len(w) > 3]
+        return self.keyword_search(words, top_k, doc_ids)
+
+
+def dry_run_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
+                  contexts: dict[str, str] | None = None) -> SearchIndex:
+    """The index a dry run searches: the cached one when there is one (loading embeds
+    nothing), else a ``KeywordStandIn`` over the same chunks."""
+    folder = Path(cache_dir) / "index" / index_key(corpus, retrieval_cfg, contexts)
+    if folder.exists():
+        return load_or_build_index(corpus, retrieval_cfg, cache_dir, CacheMode.read_only,
+                                   contexts)
+    chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
+    row_chunk = np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
+    index = KeywordStandIn(chunks, faiss.IndexFlatIP(1), row_chunk, None, folder.name)
+    index.contextual_headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
+    index.chunk_contexts = contexts
+    log.info("index %s: not in the cache; the dry run ranks chunks by keywords instead of "
+             "embedding %d chunks", folder.name, len(chunks))
+    return index
+
+
 def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
                         mode: CacheMode | str = CacheMode.read_write,
                         contexts: dict[str, str] | None = None) -> SearchIndex:
