@@ -148,9 +148,10 @@ def test_three_files_of_another_project_score_in_one_sweep_as_three_named_runs(t
                      f"system.predictions={paths}", f"system.id_map={id_map}",
                      f"system.model_label={LABEL}", "metrics.scorers=[rouge,length]")
     assert result.returncode == 0, result.stderr[-3000:]
-    runs = {r.info.run_name: r for r in all_runs(tmp_path)
+    runs = {r.data.tags["run_label"]: r for r in all_runs(tmp_path)
             if r.data.tags.get("role") != "sweep_parent"}
-    assert sorted(runs) == sorted(FILES)  # named after their files
+    assert sorted(runs) == sorted(FILES)  # named after their files, and the data
+    assert all(r.info.run_name == f"{k} sample" for k, r in runs.items())
     tasks = {their_id(n): t for n, t in enumerate(sample_tasks())}
     scorer = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
     for kind, records in files.items():

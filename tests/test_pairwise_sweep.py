@@ -58,13 +58,14 @@ def parents(tmp: Path) -> list:
 
 
 def answers(client, tmp: Path) -> dict[str, dict[str, str]]:
-    """run name -> task id -> the summary the judge was shown."""
+    """run label -> task id -> the summary the judge was shown."""
     out = {}
     for run in [r for r in all_runs(tmp) if r.data.tags.get("system")]:
         path = client.download_artifacts(run.info.run_id, "predictions.jsonl",
                                          str(tmp / "dl" / run.info.run_id))
-        out[run.info.run_name] = {json.loads(x)["id"]: strip_citations(json.loads(x)["predicted"])
-                                  for x in Path(path).read_text().splitlines()}
+        out[run.data.tags["run_label"]] = {
+            json.loads(x)["id"]: strip_citations(json.loads(x)["predicted"])
+            for x in Path(path).read_text().splitlines()}
     return out
 
 
@@ -138,7 +139,7 @@ def test_pairwise_sweep_with_a_hidden_preference_and_a_planted_position_bias(tmp
         import mlflow
 
         mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
-        naive = next(r for r in all_runs(tmp_path) if r.info.run_name == "naive")
+        naive = next(r for r in all_runs(tmp_path) if r.data.tags.get("run_label") == "naive")
         traces = mlflow.search_traces(locations=[naive.info.experiment_id],
                                       run_id=naive.info.run_id, return_type="list")
         found = [a for t in traces for a in t.info.assessments
