@@ -95,7 +95,7 @@ class MLflowSweepCallback(Callback):
             log.error("report.baseline=%s compares a sweep with a sweep. Fix: run with -m "
                       "(python run.py -m ...)", config.report.baseline)
             raise SystemExit(2)
-        if config.report.human_labels:
+        if config.report.get("human_labels"):
             log.error("report.human_labels=%s holds a sweep's judge against people's labels. "
                       "Fix: run with -m (python run.py -m ...)", config.report.human_labels)
             raise SystemExit(2)
@@ -119,7 +119,7 @@ class MLflowSweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir
         self.decide_on = list(config.report.decide_on)
-        self.human_labels = config.report.human_labels
+        self.human_labels = config.report.get("human_labels")
         try:  # every check before the parent run opens: a sweep that fails leaves no run
             if self.human_labels:  # a bad labels file is found before any job is checked
                 read_labels_file(self.human_labels)
