@@ -25,8 +25,8 @@ from typing import Any
 from tracking.paths import resolve_tracking_uri
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
 
-# 60 answers: 20 per run of a three-system sweep; a kappa on 60 pairs has a 95% CI about
-# +-0.15 wide, enough to tell "moderate" from "good" agreement (docs/validate-your-judge.md)
+# 60 answers: 20 per run of a three-system sweep; on 60 pairs a moderate weighted kappa has a
+# 95% CI about +-0.15 wide (yes/no: +-0.2), enough to tell "fair" from "good" (simulated)
 DEFAULT_SIZE = 60
 DEFAULT_DIMENSIONS = ("geval_faithfulness", "geval_coverage")
 Picked = tuple[str, dict[str, Any]]  # (run label, record)

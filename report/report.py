@@ -518,7 +518,12 @@ def people_labels(rows: list[dict[str, Any]], experiment_id: str,
     """The labels file's labels, then the HUMAN feedback on the runs' traces."""
     labels = read_labels_file(human_labels) if human_labels else []
     runs = {r["run_id"]: r["run"] for r in rows}
-    return labels + read_feedback_labels(experiment_id, runs)
+    try:
+        return labels + read_feedback_labels(experiment_id, runs)
+    except Exception as exc:  # noqa: BLE001 - a store without traces still has the file's
+        log.warning("people's feedback on the traces could not be read (%s): the agreement "
+                    "with people uses the labels file only", exc)
+        return labels
 
 
 def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,

@@ -8,9 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import mlflow
 import pytest
 
 from report.label_sample import main as label_sample
+from report.report import main as report_main
 from tests.anthropic_fake import FakeAnthropic
 from tests.conftest import all_runs, client_for
 from tests.test_judge_sweep import cli, judge
@@ -81,3 +83,13 @@ def test_labels_given_to_the_sweeps_own_command_report_the_judges_agreement(tmp_
         assert "Judge checked against your labels" in where
         assert "from file labels.jsonl" in where
         assert "Judge unvalidated" not in where
+    # the report command takes the same file; the description keeps one judge paragraph
+    parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
+    try:
+        report_main([parent.info.run_id, "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
+                     "--human-labels", str(labels)])
+    finally:
+        mlflow.set_tracking_uri(None)
+    rebuilt, note = parent_text(tmp_path, "rebuilt")
+    assert "## Agreement with your labels" in rebuilt
+    assert note.count("Judge checked against your labels") == 1
