@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tracking.paths import resolve_tracking_uri
+from tracking.runs import TrackingError
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
 
 # 60 answers: 20 per run of a three-system sweep; on 60 pairs a moderate weighted kappa has a
@@ -152,7 +153,11 @@ def main(argv: list[str]) -> int:
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=resolve_tracking_uri(args.tracking_uri))
-    name, records = sweep_records(client, args.sweep)
+    try:
+        name, records = sweep_records(client, args.sweep)
+    except TrackingError as exc:  # no such sweep: one line and the fix
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     dimensions = args.dimensions or list(DEFAULT_DIMENSIONS)
     picked = stratified_sample(records, dimensions[0], args.size)
     if not picked:

@@ -226,3 +226,13 @@ def test_a_rebuilt_reports_judge_paragraph_replaces_the_descriptions_own(store):
     assert client.get_run(run).data.tags["mlflow.note.content"] == (
         "**Arag wins.**\n\n**Judge checked against your labels:** kappa 0.8\n\n**Verdict**: "
         "details")
+
+
+def test_label_sample_of_an_unknown_sweep_exits_2_with_the_fix(store, capsys):
+    from report.label_sample import main
+
+    assert main(["no such sweep", "--tracking-uri", f"sqlite:///{store}/mlflow.db",
+                 "--out", str(store / "never.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: label-sample='no such sweep': no sweep has that run id")
+    assert "Fix:" in err and not (store / "never.jsonl").exists()
