@@ -1,6 +1,8 @@
 """``python -m report <parent run id>``: rebuild a sweep's report (see ``report.report``);
 ``python -m report compare <baseline> <candidate>``: hold a sweep against a baseline
-(see ``report.baseline_report``; exit 3 on a regression)."""
+(see ``report.baseline_report``; exit 3 on a regression);
+``python -m report label-sample <sweep>``: answers for people to label (see
+``report.label_sample``)."""
 
 import logging
 import sys
@@ -11,6 +13,10 @@ if __name__ == "__main__":
         from report.baseline_report import main as compare
 
         sys.exit(compare(sys.argv[2:]))
+    if sys.argv[1:2] == ["label-sample"]:
+        from report.label_sample import main as label_sample
+
+        sys.exit(label_sample(sys.argv[2:]))
     from report.report import main
 
     main()

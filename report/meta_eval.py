@@ -97,19 +97,23 @@ def agreement_sentence(run: Any, model_id: str) -> str:
             f"{run.info.run_id}).\n")
 
 
-def judge_validation(client: Any, rows: list[Row]) -> str:
+def judge_validation(client: Any, rows: list[Row], checked_by_people: str = "") -> str:
     """For a judged sweep (not a meta-evaluation itself): the judge's measured agreement
-    with people, or a caveat that it has none and the command that measures it."""
+    with people, or a caveat that it has none and the command that measures it.
+    ``checked_by_people``: the sentence quoting the agreement with the sweep's own human
+    labels (``report.human_agreement.quote``); it comes first and replaces the caveat."""
     judged = [r for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)]
     out = []
     judges = {(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
               for r in judged if r.get("judge_model_id")}
     for model_id, name, version in sorted(judges, key=lambda j: j[:2]):
         found = _measured(client, model_id, version)
+        if found is None and checked_by_people:
+            continue  # validated by the sweep's own labels: no caveat
         out.append(agreement_sentence(found, model_id) if found is not None else (
             f"**Judge unvalidated:** no measurement of `{model_id}` with these judge prompts "
             "against human labels is in this store, so how far its faithfulness scores agree "
             "with people is unknown. Measure it: `python run.py dataset=summedits "
             f"judge={name} dataset.split=test dataset.root=<a clone of "
             "github.com/salesforce/factualNLG>` (docs/validate-your-judge.md).\n"))
-    return "\n".join(out)
+    return "\n".join([checked_by_people, *out] if checked_by_people else out)

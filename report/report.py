@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from metrics.geval import ERROR_CODES
-from report import compare, console, pairwise, plots, policy, repeats, verdict
+from report import compare, console, human_agreement, pairwise, plots, policy, repeats, verdict
 from report.meta_eval import judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
@@ -50,6 +50,12 @@ from report.verdict import (
 )
 from report.verdict import fmt as _fmt
 from report.verdict import table as _table
+from tracking.human_labels import (
+    HumanLabel,
+    LabelsError,
+    read_feedback_labels,
+    read_labels_file,
+)
 from tracking.paths import resolve_tracking_uri
 from tracking.runs import RunTracker
 from tracking.sweeps import child_runs, run_records, sweep_info
@@ -459,18 +465,34 @@ def write_run_report(client, run_id: str) -> ReportResult:
     return _write_report(client, run, [run], f"Run report: {run.info.run_name}", sweep=False)
 
 
-def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | None = None
-                       ) -> ReportResult:
+def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | None = None,
+                       human_labels: str | None = None) -> ReportResult:
     """Build the report for a parent run and log it there (report.md, report.html, plots,
     compare.html), with each child's headline metrics and a comparison table.
-    ``decide_on``: the sweep's ``report.decide_on`` (None: what the runs logged)."""
+    ``decide_on``: the sweep's ``report.decide_on`` (None: what the runs logged);
+    ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
+    beside the HUMAN feedback on the runs' traces."""
     return _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
                          f"Sweep report: {parent.get('sweep_id', parent['run_id'])}", sweep=True,
-                         decide_on=decide_on)
+                         decide_on=decide_on, human_labels=human_labels)
+
+
+def people_labels(rows: list[dict[str, Any]], experiment_id: str,
+                  human_labels: str | None) -> list[HumanLabel]:
+    """The labels file's labels, then the HUMAN feedback on the runs' traces."""
+    labels = read_labels_file(human_labels) if human_labels else []
+    runs = {r["run_id"]: r["run"] for r in rows}
+    try:
+        return labels + read_feedback_labels(experiment_id, runs)
+    except Exception as exc:  # noqa: BLE001 - a store without traces still has the file's
+        log.warning("people's feedback on the traces could not be read (%s): the agreement "
+                    "with people uses the labels file only", exc)
+        return labels
 
 
 def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
-                  decide_on: list[str] | None = None) -> ReportResult:
+                  decide_on: list[str] | None = None, human_labels: str | None = None
+                  ) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
@@ -483,7 +505,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
         text, data = build_report(rows, records, title, requested=decide_on,
                                   judged_pairs=judged_pairs)
-        validation = judge_validation(client, rows)
+        people = human_agreement.compare(
+            people_labels(rows, target.info.experiment_id, human_labels) if sweep else [],
+            records, rows)
+        text += human_agreement.section(people)
+        validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
             text += "\n## How far the judge can be trusted\n\n" + validation
         key = data["keys"][0]
@@ -525,19 +551,48 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
     return result
 
 
+VALIDATION_MARKS = ("**Judge unvalidated:**", "**Judge validated:**",
+                    "**Judge checked against your labels:**")
+
+
+def refresh_description(client: Any, run_id: str, validation: str) -> None:
+    """A rebuilt report's judge paragraphs replace the ones the sweep's description has
+    (the rest of the description stays as the sweep wrote it)."""
+    from mlflow.utils.mlflow_tags import MLFLOW_RUN_NOTE
+
+    note = client.get_run(run_id).data.tags.get(MLFLOW_RUN_NOTE)
+    if not note:
+        return
+    parts = note.split("\n\n")
+    old = [i for i, p in enumerate(parts) if p.lstrip().startswith(VALIDATION_MARKS)]
+    at = old[0] if old else min(1, len(parts))
+    kept = [p for i, p in enumerate(parts) if i not in old]
+    new = [p.strip() for p in validation.split("\n") if p.strip()]
+    client.set_tag(run_id, MLFLOW_RUN_NOTE, "\n\n".join(kept[:at] + new + kept[at:]))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Rebuild the report of a past sweep.")
     parser.add_argument("parent_run_id")
     parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    parser.add_argument("--human-labels", metavar="FILE", default=None,
+                        help="a JSON-lines labels file to hold the judge against "
+                             "(docs/validate-your-judge.md)")
     args = parser.parse_args(argv)
     import mlflow
     from mlflow import MlflowClient
 
+    if args.human_labels:
+        try:  # a bad file stops the command before anything is written
+            read_labels_file(args.human_labels)
+        except LabelsError as exc:
+            raise SystemExit(f"error: {exc}") from None
     uri = resolve_tracking_uri(args.tracking_uri)
     mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)
-    result = write_sweep_report(client, sweep_info(run))
+    result = write_sweep_report(client, sweep_info(run), human_labels=args.human_labels)
+    refresh_description(client, run.info.run_id, result.judge_validation)
     print(console.verdict(result, args.tracking_uri))
     print(f"report logged to run {run.info.run_id}")
 

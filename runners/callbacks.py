@@ -53,7 +53,8 @@ from runners.settings import Settings, data_label
 from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
-from tracking.sweeps import find_sweep
+from tracking.human_labels import LabelsError, read_labels_file
+from tracking.sweeps import find_sweep, sweep_info
 
 log = logging.getLogger(__name__)
 REPORT_RUNS_TAG = "report_runs"  # which job runs the parent's report covers (runs_key)
@@ -80,6 +81,7 @@ class MLflowSweepCallback(Callback):
         self.baseline_text = ""  # what it decided, for the console
         self.jobs: list[Settings] = []  # every job's settings, checked before the parent opens
         self.decide_on: list[str] = []  # report.decide_on: what the verdict decides on
+        self.human_labels: str | None = None  # report.human_labels: people's labels file
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -92,6 +94,10 @@ class MLflowSweepCallback(Callback):
         if config.report.baseline:
             log.error("report.baseline=%s compares a sweep with a sweep. Fix: run with -m "
                       "(python run.py -m ...)", config.report.baseline)
+            raise SystemExit(2)
+        if config.report.get("human_labels"):
+            log.error("report.human_labels=%s holds a sweep's judge against people's labels. "
+                      "Fix: run with -m (python run.py -m ...)", config.report.human_labels)
             raise SystemExit(2)
 
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
@@ -113,9 +119,12 @@ class MLflowSweepCallback(Callback):
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir
         self.decide_on = list(config.report.decide_on)
+        self.human_labels = config.report.get("human_labels")
         try:  # every check before the parent run opens: a sweep that fails leaves no run
+            if self.human_labels:  # a bad labels file is found before any job is checked
+                read_labels_file(self.human_labels)
             jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
-        except (ConfigError, DatasetError, MissingCredentials) as exc:
+        except (ConfigError, DatasetError, MissingCredentials, LabelsError) as exc:
             log.error("%s", exc)
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
             raise SystemExit(2) from None
@@ -197,6 +206,8 @@ class MLflowSweepCallback(Callback):
         report_error = None
         if self.parent and self.client is not None:
             report_error = self._close_parent(failures)
+        if self.human_labels and self.earlier:  # nothing ran: the verdict, with the labels
+            self._report_again(self.earlier.pop(0))
         self.locks.release()
         if self.result is not None:
             print(console.verdict(self.result, str(config.tracking.uri)), flush=True)
@@ -235,7 +246,8 @@ class MLflowSweepCallback(Callback):
                                 f"{type(exc).__name__}: {exc}"[:5000])
         report_error = None
         try:
-            self.result = write_sweep_report(self.client, self.parent, self.decide_on)
+            self.result = write_sweep_report(self.client, self.parent, self.decide_on,
+                                             self.human_labels)
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
                                 runs_key(row["run_id"] for row in self.result.rows))
             overview.publish(self.client, self.result)  # the verdict, first thing in the UI
@@ -255,6 +267,14 @@ class MLflowSweepCallback(Callback):
         self.client.set_terminated(self.parent["run_id"], "FAILED" if failures else "FINISHED")
         self.parent = None
         return report_error
+
+    def _report_again(self, run: Any) -> None:
+        """A finished sweep run again with ``report.human_labels``: its report, rebuilt
+        from the records it has (no model is asked), holds the judge against the labels."""
+        self.result = write_sweep_report(self.client, sweep_info(run), self.decide_on,
+                                         self.human_labels)
+        overview.publish(self.client, self.result)
+        self._compare_with_baseline(run.info.run_id)
 
     def _compare_with_baseline(self, run_id: str) -> None:
         """Hold the sweep (its parent ``run_id``) against ``report.baseline``; the exit

@@ -96,6 +96,8 @@ class ReportConfig:
     # runs whose names differ, paired: ["<candidate run name>=<baseline run name>", ...]
     baseline_map: list[str] = field(default_factory=list)
     # a JSON-lines file of people's labels ({task_id, system, dimension, score, labeller})
+    # the sweep's report holds the judge against (docs/validate-your-judge.md); None: only
+    # the HUMAN feedback on its traces
     human_labels: str | None = None
 
 

@@ -1,0 +1,238 @@
+"""People's labels of a judged sweep's answers: read from a labels file or from HUMAN
+feedback on traces, held against the judge per dimension (kappa, Spearman, balanced
+accuracy, with CIs), between labellers, flagged when low, quoted by the verdict; and the
+sample to label, as a template and as a page that runs no script from the data."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from metrics.agreement import kappa
+from report import human_agreement
+from report.label_sample import page, stratified_sample, template_lines
+from tests.conftest import ROOT, store_overrides
+from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
+
+ROWS = [{"run": "arag", "run_id": "r1", "system": "arag"},
+        {"run": "naive", "run_id": "r2", "system": "naive"}]
+
+
+def records(n: int = 20) -> dict[str, list[dict]]:
+    """Two runs' judged records: faithfulness cycles 1-5, coverage 5-1."""
+    return {rid: [{"id": f"t{k}", "predicted": f"answer {k}", "question": "q",
+                   "geval_faithfulness": 1 + k % 5, "geval_coverage": 5 - k % 5}
+                  for k in range(n)] for rid in ("r1", "r2")}
+
+
+def label(task: str, system: str, dim: str, score: int, who: str = "ana") -> HumanLabel:
+    return HumanLabel(task, system, dim, score, who, "file labels.jsonl")
+
+
+def test_kappa_matches_the_textbook_examples():
+    # Cohen's kappa, the worked example of Wikipedia's "Cohen's kappa" article: 50
+    # applications, both yes 20, A yes B no 5, A no B yes 10, both no 15: kappa = 0.40
+    a = [1] * 25 + [0] * 25
+    b = [1] * 20 + [0] * 5 + [1] * 10 + [0] * 15
+    assert kappa(a, b).value == pytest.approx(0.4)
+    # quadratic-weighted, computed by hand on a 1-3 scale (weights (i-j)^2/4): observed
+    # disagreement 0.25/3, chance disagreement 3.75/9, kappa = 1 - 0.2 = 0.8
+    assert kappa([1, 2, 3], [1, 3, 3], "quadratic", (1, 2, 3)).value == pytest.approx(0.8)
+    # and scikit-learn agrees on random 1-5 ratings
+    from sklearn.metrics import cohen_kappa_score
+    rng = __import__("numpy").random.default_rng(3)
+    x = rng.integers(1, 6, 40)
+    y = (x + rng.integers(-1, 2, 40)).clip(1, 5)
+    assert kappa(list(x), list(y), "quadratic", range(1, 6)).value == pytest.approx(
+        cohen_kappa_score(x, y, labels=[1, 2, 3, 4, 5], weights="quadratic"))
+    found = kappa(a, b)
+    assert found.ci_low < 0.4 < found.ci_high and found.n == 50
+    assert kappa([3, 3], [3, 3]) is None  # one value throughout: undefined, not 0 or 1
+
+
+def test_a_labels_file_is_read_and_a_bad_line_names_file_line_and_fix(tmp_path):
+    good = tmp_path / "labels.jsonl"
+    good.write_text(
+        json.dumps({"task_id": "t1", "system": "arag", "dimension": "geval_faithfulness",
+                    "score": 4, "labeller": "ana"}) + "\n\n"
+        + json.dumps({"task_id": "t2", "system": "arag", "dimension": "geval_faithfulness",
+                      "score": None, "labeller": None, "answer": "x", "question": "q"}) + "\n")
+    assert read_labels_file(good) == [label("t1", "arag", "geval_faithfulness", 4)]
+    base = {"task_id": "t1", "system": "arag", "dimension": "d", "score": 3, "labeller": "a"}
+    for line, says in [("{not json", "not JSON"), (json.dumps({**base, "score": 7}), "score 7"),
+                       (json.dumps({**base, "score": "4"}), "is not a number"),
+                       (json.dumps({k: v for k, v in base.items() if k != "labeller"}),
+                        "missing labeller"),
+                       (json.dumps({**base, "scroe": 3}), "unknown key scroe"),
+                       (json.dumps({**base, "system": ""}), "system '' is not a name")]:
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(json.dumps(base) + "\n" + line + "\n")
+        with pytest.raises(LabelsError) as err:
+            read_labels_file(bad)
+        assert f"{bad}:2: " in str(err.value) and says in str(err.value)
+        assert "Fix:" in str(err.value) and "\n" not in str(err.value)
+    with pytest.raises(LabelsError, match="no such file"):
+        read_labels_file(tmp_path / "missing.jsonl")
+
+
+def test_agreement_per_dimension_between_labellers_and_the_low_flag():
+    labels = [label(f"t{k}", s, "geval_faithfulness", 1 + k % 5)
+              for k in range(20) for s in ("arag", "naive")]  # as the judge: kappa 1
+    labels += [label(f"t{k}", "arag", "geval_coverage", 1 + k % 5) for k in range(20)]  # reversed
+    labels += [label(f"t{k}", "arag", "geval_faithfulness", 1 + (k + 1) % 5, "bo")
+               for k in range(10)]
+    labels.append(label("t99", "arag", "geval_faithfulness", 3))  # no such answer
+    found = human_agreement.compare(labels, records(), ROWS)
+    cover, faith = found.judge  # by dimension name
+    assert (faith.dimension, faith.scale, faith.n, faith.unmatched) == \
+        ("geval_faithfulness", "1-5", 50, 1)
+    assert 0.4 < faith.kappa.value < 1 and not faith.low
+    assert faith.spearman is not None and faith.kappa.ci_low is not None
+    assert cover.kappa.value < 0 and cover.low and cover.spearman.rho < 0
+    (pair,) = found.labellers
+    assert (pair.first, pair.second, pair.n) == ("ana", "bo", 10)
+    text = human_agreement.section(found)
+    assert "## Agreement with your labels" in text and "### Between labellers" in text
+    assert "| `geval_coverage` | 1-5 | 20 | quadratic-weighted kappa -" in text
+    assert "**low** (< 0.4)" in text and "| `geval_faithfulness` | ana, bo | 10 |" in text
+    quote = human_agreement.quote(found)
+    assert quote.startswith("**Judge checked against your labels:** `geval_coverage` "
+                            "quadratic-weighted kappa -")
+    assert "(n=50)" in quote and "(n=20) — **low**" in quote
+    assert "labels: 71 from file labels.jsonl" in quote
+    assert "Agreement is low on `geval_coverage`" in quote
+
+
+def test_yes_no_labels_use_the_judges_threshold_and_balanced_accuracy():
+    # the judge says "consistent" at 4 or 5 of 5 (metrics.meta_eval's threshold)
+    labels = [label(f"t{k}", "arag", "geval_faithfulness", int(1 + k % 5 >= 4))
+              for k in range(20)]
+    compared = human_agreement.compare(labels, records(), ROWS)
+    (found,) = compared.judge
+    assert found.scale == "yes/no" and found.threshold == 4.0
+    assert found.kappa.value == pytest.approx(1.0) and found.balanced_accuracy[0] == 1.0
+    text = human_agreement.section(compared)
+    assert "yes/no (judge yes at ≥ 4)" in text and "| 100.0" in text
+    assert "No answer was labelled by two people" in text
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> Path:
+    """One MLflow store for this module's tests (creating its schema takes seconds)."""
+    from mlflow import MlflowClient
+
+    folder = tmp_path_factory.mktemp("store")
+    MlflowClient(tracking_uri=f"sqlite:///{folder}/mlflow.db").search_experiments()
+    return folder
+
+
+def test_the_verdict_quotes_the_labels_instead_of_the_unvalidated_caveat(store):
+    from mlflow import MlflowClient
+
+    from report.meta_eval import judge_validation
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
+    judged = [{"judge_calls": 12.0, "judge": "claude-haiku-4-5",
+               "judge_model_id": "claude-haiku-4-5", "judge_prompt_version": "v"}]
+    assert "Judge unvalidated" in judge_validation(client, judged)
+    found = human_agreement.compare(
+        [label(f"t{k}", "arag", "geval_faithfulness", 1 + k % 5) for k in range(20)],
+        records(), ROWS)
+    quoted = judge_validation(client, judged, human_agreement.quote(found))
+    assert "Judge unvalidated" not in quoted
+    assert quoted.startswith("**Judge checked against your labels:**")
+    # labels that match no judged answer quote nothing: the caveat stays
+    none = human_agreement.compare([label("t1", "other", "geval_faithfulness", 3)],
+                                   records(), ROWS)
+    assert human_agreement.quote(none) == ""
+    assert "Judge unvalidated" in judge_validation(client, judged, human_agreement.quote(none))
+
+
+def test_human_feedback_on_traces_is_read_back_as_labels(store):
+    import mlflow
+    from mlflow.entities import AssessmentSource
+
+    mlflow.set_tracking_uri(f"sqlite:///{store}/mlflow.db")
+    try:
+        exp = mlflow.create_experiment("fb", artifact_location=str(store / "art"))
+        run = mlflow.MlflowClient().create_run(exp).info.run_id
+        ids = []
+        for task in ("t1", "t2"):
+            span = mlflow.start_span_no_context(
+                name=task, metadata={"mlflow.sourceRun": run, "task_id": task},
+                experiment_id=exp)
+            span.end()
+            ids.append(span.trace_id)
+        mlflow.flush_trace_async_logging()
+        person = AssessmentSource(source_type="HUMAN", source_id="ana@example.com")
+        mlflow.log_feedback(trace_id=ids[0], name="geval_faithfulness", value=4, source=person)
+        mlflow.log_feedback(trace_id=ids[1], name="geval_faithfulness", value=False,
+                            source=person)  # the UI's yes/no
+        mlflow.log_feedback(trace_id=ids[1], name="note", value="unclear", source=person)
+        mlflow.log_feedback(trace_id=ids[0], name="geval_faithfulness", value=2,
+                            source=AssessmentSource(source_type="LLM_JUDGE", source_id="j"))
+        found = read_feedback_labels(exp, {run: "arag"})
+    finally:
+        mlflow.set_tracking_uri(None)
+    assert sorted(found, key=lambda x: x.task_id) == [
+        HumanLabel("t1", "arag", "geval_faithfulness", 4, "ana@example.com", "MLflow feedback"),
+        HumanLabel("t2", "arag", "geval_faithfulness", 0, "ana@example.com", "MLflow feedback")]
+
+
+def test_the_sample_is_stratified_by_run_and_score_and_its_page_runs_no_data():
+    recs = {"arag": records()["r1"], "naive": records()["r2"]}
+    recs["arag"][0]["predicted"] = "</script><script>alert(1)</script> & <b>x</b>"
+    picked = stratified_sample(recs, "geval_faithfulness", 10)
+    assert len(picked) == 10
+    for run in ("arag", "naive"):  # every run, each of its five judge scores once
+        assert sorted(r["geval_faithfulness"] for s, r in picked if s == run) == [1, 2, 3, 4, 5]
+    assert stratified_sample(recs, "geval_faithfulness", 10) == picked  # seeded
+    lines = template_lines(picked, ["geval_faithfulness", "geval_coverage"])
+    assert len(lines) == 20 and all(x["score"] is None for x in lines)
+    assert "geval_faithfulness" not in json.dumps([{k: v for k, v in x.items()
+                                                   if k != "dimension"} for x in lines])
+    all_of_arag = template_lines(stratified_sample(recs, "geval_faithfulness", 40), ["d"])
+    html = page(all_of_arag, "Label: <sweep>", "1-5")
+    assert "<script>alert" not in html and "<b>x</b>" not in html and "&lt;sweep&gt;" in html
+    assert html.count("<script") == 3 and "\\u003c/script\\u003e" in html
+
+
+def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
+    bad = tmp_path / "labels.jsonl"
+    bad.write_text('{"task_id": "t1"}\n')
+    done = subprocess.run([sys.executable, "run.py", "-m", "system=naive", "dataset=sample",
+                           f"report.human_labels={bad}", *store_overrides(tmp_path),
+                           f"hydra.sweep.dir={tmp_path}/multirun"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert f"{bad}:1: missing system, dimension, score, labeller. Fix:" in done.stderr
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "artifacts").exists()
+
+
+def test_a_rebuilt_reports_judge_paragraph_replaces_the_descriptions_own(store):
+    from mlflow import MlflowClient
+
+    from report.report import refresh_description
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
+    run = client.create_run(client.create_experiment("describe")).info.run_id
+    client.set_tag(run, "mlflow.note.content", "**Arag wins.**\n\n**Judge unvalidated:** no "
+                   "measurement.\n\n**Verdict**: details")
+    refresh_description(client, run, "**Judge checked against your labels:** kappa 0.8\n")
+    assert client.get_run(run).data.tags["mlflow.note.content"] == (
+        "**Arag wins.**\n\n**Judge checked against your labels:** kappa 0.8\n\n**Verdict**: "
+        "details")
+
+
+def test_label_sample_of_an_unknown_sweep_exits_2_with_the_fix(store, capsys):
+    from report.label_sample import main
+
+    assert main(["no such sweep", "--tracking-uri", f"sqlite:///{store}/mlflow.db",
+                 "--out", str(store / "never.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: label-sample='no such sweep': no sweep has that run id")
+    assert "Fix:" in err and not (store / "never.jsonl").exists()
