@@ -170,9 +170,9 @@ def check_data(baseline: Sweep, candidate: Sweep) -> dict[str, Any]:
     if b_digest and c_digest and b_digest != c_digest:
         raise NotComparable(
             f"baseline sweep {baseline.run_id} read other data than the candidate "
-            f"{candidate.run_id} (dataset digest {_names(b_digest)} on {_names(b_name)}, "
-            f"the candidate's {_names(c_digest)} on {_names(c_name)}): scores of other tasks "
-            f"are not comparable. {fix}")
+            f"{candidate.run_id} (dataset {_names(b_name)}, digest {_names(b_digest)}; the "
+            f"candidate's: dataset {_names(c_name)}, digest {_names(c_digest)}): scores of "
+            f"other tasks are not comparable. {fix}")
     if b_name != c_name:
         raise NotComparable(
             f"baseline sweep {baseline.run_id} ran on dataset {_names(b_name)}, the "

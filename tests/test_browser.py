@@ -224,8 +224,8 @@ def test_a_user_lands_on_the_experiment_finds_the_sweep_and_reads_its_verdict(ui
     page.get_by_text(parent.info.run_name[:20], exact=False).first.wait_for(timeout=60_000)
     assert "/runs" in page.url
     page.locator("button[data-component-id*=runnamecellrenderer]").first.click()
-    for name in ("arag", "naive", "stuffing"):
-        page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
+    for name in ("arag", "naive", "stuffing"):  # each job's run, named with the data
+        page.get_by_text(f"{name} sample", exact=True).first.wait_for(timeout=30_000)
     _screenshot(page, "mlflow-sweep.png")
     page.get_by_role("link", name=re.compile("^sweep ")).first.click()
     page.wait_for_url(re.compile(parent.info.run_id), timeout=60_000)

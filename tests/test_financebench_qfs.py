@@ -309,8 +309,10 @@ def test_qfs_sweep_end_to_end_with_claude_references(tree, tmp_path, monkeypatch
         names = {a.path for a in client.list_artifacts(run.info.run_id)}
         assert {"qfs_spot_check.md", "sections.json", "qfs_references.json"} <= names
     bare = runs[("naive", "financebench_qfs", "qfs_no_refs")]
-    # other references, same predictions: a new run that re-scores them, no system call
-    assert bare.data.metrics["n_resumed"] == 2
+    # other references are other data (its digest): a new run, its tasks answered again
+    assert bare.data.params["dataset_digest"] != runs[
+        ("naive", "financebench_qfs", "financebench_qfs")].data.params["dataset_digest"]
+    assert bare.data.metrics["n_resumed"] == 0 and bare.data.metrics["n_answered"] == 2
     assert "rouge2_f1_mean" not in bare.data.metrics
     assert "retrieval_recall_mean" in bare.data.metrics
     records = [json.loads(line) for line in Path(client.download_artifacts(
