@@ -85,6 +85,10 @@ def check_tracking(tracking_cfg: Any) -> str:
             f"tracking.uri={shown!r}: {scheme!r} is not a tracking store MLflow knows "
             f"(it knows {', '.join(sorted(known_schemes()))}). Fix: tracking.uri="
             f"{DEFAULT_URI} (a local store), a directory, or http://host:5000 (a server)")
+    if scheme == "sqlite" and _in_memory(uri):
+        raise StorageError(
+            f"tracking.uri={shown!r} is an in-memory store: every run is lost when the process "
+            f"ends (and a sweep's jobs do not share it). Fix: tracking.uri={DEFAULT_URI}")
     writable_dir("tracking.artifact_location", tracking_cfg.artifact_location,
                  "tracking.artifact_location=mlruns/artifacts")
     if uri.startswith(SQLITE):
@@ -97,6 +101,14 @@ def check_tracking(tracking_cfg: Any) -> str:
         writable_dir("tracking.uri", urlsplit(uri).path if scheme else uri,
                      "tracking.uri=mlruns")
     return uri
+
+
+def _in_memory(uri: str) -> bool:
+    """``sqlite://`` (SQLAlchemy's in-memory database), ``sqlite:///:memory:`` and the
+    ``mode=memory`` URI form keep nothing past the process."""
+    database = uri.split("://", 1)[1].removeprefix("/")
+    return database in ("", ":memory:") or database.startswith(":memory:?") \
+        or "mode=memory" in urlsplit(uri).query
 
 
 def known_schemes() -> set[str]:
