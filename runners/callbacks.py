@@ -53,6 +53,7 @@ from runners.settings import Settings, data_label
 from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
+from tracking.storage import server_gone
 from tracking.sweeps import find_sweep
 
 log = logging.getLogger(__name__)
@@ -187,7 +188,8 @@ class MLflowSweepCallback(Callback):
             raise
         except Exception as exc:  # noqa: BLE001 - whatever it is, the command must fail
             log.debug("the sweep could not be closed", exc_info=True)
-            log.error("the sweep could not be closed: %s", one_line(exc))
+            gone = server_gone(exc, str(config.tracking.uri))
+            log.error("the sweep could not be closed: %s", gone or one_line(exc))
             raise SystemExit(1) from None
         finally:
             self.locks.release()

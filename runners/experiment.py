@@ -62,7 +62,7 @@ from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.paths import resolve
-from tracking.storage import check_storage, storage_errors
+from tracking.storage import TrackingServerGone, check_storage, storage_errors
 from tracking.traces import log_task_assessments, log_task_traces
 
 log = logging.getLogger(__name__)
@@ -290,6 +290,10 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
         with storage_errors(settings.config):
             return run(settings, parent, run_name=run_name,
                        sweep_id=(parent or {}).get("sweep_id"), single=not multirun)
+    except TrackingServerGone as exc:
+        # nothing more can be logged: the sweep stops here instead of failing job by job
+        log.error("%s", exc)
+        raise SystemExit(f"error: {exc}") from None
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, CostCapReached, SweepBusy) as exc:
         message = str(exc)
