@@ -41,6 +41,7 @@ from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import write_sweep_report
 from runners import dryrun, overview, pairwise
+from runners.errors import show_trace
 from runners.preflight import (
     all_finished,
     check_jobs,
@@ -117,7 +118,7 @@ class MLflowSweepCallback(Callback):
         try:  # every check before the parent run opens: a sweep that fails leaves no run
             jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
         except (ConfigError, DatasetError, MissingCredentials) as exc:
-            log.error("%s", exc)
+            log.error("%s", exc, exc_info=show_trace())
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
             raise SystemExit(2) from None
         except ConfigCompositionException as exc:

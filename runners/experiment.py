@@ -42,6 +42,7 @@ from runners.errors import (
     TooManyErrors,
     all_skipped,
     cost_cap_message,
+    show_trace,
     too_many_errors,
 )
 from runners.evaluate import scoring_items
@@ -292,12 +293,12 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
                        sweep_id=(parent or {}).get("sweep_id"), single=not multirun)
     except TrackingServerGone as exc:
         # nothing more can be logged: the sweep stops here instead of failing job by job
-        log.error("%s", exc)
+        log.error("%s", exc, exc_info=show_trace())
         raise SystemExit(f"error: {exc}") from None
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, CostCapReached, SweepBusy) as exc:
         message = str(exc)
-        log.error("%s", message)
+        log.error("%s", message, exc_info=show_trace())
         if not multirun:
             raise SystemExit(f"error: {message}") from None
     except Exception as exc:

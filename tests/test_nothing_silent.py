@@ -144,3 +144,12 @@ def test_the_command_refuses_it_in_one_line_without_a_traceback(setting, tmp_pat
     assert lines and "Fix:" in lines[0], result.stderr[-2000:]
     assert "Traceback" not in result.stderr + result.stdout
     assert not (tmp_path / "mlflow.db").exists() or all_runs(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_hydra_full_error_still_shows_the_trace(tmp_path):
+    result = run_cli(tmp_path, "system=arag,naive", "dataset=sample", "dataset.limit=1",
+                     "model.provider=foo", env={**os.environ, "HYDRA_FULL_ERROR": "1"})
+    assert result.returncode != 0
+    assert CLI_REFUSED["model.provider=foo"] in result.stderr
+    assert "Traceback" in result.stderr and "ConfigError" in result.stderr
