@@ -36,7 +36,8 @@ def _start_server(tmp: Path, port: int) -> subprocess.Popen:
          "--artifacts-destination", str(tmp / "served")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
         start_new_session=True)  # its workers are stopped with it
-    deadline = time.time() + 90
+    # its first start migrates a new store: over a minute on a loaded 2-core machine
+    deadline = time.time() + 180
     while time.time() < deadline:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
@@ -44,7 +45,7 @@ def _start_server(tmp: Path, port: int) -> subprocess.Popen:
         except OSError:
             time.sleep(0.5)
     _stop(proc)
-    pytest.fail("the mlflow server did not start within 90 s")
+    pytest.fail("the mlflow server did not start within 180 s")
 
 
 def _stop(proc: subprocess.Popen) -> None:
