@@ -15,13 +15,16 @@ from typing import Any
 from omegaconf import MISSING
 
 RANGE = "range"  # the field metadata key a Range is declared under
+# no model's price per million tokens comes near this; a price above it is a typo
+MAX_PRICE_USD = 10_000.0
 
 
 @dataclass(frozen=True)
 class Range:
     """The values a numeric setting (or each item of a list of numbers) may take, declared
     next to its default; the pre-run check refuses anything else, naming the key and the
-    fix. ``null`` passes when the field is optional."""
+    fix. NaN and the infinities never pass (a bound that is optional is ``null``, never
+    ``inf``); ``null`` passes when the field is optional."""
 
     low: float | None = None
     high: float | None = None
@@ -31,7 +34,8 @@ class Range:
     def allows(self, value: Any) -> bool:
         if value is None:
             return True
-        if isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) \
+                or not math.isfinite(value):
             return False
         if self.low is not None and (value <= self.low if self.above else value < self.low):
             return False
@@ -54,6 +58,18 @@ def positive(default: Any, what: str) -> Any:
 
 def non_negative(default: Any, what: str) -> Any:
     return ranged(default, low=0, must=f"0 or more ({what})")
+
+
+def finite(default: Any, what: str) -> Any:
+    """Any finite number (no NaN, no infinity); null passes for an optional field."""
+    return ranged(default, must=f"a finite number ({what})")
+
+
+def price(default: float) -> Any:
+    """USD per million tokens: 0 or more, and below a bound no model's price reaches (a
+    typo such as ``1e308`` would make every cost figure infinite)."""
+    return ranged(default, low=0, high=MAX_PRICE_USD,
+                  must=f"from 0 to {MAX_PRICE_USD:g} (USD per million tokens)")
 
 
 def seconds(default: float, what: str) -> Any:
@@ -129,6 +145,7 @@ class SystemConfig:
     # ask systems whose context names chunk ids (System.cites) for [c:<chunk id>] citations
     citations: bool = True
     max_tokens: int = positive(1024, "output tokens per call")
+    # the upper bound is the provider's (Provider.max_temperature), checked before any run
     temperature: float = non_negative(0.0, "sampling temperature")
     # system=external: the JSONL file of a pipeline's predictions (relative paths resolve
     # against the project), and whether tasks missing from it are left out (the report says
@@ -184,10 +201,10 @@ class ModelConfig:
     context_limit: int = positive(200_000, "tokens the model's context window holds")
     max_output_tokens: int = positive(1024, "output tokens per call")
     # USD per million tokens
-    price_input: float = non_negative(0.0, "USD per million tokens")
-    price_output: float = non_negative(0.0, "USD per million tokens")
-    price_cache_read: float = non_negative(0.0, "USD per million tokens")
-    price_cache_write: float = non_negative(0.0, "USD per million tokens")
+    price_input: float = price(0.0)
+    price_output: float = price(0.0)
+    price_cache_read: float = price(0.0)
+    price_cache_write: float = price(0.0)
     # another endpoint for the provider (a proxy, a local server); None: the provider's own
     # (Anthropic's API; OpenAI's for openai-compatible). Never a key: see api_key_env
     base_url: str | None = None
@@ -280,7 +297,7 @@ class RetrievalConfig:
     reranker_path: str | None = None
     # drop hits scoring below this (dense: cosine of the best sentence; bm25: BM25 score;
     # hybrid: the fused score); None: keep every hit
-    min_score: float | None = None
+    min_score: float | None = finite(None, "a score; or null to keep every hit")
     # small-to-big: a naive hit brings in the other chunks of its parent, consecutive
     # chunks of one document of about this many words (None: off); chunks stay the unit
     parent_chunk_size: int | None = None

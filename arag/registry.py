@@ -23,11 +23,14 @@ from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
 from typing import Any, Generic, TypeVar
 
+from arag.config import ConfigError
+
 T = TypeVar("T")
 
 
-class UnknownName(ValueError):
-    """A config names an entry that is not registered; the message lists the known ones."""
+class UnknownName(ConfigError):
+    """A config names an entry that is not registered; the message lists the known ones.
+    A ConfigError, so the entry points report it as one line, like any wrong setting."""
 
 
 class DuplicateName(ValueError):
@@ -94,8 +97,9 @@ class Registry(Generic[T]):
         try:
             return self._entries[name]
         except KeyError:
-            raise UnknownName(f"{self.config_key}={name!r} is not a known {self.kind}; choose "
-                              f"one of: {', '.join(self.names())}") from None
+            names = self.names()
+            raise UnknownName(f"{self.config_key}={name!r} is not a known {self.kind}. Fix: "
+                              f"{self.config_key}=<one of {', '.join(names)}>") from None
 
     __getitem__ = get
 

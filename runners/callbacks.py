@@ -41,6 +41,7 @@ from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import write_sweep_report
 from runners import dryrun, overview, pairwise
+from runners.errors import show_trace
 from runners.preflight import (
     all_finished,
     check_jobs,
@@ -54,6 +55,7 @@ from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.human_labels import LabelsError, read_labels_file
+from tracking.storage import server_gone
 from tracking.sweeps import find_sweep, sweep_info
 
 log = logging.getLogger(__name__)
@@ -125,7 +127,7 @@ class MLflowSweepCallback(Callback):
                 read_labels_file(self.human_labels)
             jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
         except (ConfigError, DatasetError, MissingCredentials, LabelsError) as exc:
-            log.error("%s", exc)
+            log.error("%s", exc, exc_info=show_trace())
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
             raise SystemExit(2) from None
         except ConfigCompositionException as exc:
@@ -196,7 +198,8 @@ class MLflowSweepCallback(Callback):
             raise
         except Exception as exc:  # noqa: BLE001 - whatever it is, the command must fail
             log.debug("the sweep could not be closed", exc_info=True)
-            log.error("the sweep could not be closed: %s", one_line(exc))
+            gone = server_gone(exc, str(config.tracking.uri))
+            log.error("the sweep could not be closed: %s", gone or one_line(exc))
             raise SystemExit(1) from None
         finally:
             self.locks.release()

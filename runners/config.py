@@ -55,7 +55,8 @@ class RunnerConfig:
                                            must="a share of answered tasks from 0 to 1")
     # 0: quiet (our INFO, one bar per job); 1: the libraries' INFO lines (HTTP requests,
     # ...); 2: DEBUG
-    verbose: int = 0
+    verbose: int = ranged(0, low=0, high=2, must="0 (quiet), 1 (the libraries' INFO) or 2 "
+                          "(DEBUG)")
     # every task is answered this many times by every system (records carry ``repeat``,
     # from 0; the repeat index is part of each request's cache key)
     repeats: int = positive(1, "answers per task and system")

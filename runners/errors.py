@@ -9,6 +9,7 @@ read (``unparseable``: recorded for the run that got them, never cached).
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
@@ -42,6 +43,12 @@ _FIXES = {
     "crash": "the system raised on these tasks: see the traceback in the job's log",
 }
 PARSE_FAILURES = "_parse_failures"
+
+
+def show_trace() -> bool:
+    """Whether a user's mistake is logged with its traceback as well as its one line:
+    ``HYDRA_FULL_ERROR=1``, Hydra's own switch for full traces."""
+    return os.environ.get("HYDRA_FULL_ERROR") == "1"
 
 
 class TooManyErrors(RuntimeError):

@@ -42,6 +42,7 @@ from runners.errors import (
     TooManyErrors,
     all_skipped,
     cost_cap_message,
+    show_trace,
     too_many_errors,
 )
 from runners.evaluate import scoring_items
@@ -62,7 +63,7 @@ from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.paths import resolve
-from tracking.storage import check_storage, storage_errors
+from tracking.storage import TrackingServerGone, check_storage, storage_errors
 from tracking.traces import log_task_assessments, log_task_traces
 
 log = logging.getLogger(__name__)
@@ -294,10 +295,14 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
         with storage_errors(settings.config):
             return run(settings, parent, run_name=run_name,
                        sweep_id=(parent or {}).get("sweep_id"), single=not multirun)
+    except TrackingServerGone as exc:
+        # nothing more can be logged: the sweep stops here instead of failing job by job
+        log.error("%s", exc, exc_info=show_trace())
+        raise SystemExit(f"error: {exc}") from None
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, CostCapReached, SweepBusy) as exc:
         message = str(exc)
-        log.error("%s", message)
+        log.error("%s", message, exc_info=show_trace())
         if not multirun:
             raise SystemExit(f"error: {message}") from None
     except Exception as exc:

@@ -3,6 +3,8 @@ credentials of every provider the run will call."""
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import MISSING, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +12,9 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from arag.config import RANGE, ConfigError, option_value
+from arag.llm.registry import PROVIDERS
 from arag.retrieval import check_precision
+from arag.retrieval.embedder import resolve_embedder_path
 from arag.systems import SYSTEMS
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS
@@ -56,6 +60,17 @@ def validate_config(cfg: DictConfig) -> None:
         ("metrics.scorers", all(SCORERS.has(n) for n in cfg.metrics.scorers),
          f"a list of registered scorers, from {SCORERS.names()}",
          f"metrics.scorers=[{','.join(SCORERS.names())}]"),
+        # no scorer: every run of the sweep would be answered, paid for and score nothing
+        ("metrics.scorers", bool(cfg.metrics.scorers),
+         "at least one scorer (with none, a run is paid for and scores nothing)",
+         "metrics.scorers=[rouge,length] (or leave it out for every scorer)"),
+        # neighbours sharing as many sentences as a chunk holds words never advance
+        ("retrieval.chunk_overlap", cfg.retrieval.chunk_overlap < cfg.retrieval.chunk_size,
+         f"fewer sentences than retrieval.chunk_size ({cfg.retrieval.chunk_size} words) holds",
+         "retrieval.chunk_overlap=1"),
+        ("tracking.experiment", cfg.tracking.experiment is None
+         or bool(str(cfg.tracking.experiment).strip()),
+         "an experiment name, or null for the dataset's name", "tracking.experiment=null"),
         ("report.decide_on", all(m in policy.decidable() for m in cfg.report.decide_on),
          "a list of per-task metric names the scorers declare, from "
          f"{policy.decidable()}", "report.decide_on=[rouge2_f1,geval_faithfulness]"),
@@ -69,18 +84,42 @@ def validate_config(cfg: DictConfig) -> None:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
     check_schema(cfg)
+    check_providers(cfg)
     check_embedder(cfg.retrieval.embedder)
+    check_bertscore_layers(cfg.metrics)
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
     parse_rules(cfg.report.fail_on)  # each report.fail_on entry is <metric>:<margin>
     parse_map(cfg.report.baseline_map)  # each entry pairs two run names
 
 
+def check_providers(cfg: DictConfig) -> None:
+    """The model and the judge name registered providers, and the system's temperature is
+    one the model's provider accepts (its API would refuse every request otherwise)."""
+    for key in ("model", "judge"):
+        if not PROVIDERS.has(str(cfg[key].provider)):
+            raise ConfigError(f"{key}.provider={cfg[key].provider!r} is not a known provider. "
+                              f"Fix: {key}.provider=<one of {', '.join(PROVIDERS.names())}>, "
+                              f"or pick a {key} option ({key}=offline)")
+    provider = PROVIDERS.get(str(cfg.model.provider))
+    high = provider.max_temperature
+    if high is not None and cfg.system.temperature > high:
+        raise ConfigError(f"system.temperature={cfg.system.temperature} is invalid: the "
+                          f"{provider.name} provider (model={cfg.model.name}) accepts 0 to "
+                          f"{high:g}. Fix: system.temperature={min(high, 1.0):g}")
+
+
 def check_embedder(embedder: DictConfig) -> None:
-    """The embedder's path exists, its device is there, its precision runs on this CPU."""
-    if embedder.path is not None and not resolve(embedder.path).exists():
-        raise ConfigError(f"retrieval.embedder.path={embedder.path!r} does not exist. Fix: "
-                          "give the folder of a sentence-transformers model, or "
-                          "retrieval.embedder.path=null for the packaged MiniLM")
+    """The embedder's path holds a model, its device is there, its precision runs on this
+    CPU."""
+    if embedder.path is not None:
+        path = resolve(embedder.path)
+        fix = ("Fix: give the folder of a sentence-transformers model, or "
+               "retrieval.embedder.path=null for the packaged MiniLM")
+        if not path.exists():
+            raise ConfigError(f"retrieval.embedder.path={embedder.path!r} does not exist. {fix}")
+        if not (path / "config.json").is_file():
+            raise ConfigError(f"retrieval.embedder.path={embedder.path!r} holds no model (no "
+                              f"config.json in it). {fix}")
     device = str(embedder.device)
     if not _device_available(device):
         raise ConfigError(f"retrieval.embedder.device={device!r} is not available on this "
@@ -89,6 +128,23 @@ def check_embedder(embedder: DictConfig) -> None:
         check_precision(str(embedder.precision.value))
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def check_bertscore_layers(metrics: DictConfig) -> None:
+    """``metrics.bertscore.num_layers`` is a layer the model has (its config.json's
+    ``num_hidden_layers``), when BERTScore runs on a local model."""
+    options = metrics.get("bertscore")
+    if "bertscore" not in metrics.scorers or options is None:
+        return
+    config = Path(resolve_embedder_path(options.model_path)) / "config.json"
+    try:
+        layers = int(json.loads(config.read_text(encoding="utf-8"))["num_hidden_layers"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return  # a hub name, or a model that does not say: the scorer reports what it finds
+    if options.num_layers > layers:
+        raise ConfigError(f"metrics.bertscore.num_layers={options.num_layers} is invalid: the "
+                          f"model ({config.parent}) has {layers} layers. Fix: "
+                          f"metrics.bertscore.num_layers={layers}")
 
 
 def _device_available(device: str) -> bool:
@@ -141,6 +197,11 @@ def check_schema(node: DictConfig, prefix: str = "") -> None:
         if limits is not None and not all(limits.allows(v) for v in items):
             raise ConfigError(f"{dotted}={_shown(value)} is invalid: it must be {limits.must}. "
                               f"Fix: {dotted}={_shown(_default(declared[key]))}")
+        if any(isinstance(v, float) and not math.isfinite(v) for v in items):
+            # a number with no declared range (a plugin's option) is still a number
+            raise ConfigError(f"{dotted}={_shown(value)} is invalid: it must be a finite "
+                              f"number (a bound left open is null, not inf). Fix: "
+                              f"{dotted}={_shown(_default(declared[key]))}")
 
 
 def _default(f: Any) -> Any:

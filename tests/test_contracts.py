@@ -74,7 +74,7 @@ def test_system_contract(system, make_cfg, mini, tmp_path):
     extra = [external_predictions(mini, tmp_path)] if system == "external" else []
     data = [f"dataset.root={mini}"] if system != "given" else [  # answers given with the tasks
         "dataset=summedits", f"dataset.root={given_answers(tmp_path)}"]
-    cfg = make_cfg(PLUGINS, f"system={system}", *data, "metrics.scorers=[]", *extra)
+    cfg = make_cfg(PLUGINS, f"system={system}", *data, "metrics.scorers=[length]", *extra)
     job = prepare(read(cfg))
     cls = job.system_class
     assert all(isinstance(getattr(cls, flag), bool) for flag in ("retrieves", "ranks", "agentic"))

@@ -36,6 +36,15 @@ SQLITE = "sqlite:///"
 PROBE_TIMEOUT_S = 8.0
 PROBE_ATTEMPTS = 3  # at most ~30 s before an unreachable server is reported
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
+# MLflow's client retries each failed call to a server 7 times, with a backoff factor of 2
+# and 120 s timeouts: minutes per call, times every call of a run, before a job learns that
+# the server went away. Unless the user set them, a run against a server uses these: a
+# call fails after 3 tries (backoff ~2 s between them, 20 s timeout each), so a server that
+# refuses connections is reported within seconds and one that hangs within
+# SERVER_GONE_BOUND_S (the failing call and the two that mark the run FAILED).
+HTTP_BOUNDS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+               "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "1", "MLFLOW_HTTP_REQUEST_TIMEOUT": "20"}
+SERVER_GONE_BOUND_S = 3 * (3 * 20 + 2 + 2)
 
 
 class StorageError(ConfigError):
@@ -77,6 +86,7 @@ def check_tracking(tracking_cfg: Any) -> str:
     shown = redact(uri)
     scheme = urlsplit(uri).scheme.lower()
     if scheme in ("http", "https"):
+        bound_server_calls()
         probe_server(reveal(uri), shown)
         return reveal(uri)
     # no scheme (or a drive letter) is a directory: MLflow's file store
@@ -85,6 +95,10 @@ def check_tracking(tracking_cfg: Any) -> str:
             f"tracking.uri={shown!r}: {scheme!r} is not a tracking store MLflow knows "
             f"(it knows {', '.join(sorted(known_schemes()))}). Fix: tracking.uri="
             f"{DEFAULT_URI} (a local store), a directory, or http://host:5000 (a server)")
+    if scheme == "sqlite" and _in_memory(uri):
+        raise StorageError(
+            f"tracking.uri={shown!r} is an in-memory store: every run is lost when the process "
+            f"ends (and a sweep's jobs do not share it). Fix: tracking.uri={DEFAULT_URI}")
     writable_dir("tracking.artifact_location", tracking_cfg.artifact_location,
                  "tracking.artifact_location=mlruns/artifacts")
     if uri.startswith(SQLITE):
@@ -99,6 +113,14 @@ def check_tracking(tracking_cfg: Any) -> str:
     return uri
 
 
+def _in_memory(uri: str) -> bool:
+    """``sqlite://`` (SQLAlchemy's in-memory database), ``sqlite:///:memory:`` and the
+    ``mode=memory`` URI form keep nothing past the process."""
+    database = uri.split("://", 1)[1].removeprefix("/")
+    return database in ("", ":memory:") or database.startswith(":memory:?") \
+        or "mode=memory" in urlsplit(uri).query
+
+
 def known_schemes() -> set[str]:
     """URI schemes with a tracking store (MLflow's registry, plugins included)."""
     try:
@@ -110,15 +132,48 @@ def known_schemes() -> set[str]:
                 "databricks"}
 
 
-def probe_server(url: str, shown: str) -> None:
-    """Any HTTP answer from the server, within PROBE_ATTEMPTS bounded tries."""
+def bound_server_calls() -> None:
+    """MLflow's HTTP retries bounded (HTTP_BOUNDS), where the user has not set them."""
+    for name, value in HTTP_BOUNDS.items():
+        os.environ.setdefault(name, value)
+
+
+class TrackingServerGone(StorageError):
+    """The tracking server stopped answering while the job ran: nothing more can be
+    logged, so the command stops (the same command resumes once the server is back)."""
+
+
+def server_gone(exc: BaseException, uri: str) -> TrackingServerGone | None:
+    """The error to report when ``exc`` came from a tracking server at ``uri`` that no
+    longer answers (one short probe says so); None otherwise."""
+    if urlsplit(uri).scheme.lower() not in ("http", "https"):
+        return None
+    if not type(exc).__module__.startswith(("mlflow", "requests", "urllib3")):
+        return None
+    try:
+        probe_server(reveal(uri), redact(uri), attempts=1, timeout=5.0)
+    except StorageError:
+        return TrackingServerGone(
+            f"the tracking server at {redact(uri)} went away ({redact(_first_line(exc))[:200]})."
+            " Fix: start it again, then run the same command: finished tasks are kept and "
+            "not asked again")
+    return None
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def probe_server(url: str, shown: str, attempts: int = PROBE_ATTEMPTS,
+                 timeout: float = PROBE_TIMEOUT_S) -> None:
+    """Any HTTP answer from the server, within ``attempts`` bounded tries."""
     last = ""
     parts = urlsplit(url)  # reachability needs no credentials: a 401 is an answer too
     health = parts._replace(netloc=parts.netloc.rpartition("@")[2],
                             path=parts.path.rstrip("/") + "/health").geturl()
-    for attempt in range(PROBE_ATTEMPTS):
+    for attempt in range(attempts):
         try:
-            with urllib.request.urlopen(health, timeout=PROBE_TIMEOUT_S):
+            with urllib.request.urlopen(health, timeout=timeout):
                 return
         except urllib.error.HTTPError:
             return  # it answered (e.g. a proxy without /health): it is reachable
@@ -127,10 +182,10 @@ def probe_server(url: str, shown: str) -> None:
                                                            ssl.SSLError):
                 return  # it answered TLS; MLflow's client applies its own certificates
             last = f"{type(exc).__name__}: {getattr(exc, 'reason', exc)}"
-        if attempt + 1 < PROBE_ATTEMPTS:
+        if attempt + 1 < attempts:
             time.sleep(1.0)
     raise StorageError(
-        f"tracking.uri={shown!r} is not reachable ({redact(last)[:200]}, {PROBE_ATTEMPTS} "
+        f"tracking.uri={shown!r} is not reachable ({redact(last)[:200]}, {attempts} "
         f"tries). Fix: start the tracking server (mlflow server --host ... --port ...), or "
         f"set tracking.uri={DEFAULT_URI}")
 
@@ -206,13 +261,13 @@ def _refuse_half_built(path: Path, shown: str) -> None:
 def storage_errors(cfg: Any) -> Iterator[None]:
     """A write that fails while the job runs (a full disk, a read-only store, a file where a
     directory should be) becomes a StorageError naming the path, the key that chose it and
-    the fix, instead of a traceback."""
+    the fix, instead of a traceback; a tracking server that went away, TrackingServerGone."""
     try:
         yield
     except StorageError:
         raise
     except Exception as exc:
-        explained = explain_write_failure(exc, cfg)
+        explained = explain_write_failure(exc, cfg) or server_gone(exc, str(cfg.tracking.uri))
         if explained is None:
             raise
         raise explained from exc

@@ -262,8 +262,13 @@ def document_files(folder: Folder) -> list[Path]:
             continue
         if rel.as_posix() == TASKS_FILE:
             continue
-        if not path.resolve().is_relative_to(folder.root):
-            folder.problem(path, None, f"a link to {path.resolve()}, outside dataset.root "
+        target = _link_target(path)
+        if target is None:  # following it never ends
+            folder.problem(path, None, "a symbolic link that leads back to itself (a link "
+                           "loop)", "delete the link, or replace it with the file itself")
+            continue
+        if not target.is_relative_to(folder.root):
+            folder.problem(path, None, f"a link to {target}, outside dataset.root "
                            "(documents are read only from inside it)",
                            "copy the file into the folder instead of linking to it")
             continue
@@ -281,6 +286,14 @@ def document_files(folder: Folder) -> list[Path]:
         folder.files[doc_id] = path
         found.append(path)
     return found
+
+
+def _link_target(path: Path) -> Path | None:
+    """Where ``path`` leads once every link is followed; None for a link loop."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):  # RuntimeError: Python before 3.13 on a loop
+        return None
 
 
 def read_text_document(folder: Folder, path: Path) -> list[Sentence]:

@@ -216,6 +216,6 @@ def _mark_last_block(messages: list[Message], cache: dict[str, Any]) -> list[Mes
     return [*messages[:-1], {**last, "content": blocks}]
 
 
-@register_provider("anthropic", env_vars=(KEY_ENV,))
+@register_provider("anthropic", env_vars=(KEY_ENV,), max_temperature=1.0)
 def _claude(cfg: Any) -> ChatModel:
     return ClaudeModel(cfg)

@@ -345,6 +345,6 @@ def _text(content: Any) -> str:
     return "\n".join(b.get("text", "") for b in content)
 
 
-@register_provider(PROVIDER, env_var_keys=("api_key_env",))
+@register_provider(PROVIDER, env_var_keys=("api_key_env",), max_temperature=2.0)
 def _openai_compatible(cfg: Any) -> ChatModel:
     return OpenAICompatibleModel(cfg)

@@ -29,6 +29,8 @@ class Provider:
     # config keys whose value, when set, names a further variable holding a credential
     # (``model.api_key_env: OPENAI_API_KEY``): the config picks the variable, never the value
     env_var_keys: tuple[str, ...] = ()
+    # the highest sampling temperature its API accepts (Anthropic 1, OpenAI 2); None: any
+    max_temperature: float | None = None
 
     def required_env_vars(self, model_cfg: Any = None) -> tuple[str, ...]:
         """The variables a model of this provider, configured by ``model_cfg``, reads.
@@ -55,11 +57,11 @@ PROVIDERS: Registry[Provider] = Registry("provider", "model.provider", "arag.llm
 
 
 def register_provider(name: str, env_vars: tuple[str, ...] = (), judges: bool = True,
-                      env_var_keys: tuple[str, ...] = ()
+                      env_var_keys: tuple[str, ...] = (), max_temperature: float | None = None
                       ) -> Callable[[ProviderFactory], ProviderFactory]:
     def decorate(factory: ProviderFactory) -> ProviderFactory:
         PROVIDERS.register(name, origin_of(factory))(Provider(name, factory, env_vars, judges,
-                                                              env_var_keys))
+                                                              env_var_keys, max_temperature))
         return factory
 
     return decorate
