@@ -21,7 +21,7 @@ from typing import Any
 
 from arag.llm.base import Completion, ModelError
 from metrics.base import NO_CONTEXT, Metric, Scores, ScoringItem, answered, count_flags, register_scorer
-from metrics.judging import JudgedScorer, judge_request
+from metrics.judging import JudgedScorer, judge_request, unreadable_reason
 
 VERDICTS = ("verified", "unsupported", "contradicted")
 CLAIM = re.compile(r"^[\s*\-\d.)]*claim\s*:\s*(?P<claim>.+?)\s*\|\s*verdict\s*:\s*\**\s*"
@@ -100,8 +100,9 @@ class FactualConsistencyScorer(JudgedScorer):
                         factual_consistency_claims=claims,
                         factual_consistency_parse_failed=claims is None)
         if claims is None:
-            s.null(["factual_consistency"], "the judge's reply lists no 'Claim: ... | Verdict: "
-                                            "...' line and does not say 'Claims: none'")
+            s.null(["factual_consistency"], unreadable_reason(
+                "the judge's reply lists no 'Claim: ... | Verdict: ...' line and does not say "
+                "'Claims: none'", reply))
         elif not claims:
             s.null(["factual_consistency"], "the summary makes no numerical claim to verify")
         else:
