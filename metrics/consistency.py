@@ -74,7 +74,7 @@ class FactualConsistencyScorer(JudgedScorer):
                 todo[str(n)] = s
                 requests[str(n)] = self.request(item)
         if self.judge is not None and requests:
-            replies = self.ask(requests)
+            replies = self.ask(requests, lambda text: parse_claims(text) is not None)
             for cid, scores in todo.items():
                 self._apply(scores, replies[cid])
         return out
