@@ -380,3 +380,17 @@ def test_a_misspelt_group_in_a_sweep_keeps_every_item_of_its_list():
     assert done.returncode != 0
     assert "Fix: system=arag,naive" in done.stderr, done.stderr[-2000:]
     assert "system.name" not in done.stderr
+
+
+def test_a_finished_run_with_judge_replies_to_ask_again_is_continued_not_reused():
+    from runners.resume import nothing_to_do
+
+    runner = SimpleNamespace(rerun=False, retry_errors=True)
+
+    def finished(**metrics):
+        return SimpleNamespace(info=SimpleNamespace(status="FINISHED"),
+                               data=SimpleNamespace(metrics={"n_errors": 0.0, **metrics}))
+
+    assert nothing_to_do(finished(judge_replies_to_ask_again=0.0), runner)
+    assert not nothing_to_do(finished(judge_replies_to_ask_again=2.0), runner)
+    assert nothing_to_do(finished(), runner)  # runs logged before the metric existed
