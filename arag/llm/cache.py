@@ -124,14 +124,10 @@ def forget_reply(model: ChatModel, request: dict[str, Any]) -> None:
 class Unreadable:
     """A reply its caller could not read: how many asks of the request were unreadable
     so far, and whether the response cache asks it again next time (``again``) or serves
-    it as the last word (``final``)."""
+    it from now on as the last word."""
 
     asks: int
     again: bool
-
-    @property
-    def final(self) -> bool:
-        return not self.again
 
 
 def note_unreadable(model: ChatModel, request: dict[str, Any]) -> Unreadable | None:
