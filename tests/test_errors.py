@@ -394,3 +394,15 @@ def test_a_finished_run_with_judge_replies_to_ask_again_is_continued_not_reused(
     assert nothing_to_do(finished(judge_replies_to_ask_again=0.0), runner)
     assert not nothing_to_do(finished(judge_replies_to_ask_again=2.0), runner)
     assert nothing_to_do(finished(), runner)  # runs logged before the metric existed
+
+
+def test_the_dry_run_prices_an_unreadable_reply_still_to_be_asked_again(tmp_path):
+    from arag.llm.base import call_arguments
+    from arag.llm.cache import is_cached
+
+    inner, judge = _judge(tmp_path, ["no idea"], reask_unreadable=1)
+    request = judge_request("grade", "summary A", 50)
+    judge_calls(judge, {"x": request}, readable=_readable)
+    where = (tmp_path, inner.provider, getattr(inner, "model_id", inner.name))
+    assert not is_cached(*where, reask_unreadable=1, **call_arguments(request))
+    assert is_cached(*where, reask_unreadable=0, **call_arguments(request))  # kept as it is

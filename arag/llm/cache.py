@@ -90,10 +90,21 @@ def response_key(provider: str, model_id: str, system: str, messages: list[Messa
 
 
 def is_cached(cache_dir: str | Path, provider: str, model_id: str,
-              endpoint: str | None = None, **request: Any) -> bool:
-    """Whether the response cache holds an answer to this request (no model needed)."""
+              endpoint: str | None = None, reask_unreadable: int = 0, **request: Any) -> bool:
+    """Whether the response cache holds an answer to this request (no model needed) that it
+    serves: not a reply marked unreadable that is still asked again (``reask_unreadable``)."""
     key = response_key(provider, model_id, endpoint=endpoint, **request)
-    return (Path(cache_dir) / "responses" / key[:2] / f"{key}.json").exists()
+    path = Path(cache_dir) / "responses" / key[:2] / f"{key}.json"
+    return path.exists() and not 0 < _entry_asks(path) <= reask_unreadable
+
+
+def _entry_asks(path: Path) -> int:
+    """The unreadable asks an entry is marked with (0: none, or an entry not read)."""
+    try:
+        asks = json.loads(path.read_text(encoding="utf-8")).get(UNREADABLE_ASKS, 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return asks if isinstance(asks, int) else 0
 
 
 def reply_sample(model: ChatModel, index: int) -> AbstractContextManager[None]:
