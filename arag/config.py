@@ -250,6 +250,10 @@ class JudgeConfig(ModelConfig):
     # which runs judge.pairwise compares: each agentic run against each baseline, or every
     # pair (more calls: n(n-1)/2 pairs instead of agents x baselines)
     pairwise_pairs: PairwisePairs = PairwisePairs.agent_baselines
+    # a judge reply that cannot be read (no score) is null with the reason; the next run of
+    # the same command asks that call again, up to this many more times (the response
+    # cache counts them), after which the null stays ("unreadable after N asks")
+    reask_unreadable: int = non_negative(2, "more asks of a judge reply that cannot be read")
 
 
 @dataclass

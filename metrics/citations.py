@@ -156,7 +156,9 @@ class CitationScorer(Scorer):
         requests = _support_requests(items, checks)
         if not requests:
             return
-        for key, reply in judge_calls(self.judge, requests, self.batch, self.concurrency).items():
+        replies = judge_calls(self.judge, requests, self.batch, self.concurrency,
+                              lambda text: parse_supported(text) is not None)
+        for key, reply in replies.items():
             n, i = map(int, key.split(":"))
             _apply_verdict(checks[n][i], reply)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from arag.llm.base import Completion, ModelError
 from metrics.base import NO_CONTEXT, Metric, Scores, ScoringItem, answered, count_flags, register_scorer
-from metrics.judging import JudgedScorer, judge_request
+from metrics.judging import JudgedScorer, judge_request, unreadable_reason
 
 VERDICTS = ("verified", "unsupported", "contradicted")
 CLAIM = re.compile(r"^[\s*\-\d.)]*claim\s*:\s*(?P<claim>.+?)\s*\|\s*verdict\s*:\s*\**\s*"
@@ -74,7 +74,7 @@ class FactualConsistencyScorer(JudgedScorer):
                 todo[str(n)] = s
                 requests[str(n)] = self.request(item)
         if self.judge is not None and requests:
-            replies = self.ask(requests)
+            replies = self.ask(requests, lambda text: parse_claims(text) is not None)
             for cid, scores in todo.items():
                 self._apply(scores, replies[cid])
         return out
@@ -100,8 +100,9 @@ class FactualConsistencyScorer(JudgedScorer):
                         factual_consistency_claims=claims,
                         factual_consistency_parse_failed=claims is None)
         if claims is None:
-            s.null(["factual_consistency"], "the judge's reply lists no 'Claim: ... | Verdict: "
-                                            "...' line and does not say 'Claims: none'")
+            s.null(["factual_consistency"], unreadable_reason(
+                "the judge's reply lists no 'Claim: ... | Verdict: ...' line and does not say "
+                "'Claims: none'", reply))
         elif not claims:
             s.null(["factual_consistency"], "the summary makes no numerical claim to verify")
         else:

@@ -71,7 +71,7 @@ from metrics.base import (
     missing_reference,
     register_scorer,
 )
-from metrics.judging import Sampled, judge_calls, judge_request
+from metrics.judging import Sampled, judge_calls, judge_request, unreadable_reason
 from metrics.stats import agreement
 
 log = logging.getLogger(__name__)
@@ -524,7 +524,8 @@ class GEvalScorer(Scorer):
             s.values[f"{field}_reasoning"] = sampled.first_reply
             s.values[f"{field}_parse_failed"] = sampled.score is None
             if sampled.score is None:
-                s.null_reasons[field] = "the judge's reply has no parseable 'Final score'"
+                s.null_reasons[field] = sampled.null_reason(
+                    "the judge's reply has no parseable 'Final score'")
             if self.samples > 1:
                 s.values[f"{field}_samples"] = sampled.scores
                 s.values[f"{field}_replies"] = sampled.replies
@@ -554,7 +555,8 @@ class GEvalScorer(Scorer):
         s.values["error_codes_reply"] = reply.text
         s.values["error_codes_parse_failed"] = parsed is None
         if parsed is None:
-            s.null(["error_codes"], "the judge's reply has no readable 'Codes:' line")
+            s.null(["error_codes"], unreadable_reason(
+                "the judge's reply has no readable 'Codes:' line", reply))
             return
         kept, dropped = parsed
         if dropped:

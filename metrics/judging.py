@@ -18,7 +18,7 @@ import numpy as np
 
 from arag import progress
 from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
-from arag.llm.cache import forget_reply, reply_sample
+from arag.llm.cache import Unreadable, note_unreadable, reply_sample
 from metrics.base import Scorer, ScorerEnv, ScoringItem, answered
 
 JUDGE_TEMPERATURE = 0.0  # every judge call asks for it (a run records what is sent)
@@ -42,14 +42,32 @@ def judge_calls(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bo
     A batch that fails as a whole (create, poll or results) gives every item its error,
     so each is recorded null with the reason instead of failing the run. Ids must be
     valid batch custom ids (letters, digits, ``_`` and ``-``). A reply that is not
-    ``readable`` is returned (the run records it) but dropped from the response cache and
-    counted, so the next run asks again.
+    ``readable`` is returned (the run records it), counted and marked in the response
+    cache, which asks it again on the next run up to ``judge.reask_unreadable`` times;
+    the reply carries what became of it (``unreadable_reason``).
     """
     replies = _replies(judge, requests, batch, concurrency)
     for cid, reply in replies.items():
         if readable is not None and isinstance(reply, Completion) and not readable(reply.text):
-            forget_reply(judge, requests[cid])
+            reply.meta[UNREADABLE] = note_unreadable(judge, requests[cid])
     return replies
+
+
+UNREADABLE = "unreadable"  # a reply's meta: what the response cache does with it (Unreadable)
+
+
+def unreadable_reason(reason: str, *replies: Completion | ModelError | None) -> str:
+    """Why a score is null when the judge's reply could not be read: ``reason``, and
+    whether the next run asks again or the reply is the last word ("unreadable after N
+    asks"); ``reason`` as it is for a reply no response cache keeps."""
+    noted = [r.meta[UNREADABLE] for r in replies
+             if isinstance(r, Completion) and isinstance(r.meta.get(UNREADABLE), Unreadable)]
+    if not noted:
+        return reason
+    if any(n.again for n in noted):
+        return f"{reason} (asked again by the next run of the same command)"
+    asks = max(n.asks for n in noted)
+    return f"{reason}: unreadable after {asks} ask{'' if asks == 1 else 's'}"
 
 
 def _replies(judge: ChatModel, requests: dict[str, dict[str, Any]], batch: bool,
@@ -120,10 +138,11 @@ class Sampled:
     scores: list[float | None]  # per sample: the parsed score (None: failed call or parse)
     replies: list[str | None]  # per sample: the reply verbatim (None: the call failed)
     errors: list[str] = field(default_factory=list)  # failed calls
+    answers: list[Completion | ModelError] = field(default_factory=list, repr=False)
 
     @classmethod
     def read(cls, replies: list[Completion | ModelError], parse: Any) -> Sampled:
-        out = cls([], [])
+        out = cls([], [], answers=list(replies))
         for reply in replies:
             if isinstance(reply, ModelError):
                 out.scores.append(None)
@@ -134,6 +153,11 @@ class Sampled:
                 out.scores.append(float(score) if score is not None else None)
                 out.replies.append(reply.text)
         return out
+
+    def null_reason(self, reason: str) -> str:
+        """``reason`` for an item none of whose samples could be read, saying whether the
+        next run asks again (``unreadable_reason``)."""
+        return unreadable_reason(reason, *self.answers)
 
     @property
     def parsed(self) -> list[float]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from arag.llm.base import Completion, ModelError
 from metrics.base import Metric, Scores, ScoringItem, answered, count_flags, register_scorer
-from metrics.judging import JudgedScorer, judge_request
+from metrics.judging import JudgedScorer, judge_request, unreadable_reason
 
 VERDICT = re.compile(r"verdict\s*\**\s*[:=]\s*\**\s*(declined|answered)", re.IGNORECASE)
 ANSWERABLE = "the task is answerable from its documents (no_evidence scores answerable=false)"
@@ -89,4 +89,5 @@ def _apply(s: Scores, reply: Completion | ModelError) -> None:
     s.values.update(no_evidence_reasoning=reply.text, no_evidence_parse_failed=verdict is None,
                     no_evidence_accuracy=verdict)
     if verdict is None:
-        s.null_reasons["no_evidence_accuracy"] = "the judge's reply has no 'Verdict:' line"
+        s.null_reasons["no_evidence_accuracy"] = unreadable_reason(
+            "the judge's reply has no 'Verdict:' line", reply)

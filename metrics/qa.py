@@ -26,7 +26,7 @@ from metrics.base import (
     count_flags,
     register_scorer,
 )
-from metrics.judging import JudgedScorer, judge_request
+from metrics.judging import JudgedScorer, judge_request, unreadable_reason
 from metrics.numeric import quantities
 
 log = logging.getLogger(__name__)
@@ -115,7 +115,8 @@ class QAScorer(JudgedScorer):
         s.values["qa_judge_reasoning"] = reply.text
         s.values["qa_judge_parse_failed"] = score is None
         if score is None:
-            s.null(self.judged, "the judge's reply has no 'Verdict:' line")
+            s.null(self.judged, unreadable_reason("the judge's reply has no 'Verdict:' line",
+                                                  reply))
         else:
             s.values["qa_judge_score"] = score
             s.values["qa_judge_correct"] = float(score == 1.0)

@@ -124,7 +124,7 @@ def estimate_requests(label: str, requests: dict[str, dict[str, Any]], model_cfg
     those the response cache already answers cost nothing and are not counted."""
     todo = [r for r in requests.values()
             if not is_cached(cache_dir, model_cfg.provider, model_cfg.model_id,
-                             model_cfg.base_url, **r)]
+                             model_cfg.base_url, getattr(model_cfg, "reask_unreadable", 0), **r)]
     # a system prompt many requests share (a document, for chunk contexts) is counted once
     input_tokens = sum(_counted(r["system"]) + count_tokens(json.dumps(r["messages"]))
                        for r in todo)

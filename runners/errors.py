@@ -113,6 +113,16 @@ def failed_judge_calls(metrics: Mapping[str, float]) -> int:
     return int(metrics.get("judge_errors", 0) - metrics.get(f"judge_errors_{UNPARSEABLE}", 0))
 
 
+# judge replies that could not be read and that the next run asks again (judge.reask_unreadable)
+TO_ASK_AGAIN = "judge_replies_to_ask_again"
+
+
+def replies_to_ask_again(metrics: Mapping[str, float]) -> int:
+    """How many of a run's judge replies could not be read and are asked again by the next
+    run of the same command: a FINISHED run is never "nothing to do" while there are any."""
+    return int(metrics.get(TO_ASK_AGAIN, 0))
+
+
 def has_errors(metrics: Mapping[str, float]) -> bool:
     """Whether a run holds errored tasks or failed judge calls: it is never "nothing to do"
     while it does (the same command retries them)."""

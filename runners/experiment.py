@@ -119,6 +119,8 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
     tags["run_label"] = label
     with track.tracked_run(client, experiment_id, f"{label} {data_label(cfg.dataset)}", tags,
                            (parent or {}).get("run_id"), resume_id) as tracker:
+        if resume_id:  # a continued run's report is written again, with what it adds
+            tracker.set_tags({REPORT_TAG: "false"})
         tracker.log_params({**track.flatten(settings.tree),
                             "temperature_sent": temperature_sent(model, cfg.system.temperature)})
         log_data_identity(tracker, job)

@@ -27,7 +27,7 @@ _TRANSPORT = ("max_retries", "retry_base_delay_s", "retry_after_max_s", "timeout
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "runner.max_error_rate",
-    "runner.max_parse_failure_rate",
+    "runner.max_parse_failure_rate", "judge.reask_unreadable",
     "tracking", "cache.mode", "report",
     *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
       for key in _TRANSPORT),
@@ -53,7 +53,7 @@ _NEWER_DEFAULTS: dict[str, Any] = {
     "system.predictions": None, "system.allow_missing": False, "system.options": {},
     "system.id_map": None, "system.ignore_extra": False, "system.model_label": None,
     "dataset.references": None, "judge.pairwise": False,
-    "judge.pairwise_pairs": "agent_baselines", "runner.repeats": 1,
+    "judge.pairwise_pairs": "agent_baselines", "runner.repeats": 1, "judge.reask_unreadable": 2,
     **{f"{node}.options.send_temperature": True
        for node in ("model", "judge", "dataset.reference_model")},
 }

@@ -205,11 +205,12 @@ def budget_warning(metrics: dict[str, float]) -> str:
             "longer documents, or a smaller retrieval.top_k / retrieval.chunk_size")
 
 
-def cached(model: ChatModel, cache: CacheConfig) -> ChatModel:
-    """Every model and judge call goes through the content-addressed response cache."""
+def cached(model: ChatModel, cache: CacheConfig, reask_unreadable: int = 0) -> ChatModel:
+    """Every model and judge call goes through the content-addressed response cache; a
+    judge's asks again a reply that could not be read up to ``reask_unreadable`` times."""
     if cache.mode == CacheMode.off or model.provider == "offline":
         return model  # the offline model is deterministic and free: nothing to save
-    return CachedModel(model, resolve(cache.dir), cache.mode.value)
+    return CachedModel(model, resolve(cache.dir), cache.mode.value, reask_unreadable)
 
 
 def make_judge(cfg: RunConfig, journal: SpendJournal | None = None
@@ -221,14 +222,16 @@ def make_judge(cfg: RunConfig, journal: SpendJournal | None = None
     judge = make_model(cfg.judge)
     if not judge.can_judge:
         return None, f"judge={cfg.judge.name}: the offline model is not a judge"
-    return MeteredModel(cached(judge, cfg.cache), Prices.from_config(cfg.judge), journal), ""
+    return MeteredModel(cached(judge, cfg.cache, cfg.judge.reask_unreadable),
+                        Prices.from_config(cfg.judge), journal), ""
 
 
 def make_panel(settings: Settings, journal: SpendJournal | None = None
                ) -> dict[str, MeteredModel]:
     """The further judges ``judge.panel`` names, each cached, metered and journaled like
     the judge."""
-    return {name: MeteredModel(cached(make_model(node), settings.config.cache),
+    return {name: MeteredModel(cached(make_model(node), settings.config.cache,
+                                      node.reask_unreadable),
                                Prices.from_config(node), journal)
             for name, node in settings.panel.items()}
 

@@ -6,7 +6,8 @@ Each entry names a ``judge`` config option. It is composed the way Hydra compose
 primary judge is: when it uses the same provider it takes the primary judge's transport
 settings (``base_url``, retries, timeouts, rate limits; a ``base_url`` its own file sets
 names its server and is kept: a local model beside OpenAI), and it always takes ``batch``,
-``batch_timeout_s`` and ``samples``, so one switch governs every judge of a run.
+``batch_timeout_s``, ``samples`` and ``reask_unreadable``, so one switch governs every
+judge of a run.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from tracking.paths import PROJECT_ROOT
 
 TRANSPORT = ("base_url", "max_retries", "retry_base_delay_s", "timeout_s",
              "requests_per_minute", "tokens_per_minute")
-SHARED = ("batch", "batch_timeout_s", "samples")
+SHARED = ("batch", "batch_timeout_s", "samples", "reask_unreadable")
 CANNOT_JUDGE = ("none", "offline")
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.files import write_bytes_atomically
-from runners.errors import has_errors
+from runners.errors import has_errors, replies_to_ask_again
 from runners.identity import predictions_identity
 from runners.job import SPEND_FILE, Job
 from runners.predict import read_log, unchanged
@@ -41,16 +41,21 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
             record_reused(parent, existing.info.run_id)
         return None, dict(existing.data.metrics)
     errored = has_errors(existing.data.metrics) and cfg.runner.retry_errors
-    log.info("%s: continuing run %s (%s before%s)", cfg.system.name, existing.info.run_id,
-             existing.info.status, "; retrying its errors" if errored else "")
+    unread = replies_to_ask_again(existing.data.metrics)
+    log.info("%s: continuing run %s (%s before%s%s)", cfg.system.name, existing.info.run_id,
+             existing.info.status, "; retrying its errors" if errored else "",
+             f"; asking the judge again for {unread} unreadable replies" if unread else "")
     track.close_orphaned_parent(client, existing, (parent or {}).get("run_id"))
     return existing.info.run_id, None
 
 
 def nothing_to_do(run: Any, runner: Any) -> bool:
-    """A FINISHED run of this config is reused as it is: unless it is to be run again, or
-    it holds errors and errored tasks are retried (errors are not results)."""
+    """A FINISHED run of this config is reused as it is: unless it is to be run again, it
+    holds judge replies that could not be read and are asked again (``judge.reask_unreadable``),
+    or it holds errors and errored tasks are retried (errors are not results)."""
     if run is None or runner.rerun or run.info.status != "FINISHED":
+        return False
+    if replies_to_ask_again(run.data.metrics):
         return False
     return not (runner.retry_errors and has_errors(run.data.metrics))
 

@@ -28,7 +28,7 @@ from report.console import headline_metrics, plain
 from report.plots import run_plots
 from report.sections import tool_call_caveat
 from runners.config import RunConfig
-from runners.errors import error_metrics, judge_error_counts, zero_stale_counts
+from runners.errors import TO_ASK_AGAIN, error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import evaluate
 from runners.identity import prompt_versions
 from runners.job import Job, make_scorers, prepare
@@ -162,10 +162,12 @@ def judge_metrics(judges: dict[str, MeteredModel], spend: SpendJournal) -> dict[
     the panel included) in this attempt, and each panel judge's own;
     ``judge_cost_usd_spent_total``: what the judges were paid over every attempt of the
     run, as journaled when each call returned (calls made before a kill, which this attempt
-    answers from the response cache at no cost, included)."""
+    answers from the response cache at no cost, included); ``judge_replies_to_ask_again``:
+    replies that could not be read and that the next run of the same command asks again."""
     if not judges:
         return {}
     out = {"judge_calls": float(sum(j.calls for j in judges.values())),
+           TO_ASK_AGAIN: float(sum(j.to_ask_again for j in judges.values())),
            "judge_cached_calls": float(sum(j.cached_calls for j in judges.values())),
            "judge_cost_usd_total": sum(j.cost_usd for j in judges.values()),
            "judge_cost_usd_spent_total": spend.spend_total()}

@@ -27,7 +27,7 @@ from arag.redact import (
     stash_credentials,
 )
 from metrics.geval import GEvalScorer, parse_score
-from metrics.judging import judge_calls, judge_request
+from metrics.judging import judge_calls, judge_request, unreadable_reason
 from runners.errors import has_errors, too_many_errors, zero_stale_counts
 from runners.preflight import job_overrides
 from runners.resume import nothing_to_do
@@ -92,26 +92,63 @@ def test_error_counts_retried_away_are_zeroed_on_the_continued_run():
 
 # --- judge replies ------------------------------------------------------------------------
 
-def _judge(tmp_path, replies):
+def _judge(tmp_path, replies, reask_unreadable: int = 2):
     inner = ScriptedModel(replies)
-    return inner, MeteredModel(CachedModel(inner, tmp_path), Prices(1, 5, 0.1, 1.25))
+    return inner, MeteredModel(CachedModel(inner, tmp_path, reask_unreadable=reask_unreadable),
+                               Prices(1, 5, 0.1, 1.25))
+
+
+def _readable(text: str) -> bool:
+    return parse_score(text) is not None
 
 
 def test_an_unparseable_judge_reply_is_recorded_counted_and_asked_again(tmp_path):
     inner, judge = _judge(tmp_path, ["I cannot decide.", "Final score: 4", "Final score: 2"])
     request = {"x": judge_request("grade", "summary A", 50)}
-
-    def readable(text: str) -> bool:
-        return parse_score(text) is not None
-
-    first = judge_calls(judge, request, readable=readable)
+    first = judge_calls(judge, request, readable=_readable)
     assert first["x"].text == "I cannot decide."  # the run that got it records it
-    assert judge.errors["unparseable"] == 1
-    assert not list((tmp_path / "responses").rglob("*.json"))  # never cached as an answer
-    second = judge_calls(judge, request, readable=readable)
+    assert judge.errors["unparseable"] == 1 and judge.to_ask_again == 1
+    assert "asked again by the next run" in unreadable_reason("no score", first["x"])
+    second = judge_calls(judge, request, readable=_readable)  # never served as an answer
     assert second["x"].text == "Final score: 4" and len(inner.requests) == 2
-    third = judge_calls(judge, request, readable=readable)  # a readable reply is cached
+    third = judge_calls(judge, request, readable=_readable)  # a readable reply is cached
     assert third["x"].text == "Final score: 4" and third["x"].cached and len(inner.requests) == 2
+
+
+def test_an_unreadable_reply_is_asked_again_up_to_its_limit_then_kept(tmp_path):
+    """judge.reask_unreadable=2: three asks in all, then the last reply is served (the
+    judge is not paid again) and the null says after how many asks."""
+    inner, judge = _judge(tmp_path, ["no idea", "still no idea", "none", "Final score: 5"])
+    request = {"x": judge_request("grade", "summary A", 50)}
+    reasons = []
+    for _ in range(5):
+        reply = judge_calls(judge, request, readable=_readable)["x"]
+        reasons.append(unreadable_reason("no score", reply))
+    assert len(inner.requests) == 3  # asked once, then again twice
+    assert reply.text == "none" and reply.cached
+    assert reasons[:2] == ["no score (asked again by the next run of the same command)"] * 2
+    assert reasons[2:] == ["no score: unreadable after 3 asks"] * 3
+    assert judge.to_ask_again == 2
+
+
+def test_a_batch_asks_an_unreadable_reply_again_like_a_single_call(tmp_path):
+    inner, judge = _judge(tmp_path, ["no idea", "Final score: 3"], reask_unreadable=1)
+    requests = {"x": judge_request("grade", "summary A", 50)}
+    first = judge_calls(judge, requests, batch=True, readable=_readable)["x"]
+    second = judge_calls(judge, requests, batch=True, readable=_readable)["x"]
+    third = judge_calls(judge, requests, batch=True, readable=_readable)["x"]
+    assert (first.text, second.text, third.text) == ("no idea", "Final score: 3",
+                                                     "Final score: 3")
+    assert third.cached and len(inner.requests) == 2
+
+
+def test_reask_unreadable_zero_keeps_the_first_unreadable_reply(tmp_path):
+    inner, judge = _judge(tmp_path, ["no idea", "Final score: 3"], reask_unreadable=0)
+    request = {"x": judge_request("grade", "summary A", 50)}
+    judge_calls(judge, request, readable=_readable)
+    again = judge_calls(judge, request, readable=_readable)["x"]
+    assert again.text == "no idea" and again.cached and len(inner.requests) == 1
+    assert unreadable_reason("no score", again) == "no score: unreadable after 1 ask"
 
 
 class _Down(ScriptedModel):
@@ -343,3 +380,29 @@ def test_a_misspelt_group_in_a_sweep_keeps_every_item_of_its_list():
     assert done.returncode != 0
     assert "Fix: system=arag,naive" in done.stderr, done.stderr[-2000:]
     assert "system.name" not in done.stderr
+
+
+def test_a_finished_run_with_judge_replies_to_ask_again_is_continued_not_reused():
+    from runners.resume import nothing_to_do
+
+    runner = SimpleNamespace(rerun=False, retry_errors=True)
+
+    def finished(**metrics):
+        return SimpleNamespace(info=SimpleNamespace(status="FINISHED"),
+                               data=SimpleNamespace(metrics={"n_errors": 0.0, **metrics}))
+
+    assert nothing_to_do(finished(judge_replies_to_ask_again=0.0), runner)
+    assert not nothing_to_do(finished(judge_replies_to_ask_again=2.0), runner)
+    assert nothing_to_do(finished(), runner)  # runs logged before the metric existed
+
+
+def test_the_dry_run_prices_an_unreadable_reply_still_to_be_asked_again(tmp_path):
+    from arag.llm.base import call_arguments
+    from arag.llm.cache import is_cached
+
+    inner, judge = _judge(tmp_path, ["no idea"], reask_unreadable=1)
+    request = judge_request("grade", "summary A", 50)
+    judge_calls(judge, {"x": request}, readable=_readable)
+    where = (tmp_path, inner.provider, getattr(inner, "model_id", inner.name))
+    assert not is_cached(*where, reask_unreadable=1, **call_arguments(request))
+    assert is_cached(*where, reask_unreadable=0, **call_arguments(request))  # kept as it is

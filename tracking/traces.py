@@ -68,26 +68,44 @@ def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str
                          references: dict[str, str | None] | None = None) -> int:
     """Scores as feedback on each task's trace (a task without scores gets one saying
     why), rounded to ``DIGITS``, beside the task's reference summary as an expectation
-    (``expected_response``: what the scores were measured against); a trace that already
-    has them (a continued run) is left alone. Returns the number of traces given them."""
+    (``expected_response``: what the scores were measured against). Only the names a trace
+    does not hold yet are logged: a continued run leaves complete traces alone and completes
+    one that a kill left with some of its scores (or a score a re-asked judge now gives),
+    each name once. Returns the number of traces given any."""
     import mlflow
 
     traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id,
                                   return_type="list", include_spans=False)
     by_answer = {_trace_key(t.info.trace_metadata): t for t in traces}
-    keyed = [(r, answer_key(r["id"], r.get("repeat") or 0)) for r in records]
-    todo = [(r, by_answer[k]) for r, k in keyed
-            if k in by_answer and not by_answer[k].info.assessments]
+    todo = []
+    for record in records:
+        trace = by_answer.get(answer_key(record["id"], record.get("repeat") or 0))
+        if trace is None:
+            continue
+        held = {a.name for a in trace.info.assessments or []}
+        missing = [(n, kw) for n, kw in _assessments(record, fields, judge, references)
+                   if n not in held]
+        if missing:
+            todo.append((trace.info.trace_id, missing))
     with progress.bar("scores on traces", len(todo), "trace", show=bool(todo)) as shown:
-        for record, trace in todo:
-            reference = (references or {}).get(record["id"])
-            if reference:
-                mlflow.log_expectation(trace_id=trace.info.trace_id, name="expected_response",
-                                       value=reference, source=_code_source())
-            for name, kwargs in _feedback(record, fields, judge):
-                mlflow.log_feedback(trace_id=trace.info.trace_id, name=name, **kwargs)
+        for trace_id, missing in todo:
+            for name, kwargs in missing:
+                attach = mlflow.log_expectation if name == EXPECTED else mlflow.log_feedback
+                attach(trace_id=trace_id, name=name, **kwargs)
             shown.update(1)
     return len(todo)
+
+
+EXPECTED = "expected_response"  # the reference summary on a trace (an expectation)
+
+
+def _assessments(record: dict[str, Any], fields: list[str], judge: str,
+                 references: dict[str, str | None] | None
+                 ) -> list[tuple[str, dict[str, Any]]]:
+    """Every assessment a task's trace should carry, by name: the reference, then scores."""
+    reference = (references or {}).get(record["id"])
+    expected = [(EXPECTED, {"value": reference, "source": _code_source()})] if reference else []
+    return expected + _feedback(record, fields, judge)
 
 
 def _code_source() -> Any:

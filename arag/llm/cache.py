@@ -13,6 +13,12 @@ warning, never served, asked again and overwritten. An entry written before entr
 carried a checksum is served once its schema holds, and gains its checksum then. Modes:
 ``read_write``, ``read_only`` (never writes), ``off`` (not used at all).
 
+A judge reply its scorer could not read is marked in its entry (``note_unreadable``) with
+how many asks in a row were unreadable: a marked entry is not served but asked again,
+up to ``reask_unreadable`` more times (``judge.reask_unreadable``), so the next run of the
+same command re-asks those calls; after that the last reply is served, so the score stays
+null ("unreadable after N asks") and the judge is not paid for it again.
+
 ``with fresh_replies(model):`` asks the model itself again, in this thread, instead of
 reading the cache (e.g. regenerated G-Eval criteria); the fresh reply still replaces
 the cached one. ``with reply_sample(model, i):`` (or ``sample: i`` in a batch request) asks
@@ -36,6 +42,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,10 +90,21 @@ def response_key(provider: str, model_id: str, system: str, messages: list[Messa
 
 
 def is_cached(cache_dir: str | Path, provider: str, model_id: str,
-              endpoint: str | None = None, **request: Any) -> bool:
-    """Whether the response cache holds an answer to this request (no model needed)."""
+              endpoint: str | None = None, reask_unreadable: int = 0, **request: Any) -> bool:
+    """Whether the response cache holds an answer to this request (no model needed) that it
+    serves: not a reply marked unreadable that is still asked again (``reask_unreadable``)."""
     key = response_key(provider, model_id, endpoint=endpoint, **request)
-    return (Path(cache_dir) / "responses" / key[:2] / f"{key}.json").exists()
+    path = Path(cache_dir) / "responses" / key[:2] / f"{key}.json"
+    return path.exists() and not 0 < _entry_asks(path) <= reask_unreadable
+
+
+def _entry_asks(path: Path) -> int:
+    """The unreadable asks an entry is marked with (0: none, or an entry not read)."""
+    try:
+        asks = json.loads(path.read_text(encoding="utf-8")).get(UNREADABLE_ASKS, 0)
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return asks if isinstance(asks, int) else 0
 
 
 def reply_sample(model: ChatModel, index: int) -> AbstractContextManager[None]:
@@ -111,6 +129,24 @@ def forget_reply(model: ChatModel, request: dict[str, Any]) -> None:
     forget = getattr(model, "forget", None)
     if forget is not None:
         forget(request)
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A reply its caller could not read: how many asks of the request were unreadable
+    so far, and whether the response cache asks it again next time (``again``) or serves
+    it from now on as the last word."""
+
+    asks: int
+    again: bool
+
+
+def note_unreadable(model: ChatModel, request: dict[str, Any]) -> Unreadable | None:
+    """A reply to ``request`` (``complete()`` kwargs) could not be read (a judge reply with
+    no score): mark it in the response cache, counted, and say whether it is asked again;
+    None for a model with no cache around it (nothing is served from one then)."""
+    note = getattr(model, "note_unreadable", None)
+    return note(request) if note is not None else None
 
 
 def fresh_replies(model: ChatModel) -> AbstractContextManager[None]:
@@ -145,8 +181,11 @@ class WrappedModel(ChatModel):
 
 
 class CachedModel(WrappedModel):
-    def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write"):
+    def __init__(self, inner: ChatModel, cache_dir: str | Path, mode: str = "read_write",
+                 reask_unreadable: int = 0):
         self.inner = inner
+        # how many more times a request whose reply could not be read is asked again
+        self.reask_unreadable = reask_unreadable
         self.name = inner.name
         self.provider = inner.provider
         self.folder = Path(cache_dir) / "responses"
@@ -196,7 +235,7 @@ class CachedModel(WrappedModel):
                        getattr(self._sample, "index", 0))
         path = self.folder / key[:2] / f"{key}.json"
         hit = self._lookup(path)
-        if hit is not None:
+        if hit is not None and not self._asks_again(hit):
             with self._lock:
                 self.hits += 1
             return hit
@@ -206,7 +245,7 @@ class CachedModel(WrappedModel):
             self.misses += 1
         self._tell_paid(completion)
         if self.mode == "read_write":
-            self._write(path, completion)
+            self._write(path, completion, asked_before=_unreadable_asks(hit))
         return completion
 
     def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -215,16 +254,18 @@ class CachedModel(WrappedModel):
         out: dict[str, Any] = {}
         missing: dict[str, dict[str, Any]] = {}
         paths: dict[str, Path] = {}
+        before: dict[str, int] = {}  # unreadable asks of the requests asked again
         for cid, r in requests.items():
             key = self.key(r["system"], r["messages"], r.get("tools"), r.get("max_tokens", 1024),
                            r.get("temperature", 0.0), r.get("tool_choice", "auto"),
                            r.get(SAMPLE, 0))
             paths[cid] = self.folder / key[:2] / f"{key}.json"
             hit = self._lookup(paths[cid])
-            if hit is not None:
+            if hit is not None and not self._asks_again(hit):
                 out[cid] = hit
             else:
                 missing[cid] = call_arguments(r)
+                before[cid] = _unreadable_asks(hit)
         with self._lock:
             self.hits += len(out)
             self.misses += len(missing)
@@ -238,7 +279,7 @@ class CachedModel(WrappedModel):
         for cid, result in fetched.items():
             out[cid] = result
             if self.mode == "read_write" and isinstance(result, Completion):
-                self._write(paths[cid], result)
+                self._write(paths[cid], result, asked_before=before[cid])
         return out
 
     def _tell_paid(self, completion: Completion) -> None:
@@ -247,11 +288,35 @@ class CachedModel(WrappedModel):
 
     def forget(self, request: dict[str, Any]) -> None:
         """Delete the cached reply to ``request``: it is not an answer to serve again."""
+        self._path(request).unlink(missing_ok=True)
+
+    def note_unreadable(self, request: dict[str, Any]) -> Unreadable | None:
+        """Mark the cached reply to ``request`` as unreadable, one more ask counted (a
+        reply served because its asks ran out is not counted again); None when the cache
+        holds no entry for it (``read_only``, or a write that failed)."""
+        path = self._path(request)
+        with self._lock:
+            entry = self._read(path)
+            if entry is None:
+                return None
+            asks = entry.meta.get(UNREADABLE_ASKS)
+            if asks is None:
+                asks = entry.meta.get(ASKED_BEFORE, 0) + 1
+                if self.mode == "read_write":
+                    self._write(path, entry, unreadable_asks=asks)
+        return Unreadable(asks, asks <= self.reask_unreadable)
+
+    def _asks_again(self, hit: Completion) -> bool:
+        """A reply marked unreadable is asked again until it was asked
+        ``1 + reask_unreadable`` times."""
+        return 0 < _unreadable_asks(hit) <= self.reask_unreadable
+
+    def _path(self, request: dict[str, Any]) -> Path:
         key = self.key(request["system"], request["messages"], request.get("tools"),
                        request.get("max_tokens", 1024), request.get("temperature", 0.0),
                        request.get("tool_choice", "auto"),
                        request.get(SAMPLE, getattr(self._sample, "index", 0)))
-        (self.folder / key[:2] / f"{key}.json").unlink(missing_ok=True)
+        return self.folder / key[:2] / f"{key}.json"
 
     def _lookup(self, path: Path) -> Completion | None:
         return None if getattr(self._skip_reads, "on", False) else self._read(path)
@@ -267,6 +332,7 @@ class CachedModel(WrappedModel):
             if checksum is not None and checksum != _checksum(data):
                 raise ValueError("its checksum does not match its content")
             completion = stored_completion(data)
+            completion.meta.update(_marks(data))
         except (OSError, ValueError) as exc:  # never fatal: the model is asked again
             log.warning("response cache entry %s is damaged (%s); asking the model again",
                         path, exc)
@@ -275,10 +341,14 @@ class CachedModel(WrappedModel):
             self._write(path, completion)  # an entry from before checksums gains one
         return completion
 
-    def _write(self, path: Path, completion: Completion) -> None:
+    def _write(self, path: Path, completion: Completion, asked_before: int = 0,
+               unreadable_asks: int = 0) -> None:
         data: dict[str, Any] = {"content": completion.content,
                                 "stop_reason": completion.stop_reason,
                                 "usage": vars(completion.usage), "model": completion.model}
+        for mark, value in ((ASKED_BEFORE, asked_before), (UNREADABLE_ASKS, unreadable_asks)):
+            if value:  # only on entries of requests with unreadable replies
+                data[mark] = value
         data[CHECKSUM] = _checksum(data)
         write_text_atomically(path, json.dumps(data, ensure_ascii=False))
 
@@ -296,6 +366,22 @@ def _thread_index(local: threading.local, index: int) -> Iterator[None]:
 
 _METERED = "_metered"  # a completion's meta: already metered and journaled
 CHECKSUM = "sha256"  # an entry's field: the SHA-256 of the rest of the entry
+# an entry's fields (and a served completion's meta): the stored reply could not be read,
+# after this many asks in a row; a reply that came from asking again, after this many
+UNREADABLE_ASKS = "unreadable_asks"
+ASKED_BEFORE = "asked_before"
+
+
+def _marks(data: dict[str, Any]) -> dict[str, int]:
+    """An entry's unreadable-ask counts, checked (a wrong type is a damaged entry)."""
+    marks = {k: data[k] for k in (UNREADABLE_ASKS, ASKED_BEFORE) if k in data}
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in marks.values()):
+        raise ValueError("an unreadable-ask count is not a positive whole number")
+    return marks
+
+
+def _unreadable_asks(hit: Completion | None) -> int:
+    return int(hit.meta.get(UNREADABLE_ASKS, 0)) if hit is not None else 0
 
 
 def _checksum(data: dict[str, Any]) -> str:
@@ -375,6 +461,8 @@ class MeteredModel(WrappedModel):
         self.cached_calls = 0
         self.cost_usd = 0.0
         self.errors: Counter[str] = Counter()
+        # replies that could not be read and that the response cache asks again next run
+        self.to_ask_again = 0
         self._lock = threading.Lock()
         hooks = getattr(inner, "paid", None)
         if isinstance(hooks, list):  # a response cache: meter a fresh reply before it stores it
@@ -392,6 +480,14 @@ class MeteredModel(WrappedModel):
     def forget(self, request: dict[str, Any]) -> None:
         self._fail("unparseable")
         forget_reply(self.inner, request)
+
+    def note_unreadable(self, request: dict[str, Any]) -> Unreadable | None:
+        self._fail("unparseable")
+        noted = note_unreadable(self.inner, request)
+        if noted is not None and noted.again:
+            with self._lock:
+                self.to_ask_again += 1
+        return noted
 
     def complete(self, system: str, messages: list[Message], tools: list[ToolSpec] | None = None,
                  max_tokens: int = 1024, temperature: float = 0.0,
