@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from arag.llm.window import CONTEXT_WINDOW
 from arag.records import Prediction
 from arag.systems.predictions_file import PIPELINE_ERROR
 
@@ -102,8 +103,11 @@ def kinds_of(metrics: Mapping[str, float], prefix: str) -> dict[str, int]:
 
 
 def failed_judge_calls(metrics: Mapping[str, float]) -> int:
-    """Judge calls that failed (unreadable replies are not outages and not counted)."""
-    return int(metrics.get("judge_errors", 0) - metrics.get(f"judge_errors_{UNPARSEABLE}", 0))
+    """Judge calls that failed. Unreadable replies are not outages, and requests left
+    unsent because they do not fit the judge's window fail the same way every time: neither
+    is counted (a run is not retried for them)."""
+    return int(metrics.get("judge_errors", 0) - metrics.get(f"judge_errors_{UNPARSEABLE}", 0)
+               - metrics.get(f"judge_errors_{CONTEXT_WINDOW}", 0))
 
 
 def has_errors(metrics: Mapping[str, float]) -> bool:

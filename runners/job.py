@@ -14,6 +14,7 @@ from arag.datasets.references import with_references
 from arag.llm import ChatModel, Prices, make_model
 from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
+from arag.llm.window import WindowedModel, judge_window
 from arag.records import Prediction, content_hash
 from arag.retrieval import RetrievalSettings, SearchIndex, build_chunks, load_or_build_index
 from arag.retrieval.chunk_context import write_contexts
@@ -200,21 +201,24 @@ def cached(model: ChatModel, cache: CacheConfig) -> ChatModel:
 def make_judge(cfg: RunConfig, journal: SpendJournal | None = None
                ) -> tuple[MeteredModel | None, str]:
     """(judge model, reason) — the model is None when there is no usable judge;
-    ``journal``: where its paid calls are written as they return."""
+    ``journal``: where its paid calls are written as they return. A request that does not
+    fit ``judge.context_limit`` is never sent (``arag.llm.window``)."""
     if cfg.judge.provider == "none":
         return None, NO_JUDGE
     judge = make_model(cfg.judge)
     if not judge.can_judge:
         return None, f"judge={cfg.judge.name}: the offline model is not a judge"
-    return MeteredModel(cached(judge, cfg.cache), Prices.from_config(cfg.judge), journal), ""
+    windowed = WindowedModel(judge, cfg.judge.context_limit, judge_window())
+    return MeteredModel(cached(windowed, cfg.cache), Prices.from_config(cfg.judge), journal), ""
 
 
 def make_panel(settings: Settings, journal: SpendJournal | None = None
                ) -> dict[str, MeteredModel]:
-    """The further judges ``judge.panel`` names, each cached, metered and journaled like
-    the judge."""
-    return {name: MeteredModel(cached(make_model(node), settings.config.cache),
-                               Prices.from_config(node), journal)
+    """The further judges ``judge.panel`` names, each held to its own context window,
+    cached, metered and journaled like the judge."""
+    return {name: MeteredModel(cached(WindowedModel(
+        make_model(node), node.context_limit, judge_window(name)),
+        settings.config.cache), Prices.from_config(node), journal)
             for name, node in settings.panel.items()}
 
 
