@@ -62,9 +62,15 @@ def cost_cap_message(run_id: str, metrics: Mapping[str, float], cap: float) -> s
                                                                              "answered")
     return (f"run {run_id} stopped by the cost cap runner.max_cost_usd={cap:g}: {answered} of "
             f"{total + not_run} {unit} {done}, {not_run} not run (spent "
-            f"${metrics.get('cost_usd_total', 0.0):.4f}). To go on, raise runner.max_cost_usd "
+            f"${_spent(metrics):.4f}). To go on, raise runner.max_cost_usd "
             f"(or set it to null) and run the same command again: {done} {unit} are resumed, "
             "not paid again.")
+
+
+def _spent(metrics: Mapping[str, float]) -> float:
+    """What the run paid, as the spend journal has it (the figure the tag and report state);
+    what its records count where nothing was journaled."""
+    return float(metrics.get("cost_usd_spent_total", metrics.get("cost_usd_total", 0.0)))
 
 
 def error_metrics(predictions: list[Prediction], judge_errors: Mapping[str, int] | None

@@ -12,6 +12,7 @@ from arag.config import CacheConfig, CacheMode, Scope
 from arag.datasets import Dataset, load_dataset
 from arag.datasets.references import with_references
 from arag.llm import ChatModel, Prices, make_model
+from arag.llm.budget import CappedModel, SpendCap
 from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
 from arag.llm.window import WindowedModel, judge_window
@@ -45,6 +46,8 @@ class Job:
     # what the dataset lets a comparison show (dataset_metrics), logged with the run
     dataset_metrics: dict[str, float] = field(default_factory=dict)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
+    # runner.max_cost_usd held call by call, once the run's model is ``capped``
+    spend_cap: SpendCap | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
@@ -74,6 +77,18 @@ class Job:
             return model
         return MeteredModel(model, Prices.from_config(self.cfg.model),
                             SpendJournal(self.spend_path))
+
+    def capped(self, model: ChatModel) -> ChatModel:
+        """The run's model with every call reserving its cost against
+        ``runner.max_cost_usd`` before it is sent (``arag.llm.budget``), starting from the
+        spend journal's total (every paid call for these predictions, as the tag, report and
+        console state it); as it is without a cap or for the free offline model. Wrap the
+        provider's model, inside the response cache: a cached reply spends nothing."""
+        limit = self.cfg.runner.max_cost_usd
+        if limit is None or model.provider == "offline":
+            return model
+        self.spend_cap = SpendCap(limit, SpendJournal(self.spend_path).spend_total)
+        return CappedModel(model, Prices.from_config(self.cfg.model), self.spend_cap)
 
     def index_loader(self) -> SearchIndex:
         """The search index, loaded (or built) once, on first use."""

@@ -127,6 +127,11 @@ class WrappedModel(ChatModel):
 
     inner: ChatModel
 
+    def __init__(self, inner: ChatModel):
+        self.inner = inner
+        self.name = inner.name
+        self.provider = inner.provider
+
     @property
     def model_id(self) -> str:
         """The wrapped model's id: the response cache keys on it, so a wrapper below the

@@ -50,9 +50,7 @@ class WindowedModel(WrappedModel):
     the setting in what an unsent request says."""
 
     def __init__(self, inner: ChatModel, limit: int, key: str):
-        self.inner = inner
-        self.name = inner.name
-        self.provider = inner.provider
+        super().__init__(inner)
         self.limit = limit
         self.key = key
 
