@@ -184,8 +184,11 @@ def length_finding(sets: TaskSets, key: str) -> str:
     for long documents on ``key``, and why, from the best run that retrieves against the
     best that reads whole documents on the tasks of that tercile both answered."""
     split = _terciles(sets)
-    retrieving = [r for r in sets.runs if r.get("retrieves") and sets.has(r, key)]
-    whole = [r for r in sets.runs if reads_whole_documents(r) and sets.has(r, key)]
+    # a bound (the oracle's gold sentences, closed book) is a reference point, not a way of
+    # reading documents: it never stands for either side
+    runs = policy.contenders(sets.runs)
+    retrieving = [r for r in runs if r.get("retrieves") and sets.has(r, key)]
+    whole = [r for r in runs if reads_whole_documents(r) and sets.has(r, key)]
     if split is None or not retrieving or not whole:
         return ""
     lengths, bins = split

@@ -243,6 +243,16 @@ def test_the_key_finding_says_where_retrieval_adds_value_by_document_length():
                                                                                 "Key finding")
 
 
+def test_the_oracle_is_a_bound_never_the_side_that_reads_whole_documents():
+    lengths = [1000 * (k + 1) for k in range(9)]
+    naive = [rec(f"t{k}", [2, 2, 2, 3, 3, 3, 5, 5, 5][k], n) for k, n in enumerate(lengths)]
+    oracle = [rec(f"t{k}", 5, n) for k, n in enumerate(lengths)]
+    # an oracle run logged without its long_context declaration does not retrieve either
+    rows = [row("naive"), row("oracle", bound=True, retrieves=False)]
+    text, _ = build_report(rows, {"naive": naive, "oracle": oracle}, "t")
+    assert "reading the whole document" not in text and "By document length:" not in text
+
+
 def test_loops_and_recall_are_correlated_with_a_ci():
     loops = [2, 3, 4, 5, 6, 7, 8, 9]
     recall = [0.1, 0.2, 0.2, 0.4, 0.5, 0.5, 0.8, 0.9]
