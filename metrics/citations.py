@@ -44,7 +44,7 @@ from metrics.base import (
     count_flags,
     register_scorer,
 )
-from metrics.geval import judge_calls, judge_request
+from metrics.judging import failure_reason, judge_calls, judge_request
 from metrics.numeric import quantities
 
 FIELDS = ["citation_precision", "citation_coverage", "citation_invalid_rate"]
@@ -186,7 +186,7 @@ def _apply_verdict(check: _Check, reply: Completion | ModelError) -> None:
     """The judge's verdict; a failed call or a reply without one leaves the claim unchecked
     (kept in ``judge_reply``), never counted as backed or not."""
     if isinstance(reply, ModelError):
-        check.judge_reply = f"judge call failed: {reply}"
+        check.judge_reply = failure_reason(reply)
         return
     verdict = parse_supported(reply.text)
     check.judge_reply = reply.text

@@ -21,7 +21,7 @@ from typing import Any
 
 from arag.llm.base import Completion, ModelError
 from metrics.base import NO_CONTEXT, Metric, Scores, ScoringItem, answered, count_flags, register_scorer
-from metrics.judging import JudgedScorer, judge_request, unreadable_reason
+from metrics.judging import JudgedScorer, failure_reason, judge_request, unreadable_reason
 
 VERDICTS = ("verified", "unsupported", "contradicted")
 CLAIM = re.compile(r"^[\s*\-\d.)]*claim\s*:\s*(?P<claim>.+?)\s*\|\s*verdict\s*:\s*\**\s*"
@@ -93,7 +93,7 @@ class FactualConsistencyScorer(JudgedScorer):
 
     def _apply(self, s: Scores, reply: Completion | ModelError) -> None:
         if isinstance(reply, ModelError):
-            self._unjudged(s, f"judge call failed: {reply}")
+            self._unjudged(s, failure_reason(reply))
             return
         claims = parse_claims(reply.text)
         s.values.update(factual_consistency_reply=reply.text,

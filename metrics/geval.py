@@ -71,7 +71,13 @@ from metrics.base import (
     missing_reference,
     register_scorer,
 )
-from metrics.judging import Sampled, judge_calls, judge_request, unreadable_reason
+from metrics.judging import (
+    Sampled,
+    failure_reason,
+    judge_calls,
+    judge_request,
+    unreadable_reason,
+)
 from metrics.stats import agreement
 
 log = logging.getLogger(__name__)
@@ -517,7 +523,7 @@ class GEvalScorer(Scorer):
         for dim, sampled in replies.items():
             field = f"geval_{dim}"
             if not sampled.answered:
-                _no_reply(s, [dim], f"judge call failed: {sampled.errors[0]}")
+                _no_reply(s, [dim], sampled.errors[0])
                 continue
             reasons[dim] = sampled.first_reply or ""
             s.values[field] = sampled.score
@@ -549,7 +555,7 @@ class GEvalScorer(Scorer):
 
     def _apply_codes(self, item: ScoringItem, s: Scores, reply: Any) -> None:
         if isinstance(reply, ModelError):
-            s.null(["error_codes"], f"judge call failed: {reply}")
+            s.null(["error_codes"], failure_reason(reply))
             return
         parsed = parse_codes(reply.text)
         s.values["error_codes_reply"] = reply.text

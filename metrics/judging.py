@@ -19,9 +19,16 @@ import numpy as np
 from arag import progress
 from arag.llm.base import SAMPLE, ChatModel, Completion, ModelError, call_arguments
 from arag.llm.cache import Unreadable, note_unreadable, reply_sample
+from arag.llm.window import CONTEXT_WINDOW
 from metrics.base import Scorer, ScorerEnv, ScoringItem, answered
 
 JUDGE_TEMPERATURE = 0.0  # every judge call asks for it (a run records what is sent)
+
+
+def failure_reason(error: ModelError) -> str:
+    """Why a judged field is null after a call that got no reply: a request left unsent
+    (it does not fit the judge's window) says so in its own words."""
+    return str(error) if error.kind == CONTEXT_WINDOW else f"judge call failed: {error}"
 
 
 def judge_request(system: str, prompt: str, max_tokens: int, sample: int = 0) -> dict[str, Any]:
@@ -137,7 +144,7 @@ class Sampled:
 
     scores: list[float | None]  # per sample: the parsed score (None: failed call or parse)
     replies: list[str | None]  # per sample: the reply verbatim (None: the call failed)
-    errors: list[str] = field(default_factory=list)  # failed calls
+    errors: list[str] = field(default_factory=list)  # calls without a reply: why
     answers: list[Completion | ModelError] = field(default_factory=list, repr=False)
 
     @classmethod
@@ -147,7 +154,7 @@ class Sampled:
             if isinstance(reply, ModelError):
                 out.scores.append(None)
                 out.replies.append(None)
-                out.errors.append(str(reply))
+                out.errors.append(failure_reason(reply))
             else:
                 score = parse(reply.text)
                 out.scores.append(float(score) if score is not None else None)

@@ -16,7 +16,7 @@ from typing import Any
 
 from arag.llm.base import Completion, ModelError
 from metrics.base import Metric, Scores, ScoringItem, answered, count_flags, register_scorer
-from metrics.judging import JudgedScorer, judge_request, unreadable_reason
+from metrics.judging import JudgedScorer, failure_reason, judge_request, unreadable_reason
 
 VERDICT = re.compile(r"verdict\s*\**\s*[:=]\s*\**\s*(declined|answered)", re.IGNORECASE)
 ANSWERABLE = "the task is answerable from its documents (no_evidence scores answerable=false)"
@@ -83,7 +83,7 @@ def _unjudged(s: Scores, reason: str) -> None:
 
 def _apply(s: Scores, reply: Completion | ModelError) -> None:
     if isinstance(reply, ModelError):
-        _unjudged(s, f"judge call failed: {reply}")
+        _unjudged(s, failure_reason(reply))
         return
     verdict = parse_no_evidence(reply.text)
     s.values.update(no_evidence_reasoning=reply.text, no_evidence_parse_failed=verdict is None,

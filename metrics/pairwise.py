@@ -34,9 +34,10 @@ import numpy as np
 
 from arag.citations import strip_citations
 from arag.llm.base import ChatModel, Completion, ModelError
+from arag.llm.window import judge_window, request_tokens, too_long
 from arag.records import Corpus, Task
 from metrics.aggregate import bootstrap_ci, task_means
-from metrics.judging import judge_calls, judge_request
+from metrics.judging import failure_reason, judge_calls, judge_request
 from metrics.stats import agreement
 
 PROMPT_VERSION = "p1"  # the pairwise prompt: every row of pairwise.jsonl names it
@@ -164,11 +165,12 @@ def _planned(pair: Pair, task: Task, repeat: int, dim: str, order: str, source: 
         return Request({**row, "skip_reason": "the task has no reference summary"}, None)
     texts = (a_text, b_text) if order == "a_first" else (b_text, a_text)
     prompt = pairwise_prompt(dim, task, source, *texts)
-    needed = judge.count_tokens(_SYSTEM + prompt) + MAX_TOKENS
-    if needed > context_limit:
-        return Request({**row, "skip_reason": f"the request needs ~{needed:,} tokens, more than "
-                        f"judge.context_limit={context_limit:,}: not sent"}, None)
-    return Request(row, judge_request(_SYSTEM, prompt, MAX_TOKENS))
+    request = judge_request(_SYSTEM, prompt, MAX_TOKENS)
+    needed = request_tokens(judge.count_tokens, **request)
+    if needed > context_limit:  # the rule every judge call is held to (arag.llm.window)
+        return Request({**row, "skip_reason": too_long(needed, context_limit, judge_window())},
+                       None)
+    return Request(row, request)
 
 
 def verdict_rows(planned: list[Request], judges: Mapping[str, ChatModel], batch: bool = False,
@@ -192,7 +194,7 @@ def _verdict_row(row: dict[str, Any], reply: Completion | ModelError | None) -> 
         return {**row, "reply": None, "verdict": None, "winner": None}
     if isinstance(reply, ModelError):
         return {**row, "reply": None, "verdict": None, "winner": None,
-                "error": f"judge call failed: {reply}"}
+                "error": failure_reason(reply)}
     verdict = parse_winner(reply.text)
     winner = {"A": row["first"], "B": row["second"], "tie": "tie"}.get(verdict or "")
     return {**row, "reply": reply.text, "verdict": verdict, "winner": winner}

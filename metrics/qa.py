@@ -26,7 +26,7 @@ from metrics.base import (
     count_flags,
     register_scorer,
 )
-from metrics.judging import JudgedScorer, judge_request, unreadable_reason
+from metrics.judging import JudgedScorer, failure_reason, judge_request, unreadable_reason
 from metrics.numeric import quantities
 
 log = logging.getLogger(__name__)
@@ -109,7 +109,7 @@ class QAScorer(JudgedScorer):
 
     def _apply_verdict(self, s: Scores, reply: Completion | ModelError) -> None:
         if isinstance(reply, ModelError):
-            _unjudged(s, self.judged, f"judge call failed: {reply}")
+            _unjudged(s, self.judged, failure_reason(reply))
             return
         score = parse_verdict(reply.text)
         s.values["qa_judge_reasoning"] = reply.text

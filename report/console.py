@@ -23,6 +23,7 @@ from urllib.parse import unquote, urlparse
 
 from report import policy
 from report.policy import comparison_order
+from report.verdict import stopped_words, tasks_asked
 from tracking.paths import ui_address
 from tracking.runs import RunTracker
 
@@ -172,7 +173,7 @@ def table(rows: list[dict[str, Any]], key: str) -> str:
     body = [[r["run"] + (" (bound)" if policy.is_bound(r) else ""), _score_cell(r, key),
              _score_cell(r, "retrieval_recall"),
              *(_cell(r.get(name), digits, "unknown") for name, _, digits in columns),
-             f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"] for r in rows]
+             f"{r.get('n_answered', 0):.0f}/{tasks_asked(r)}"] for r in rows]
     widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                        for i, (c, w) in enumerate(zip(row, widths, strict=True)))
@@ -233,8 +234,9 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
     lines += [table(result.headline, result.key), *unknown_lines(result.headline), ""]
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
     if not_finished:
-        lines.append("not finished: " + ", ".join(f"{r['run']} ({r['status']})"
-                                                  for r in not_finished))
+        lines.append("not finished: " + ", ".join(
+            f"{r['run']} ({'; '.join(filter(None, [r['status'], stopped_words(r)]))})"
+            for r in not_finished))
     lines += [plain(result.finding), ""]
     if result.notes:
         lines += [plain(result.notes).strip(), ""]

@@ -36,6 +36,7 @@ from report.sections import (
     length_breakdown,
     length_finding,
     loops_recall,
+    panel_reversals,
     query_priors,
     resumed_latency_note,
     unreadable_note,
@@ -167,7 +168,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     banner = caveats(finished)
     if banner:
         out.append(banner)
-    unfinished = [f"{r['run']}: {r['status']}" for r in rows if r["status"] != "FINISHED"]
+    unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
+                  for r in rows if r["status"] != "FINISHED"]
     out.append(f"Runs: {len(rows) - len(unfinished)} finished"
                + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped "
                   "by the cost cap, KILLED, is compared on what it answered)" if unfinished
@@ -177,7 +179,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
     finding = (verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
-               + pairwise.finding(judged_pairs, finished, records_by_run, key))
+               + pairwise.finding(judged_pairs, finished, records_by_run, key)
+               + panel_reversals(sets))
     out.append(f"## Key finding\n\n{finding}\n")
     out.append(length_finding(sets, key))
     shown = [m.name for m in report_metrics()]
@@ -249,7 +252,8 @@ def data_line(rows: list[dict[str, Any]]) -> str:
 
 def _data_clause(digest: str, rows: list[dict[str, Any]], named: bool) -> str:
     first = rows[0]
-    size = f"{_count(first.get('n_documents'))} documents, {_count(first.get('n_tasks'))} tasks"
+    asked = verdict.tasks_asked(first) if first.get("n_tasks") is not None else None
+    size = f"{_count(first.get('n_documents'))} documents, {_count(asked)} tasks"
     which = f"{', '.join(r['run'] for r in rows)}: " if named else ""
     held = f"dataset digest `{digest}`" if digest else \
         "dataset digest unknown (logged before runs recorded one)"

@@ -184,8 +184,11 @@ def length_finding(sets: TaskSets, key: str) -> str:
     for long documents on ``key``, and why, from the best run that retrieves against the
     best that reads whole documents on the tasks of that tercile both answered."""
     split = _terciles(sets)
-    retrieving = [r for r in sets.runs if r.get("retrieves") and sets.has(r, key)]
-    whole = [r for r in sets.runs if reads_whole_documents(r) and sets.has(r, key)]
+    # a bound (the oracle's gold sentences, closed book) is a reference point, not a way of
+    # reading documents: it never stands for either side
+    runs = policy.contenders(sets.runs)
+    retrieving = [r for r in runs if r.get("retrieves") and sets.has(r, key)]
+    whole = [r for r in runs if reads_whole_documents(r) and sets.has(r, key)]
     if split is None or not retrieving or not whole:
         return ""
     lengths, bins = split
@@ -364,6 +367,47 @@ def _disagreements(sets: TaskSets, top: int = 3) -> str:
                    f"  Primary judge{which}:\n\n{_quote(rec.get(f'geval_{d}_reasoning'))}\n\n"
                    f"  {name}{which}:\n\n{_quote(view.get(f'{d}_reasoning'))}\n")
     return "\n".join(out)
+
+
+def panel_reversals(sets: TaskSets) -> str:
+    """Where a panel judge ranks two compared runs the other way round from the primary
+    judge on a G-Eval dimension (the runs' mean difference over the tasks both judges scored
+    for both runs has the opposite sign): the ranking then rests on which judge is
+    believed, so the key finding says so. Empty when no panel judge reverses one."""
+    runs = [r for r in sets.runs if not policy.is_bound(r)]
+    found: dict[tuple[str, str], list[str]] = {}
+    for i, a in enumerate(runs):
+        for b in runs[i + 1:]:
+            for (dim, judge), (mine, theirs, n) in _judge_differences(sets, a, b).items():
+                if mine * theirs < 0:
+                    found.setdefault((dim, judge), []).append(
+                        f"{a['run']} minus {b['run']}: primary judge {mine:+.2f}, {judge} "
+                        f"{theirs:+.2f}, on {n} tasks")
+    return "".join(f" The panel judge {judge} reverses the primary judge's ranking on {dim} "
+                   f"({'; '.join(pairs)}): which run is better on {dim} depends on the judge."
+                   for (dim, judge), pairs in found.items())
+
+
+def _judge_differences(sets: TaskSets, a: Row, b: Row
+                       ) -> dict[tuple[str, str], tuple[float, float, int]]:
+    """Per (dimension, panel judge): the mean score difference a minus b by the primary
+    judge and by the panel judge, over the tasks both judges scored for both runs."""
+    first, second = sets.tables[a["run_id"]], sets.tables[b["run_id"]]
+    pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for tid in sorted(set(first) & set(second)):
+        mine, theirs = first[tid], second[tid]
+        views = (mine.get("geval_panel") or {}, theirs.get("geval_panel") or {})
+        for judge in sorted(set(views[0]) & set(views[1])):
+            one, two = views[0][judge] or {}, views[1][judge] or {}
+            for dim in [k for k in one if f"{k}_reasoning" in one]:
+                found = [mine.get(f"geval_{dim}"), theirs.get(f"geval_{dim}"), one.get(dim),
+                         two.get(dim)]
+                scores = [float(v) for v in found if v is not None]
+                if len(scores) == 4:
+                    pairs.setdefault((dim, judge), []).append(
+                        (scores[0] - scores[1], scores[2] - scores[3]))
+    return {k: (float(np.mean([d[0] for d in v])), float(np.mean([d[1] for d in v])), len(v))
+            for k, v in pairs.items()}
 
 
 def _quote(text: Any) -> str:

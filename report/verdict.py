@@ -521,6 +521,24 @@ def spent(run: Row) -> float | None:
     return journaled if journaled is not None else run.get("cost_usd_total")
 
 
+def tasks_asked(run: Row) -> int:
+    """The answers a run was asked for: those it ran and those the cost cap left unrun
+    (``n_not_run``), so a capped run's counts are of every task, as its journal's are."""
+    return int((run.get("n_tasks") or 0) + (run.get("n_not_run") or 0))
+
+
+def stopped_words(run: Row) -> str:
+    """How a run the cost cap stopped is said: what it ran of what it was asked and what it
+    spent (the spend journal's figure); empty for a run the cap did not stop."""
+    not_run = int(run.get("n_not_run") or 0)
+    if not not_run:
+        return ""
+    paid = spent(run)
+    money = f"spent ${paid:.4f}" if paid is not None else "spend unknown"
+    return (f"stopped by the cost cap: {int(run.get('n_tasks') or 0)} of {tasks_asked(run)} "
+            f"tasks run, {not_run} not run, {money}")
+
+
 def judge_spent(run: Row) -> float | None:
     """What a run's judges actually paid over every attempt of the run, panel and samples
     included (``judge_cost_usd_spent_total``: calls made before a kill included); a run

@@ -20,10 +20,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from arag.llm.base import ChatModel, Completion, Message, ToolSpec
+from arag.llm.base import ChatModel, Completion, Message, ToolSpec, call_arguments, estimate_tokens
 from arag.llm.cache import is_cached
 from arag.llm.offline import OfflineModel
 from arag.llm.pricing import Prices
+from arag.llm.window import judge_window, request_tokens
 from arag.records import Prediction
 from metrics import Scorer, ScoringItem
 
@@ -95,6 +96,9 @@ class Estimate:
     cost_usd: float
     n_cached: int | None = None  # calls the response cache already answers (not counted)
     model: str = ""
+    # requests that do not fit the model's window: never sent, not counted (arag.llm.window)
+    unsent: list[int] = field(default_factory=list)  # the tokens each would need
+    window: str = ""  # the setting they exceed, as ``key=value``
     predictions: list[Prediction] = field(default_factory=list, repr=False)
 
     def repeated(self, repeats: int) -> Estimate:
@@ -115,13 +119,26 @@ class Estimate:
         return (f"[dry run] {self.run}: {self.n_calls} calls to {self.model} ({self.n_cached} "
                 f"more already in the response cache), ~{self.input_tokens:,} input tokens, "
                 f"at most {self.output_tokens:,} output tokens, estimated cost "
-                f"${self.cost_usd:.4f}")
+                f"${self.cost_usd:.4f}{self.unsent_words()}")
+
+    def unsent_words(self) -> str:
+        if not self.unsent:
+            return ""
+        return (f"; {len(self.unsent)} more would not fit {self.window} (largest "
+                f"~{max(self.unsent):,} tokens): not sent, their scores null with the reason")
 
 
 def estimate_requests(label: str, requests: dict[str, dict[str, Any]], model_cfg: Any,
-                      cache_dir: Any) -> Estimate:
+                      cache_dir: Any, window: str | None = None) -> Estimate:
     """Price calls a dataset still needs (``max_tokens`` as the output: an upper bound);
-    those the response cache already answers cost nothing and are not counted."""
+    those the response cache already answers cost nothing and are not counted. ``window``:
+    the setting holding ``model_cfg.context_limit`` when requests over it are never sent
+    (a judge's); they are counted apart, by the rule a run applies."""
+    needed = {cid: request_tokens(estimate_tokens, **call_arguments(r))
+              for cid, r in requests.items()} if window else {}
+    unsent = [n for n in needed.values() if n > model_cfg.context_limit]
+    requests = {cid: r for cid, r in requests.items()
+                if needed.get(cid, 0) <= model_cfg.context_limit}
     todo = [r for r in requests.values()
             if not is_cached(cache_dir, model_cfg.provider, model_cfg.model_id,
                              model_cfg.base_url, getattr(model_cfg, "reask_unreadable", 0), **r)]
@@ -132,7 +149,8 @@ def estimate_requests(label: str, requests: dict[str, dict[str, Any]], model_cfg
     prices = Prices.from_config(model_cfg)
     cost = (input_tokens * prices.input + output_tokens * prices.output) / 1e6
     return Estimate(label, len(requests), len(todo), input_tokens, output_tokens, cost,
-                    n_cached=len(requests) - len(todo), model=model_cfg.name)
+                    n_cached=len(requests) - len(todo), model=model_cfg.name, unsent=unsent,
+                    window=f"{window}={model_cfg.context_limit:,}" if window else "")
 
 
 def estimate(run_name: str, system_factory: Any, tasks: list, model_cfg: Any, source: str,
@@ -167,7 +185,8 @@ def estimate_judge(label: str, items: list[ScoringItem], scorers: list[Scorer],
         judge_id = f"{judge_cfg.provider}/{judge_cfg.model_id}"
         est = estimate_requests(f"{label} judge", judge_requests(scorers, items, judge_id,
                                                                  primary=rank == 0),
-                                judge_cfg, cache_dir)
+                                judge_cfg, cache_dir,
+                                window=judge_window(None if rank == 0 else judge_cfg.name))
         if batch:
             est.cost_usd /= 2
         estimates.append(est)

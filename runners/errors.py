@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
+from arag.llm.window import CONTEXT_WINDOW
 from arag.records import Prediction
 from arag.systems.predictions_file import PIPELINE_ERROR
 
@@ -68,9 +69,15 @@ def cost_cap_message(run_id: str, metrics: Mapping[str, float], cap: float) -> s
                                                                              "answered")
     return (f"run {run_id} stopped by the cost cap runner.max_cost_usd={cap:g}: {answered} of "
             f"{total + not_run} {unit} {done}, {not_run} not run (spent "
-            f"${metrics.get('cost_usd_total', 0.0):.4f}). To go on, raise runner.max_cost_usd "
+            f"${_spent(metrics):.4f}). To go on, raise runner.max_cost_usd "
             f"(or set it to null) and run the same command again: {done} {unit} are resumed, "
             "not paid again.")
+
+
+def _spent(metrics: Mapping[str, float]) -> float:
+    """What the run paid, as the spend journal has it (the figure the tag and report state);
+    what its records count where nothing was journaled."""
+    return float(metrics.get("cost_usd_spent_total", metrics.get("cost_usd_total", 0.0)))
 
 
 def error_metrics(predictions: list[Prediction], judge_errors: Mapping[str, int] | None
@@ -109,8 +116,11 @@ def kinds_of(metrics: Mapping[str, float], prefix: str) -> dict[str, int]:
 
 
 def failed_judge_calls(metrics: Mapping[str, float]) -> int:
-    """Judge calls that failed (unreadable replies are not outages and not counted)."""
-    return int(metrics.get("judge_errors", 0) - metrics.get(f"judge_errors_{UNPARSEABLE}", 0))
+    """Judge calls that failed. Unreadable replies are not outages, and requests left
+    unsent because they do not fit the judge's window fail the same way every time: neither
+    is counted (a run is not retried for them)."""
+    return int(metrics.get("judge_errors", 0) - metrics.get(f"judge_errors_{UNPARSEABLE}", 0)
+               - metrics.get(f"judge_errors_{CONTEXT_WINDOW}", 0))
 
 
 # judge replies that could not be read and that the next run asks again (judge.reask_unreadable)

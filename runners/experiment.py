@@ -100,7 +100,7 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
 def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
              sweep_id: str | None) -> dict[str, float]:
     settings, cfg = job.settings, job.cfg
-    model = job.journaled(cached(make_model(cfg.model), cfg.cache))
+    model = job.journaled(cached(job.capped(make_model(cfg.model)), cfg.cache))
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(
         client, cfg.tracking.experiment or cfg.dataset.name, cfg.tracking)
@@ -262,7 +262,7 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         system, job.dataset.tasks, job.predictions_path, source=job.dataset.name,
         concurrency=cfg.runner.concurrency, progress=cfg.runner.progress, label=label,
         retry_errors=cfg.runner.retry_errors, max_cost_usd=cfg.runner.max_cost_usd,
-        task_digests=job.task_digests(), repeats=cfg.runner.repeats,
+        task_digests=job.task_digests(), repeats=cfg.runner.repeats, cap=job.spend_cap,
     )
     if outcome.stop_reason:
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})

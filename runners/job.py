@@ -12,8 +12,10 @@ from arag.config import CacheConfig, CacheMode, Scope
 from arag.datasets import Dataset, load_dataset
 from arag.datasets.references import with_references
 from arag.llm import ChatModel, Prices, make_model
+from arag.llm.budget import CappedModel, SpendCap
 from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
+from arag.llm.window import WindowedModel, judge_window
 from arag.records import Prediction, content_hash
 from arag.retrieval import (
     KeywordStandIn,
@@ -51,6 +53,8 @@ class Job:
     # what the dataset lets a comparison show (dataset_metrics), logged with the run
     dataset_metrics: dict[str, float] = field(default_factory=dict)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
+    # runner.max_cost_usd held call by call, once the run's model is ``capped``
+    spend_cap: SpendCap | None = field(default=None, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
@@ -80,6 +84,18 @@ class Job:
             return model
         return MeteredModel(model, Prices.from_config(self.cfg.model),
                             SpendJournal(self.spend_path))
+
+    def capped(self, model: ChatModel) -> ChatModel:
+        """The run's model with every call reserving its cost against
+        ``runner.max_cost_usd`` before it is sent (``arag.llm.budget``), starting from the
+        spend journal's total (every paid call for these predictions, as the tag, report and
+        console state it); as it is without a cap or for the free offline model. Wrap the
+        provider's model, inside the response cache: a cached reply spends nothing."""
+        limit = self.cfg.runner.max_cost_usd
+        if limit is None or model.provider == "offline":
+            return model
+        self.spend_cap = SpendCap(limit, SpendJournal(self.spend_path).spend_total)
+        return CappedModel(model, Prices.from_config(self.cfg.model), self.spend_cap)
 
     def index_loader(self) -> SearchIndex:
         """The search index, loaded (or built) once, on first use."""
@@ -216,23 +232,25 @@ def cached(model: ChatModel, cache: CacheConfig, reask_unreadable: int = 0) -> C
 def make_judge(cfg: RunConfig, journal: SpendJournal | None = None
                ) -> tuple[MeteredModel | None, str]:
     """(judge model, reason) — the model is None when there is no usable judge;
-    ``journal``: where its paid calls are written as they return."""
+    ``journal``: where its paid calls are written as they return. A request that does not
+    fit ``judge.context_limit`` is never sent (``arag.llm.window``)."""
     if cfg.judge.provider == "none":
         return None, NO_JUDGE
     judge = make_model(cfg.judge)
     if not judge.can_judge:
         return None, f"judge={cfg.judge.name}: the offline model is not a judge"
-    return MeteredModel(cached(judge, cfg.cache, cfg.judge.reask_unreadable),
+    windowed = WindowedModel(judge, cfg.judge.context_limit, judge_window())
+    return MeteredModel(cached(windowed, cfg.cache, cfg.judge.reask_unreadable),
                         Prices.from_config(cfg.judge), journal), ""
 
 
 def make_panel(settings: Settings, journal: SpendJournal | None = None
                ) -> dict[str, MeteredModel]:
-    """The further judges ``judge.panel`` names, each cached, metered and journaled like
-    the judge."""
-    return {name: MeteredModel(cached(make_model(node), settings.config.cache,
-                                      node.reask_unreadable),
-                               Prices.from_config(node), journal)
+    """The further judges ``judge.panel`` names, each held to its own context window,
+    cached, metered and journaled like the judge."""
+    return {name: MeteredModel(cached(WindowedModel(
+        make_model(node), node.context_limit, judge_window(name)),
+        settings.config.cache, node.reask_unreadable), Prices.from_config(node), journal)
             for name, node in settings.panel.items()}
 
 

@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from arag.files import append_whole, is_storage_failure, write_bytes_atomically
 from arag.llm.base import ChatModel
+from arag.llm.budget import COST_CAP, SpendCap
 from arag.llm.cache import answer_repeat
 from arag.records import Prediction, Task, answer_key
 from arag.systems.base import System
@@ -169,11 +170,17 @@ def unchanged(done: dict[str, Prediction], digests: dict[str, str] | None
 def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
             concurrency: int = 4, progress: bool = True, retry_errors: bool = False,
             max_cost_usd: float | None = None, label: str | None = None,
-            task_digests: dict[str, str] | None = None, repeats: int = 1) -> PredictOutcome:
+            task_digests: dict[str, str] | None = None, repeats: int = 1,
+            cap: SpendCap | None = None) -> PredictOutcome:
     """Every task answered ``repeats`` times (``runner.repeats``); the outcome's
     predictions in task order, each task's repeats together. ``task_digests``: task id ->
     the digest of its content (``Dataset.task_digests``), stored on each record; a recorded
-    answer whose task's digest differs is asked again."""
+    answer whose task's digest differs is asked again.
+
+    The cost cap: ``cap`` is the one the system's model reserves every call on
+    (``Job.capped``); without one, ``max_cost_usd`` is held on what finished records cost.
+    Once it is reached no task starts; a task whose call the cap refused is not run (no
+    record: the same command with a higher cap answers it)."""
     answers = [Answer(t, r) for t in tasks for r in range(repeats)]
     done = read_log(log_path)
     current = unchanged(done, task_digests)
@@ -189,8 +196,13 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
                  len(todo) - outcome.n_changed)
     digests = task_digests or {}
     sink = PredictionLog(log_path)
-    spent = sum(p.cost_usd or 0.0 for p in keep.values())  # every repeat on disk counts
+    kept_cost = sum(p.cost_usd or 0.0 for p in keep.values())  # every repeat on disk counts
+    recorded = kept_cost
+    by_records = cap is None and max_cost_usd is not None
+    if by_records:
+        cap = SpendCap(float(max_cost_usd or 0.0), lambda: kept_cost)
     results: dict[str, Prediction] = dict(keep)
+    not_run: set[str] = set()
     bar = tqdm(total=len(answers), initial=outcome.n_resumed, desc=label or system.name,
                unit="answer" if repeats > 1 else "task", disable=not progress,
                dynamic_ncols=True)
@@ -199,12 +211,8 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         while queue or pending:
             while queue and len(pending) < concurrency:
-                if max_cost_usd is not None and spent >= max_cost_usd:
-                    outcome.not_run = [a.key for a in queue]
-                    outcome.stop_reason = (f"cost cap runner.max_cost_usd={max_cost_usd} reached "
-                                           f"(spent ${spent:.4f}); {len(queue)} "
-                                           f"{'answers' if repeats > 1 else 'tasks'} not run")
-                    log.warning("%s: %s", system.name, outcome.stop_reason)
+                if cap is not None and cap.reached:
+                    not_run.update(a.key for a in queue)
                     queue = []
                     break
                 pending.add(pool.submit(_predict_one, system, queue.pop(0), source))
@@ -213,14 +221,33 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
             finished, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
                 pred = future.result()
+                if pred.error_kind == COST_CAP:  # refused before it could answer: not run
+                    not_run.add(pred.answer_key)
+                    continue
                 pred.task_digest = digests.get(pred.id)
                 sink.append(pred)
                 results[pred.answer_key] = pred
-                spent += pred.cost_usd or 0.0
+                recorded += pred.cost_usd or 0.0
+                if by_records and cap is not None:
+                    cap.charge(pred.cost_usd or 0.0)
                 outcome.n_new += 1
                 bar.update(1)
-                bar.set_postfix(cost=f"${spent:.4f}", errors=sum(1 for p in results.values()
-                                                                  if p.error))
+                bar.set_postfix(cost=f"${cap.spent if cap else recorded:.4f}",
+                                errors=sum(1 for p in results.values() if p.error))
     bar.close()
     outcome.predictions = [results[a.key] for a in answers if a.key in results]
+    if not_run and cap is not None:
+        _stopped(outcome, [a.key for a in answers if a.key in not_run], cap,
+                 "answers" if repeats > 1 else "tasks")
+        log.warning("%s: %s", system.name, outcome.stop_reason)
     return outcome
+
+
+def _stopped(outcome: PredictOutcome, not_run: list[str], cap: SpendCap, unit: str) -> None:
+    """The cap's stop, said with what was spent (the spend journal's figure where the
+    model's calls are held)."""
+    outcome.not_run = not_run
+    spent = cap.spent
+    held = "" if spent >= cap.limit else ": calls in flight held the rest when more were asked"
+    outcome.stop_reason = (f"cost cap runner.max_cost_usd={cap.limit:g} reached (spent "
+                           f"${spent:.4f}{held}); {len(not_run)} {unit} not run")

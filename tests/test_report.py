@@ -149,6 +149,41 @@ def test_the_judge_section_shows_spread_agreement_and_the_widest_disagreements()
     assert "Haiku: all there." in judge and "Sonnet: misses guidance." in judge
 
 
+def test_a_panel_judge_that_reverses_a_ranking_is_said_in_the_key_finding():
+    def judged(tid: str, primary: float, panel: float) -> dict:
+        return rec(tid, 3, geval_faithfulness=primary, geval_panel={"sonnet": {
+            "faithfulness": panel, "faithfulness_reasoning": "r",
+            "coverage": 3.0, "coverage_reasoning": "r"}})
+
+    # the primary judge puts a above b on faithfulness; sonnet puts b above a
+    records = {"a": [judged(f"t{k}", 4, 2) for k in range(4)],
+               "b": [judged(f"t{k}", 3, 4) for k in range(4)]}
+    rows = [row("a", judge_panel=["sonnet"]), row("b", judge_panel=["sonnet"])]
+    finding = section(build_report(rows, records, "t")[0], "Key finding")
+    assert ("The panel judge sonnet reverses the primary judge's ranking on faithfulness "
+            "(a minus b: primary judge +1.00, sonnet -2.00, on 4 tasks)") in finding
+    assert "on coverage" not in finding  # both judges tie a and b there: nothing reversed
+    agreeing = {run: [judged(r["id"], r["geval_faithfulness"], r["geval_faithfulness"])
+                      for r in recs] for run, recs in records.items()}
+    again = section(build_report(rows, agreeing, "t")[0], "Key finding")
+    assert "reverses" not in again
+
+
+def test_a_capped_run_is_counted_over_every_task_with_the_journals_spend():
+    from report.console import table
+    from report.verdict import stopped_words
+
+    records = {"arag": [rec(f"t{k}", 4) for k in range(4)],
+               "naive": [rec(f"t{k}", 3) for k in range(6)]}
+    capped = row("arag", status="KILLED", n_tasks=4.0, n_not_run=2.0, n_answered=4.0,
+                 cost_usd_total=0.0032, cost_usd_spent_total=0.00633)
+    text, _ = build_report([capped, row("naive", n_tasks=6.0, n_answered=6.0)], records, "t")
+    said = "stopped by the cost cap: 4 of 6 tasks run, 2 not run, spent $0.0063"
+    assert stopped_words(capped) == said and said in text
+    assert "spent $0.0032" not in text
+    assert "4/6" in table([{**capped, "n_all": 6}], "geval_coverage")
+
+
 def test_error_taxonomy_shows_the_judges_p_beside_the_mechanical_flag():
     records = {"arag": [rec("t0", 2)], "naive": [rec("t0", 3)]}
     rows = [row("arag", geval_coverage_mean=2.0, error_rate_P=1.0, premature_stop_mean=1.0),
@@ -206,6 +241,16 @@ def test_the_key_finding_says_where_retrieval_adds_value_by_document_length():
     text, _ = build_report(rows, {"naive": mixed, "stuffing": stuffing}, "t")
     assert "Retrieval does not clearly add value for long documents" in section(text,
                                                                                 "Key finding")
+
+
+def test_the_oracle_is_a_bound_never_the_side_that_reads_whole_documents():
+    lengths = [1000 * (k + 1) for k in range(9)]
+    naive = [rec(f"t{k}", [2, 2, 2, 3, 3, 3, 5, 5, 5][k], n) for k, n in enumerate(lengths)]
+    oracle = [rec(f"t{k}", 5, n) for k, n in enumerate(lengths)]
+    # an oracle run logged without its long_context declaration does not retrieve either
+    rows = [row("naive"), row("oracle", bound=True, retrieves=False)]
+    text, _ = build_report(rows, {"naive": naive, "oracle": oracle}, "t")
+    assert "reading the whole document" not in text and "By document length:" not in text
 
 
 def test_loops_and_recall_are_correlated_with_a_ci():

@@ -163,6 +163,17 @@ class WrappedModel(ChatModel):
 
     inner: ChatModel
 
+    def __init__(self, inner: ChatModel):
+        self.inner = inner
+        self.name = inner.name
+        self.provider = inner.provider
+
+    @property
+    def model_id(self) -> str:
+        """The wrapped model's id: the response cache keys on it, so a wrapper below the
+        cache (a context window, a spending cap) leaves every key as it was."""
+        return str(getattr(self.inner, "model_id", self.inner.name))
+
     @property
     def can_judge(self) -> bool:
         return self.inner.can_judge
