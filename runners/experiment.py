@@ -4,7 +4,8 @@
 multirun it records a failure for the sweep callback instead of stopping the sweep. The
 pieces live in their own modules: ``identity`` (config hashes), ``validation`` (values
 and credentials), ``job`` (building the objects), ``resume`` (an earlier run of the same
-config), ``scoring`` (scores, artifacts, re-scoring).
+config), ``scoring`` (scores, artifacts, re-scoring), ``dry_job`` (the dry run),
+``naming`` (what the run is called), ``single_report`` (a run outside a sweep reports itself).
 """
 
 from __future__ import annotations
@@ -13,30 +14,22 @@ import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from hydra.types import RunMode
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from arag import progress
 from arag.datasets import DatasetError
 from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
 from arag.llm.cache import SpendJournal
-from arag.llm.registry import PROVIDERS
 from arag.records import Prediction
 from arag.redact import redact_logs
-from arag.registry import UnknownName
-from arag.retrieval import build_chunks
-from arag.retrieval.chunk_context import context_requests
-from arag.systems import SYSTEMS
-from metrics import ScorerEnv, build_scorers
-from report.console import quiet, verdict, where_to_look
+from report.console import quiet
 from report.policy import report_metrics
-from report.report import write_run_report
-from runners import dryrun, overview
+from runners.dry_job import dry_run
 from runners.errors import (
     CostCapReached,
     TooManyErrors,
@@ -45,8 +38,8 @@ from runners.errors import (
     show_trace,
     too_many_errors,
 )
-from runners.evaluate import scoring_items
 from runners.job import Job, build_system, cached, prepare
+from runners.naming import job_run_name, progress_label
 from runners.predict import predict
 from runners.preflight import prediction_folders
 from runners.resume import carry_over, prior_run
@@ -59,20 +52,14 @@ from runners.scoring import (
     temperature_sent,
 )
 from runners.settings import Settings, data_label, read, require_keys
+from runners.single_report import REPORT_TAG, single_run_report
 from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
-from tracking.paths import resolve
 from tracking.storage import TrackingServerGone, check_storage, storage_errors
 from tracking.traces import log_task_assessments, log_task_traces
 
 log = logging.getLogger(__name__)
-# overrides that say where things are kept, not what runs: left out of a run's name
-_PLACES = ("tracking.", "cache.", "runner.", "hydra.", "dataset.root=")
-# overrides the run name's data label (settings.data_label) already shows
-_IN_DATA_LABEL = ("dataset=", "dataset.split=", "dataset.limit=")
-# the file an external run reads: its stem names the run (System.run_label), not the path
-_FILE_KEY = "system.predictions"
 SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
            "cost_usd_total", "latency_ms_p50")
 
@@ -82,7 +69,7 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
     """One job; ``single``: a run of its own, which holds its predictions' folder as a sweep
     holds its jobs' folders."""
     cfg = settings.config
-    progress.configure(cfg.runner.progress, _progress_label(run_name or cfg.system.name, parent))
+    progress.configure(cfg.runner.progress, progress_label(run_name or cfg.system.name, parent))
     if cfg.mode == "evaluate":
         require_keys(settings)
         check_storage(cfg)
@@ -92,7 +79,7 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
     check_storage(cfg, tracking=not cfg.runner.dry_run)  # every place it writes, first
     job = prepare(settings, call_models=not cfg.runner.dry_run)
     if cfg.runner.dry_run:
-        return _dry_run(job, run_name)
+        return dry_run(job, run_name)
     with _single_run_lock(job.settings, single):
         return _run_job(job, parent, run_name, sweep_id)
 
@@ -125,7 +112,7 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
                             "temperature_sent": temperature_sent(model, cfg.system.temperature)})
         log_data_identity(tracker, job)
         tracker.log_text(settings.yaml, "config.yaml")
-        metrics, predictions = _execute(job, model, tracker, _progress_label(
+        metrics, predictions = _execute(job, model, tracker, progress_label(
             run_name or cfg.system.name, parent))
         problems = {"too_many_errors": too_many_errors(metrics, cfg.runner),
                     "all_skipped": all_skipped(predictions)}
@@ -143,101 +130,6 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
     if tracker.end_status == "KILLED" and cap is not None:  # only the cost cap stops a run
         raise CostCapReached(cost_cap_message(tracker.run_id, metrics, cap))
     return metrics
-
-
-REPORT_TAG = "report_written"  # a single run's report is complete: its last step sets it
-
-
-def single_run_report(client: Any, run: Any, tracking_uri: str) -> None:
-    """A single run's report and verdict, written unless the run already holds a complete
-    one (the tag is set last, so a run killed while its report was written gets it from
-    the next run of the same command); then where to read it."""
-    if run.data.tags.get(REPORT_TAG) == "true":
-        print("\n".join([f"Nothing new: the verdict of run {run.info.run_id} is in its report.",
-                         *where_to_look(f"{run.info.artifact_uri}/report.html", tracking_uri,
-                                        run.info.experiment_id, run.info.run_id)]), flush=True)
-        return
-    result = write_run_report(client, run.info.run_id)
-    overview.publish(client, result)
-    client.set_tag(run.info.run_id, REPORT_TAG, "true")
-    print(verdict(result, tracking_uri), flush=True)
-
-
-def _progress_label(name: str, parent: dict[str, Any] | None) -> str:
-    """``job 2/3 naive``: the job's place in its sweep, for the progress bar."""
-    from hydra.core.hydra_config import HydraConfig
-
-    if not parent or not parent.get("n_jobs") or not HydraConfig.initialized():
-        return name
-    return f"job {HydraConfig.get().job.num + 1}/{parent['n_jobs']} {name}"
-
-
-def _dry_run(job: Job, run_name: str | None) -> dict[str, float]:
-    """What the run would cost, with no model called (``runner.dry_run=true``): the
-    system's calls, the judge's, any the dataset still needs, and their total."""
-    cfg = job.cfg
-    name = run_name or cfg.system.name
-    est = dryrun.estimate(name, lambda m: build_system(job, m), job.dataset.tasks, cfg.model,
-                          job.dataset.name, cfg.model.offline)
-    repeats = cfg.runner.repeats  # every repeat is a request of its own: priced K times
-    parts = {"system": [est.repeated(repeats)],
-             "judge": [e.repeated(repeats) for e in _judge_estimates(job, name, est.predictions)]}
-    if cfg.retrieval.llm_context:  # the contexts the model would write for the index
-        chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
-                              cfg.retrieval.chunk_overlap)
-        parts["retrieval"] = [dryrun.estimate_requests(
-            f"{name} chunk contexts", context_requests(job.dataset.corpus, chunks), cfg.model,
-            resolve(cfg.cache.dir))]
-    pending = job.dataset.pending
-    if pending is not None:  # e.g. silver references the dataset would have written
-        parts["dataset"] = [dryrun.estimate_requests(f"{job.dataset.name} needs",
-                                                     pending.requests(job.dataset),
-                                                     pending.model_cfg, resolve(cfg.cache.dir))]
-    for e in (e for es in parts.values() for e in es):
-        print(e.line(), flush=True)
-    if job.index_estimated:
-        print(f"{name}: estimate: no index of this corpus in the cache, so the dry run embedded "
-              "nothing and ranked chunks by keywords; the chunks read, and so the system's "
-              "tokens and cost, are approximate", flush=True)
-    summary = dryrun.summarize(name, parts)
-    print(dryrun.total_line(f"{name} total", [summary]), flush=True)
-    sweep_dir = _sweep_dir()
-    if sweep_dir is not None:
-        dryrun.record(sweep_dir, summary)
-        if cfg.judge.pairwise:  # the sweep's end prices the pairwise judge on these answers
-            dryrun.record_answers(sweep_dir, name, job.system_class, est.predictions)
-    return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": summary["cost_usd"]}
-
-
-def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Estimate]:
-    """The judge's calls on the dry run's predictions, as the run's scorers declare them
-    (none without a judge that judges)."""
-    cfg = job.cfg
-    if not PROVIDERS.get(cfg.judge.provider).judges:
-        return []
-    chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size,
-                          cfg.retrieval.chunk_overlap)
-    items = scoring_items(predictions, {t.id: t for t in job.dataset.tasks},
-                          job.dataset.corpus, chunks, cfg.target_length, job.system_class,
-                          cfg.system.citations)
-    panel = job.settings.panel
-    env = ScorerEnv(judge=dryrun.NoCallJudge(), judge_id=f"{cfg.judge.provider}/"
-                    f"{cfg.judge.model_id}", judge_samples=cfg.judge.samples,
-                    panel={n: dryrun.NoCallJudge() for n in panel},
-                    cache_dir=resolve(cfg.cache.dir))
-    return dryrun.estimate_judge(name, items, build_scorers(cfg.metrics, env),
-                                 [cfg.judge, *panel.values()], resolve(cfg.cache.dir),
-                                 batch=cfg.judge.batch)
-
-
-def _sweep_dir() -> Path | None:
-    from hydra.core.hydra_config import HydraConfig
-
-    if not HydraConfig.initialized() or HydraConfig.get().mode != RunMode.MULTIRUN:
-        return None
-    path = Path(HydraConfig.get().sweep.dir)
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def spend_metrics(job: Job, predictions: list[Prediction]) -> dict[str, float]:
@@ -291,7 +183,7 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
-    run_name = _run_name(cfg, hc, (parent or {}).get("swept_keys", []))
+    run_name = job_run_name(cfg, hc, (parent or {}).get("swept_keys", []))
     try:
         settings = read(cfg)
         with storage_errors(settings.config):
@@ -329,36 +221,6 @@ def _single_run_lock(settings: Settings, single: bool) -> Iterator[None]:
         yield
     finally:
         locks.release()
-
-
-def _run_name(cfg: DictConfig, hc: Any, swept: list[str]) -> str:
-    """``arag max_loops=6``: the system, then the keys a sweep varies; a single run names
-    its overrides (``naive retrieval.top_k=8``), leaving out where things are stored and
-    what the data label shows. The run's name adds the data label (``arag
-    ectsum/val[:30]``); the report calls it by this one (tag ``run_label``)."""
-    choices = hc.runtime.choices
-    if hc.mode == RunMode.MULTIRUN:
-        parts = [f"{k}={choices[k] if k in choices else _shown(OmegaConf.select(cfg, k))}"
-                 for k in swept if k not in ("system", _FILE_KEY)]
-    else:
-        parts = [o for o in hc.overrides.task
-                 if not o.startswith(("system=", f"{_FILE_KEY}=", *_PLACES, *_IN_DATA_LABEL))]
-    return " ".join([_system_label(cfg), *parts])[:250]
-
-
-def _system_label(cfg: DictConfig) -> str:
-    """The system's own name for its run (an external run: its file's stem), or its
-    ``system.name`` when the kind is unknown (the config check then names it)."""
-    try:
-        system = SYSTEMS.get(str(cfg.system.kind))
-    except UnknownName:
-        return str(cfg.system.name)
-    return system.run_label(str(cfg.system.name), OmegaConf.select(cfg, _FILE_KEY))
-
-
-def _shown(value: Any) -> Any:
-    """A swept value as it was typed: ``dense``, not ``RetrievalMethod.dense``."""
-    return value.name if isinstance(value, Enum) else value
 
 
 def _record_failure(sweep_dir: Path, job: str, message: str) -> None:

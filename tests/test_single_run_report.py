@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.experiment import REPORT_TAG
+from runners.single_report import REPORT_TAG
 from tests.conftest import all_runs, client_for, run_cli
 
 pytestmark = pytest.mark.slow
