@@ -18,7 +18,10 @@ from tests.conftest import all_runs, client_for
 from tests.test_judge_sweep import cli, judge
 
 pytestmark = pytest.mark.slow
-SWEEP = ("-m", "system=naive,stuffing", "dataset=sample", "metrics.scorers=[rouge,geval,length]")
+# the fake judge's unreadable replies are kept as they are (judge.reask_unreadable=0): the
+# labelled re-run then has nothing to ask again, so any request it sends is a fault
+SWEEP = ("-m", "system=naive,stuffing", "dataset=sample", "metrics.scorers=[rouge,geval,length]",
+         "judge.reask_unreadable=0")
 
 
 def parent_text(tmp: Path, name: str) -> tuple[str, str]:
