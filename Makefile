@@ -34,8 +34,9 @@ chromium:
 run: $(STAMP)
 	$(BIN)/python run.py -m system=arag,naive,stuffing dataset=sample
 
-# the fast suite (a few minutes); with CI set, or `make test-all`, the slow end-to-end
-# sweeps too (about 20 minutes on 2 cores)
+# the fast suite (9-15 minutes on 2 cores); with CI set, or `make test-all`, the slow
+# end-to-end sweeps too (.ci/run runs them on both cores with -n 2: 65 minutes on this
+# 2-core machine, 2026-11-26, with a fast-suite run sharing it for 15 of them)
 test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
