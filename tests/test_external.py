@@ -394,8 +394,8 @@ def test_a_pipelines_predictions_swept_with_arag_and_naive_score_as_computed_fro
     costs = [k["record"]["cost_usd"] for k in known.values()]
     latencies = fields["latency_ms"]
     counts = {"n_tasks": 6, "n_answered": 6, "n_errors": 0, "n_skipped": 0, "n_not_run": 0,
-              "n_resumed": 0, "n_answered_again": 0, "n_repeats": 1, "model_calls": 0,
-              "model_calls_cached": 0, "n_tasks_missing": 0,
+              "n_resumed": 0, "n_answered_again": 0, "n_repeats": 1, "n_task_ids": 6,
+              "model_calls": 0, "model_calls_cached": 0, "n_tasks_missing": 0,
               "n_contexts": n_contexts, "n_tasks_without_context": 0, "n_records_ignored": 0,
               "n_contexts_outside_dataset": 0, "n_empty_answers": 0, "n_foreign_traces": 0,
               "n_contexts_unmapped": sum(k["unmapped"] for k in known.values()),
