@@ -212,6 +212,11 @@ def embedded_texts(chunks: list[Chunk], contextual_headers: bool,
     return [f"{prefix(c)}{line}" for c in chunks for line in c.lines]
 
 
+def chunk_rows(chunks: list[Chunk]) -> np.ndarray:
+    """Each sentence's chunk position, in index row order (one row per chunk line)."""
+    return np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
+
+
 class KeywordStandIn(SearchIndex):
     """A dry run's index when the cache holds none for this corpus and config: the chunks
     are the run's, but semantic search ranks them by the query's words (keyword search),
@@ -232,7 +237,7 @@ def dry_run_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
         return load_or_build_index(corpus, retrieval_cfg, cache_dir, CacheMode.read_only,
                                    contexts)
     chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
-    row_chunk = np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
+    row_chunk = chunk_rows(chunks)
     index = KeywordStandIn(chunks, faiss.IndexFlatIP(1), row_chunk, None, folder.name)
     index.contextual_headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
     index.chunk_contexts = contexts
@@ -266,7 +271,7 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
     started = time.perf_counter()
     chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
     sentences = embedded_texts(chunks, headers, contexts)
-    row_chunk = np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
+    row_chunk = chunk_rows(chunks)
     store = None if mode == CacheMode.off else EmbeddingStore(
         Path(cache_dir) / "embeddings" / embedder.identity, embedder.dim,
         writable=mode == CacheMode.read_write)
