@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sklearn.metrics import balanced_accuracy_score, roc_auc_score
 
 from metrics.aggregate import BOOTSTRAP_SAMPLES
 from metrics.base import Metric, Scorer, ScorerEnv, Scores, ScoringItem, register_scorer
@@ -72,6 +71,8 @@ class Judged:
 def balanced_accuracy_ci(labels: list[int], decisions: list[int], seed: int = 0
                          ) -> tuple[float, float] | None:
     """95% percentile bootstrap over tasks; resamples with one label only are skipped."""
+    from sklearn.metrics import balanced_accuracy_score  # here: seconds every sweep need not pay
+
     y, d = np.asarray(labels), np.asarray(decisions)
     rng = np.random.default_rng(seed)
     scores = []
@@ -87,6 +88,8 @@ def balanced_accuracy_ci(labels: list[int], decisions: list[int], seed: int = 0
 def best_threshold(judged: Judged) -> float | None:
     """The value that, as a threshold, gives the best balanced accuracy on these tasks
     (ties: the lowest)."""
+    from sklearn.metrics import balanced_accuracy_score
+
     candidates = sorted({v for v in judged.values if v is not None})
     best: tuple[float, float] | None = None
     for t in candidates:
@@ -99,6 +102,8 @@ def best_threshold(judged: Judged) -> float | None:
 
 def signal_metrics(judged: Judged, edits: list[list[str]], split: str | None,
                    unreadable: int) -> dict[str, float]:
+    from sklearn.metrics import balanced_accuracy_score, roc_auc_score
+
     s, labels, decisions = judged.signal, judged.labels, judged.decisions
     out = {f"{s}_n": float(len(labels)), f"{s}_threshold": judged.threshold,
            f"{s}_no_value": float(sum(v is None for v in judged.values)),

@@ -148,11 +148,11 @@ def check_bertscore_layers(metrics: DictConfig) -> None:
 
 
 def _device_available(device: str) -> bool:
-    import torch
-
     kind, _, index = device.partition(":")
     if kind == "cpu":
-        return True
+        return True  # without importing torch: seconds a warm run need not pay
+    import torch
+
     if kind == "cuda":
         return (torch.cuda.is_available() and (index == "" or index.isdigit())
                 and int(index or 0) < torch.cuda.device_count())

@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -245,16 +246,42 @@ def test_a_fresh_sqlite_store_is_created_whole_or_not_at_all(tmp_path, monkeypat
         tmp.write_bytes(b"half a database")
         raise OSError("database or disk is full")
 
-    monkeypatch.setattr(storage, "_create_sqlite", disk_full)
+    monkeypatch.setattr(storage.sqlite_store, "create", disk_full)
     with pytest.raises(StorageError, match="could not create the store"):
         prepare_sqlite(db, "sqlite:///x")
     assert list(tmp_path.iterdir()) == []  # no half-built database, no temporary file
     monkeypatch.undo()
     prepare_sqlite(db, "sqlite:///x")
-    with sqlite3.connect(db) as con:
+    with closing(sqlite3.connect(db)) as con:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
     assert {"alembic_version", "experiments", "runs"} <= tables
     assert [p.name for p in tmp_path.iterdir()] == ["mlflow.db"]
+
+
+def test_a_store_made_from_the_template_is_the_store_mlflow_makes(tmp_path, monkeypatch):
+    """The second store of a machine is a copy of the cached empty store: its default
+    experiment is its own (artifact location, time), it is migrated to MLflow's head, and
+    both stores write ahead (WAL)."""
+    from mlflow import MlflowClient
+
+    from tracking import sqlite_store
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "user-cache"))
+    first, second = tmp_path / "a" / "mlflow.db", tmp_path / "b" / "mlflow.db"
+    for db in (first, second):
+        db.parent.mkdir()
+        prepare_sqlite(db, f"sqlite:///{db}")
+    template = sqlite_store.template_path()
+    assert template is not None and template.is_file()
+    with closing(sqlite3.connect(template)) as con:  # the template holds no experiment
+        assert con.execute("SELECT COUNT(*) FROM experiments").fetchone()[0] == 0
+    for db in (first, second):
+        with closing(sqlite3.connect(db)) as con:
+            assert con.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert sorted(p.name for p in db.parent.iterdir()) == ["mlflow.db"]
+        default = MlflowClient(f"sqlite:///{db}").get_experiment("0")
+        assert default.name == "Default"
+        assert default.artifact_location == (db.parent / "0").as_uri()
 
 
 def test_a_half_built_store_is_detected_with_how_to_recover(tmp_path):

@@ -29,10 +29,11 @@ from urllib.parse import urlsplit
 from arag.config import ConfigError, option_value
 from arag.files import DISK_FULL, MISPLACED, is_storage_failure
 from arag.redact import redact, reveal
+from tracking import sqlite_store
 from tracking.paths import resolve
 
 log = logging.getLogger(__name__)
-SQLITE = "sqlite:///"
+SQLITE = sqlite_store.SQLITE
 PROBE_TIMEOUT_S = 8.0
 PROBE_ATTEMPTS = 3  # at most ~30 s before an unreachable server is reported
 DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
@@ -200,39 +201,25 @@ def prepare_sqlite(path: Path, shown: str) -> None:
         raise StorageError(f"tracking.uri={shown!r}: {path} is read-only for this user (every "
                            "run writes to the store). Fix: make it writable (chmod u+rw "
                            f"{path}), or set tracking.uri={DEFAULT_URI} for a store of your own")
+    sqlite_store.sync_at_checkpoints()
     if path.exists() and path.stat().st_size > 0:
         _refuse_half_built(path, shown)
+        sqlite_store.use_wal(path)
         return
     tmp = path.with_name(f".{path.name}.{os.getpid()}.creating")
     try:
-        _create_sqlite(tmp)
+        sqlite_store.create(tmp)
         try:
             os.link(tmp, path)  # never replaces a store another process just created
         except FileExistsError:
             if path.stat().st_size == 0:  # an empty file is no store: take its place
                 os.replace(tmp, path)
-    except OSError as exc:
+    except (OSError, RuntimeError) as exc:
         raise StorageError(f"tracking.uri={shown!r}: could not create the store ({exc}). "
                            "Fix: free disk space or point tracking.uri elsewhere") from None
     finally:
         tmp.unlink(missing_ok=True)
     log.info("created the MLflow store %s", path)
-
-
-def _create_sqlite(tmp: Path) -> None:
-    """Create and migrate an MLflow sqlite store in ``tmp`` and close every connection."""
-    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
-
-    tmp.unlink(missing_ok=True)
-    uri = SQLITE + str(tmp)
-    try:
-        SqlAlchemyStore(uri, tmp.parent.as_uri())
-    except Exception as exc:  # noqa: BLE001 - e.g. a full disk during the migration
-        raise OSError(f"{type(exc).__name__}: {str(exc)[:300]}") from None
-    finally:
-        engine = SqlAlchemyStore._engine_map.pop(uri, None)
-        if engine is not None:
-            engine.dispose()
 
 
 def _refuse_half_built(path: Path, shown: str) -> None:
