@@ -249,8 +249,14 @@ def answer(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision]) -> 
                 f"shared; a test needs {MIN_UNTIED} that differ).")
     return (f"Nothing decided on {metrics}: no difference between "
             f"{', '.join(r['run'] for r in contenders)} is significant "
-            f"({_family_words(decided)}, {min(shared)}-{max(shared)} shared tasks"
+            f"({_family_words(decided)}, {_span(shared)} shared tasks"
             + (", small n" if min(shared) < SMALL_N else "") + ").")
+
+
+def _span(counts: list[int]) -> str:
+    """``24`` when every pair shares as many tasks, else ``9-24``."""
+    low, high = min(counts), max(counts)
+    return f"{low}" if low == high else f"{low}-{high}"
 
 
 def _win_words(d: Decision) -> str:

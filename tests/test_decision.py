@@ -228,6 +228,12 @@ def test_the_answer_comes_first_in_the_console_the_report_and_the_mlflow_descrip
     _, data = build_report(rows, flat, "t", ["rouge2_f1"])
     assert data["answer"] == "Nothing decided on rouge2_f1: too few tasks to test (at most 8 " \
                              "shared; a test needs 6 that differ)."
+    # testable, not significant: one count when every pair shares as many tasks
+    mixed = {k: [{**r, "rouge2_f1": 0.3 + 0.01 * ((i * 7 + j * 3) % 5 - 2)}
+                 for i, r in enumerate(v)] for j, (k, v) in enumerate(records.items())}
+    _, data = build_report(rows, mixed, "t", ["rouge2_f1"])
+    assert data["answer"].startswith("Nothing decided on rouge2_f1: no difference between ")
+    assert data["answer"].endswith("(Holm-adjusted over 3 tests, 8 shared tasks, small n).")
 
 
 def test_each_pair_is_compared_on_the_tasks_both_answered_and_what_shrank_it_is_named():
