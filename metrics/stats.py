@@ -6,11 +6,11 @@
   many are left). Below ``MIN_UNTIED`` untied pairs no p-value is given: with 5 pairs the
   smallest two-sided exact p is 2/32 = 0.0625, so the test could never reject at 0.05.
   A difference is significant only when the test rejects at 0.05 *and* the CI excludes 0.
-* ``min_detectable_difference`` / ``tasks_needed``: power of the two-sided paired t-test
-  (the normal-theory approximation of the comparison above) from the noncentral t
-  distribution, as statsmodels' ``TTestPower`` computes it: the smallest mean difference
-  detectable with 80% power at 5% significance given the pairs' SD and n, and how many
-  tasks would detect a given difference.
+* ``min_detectable_difference`` / ``tasks_needed`` / ``rule_power``: power of the rule the
+  verdict applies (Holm-adjusted Wilcoxon p below 0.05 and a bootstrap CI excluding 0, at
+  least ``MIN_UNTIED`` untied pairs), simulated from a comparison's observed differences,
+  since no formula fits that rule: the smallest true mean difference it declares with 80%
+  power, and how many tasks would declare a given one.
 * ``holm``: Holm's step-down adjustment of a family of p-values (every metric and pair a
   verdict or a baseline comparison tests), so testing more comparisons does not make a
   chance difference look significant; untestable comparisons (None) are left out of the
@@ -137,7 +137,9 @@ def _oriented(differences: Sequence[float]) -> tuple[np.ndarray, np.ndarray, str
     diff = np.asarray(differences, dtype=float)
     diff = diff if diff.mean() >= 0 else -diff
     untied = diff != 0
-    if len(diff) < 2 or not untied.any():
+    if len(diff) < 2:
+        return diff, untied, "fewer than 2 paired tasks"
+    if not untied.any():
         return diff, untied, "every paired difference is 0 (the runs tie on every task)"
     if np.ptp(diff[untied]) == 0:
         return diff, untied, "the untied paired differences have no spread"
@@ -334,7 +336,7 @@ def min_detectable_difference(differences: Sequence[float], comparisons: int = 1
     scale = float(np.abs(base).max())
     ceiling = sim.power(scale * 1e6, threshold)
     if ceiling < power:
-        return PowerFigure(None, _unreachable(len(base), comparisons, ceiling, power))
+        return PowerFigure(None, _unreachable(len(base), comparisons, alpha, ceiling, power))
     low, high = 0.0, scale / np.sqrt(len(base))
     while sim.power(high, threshold) < power:
         low, high = high, high * 4
@@ -344,20 +346,21 @@ def min_detectable_difference(differences: Sequence[float], comparisons: int = 1
     return PowerFigure(float(high))
 
 
-def _unreachable(n: int, comparisons: int, ceiling: float, power: float) -> str:
-    family = f" and {comparisons} comparisons (p below {ALPHA}/{comparisons})" \
+def _unreachable(n: int, comparisons: int, alpha: float, ceiling: float, power: float
+                 ) -> str:
+    family = f" and {comparisons} comparisons (p below {alpha}/{comparisons})" \
         if comparisons > 1 else ""
     return (f"over {n} tasks{family} the rule declares even a huge difference in only "
-            f"{ceiling:.0%} of simulated comparisons, below {power:.0%}: too few tasks that "
-            "differ")
+            f"{ceiling:.0%} of simulated comparisons, below {power:.0%}: too few tasks "
+            f"differ for its test to reach p < {alpha / max(comparisons, 1):.3g}")
 
 
 def tasks_needed(differences: Sequence[float], comparisons: int = 1, alpha: float = ALPHA,
                  power: float = POWER, seed: int = 0) -> PowerFigure:
     """How many tasks the verdict's rule needs to declare the observed mean difference with
     ``power`` (simulated as in ``min_detectable_difference``, n tasks drawn from the
-    observed ones): a doubling search from the observed n, then bisection; None with the
-    reason without a difference, or beyond ``TASKS_CAP``."""
+    observed ones): a doubling search from the observed n, then bisection to within 1%;
+    None with the reason without a difference, or beyond ``TASKS_CAP``."""
     base, untied, why = _oriented(differences)
     observed = abs(float(np.mean(differences))) if len(differences) else 0.0
     if why or observed == 0:
@@ -373,7 +376,7 @@ def tasks_needed(differences: Sequence[float], comparisons: int = 1, alpha: floa
         if high >= TASKS_CAP:
             return PowerFigure(None, f"more than {TASKS_CAP:,} tasks")
         low, high = high, min(high * 2, TASKS_CAP)
-    while high - low > 1:
+    while high - low > max(1, high // 100):  # "about N tasks": to 1%
         mid = (low + high) // 2
         low, high = (low, mid) if enough(mid) else (mid, high)
     return PowerFigure(float(high))
