@@ -326,11 +326,15 @@ def min_detectable_difference(differences: Sequence[float], comparisons: int = 1
     same draws serve every delta, so power is monotone in delta and the bisection stable.
     The Wilcoxon p is scipy's own choice of method, vectorised; the CI is the verdict's
     own 2,000-resample percentile bootstrap up to 50 tasks and its normal limit with a
-    skewness term above. About 0.15 s per comparison at n=500 on a shared 2-core machine.
+    skewness term above. About 0.3 s per comparison at n=500 on a shared 2-core machine
+    (``tasks_needed``, when asked, a few times that).
     """
     base, untied, why = _oriented(differences)
     if why:
         return PowerFigure(None, why, defined=False)
+    if len(base) < MIN_UNTIED:
+        return PowerFigure(None, f"over {len(base)} tasks the rule never tests (its test needs "
+                                 f"{MIN_UNTIED} that differ)")
     threshold = alpha / max(comparisons, 1)
     sim = _Simulation(base, untied, len(base), seed)
     scale = float(np.abs(base).max())

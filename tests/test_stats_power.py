@@ -97,6 +97,9 @@ def test_no_power_without_differences_or_spread_or_enough_untied_tasks():
     # 6 tasks in a family of 3: the smallest Wilcoxon p over 6 pairs (1/32) is never < 0.05/3
     few = min_detectable_difference(CONTINUOUS[:6], comparisons=3)
     assert few.value is None and few.defined and "3 comparisons" in few.why
+    four = min_detectable_difference(CONTINUOUS[:4])
+    assert four.value is None and "never tests" in four.why
+    assert tasks_needed(CONTINUOUS[:4]).value is not None  # more tasks would, though
 
 
 def test_tasks_needed_is_the_smallest_n_reaching_80_percent():
@@ -108,3 +111,30 @@ def test_tasks_needed_is_the_smallest_n_reaching_80_percent():
     tiny = CONTINUOUS - CONTINUOUS.mean() + 1e-5
     beyond = tasks_needed(tiny)
     assert beyond.value is None and beyond.why == f"more than {TASKS_CAP:,} tasks"
+
+
+def test_the_key_finding_states_the_rules_power_for_each_comparison_it_makes():
+    from report.report import build_report
+    from tests.test_report import rec, row, section
+
+    # untied, distinct differences: scipy's Wilcoxon is exact, not a slow permutation test
+    arag = list(np.round(3.5 + RNG.normal(0, 0.5, 12), 4))
+    naive = list(np.round(np.array(arag) - 0.4 + RNG.normal(0, 0.4, 12), 4))
+    stuffing = list(np.round(np.array(arag) - 0.1 + RNG.normal(0, 0.4, 12), 4))
+    records = {name: [rec(f"t{k}", s) for k, s in enumerate(scores)]
+               for name, scores in (("arag", arag), ("naive", naive), ("stuffing", stuffing))}
+    text, _ = build_report([row("arag"), row("naive"), row("stuffing")], records, "t")
+    finding = section(text, "Key finding")
+    lines = [line for line in finding.splitlines() if line.startswith("- **arag** vs")]
+    assert len(lines) == 2  # the agent against each baseline, each with its own power
+    for line, other in zip(lines, (naive, stuffing), strict=True):
+        assert ("the rule that decides (Holm-adjusted Wilcoxon with a bootstrap CI, simulated "
+                "from the observed differences, 1,000 resamples; Holm at its worst case, "
+                "p < 0.05/3)") in line  # three pairs of contenders are tested together
+        mdd = min_detectable_difference(np.subtract(arag, other), comparisons=3)
+        if mdd.value is not None:
+            assert f"**minimum detectable difference** over these 12 tasks is {mdd.value:.3f}" \
+                in line
+        else:
+            assert f"cannot be computed: {mdd.why}" in line
+    assert "t-test" not in text
