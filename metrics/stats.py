@@ -187,8 +187,8 @@ class _Simulation:
                                                 base * untied, base**2 * untied], axis=1)
 
     def power(self, delta: float, threshold: float) -> float:
-        """Share of the simulated comparisons on which the rule declares the first run
-        better when the true mean difference is ``delta`` (>= 0)."""
+        """Share of the simulated comparisons on which the rule declares a difference in
+        the observed direction when the true mean difference is ``delta`` (>= 0)."""
         values = self.base + delta * self.spread * self.untied
         w, k, ranks = _signed_rank(self.counts, values)
         p = self._p_values(w, k, ranks, values)
@@ -209,7 +209,7 @@ class _Simulation:
         var = np.maximum(m2 - m1**2, 0.0)
         with np.errstate(invalid="ignore", divide="ignore"):
             skew = np.nan_to_num((m3 - 3 * m1 * m2 + 2 * m1**3) / var**1.5)
-        z = -1.959963984540054
+        z = -1.959963984540054  # the normal's 2.5% quantile
         return m1 + np.sqrt(var / self.n) * (z + (z * z - 1) * skew / (6 * np.sqrt(self.n)))
 
     def _p_values(self, w: np.ndarray, k: np.ndarray, ranks: _Ranks, values: np.ndarray
@@ -217,15 +217,14 @@ class _Simulation:
         """scipy.stats.wilcoxon's default two-sided p of each simulated comparison, by its
         own choice of method: exact without ties or zeros up to 50 pairs, a sign-flip
         permutation test with them up to 13, the normal approximation otherwise."""
+        if self.n <= PERMUTATION_MAX:  # exact too where scipy would use its exact table
+            return _permutation_p(self.idx, ranks, w)
         size = ranks[1]
-        tie = (size * size * size - size).sum(axis=1)
-        p = _normal_p(w, k, tie)
+        p = _normal_p(w, k, (size * size * size - size).sum(axis=1))
         if self.n > EXACT_MAX:
             return p
         zero = self.counts[:, values == 0].sum(axis=1) > 0
-        clean = ~zero & (ranks[1] <= 1).all(axis=1)
-        if self.n <= PERMUTATION_MAX:
-            return _permutation_p(self.idx, ranks, w)
+        clean = ~zero & (size <= 1).all(axis=1)
         lower, upper = _signed_rank_cdf(self.n)
         wi = np.clip(np.rint(w).astype(int), 0, len(lower) - 1)
         exact = np.minimum(1.0, 2 * np.minimum(lower[wi], upper[wi]))
@@ -342,7 +341,7 @@ def min_detectable_difference(differences: Sequence[float], comparisons: int = 1
     if ceiling < power:
         return PowerFigure(None, _unreachable(len(base), comparisons, alpha, ceiling, power))
     low, high = 0.0, scale / np.sqrt(len(base))
-    while sim.power(high, threshold) < power:
+    while high < scale * 1e6 and sim.power(high, threshold) < power:
         low, high = high, high * 4
     while high - low > 5e-3 * high:
         mid = (low + high) / 2
