@@ -358,7 +358,7 @@ def _metric_block(sets: TaskSets, key: str, reason: str, decided: Sequence[Decis
               for a, b in pairs]
     if budgets:
         parts.append(f"- {BUDGET_NOTE}")
-    parts.append(f"- {_best_sentence(sets, ranked, key, means, decided)}")
+    parts.append(f"- {_best_sentence(sets, ranked, key, means, decided, pairs)}")
     shown = [r for r in scored if policy.is_bound(r)] if bounds else []
     if shown:
         parts.append("- Bounds (reference points, never ranked): " + "; ".join(
@@ -477,7 +477,9 @@ def small_n_note(n: int, unit: str = "pairs") -> str:
 
 
 def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str, float],
-                   decided: Sequence[Decision]) -> str:
+                   decided: Sequence[Decision], pairs: Sequence[tuple[Row, Row]]) -> str:
+    """The best contender, and whether it is significantly ahead of the runner-up (with the
+    rule's power when that pair has no line of its own among ``pairs``)."""
     if not ranked:
         return "Only bounds are scored: no contender to name."
     best = ranked[0]
@@ -486,11 +488,17 @@ def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str,
     runner_up = ranked[1]
     decision = find(decided, key, best, runner_up)
     res = decision.paired if decision is not None else None
+    power = ""
+    if res is not None and res.n_untied and not any({id(best), id(runner_up)} == {id(a), id(b)}
+                                                    for a, b in pairs):
+        ids = sets.pair_ids(best, runner_up, key)
+        power = " " + power_sentence(sets.differences(best, runner_up, key, ids),
+                                     decision.family if decision else 1)
     if decision is not None and res is not None and decision.better is best:
         return (f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), significantly ahead "
-                f"of {runner_up['run']}.")
+                f"of {runner_up['run']}.{power}")
     return (f"Best mean: {best['run']} ({means[best['run_id']]:.3f}), but not significantly "
-            f"ahead of {runner_up['run']}: no winner is declared.")
+            f"ahead of {runner_up['run']}: no winner is declared.{power}")
 
 
 RULE_WORDS = (f"Holm-adjusted Wilcoxon with a bootstrap CI, simulated from the observed "

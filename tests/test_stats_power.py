@@ -138,3 +138,20 @@ def test_the_key_finding_states_the_rules_power_for_each_comparison_it_makes():
         else:
             assert f"cannot be computed: {mdd.why}" in line
     assert "t-test" not in text
+
+
+def test_best_against_runner_up_states_its_power_when_no_pair_line_did():
+    from report.report import build_report
+    from tests.test_report import rec, row, section
+
+    naive = list(np.round(3.5 + RNG.normal(0, 0.5, 12), 4))
+    stuffing = list(np.round(np.array(naive) - 0.1 + RNG.normal(0, 0.3, 12), 4))
+    arag = list(np.round(np.array(naive) - 0.8 + RNG.normal(0, 0.3, 12), 4))
+    records = {name: [rec(f"t{k}", s) for k, s in enumerate(scores)]
+               for name, scores in (("arag", arag), ("naive", naive), ("stuffing", stuffing))}
+    text, _ = build_report([row("arag"), row("naive"), row("stuffing")], records, "t")
+    finding = section(text, "Key finding")
+    best = next(line for line in finding.splitlines() if line.startswith("- Best"))
+    assert "naive" in best and "stuffing" in best  # the two baselines lead the agent
+    assert "**minimum detectable difference**" in best and "p < 0.05/3" in best
+    assert finding.count("**minimum detectable difference**") == 3
