@@ -326,7 +326,7 @@ def min_detectable_difference(differences: Sequence[float], comparisons: int = 1
     The Wilcoxon p is scipy's own choice of method, vectorised; the CI is the verdict's
     own 2,000-resample percentile bootstrap up to 50 tasks and its normal limit with a
     skewness term above. About 0.3 s per comparison at n=500 on a shared 2-core machine
-    (``tasks_needed``, when asked, a few times that).
+    (``tasks_needed``, when asked, several times that).
     """
     base, untied, why = _oriented(differences)
     if why:
