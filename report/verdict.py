@@ -11,8 +11,10 @@ whole family are adjusted for the number of comparisons (Holm). A difference is 
 only when it is significant (``Decision.significant``): at least 6 untied pairs, the
 **adjusted** Wilcoxon p < 0.05 and a bootstrap CI that excludes 0; otherwise the report
 says "no significant difference" (naming which of the two failed) or "too few to test".
-The key comparison also states its minimum detectable difference (80% power, 5%
-significance) and, when the observed difference is smaller, how many tasks would detect it.
+Each comparison the key finding makes also states the minimum detectable difference of
+this very rule (80% power; simulated from the pair's own differences, Holm at its worst case
+for the family's size: ``metrics.stats.min_detectable_difference``) and, when the observed
+difference is smaller, how many tasks the rule would need to declare it.
 
 With ``runner.repeats`` a task has several answers per run: every comparison is made on the
 task's mean over its answered repeats (``per_task``), so pairs, CIs and tests are over tasks
@@ -37,6 +39,7 @@ from metrics.stats import (
     ALPHA,
     MIN_UNTIED,
     POWER,
+    SIMULATIONS,
     Paired,
     min_detectable_difference,
     paired_difference,
@@ -97,6 +100,11 @@ class TaskSets:
         ids = self.pair_ids(a, b, key) if ids is None else ids
         ta, tb = self.tables[a["run_id"]], self.tables[b["run_id"]]
         return paired_difference([ta[t][key] for t in ids], [tb[t][key] for t in ids])
+
+    def differences(self, a: Row, b: Row, key: str, ids: list[str]) -> list[float]:
+        """``a``'s score minus ``b``'s on each of ``ids``."""
+        ta, tb = self.tables[a["run_id"]], self.tables[b["run_id"]]
+        return [ta[t][key] - tb[t][key] for t in ids]
 
 
 def per_task(records: list[Record]) -> dict[str, Record]:
@@ -356,7 +364,7 @@ def _metric_block(sets: TaskSets, key: str, reason: str, decided: Sequence[Decis
               for a, b in pairs]
     if budgets:
         parts.append(f"- {BUDGET_NOTE}")
-    parts.append(f"- {_best_sentence(sets, ranked, key, means, decided)}")
+    parts.append(f"- {_best_sentence(sets, ranked, key, means, decided, pairs)}")
     shown = [r for r in scored if policy.is_bound(r)] if bounds else []
     if shown:
         parts.append("- Bounds (reference points, never ranked): " + "; ".join(
@@ -406,15 +414,16 @@ def pair_sentence(sets: TaskSets, decision: Decision | None, a: Row, b: Row, key
              + small_n_note(res.n))
     if res.testable:
         text += f", Wilcoxon {decision.p_words()} over {res.n_untied} untied pairs"
+    power = " " + power_sentence(sets.differences(a, b, key, ids), decision.family)
     better = decision.better
     if better is not None:
         return (f"{text}: **significant**, {better['run']} is better."
-                + stability_note(sets, a, b, key, ids, res.mean_diff))
+                + stability_note(sets, a, b, key, ids, res.mean_diff) + power)
     if not res.testable:
         return (f"{text}: **too few to test** (only {res.n_untied} pairs differ, at least "
-                f"{MIN_UNTIED} are needed).")
+                f"{MIN_UNTIED} are needed).{power}")
     return (f"{text}: **no significant difference** ({decision.why_not()})."
-            + stability_note(sets, a, b, key, ids, res.mean_diff))
+            + stability_note(sets, a, b, key, ids, res.mean_diff) + power)
 
 
 def stability_note(sets: TaskSets, a: Row, b: Row, key: str, ids: list[str],
@@ -474,7 +483,9 @@ def small_n_note(n: int, unit: str = "pairs") -> str:
 
 
 def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str, float],
-                   decided: Sequence[Decision]) -> str:
+                   decided: Sequence[Decision], pairs: Sequence[tuple[Row, Row]]) -> str:
+    """The best contender, and whether it is significantly ahead of the runner-up (with the
+    rule's power when that pair has no line of its own among ``pairs``)."""
     if not ranked:
         return "Only bounds are scored: no contender to name."
     best = ranked[0]
@@ -483,32 +494,45 @@ def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str,
     runner_up = ranked[1]
     decision = find(decided, key, best, runner_up)
     res = decision.paired if decision is not None else None
+    power = ""
+    if res is not None and res.n_untied and not any({id(best), id(runner_up)} == {id(a), id(b)}
+                                                    for a, b in pairs):
+        ids = sets.pair_ids(best, runner_up, key)
+        power = " " + power_sentence(sets.differences(best, runner_up, key, ids),
+                                     decision.family if decision else 1)
     if decision is not None and res is not None and decision.better is best:
         return (f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), significantly ahead "
-                f"of {runner_up['run']}. {power_sentence(res)}")
-    tail = f" {power_sentence(res)}" if res is not None else ""
+                f"of {runner_up['run']}.{power}")
     return (f"Best mean: {best['run']} ({means[best['run_id']]:.3f}), but not significantly "
-            f"ahead of {runner_up['run']}: no winner is declared.{tail}")
+            f"ahead of {runner_up['run']}: no winner is declared.{power}")
 
 
-def power_sentence(res: Paired) -> str:
-    """The minimum detectable difference at the observed spread and n, and the tasks the
-    observed difference would need when it is smaller."""
-    mdd = min_detectable_difference(res.sd_diff, res.n)
-    if mdd is None:
-        return ("The paired differences have no spread, so no minimum detectable difference "
-                "can be computed.")
-    text = (f"With {res.n} tasks and an SD of paired differences of {res.sd_diff:.3f}, the "
-            f"**minimum detectable difference** is {mdd:.3f} ({POWER:.0%} power, {ALPHA:.0%} "
-            "significance, paired t-test).")
-    observed = abs(res.mean_diff)
+RULE_WORDS = (f"Holm-adjusted Wilcoxon with a bootstrap CI, simulated from the observed "
+              f"differences, {SIMULATIONS:,} resamples")
+
+
+def power_sentence(differences: Sequence[float], comparisons: int) -> str:
+    """The minimum detectable difference of the rule the verdict applies, over a pair's own
+    tasks and family, and the tasks its observed difference would need when smaller."""
+    holm = f"; Holm at its worst case, p < {ALPHA}/{comparisons}" if comparisons > 1 else ""
+    rule = f"the rule that decides ({RULE_WORDS}{holm})"
+    mdd = min_detectable_difference(differences, comparisons)
+    if not mdd.defined:
+        return f"The **minimum detectable difference** of {rule} cannot be computed: {mdd.why}."
+    if mdd.value is None:
+        text = f"The **minimum detectable difference** of {rule} cannot be computed: {mdd.why}."
+    else:
+        text = (f"The **minimum detectable difference** over these {len(differences)} tasks "
+                f"is {mdd.value:.3f}: the smallest true difference {rule} declares with "
+                f"{POWER:.0%} power.")
+    observed = abs(float(np.mean(differences)))
     if observed == 0:
-        text += " The observed difference is 0: no number of tasks would detect it."
-    elif observed < mdd:
-        needed = tasks_needed(observed, res.sd_diff)
-        text += (f" The observed difference ({observed:.3f}) is smaller: detecting it would "
-                 + (f"take about {int(np.ceil(needed)):,} tasks." if needed is not None
-                    else "take more than 10,000,000 tasks."))
+        return text + " The observed difference is 0: no number of tasks would declare it."
+    if mdd.value is None or observed < mdd.value:
+        needed = tasks_needed(differences, comparisons)
+        text += (f" Declaring the observed difference ({observed:.3f}) would "
+                 + (f"take about {int(needed.value):,} tasks." if needed.value is not None
+                    else f"take {needed.why}."))
     return text
 
 

@@ -81,7 +81,7 @@ def test_a_significant_difference_names_the_winner_and_its_detectable_difference
     finding = section(text, "Key finding")
     assert "Best: **a** (4.500), significantly ahead of b" in finding
     assert "**significant**, a is better" in finding and "over 12 untied pairs" in finding
-    assert re.search(r"\*\*minimum detectable difference\*\* is \d\.\d{3}", finding)
+    assert re.search(r"\*\*minimum detectable difference\*\* over these 12 tasks is \d\.\d{3}", finding)
     assert "would take about" not in finding  # the observed difference is detectable
 
 
@@ -89,7 +89,11 @@ def test_a_small_difference_says_how_many_tasks_would_detect_it():
     records = {"a": [rec(f"t{k}", [4, 5, 3, 4, 5, 2, 4, 3][k]) for k in range(8)],
                "b": [rec(f"t{k}", [4, 4, 4, 4, 4, 3, 3, 3][k]) for k in range(8)]}
     text, _ = build_report([row("a"), row("b")], records, "t")
-    assert re.search(r"detecting it would take about [\d,]+ tasks", section(text, "Key finding"))
+    finding = section(text, "Key finding")
+    # 5 of 8 pairs differ: the rule cannot reach 80% power over 8 tasks, whatever the difference
+    assert "cannot be computed: over 8 tasks the rule declares even a huge difference" in finding
+    assert re.search(r"Declaring the observed difference \(0.125\) would take about [\d,]+ "
+                     r"tasks", finding)
 
 
 def test_the_caveat_banner_names_offline_models_missing_judges_and_synthetic_data():

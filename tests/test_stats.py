@@ -10,10 +10,7 @@ from metrics.stats import (
     agreement,
     holm,
     krippendorff_alpha,
-    min_detectable_difference,
     paired_difference,
-    paired_t_power,
-    tasks_needed,
 )
 
 nan = np.nan
@@ -53,31 +50,6 @@ def test_paired_difference_drops_ties_from_the_test_and_says_so():
     assert few.n_untied == 4 and few.p is None and few.verdict() == "too few to test"
     noisy = paired_difference([5, 1, 4, 2, 5, 1, 3, 2], [1, 5, 2, 4, 1, 5, 2, 3])
     assert noisy.ci_includes_zero and noisy.verdict() == "no significant difference"
-
-
-@pytest.mark.parametrize("sd,n", [(1.0, 20), (0.7, 6), (1.3, 120), (0.05, 495)])
-def test_minimum_detectable_difference_matches_statsmodels(sd, n):
-    from statsmodels.stats.power import TTestPower
-
-    effect = TTestPower().solve_power(effect_size=None, nobs=n, alpha=0.05, power=0.8,
-                                      alternative="two-sided")
-    assert min_detectable_difference(sd, n) == pytest.approx(effect * sd, rel=1e-5)
-
-
-@pytest.mark.parametrize("difference,sd", [(0.5, 1.0), (0.2, 0.9), (0.05, 1.1)])
-def test_tasks_needed_matches_statsmodels(difference, sd):
-    from statsmodels.stats.power import TTestPower
-
-    expected = TTestPower().solve_power(effect_size=difference / sd, nobs=None, alpha=0.05,
-                                        power=0.8, alternative="two-sided")
-    assert tasks_needed(difference, sd) == pytest.approx(expected, rel=1e-4)
-    assert paired_t_power(difference / sd, expected) == pytest.approx(0.8, abs=1e-6)
-
-
-def test_power_is_undefined_without_spread_or_tasks():
-    assert min_detectable_difference(0.0, 10) is None
-    assert min_detectable_difference(1.0, 1) is None
-    assert tasks_needed(0.0, 1.0) is None
 
 
 @pytest.mark.parametrize("raw", [[0.01, 0.04, 0.03, 0.2], [0.5, 0.001, None, 0.02, 0.02], [0.9]])
