@@ -10,7 +10,7 @@ from arag.retrieval import KeywordStandIn
 from runners.experiment import run
 from runners.job import prepare
 from runners.settings import read
-from tests.conftest import SHARED
+from tests.conftest import ROOT, SHARED
 
 FB = SHARED / "financebench"
 
@@ -68,3 +68,19 @@ def test_a_cold_dry_run_on_financebench_parses_its_filing_and_embeds_nothing(mak
     parsed = list((cache / "parsed").glob("*.json"))  # both tasks are on the first 10-K
     assert len(parsed) == 1 and parsed[0].name.endswith(".pdfium.json")
     assert not (cache / "embeddings").exists() and not (cache / "index").exists()
+
+
+def test_a_long_text_is_counted_on_samples_close_to_its_full_count():
+    """A whole filing (what stuffing sends) is counted on evenly spaced slices; a text of
+    ordinary size is counted in full."""
+    from runners import dryrun
+
+    text = "\n".join(f.read_text(encoding="utf-8")
+                     for f in sorted((ROOT / "data" / "sample" / "documents").glob("*.txt")))
+    text = (text * (1 + 3 * dryrun.EXACT_CHARS // len(text)))[:3 * dryrun.EXACT_CHARS + 17]
+    full = len(dryrun._tokenizer()(text, add_special_tokens=False)["input_ids"])
+    exact = int(full * dryrun.CLAUDE_PER_WORDPIECE) + 1
+    assert abs(dryrun.count_tokens(text) - exact) / exact < 0.05
+    short = text[:dryrun.EXACT_CHARS]
+    assert dryrun.count_tokens(short) == int(len(dryrun._tokenizer()(
+        short, add_special_tokens=False)["input_ids"]) * dryrun.CLAUDE_PER_WORDPIECE) + 1
