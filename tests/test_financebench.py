@@ -2,7 +2,7 @@
 
 Most tests use a tiny upstream-shaped tree with hand-written PDFs (fast, always run); the
 real-data tests skip when ../shared/datasets is absent; they parse one large real 10-K
-(~35 s) and three small filings, once per session (the parse cache is content-keyed).
+(a few seconds) and three small filings, once per session (the parse cache is content-keyed).
 """
 
 from __future__ import annotations

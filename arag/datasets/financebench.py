@@ -32,8 +32,8 @@ table rows -- are cut into word windows); one sentence per ``Document.lines`` en
 ``Document.line_pages`` gives the 1-based page of each line, so a line never spans two
 pages. Retrieval gold = every line on the evidence pages (``evidence_page_num`` is 0-based).
 
-Why PDFium: on the 10-Ks ``dataset=financebench_qfs`` reads it parses ~15 ms a page, about
-100x faster than pypdf (pure Python; a 160-page 10-K took ~35 s on one core, a cold parse of
+Why PDFium: on the 10-Ks ``dataset=financebench_qfs`` reads it parses ~10-15 ms a page, about
+20x faster than pypdf (pure Python; a 160-page 10-K took ~35 s on one core, a cold parse of
 all 55 10-Ks most of an hour), with the same page counts and text at least as faithful:
 FinanceBench's evidence quotes are found on their pages as often as in pypdf's text
 (``bench/pdf_parsers.py``, figures in bench/README.md). So a cold load, and the dry run
