@@ -41,9 +41,13 @@ def dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     for e in (e for es in parts.values() for e in es):
         print(e.line(), flush=True)
     if job.index_estimated:
-        print(f"{name}: estimate: no index of this corpus in the cache, so the dry run embedded "
-              "nothing and ranked chunks by keywords; the chunks read, and so the system's "
-              "tokens and cost, are approximate", flush=True)
+        print(f"{name}: estimate: {job.index_estimated}, so the dry run embedded nothing and "
+              "ranked chunks by keywords; the chunks read, and so the system's tokens and "
+              "cost, are approximate", flush=True)
+    index = job.index_metrics()
+    if index:  # what the dry run's search cost: loading a cached index or the stand-in
+        print(f"{name}: index: {index['index_sentences_embedded']:.0f} sentences embedded, "
+              f"{index['index_sentences_reused']:.0f} reused from the cache", flush=True)
     summary = dryrun.summarize(name, parts)
     print(dryrun.total_line(f"{name} total", [summary]), flush=True)
     sweep_dir = _sweep_dir()
@@ -51,7 +55,7 @@ def dry_run(job: Job, run_name: str | None) -> dict[str, float]:
         dryrun.record(sweep_dir, summary)
         if cfg.judge.pairwise:  # the sweep's end prices the pairwise judge on these answers
             dryrun.record_answers(sweep_dir, name, job.system_class, est.predictions)
-    return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": summary["cost_usd"]}
+    return {"n_tasks": float(est.n_tasks), "estimated_cost_usd": summary["cost_usd"], **index}
 
 
 def _judge_estimates(job: Job, name: str, predictions: list) -> list[dryrun.Estimate]:

@@ -44,9 +44,33 @@ def _tokenizer():
     return tokenizer
 
 
+# Longer texts (a whole filing that stuffing sends: ~600k characters, ~0.5 s to tokenize on
+# this machine, twice per task) are counted on SAMPLES evenly spaced slices of about
+# SAMPLE_CHARS, scaled by length: within 5% of the full count on FinanceBench 10-Ks, 12x
+# faster. An estimate either way (see CLAUDE_PER_WORDPIECE).
+EXACT_CHARS = 50_000
+SAMPLES = 64
+SAMPLE_CHARS = 1_000
+
+
 def count_tokens(text: str) -> int:
-    ids = _tokenizer()(text, add_special_tokens=False, truncation=False)["input_ids"]
-    return int(len(ids) * CLAUDE_PER_WORDPIECE) + 1
+    if len(text) <= EXACT_CHARS:
+        pieces = [text]
+    else:
+        step = len(text) // SAMPLES
+        pieces = [_whole_words(text, i * step, i * step + SAMPLE_CHARS) for i in range(SAMPLES)]
+    ids = _tokenizer()(pieces, add_special_tokens=False, truncation=False)["input_ids"]
+    wordpieces = sum(len(p) for p in ids) * len(text) / max(1, sum(len(p) for p in pieces))
+    return int(wordpieces * CLAUDE_PER_WORDPIECE) + 1
+
+
+def _whole_words(text: str, start: int, end: int) -> str:
+    """``text[start:end]`` widened to whole words, so no word is split into extra pieces."""
+    while start > 0 and not text[start - 1].isspace():
+        start -= 1
+    while end < len(text) and not text[end].isspace():
+        end += 1
+    return text[start:end]
 
 
 @lru_cache(maxsize=256)

@@ -136,9 +136,10 @@ class Job:
         return digests
 
     @property
-    def index_estimated(self) -> bool:
-        """The dry run searched a keyword stand-in (no index in the cache to load)."""
-        return isinstance(self._index, KeywordStandIn)
+    def index_estimated(self) -> str | None:
+        """Why the dry run searched a keyword stand-in (no readable index of the corpus in
+        the cache), or None when it searched a real index."""
+        return self._index.reason if isinstance(self._index, KeywordStandIn) else None
 
     def index_metrics(self) -> dict[str, float]:
         """index_sentences_embedded/_reused and index_embed_seconds; none if nothing searched."""

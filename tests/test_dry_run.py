@@ -4,10 +4,15 @@ says its token counts are estimates."""
 
 from __future__ import annotations
 
+import pytest
+
 from arag.retrieval import KeywordStandIn
 from runners.experiment import run
 from runners.job import prepare
 from runners.settings import read
+from tests.conftest import ROOT, SHARED
+
+FB = SHARED / "financebench"
 
 
 def test_a_dry_run_on_a_cold_cache_embeds_nothing_and_says_it_estimates(make_cfg, tmp_path,
@@ -31,3 +36,51 @@ def test_the_stand_in_searches_the_runs_own_chunks_by_the_querys_words(make_cfg)
     hits = index.semantic_search("What was the revenue guidance?", 3)
     assert hits and all("revenue" in index.by_id[h.chunk_id].body.lower()
                         or "guidance" in index.by_id[h.chunk_id].body.lower() for h in hits)
+
+
+def test_a_damaged_cached_index_is_not_rebuilt_by_a_dry_run(make_cfg, tmp_path, capsys):
+    """A real run would re-embed the corpus over an unreadable entry; the dry run searches
+    the keyword stand-in instead and says why."""
+    cfg = make_cfg("system=naive", "dataset=sample", "dataset.limit=2", "model=claude-haiku-4-5",
+                   "runner.dry_run=true", fresh_cache=True)
+    key = prepare(read(cfg)).index_loader().key
+    entry = tmp_path / "cache" / "index" / key
+    entry.mkdir(parents=True)
+    (entry / "meta.json").write_text('{"format": 1, "key": "')  # cut off mid-write
+    run(read(cfg))
+    printed = capsys.readouterr().out
+    assert f"the cached index {entry} is unreadable" in printed
+    assert "embedded nothing and ranked chunks by keywords" in printed
+    assert not (tmp_path / "cache" / "embeddings").exists()
+    assert (entry / "meta.json").read_text() == '{"format": 1, "key": "'  # left as it was
+
+
+@pytest.mark.skipif(not (FB / "pdfs").is_dir(),
+                    reason=f"../shared/datasets not present: {FB} (clone "
+                           "github.com/patronus-ai/financebench)")
+def test_a_cold_dry_run_on_financebench_parses_its_filing_and_embeds_nothing(make_cfg,
+                                                                              tmp_path):
+    cfg = make_cfg("system=naive", "dataset=financebench_qfs", f"dataset.root={FB}",
+                   "dataset.limit=2", "runner.dry_run=true", fresh_cache=True)
+    result = run(read(cfg))
+    assert result["n_tasks"] == 2 and result["index_sentences_embedded"] == 0
+    cache = tmp_path / "cache"
+    parsed = list((cache / "parsed").glob("*.json"))  # both tasks are on the first 10-K
+    assert len(parsed) == 1 and parsed[0].name.endswith(".pdfium.json")
+    assert not (cache / "embeddings").exists() and not (cache / "index").exists()
+
+
+def test_a_long_text_is_counted_on_samples_close_to_its_full_count():
+    """A whole filing (what stuffing sends) is counted on evenly spaced slices; a text of
+    ordinary size is counted in full."""
+    from runners import dryrun
+
+    text = "\n".join(f.read_text(encoding="utf-8")
+                     for f in sorted((ROOT / "data" / "sample" / "documents").glob("*.txt")))
+    text = (text * (1 + 3 * dryrun.EXACT_CHARS // len(text)))[:3 * dryrun.EXACT_CHARS + 17]
+    full = len(dryrun._tokenizer()(text, add_special_tokens=False)["input_ids"])
+    exact = int(full * dryrun.CLAUDE_PER_WORDPIECE) + 1
+    assert abs(dryrun.count_tokens(text) - exact) / exact < 0.05
+    short = text[:dryrun.EXACT_CHARS]
+    assert dryrun.count_tokens(short) == int(len(dryrun._tokenizer()(
+        short, add_special_tokens=False)["input_ids"]) * dryrun.CLAUDE_PER_WORDPIECE) + 1

@@ -2,7 +2,7 @@
 
 Most tests use a tiny upstream-shaped tree with hand-written PDFs (fast, always run); the
 real-data tests skip when ../shared/datasets is absent; they parse one large real 10-K
-(~35 s) and three small filings, once per session (the parse cache is content-keyed).
+(a few seconds) and three small filings, once per session (the parse cache is content-keyed).
 """
 
 from __future__ import annotations
@@ -177,6 +177,26 @@ def test_parsed_pdfs_are_cached_by_content(make_cfg, tiny, tmp_path):
     assert again.corpus.documents["ACME_2022_10K"] == first.corpus.documents["ACME_2022_10K"]
 
 
+def test_a_parse_cache_entry_names_its_engine_and_no_other_engines_text_is_read(
+        make_cfg, tiny, tmp_path):
+    cache = tmp_path / "c"
+    first = load(make_cfg, cache, f"dataset.root={tiny}", "dataset.limit=1")
+    entry = next((cache / "parsed").glob("*.json"))
+    data = json.loads(entry.read_text())
+    assert entry.name.endswith(".pdfium.json") and data["engine"] == "pdfium"
+    assert data["parser"].startswith("pdfium (pypdfium2 5.")
+    sha = entry.name.split(".")[0]
+    stale = ["Stale text that another engine wrote."] * len(data["pages"])
+    # an entry of the older pypdf format under the old name, and pypdf's text under this name
+    (cache / "parsed" / f"{sha}.json").write_text(json.dumps(
+        {"format": 1, "sha256": sha, "parser": "pypdf 7.1.1", "pages": stale}))
+    entry.write_text(json.dumps(data | {"engine": "pypdf", "pages": stale}))
+    again = load(make_cfg, cache, f"dataset.root={tiny}", "dataset.limit=1")
+    assert again.reports["pdf_parsing"]["n_parsed"] == 1  # parsed again, not read
+    assert again.corpus.documents == first.corpus.documents
+    assert json.loads(entry.read_text())["engine"] == "pdfium"
+
+
 def test_limit_parses_only_the_pdfs_of_the_first_questions(make_cfg, tiny, tmp_path):
     ds = load(make_cfg, tmp_path / "c", f"dataset.root={tiny}", "dataset.limit=1")
     assert [t.id for t in ds.tasks] == ["fb_1"]
@@ -189,7 +209,7 @@ def test_limit_parses_only_the_pdfs_of_the_first_questions(make_cfg, tiny, tmp_p
 
 def test_damaged_pdf_and_bad_records_are_named(make_cfg, tiny, tmp_path):
     (tiny / "pdfs" / "ACME_2022_10K.pdf").write_bytes(b"%PDF-1.4 garbage")
-    with pytest.raises(DatasetError, match="ACME_2022_10K.pdf.*pypdf cannot parse"):
+    with pytest.raises(DatasetError, match="ACME_2022_10K.pdf.*pdfium cannot parse"):
         load(make_cfg, tmp_path / "c", f"dataset.root={tiny}", "dataset.limit=1")
     path = tiny / "data" / "financebench_open_source.jsonl"
     path.write_text(path.read_text().replace('"answer": "$150 million", ', "", 1))

@@ -3,7 +3,7 @@ offline: both child runs finish and the naive retriever's ranking metrics are lo
 
 One run on a tiny upstream-shaped tree (hand-written PDFs, always runs when slow tests do);
 one on the real data with ``dataset.limit=2`` (skipped when ../shared/datasets is absent;
-the real 3M_2018_10K takes ~35 s to parse, cached in the session's shared cache).
+the real 3M_2018_10K takes a few seconds to parse, cached in the session's shared cache).
 """
 
 from __future__ import annotations

@@ -212,7 +212,7 @@ def test_every_mistake_of_a_folder_is_found_in_one_load(tmp_path, make_cfg):
     with pytest.raises(DatasetError) as caught:
         load(make_cfg, root)
     found = [str(p) for p in caught.value.problems]  # type: ignore[attr-defined]
-    expected = ["broken.pdf: pypdf cannot read this PDF", "latin1.txt: not valid UTF-8",
+    expected = ["broken.pdf: pdfium cannot read this PDF", "latin1.txt: not valid UTF-8",
                 "tasks.jsonl:1: malformed JSON", "tasks.jsonl:2: missing 'question' or "
                 "'instruction'", "tasks.jsonl:2: style 'haiku' is unknown",
                 "tasks.jsonl:2: target_length must be a positive number",

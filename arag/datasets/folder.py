@@ -24,9 +24,9 @@ blocks that a sentence never crosses:
   all read the same, and a short heading or speaker name ("Operator") stays on its own.
 * ``.md``: parsed with markdown-it-py; each heading, paragraph, list item and table row is
   a block, markup (``#``, ``**``, links) is dropped, code is left out.
-* ``.pdf``: pypdf, page by page, through the parse cache ``dataset=financebench`` uses;
-  a sentence never spans two pages and ``Document.line_pages`` gives each one's page, so
-  chunks name their page.
+* ``.pdf``: PDFium (pypdfium2), page by page, through the parse cache
+  ``dataset=financebench`` uses; a sentence never spans two pages and
+  ``Document.line_pages`` gives each one's page, so chunks name their page.
 
 A sentence longer than ``max_sentence_words`` (table rows) is cut into word windows.
 Every sentence keeps where it came from (the file's 1-based line; a PDF's page): the
@@ -310,9 +310,9 @@ def read_text_document(folder: Folder, path: Path) -> list[Sentence]:
 
 
 def read_pdfs(folder: Folder, pdfs: list[Path]) -> dict[Path, list[Sentence]]:
-    """Sentences of each PDF, parsed through the shared parse cache; a PDF pypdf cannot
+    """Sentences of each PDF, parsed through the shared parse cache; a PDF the parser cannot
     read is a problem, and the others are still read."""
-    from arag.datasets.financebench import parse_pdfs
+    from arag.datasets.financebench import PARSER, parse_pdfs
 
     if not pdfs:
         return {}
@@ -325,7 +325,7 @@ def read_pdfs(folder: Folder, pdfs: list[Path]) -> dict[Path, list[Sentence]]:
             try:
                 pages.update(parse_pdfs([pdf], opts.cache_dir, 1)[0])
             except DatasetError:
-                folder.problem(pdf, None, "pypdf cannot read this PDF",
+                folder.problem(pdf, None, f"{PARSER} cannot read this PDF",
                                "replace it with an intact copy, or remove it")
     return {pdf: [s for number, page in enumerate(texts, start=1)
                   for b in pdf_page_blocks(page)

@@ -23,6 +23,7 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -221,7 +222,9 @@ class KeywordStandIn(SearchIndex):
     """A dry run's index when the cache holds none for this corpus and config: the chunks
     are the run's, but semantic search ranks them by the query's words (keyword search),
     so no sentence is embedded. What the systems read, and so their token counts, are then
-    estimates (the dry run says so)."""
+    estimates (the dry run says so, with ``reason``: why no cached index was searched)."""
+
+    reason: str = "no index of this corpus in the cache"
 
     def semantic_search(self, query: str, top_k: int, doc_ids: list[str] | None = None) -> list[Hit]:
         words = [w for w in re.findall(r"[\w$%.]+", query.lower()) if len(w) > 3]
@@ -230,19 +233,37 @@ class KeywordStandIn(SearchIndex):
 
 def dry_run_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
                   contexts: dict[str, str] | None = None) -> SearchIndex:
-    """The index a dry run searches: the cached one when there is one (loading embeds
-    nothing), else a ``KeywordStandIn`` over the same chunks."""
-    folder = Path(cache_dir) / "index" / index_key(corpus, retrieval_cfg, contexts)
+    """The index a dry run searches: the cached one when it can be read (loading embeds
+    nothing), else a ``KeywordStandIn`` over the same chunks -- also when the cached entry
+    is damaged, which a real run would rebuild by embedding the corpus."""
+    key = index_key(corpus, retrieval_cfg, contexts)
+    folder = Path(cache_dir) / "index" / key
+    reason = KeywordStandIn.reason
     if folder.exists():
-        return load_or_build_index(corpus, retrieval_cfg, cache_dir, CacheMode.read_only,
-                                   contexts)
+        try:
+            return _load_cached(folder, retrieval_cfg, key, contexts)
+        except Exception as exc:  # noqa: BLE001 - any damage: the run would rebuild it
+            reason = f"the cached index {folder} is unreadable ({exc}); a real run rebuilds it"
     chunks = build_chunks(corpus, retrieval_cfg.chunk_size, retrieval_cfg.chunk_overlap)
-    row_chunk = chunk_rows(chunks)
-    index = KeywordStandIn(chunks, faiss.IndexFlatIP(1), row_chunk, None, folder.name)
+    index = KeywordStandIn(chunks, faiss.IndexFlatIP(1), chunk_rows(chunks), None, key)
+    index.reason = reason
     index.contextual_headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
     index.chunk_contexts = contexts
-    log.info("index %s: not in the cache; the dry run ranks chunks by keywords instead of "
-             "embedding %d chunks", folder.name, len(chunks))
+    log.info("index %s: %s; the dry run ranks chunks by keywords instead of embedding %d "
+             "chunks", key, reason, len(chunks))
+    return index
+
+
+def _load_cached(folder: Path, retrieval_cfg, key: str,
+                 contexts: dict[str, str] | None) -> SearchIndex:
+    """The index stored in ``folder``; raises when the entry is damaged."""
+    emb_cfg = retrieval_cfg.embedder
+    index = _load(folder, lambda: get_embedder(emb_cfg.path, emb_cfg.batch_size, emb_cfg.device,
+                                               option_value(emb_cfg.precision)), key)
+    index.contextual_headers = bool(getattr(retrieval_cfg, "contextual_headers", False))
+    index.chunk_contexts = contexts
+    log.info("index %s: loaded from cache %s (%d chunks, %d vectors, no embedding pass)",
+             key, folder, len(index.chunks), index.n_vectors)
     return index
 
 
@@ -260,12 +281,7 @@ def load_or_build_index(corpus: Corpus, retrieval_cfg, cache_dir: str | Path,
     folder = Path(cache_dir) / "index" / key
     if mode != CacheMode.off and folder.exists():
         try:
-            index = _load(folder, embedder, key)
-            index.contextual_headers = headers
-            index.chunk_contexts = contexts
-            log.info("index %s: loaded from cache %s (%d chunks, %d vectors, no embedding pass)",
-                     key, folder, len(index.chunks), index.n_vectors)
-            return index
+            return _load_cached(folder, retrieval_cfg, key, contexts)
         except Exception as exc:  # noqa: BLE001 - any damage means rebuild
             log.warning("index cache %s is unreadable (%s); rebuilding it", folder, exc)
     started = time.perf_counter()
@@ -360,11 +376,14 @@ def _check_sums(folder: Path, sums: object) -> None:
         raise ValueError(f"checksum mismatch in {', '.join(bad)}")
 
 
-def _load(folder: Path, embedder: Embedder, key: str) -> SearchIndex:
+def _load(folder: Path, get: Callable[[], Embedder], key: str) -> SearchIndex:
+    """The stored entry, checked before the embedder is loaded (a damaged one costs no
+    model load)."""
     meta = json.loads((folder / "meta.json").read_text())
     if meta.get("format") != INDEX_FORMAT or meta.get("key") != key:
         raise ValueError("format or key mismatch")
     _check_sums(folder, meta.get("sha256"))
+    embedder = get()
     with open(folder / "chunks.jsonl", encoding="utf-8") as f:
         chunks = []
         for line in f:
