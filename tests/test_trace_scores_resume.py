@@ -93,3 +93,24 @@ def test_a_score_a_later_attempt_has_is_attached_beside_the_ones_kept(run):
     assert log_task_assessments(experiment_id, run_id, [_record("t1")], JUDGE, FIELDS) == 1
     (after,) = _names(experiment_id, run_id).values()
     assert after == before + Counter({"geval_faithfulness": 1})
+
+
+def test_traces_the_export_queue_drops_are_logged_again(run, monkeypatch, caplog):
+    """MLflow's async export queue discards a trace when it is full, with a warning only.
+    With a queue of three, most traces of a bulk log are dropped: every one still reaches the
+    store, each once, and the count returned is of traces stored."""
+    from mlflow.tracing.export import async_export_queue
+
+    experiment_id, run_id = run
+    monkeypatch.setattr(async_export_queue.MLFLOW_ASYNC_TRACE_LOGGING_MAX_QUEUE_SIZE, "get",
+                        lambda: 3)
+    monkeypatch.setenv("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "true")
+    mlflow.tracing.reset()  # a tracer built now exports through the tiny queue
+    predictions = [_prediction(f"t{k}") for k in range(12)]
+    assert log_task_traces(experiment_id, run_id, predictions) == 12
+    traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
+                                  include_spans=False)
+    assert sorted(t.info.trace_metadata["task_id"] for t in traces) == \
+        sorted(p.id for p in predictions)
+    monkeypatch.undo()
+    mlflow.tracing.reset()

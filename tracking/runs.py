@@ -32,6 +32,7 @@ FAILED_JOBS_FILE = "failed_jobs.jsonl"
 REUSED_RUNS_FILE = "reused_runs.jsonl"
 # MLflow's own run links carry the tracking URI as given; our console prints redacted ones
 SILENCE_RUN_LINKS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
+SYNC_TRACES = ("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")
 PATHS_FILE = "paths.json"  # params that are paths on this machine, kept out of the params
 SIGNIFICANT = 4  # digits a metric is logged with (the records keep every digit)
 # an agentic run whose model answered tasks without any tool call: what that means, the fix
@@ -53,6 +54,10 @@ def connect(tracking_cfg: Any):
     from mlflow import MlflowClient
 
     uri = check_tracking(tracking_cfg)
+    # Traces are logged in bulk after a job's predictions, faster than MLflow's async queue
+    # drains: a full queue discards traces with only a warning (seen at 495 tasks). Logged
+    # synchronously, none is dropped, at the same speed (the work is the store's either way).
+    os.environ.setdefault(SYNC_TRACES[0], SYNC_TRACES[1])
     if has_credentials(uri):  # MLflow prints "View run ... at: <uri>" with them otherwise
         os.environ[SILENCE_RUN_LINKS] = "true"
     mlflow.set_tracking_uri(uri)

@@ -54,13 +54,39 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
             _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic)
             count += 1
             shown.update(1)
+    _flush()
+    lost = _not_stored(experiment_id, run_id, todo)
+    for pred in lost:  # a full export queue drops a trace with a warning only: once more,
+        _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic)
+        _flush()  # one at a time, so the queue is empty for each
+    if lost:
+        still = _not_stored(experiment_id, run_id, lost)
+        if still:
+            log.error("%d of %d traces did not reach the MLflow store (tasks %s): the run's "
+                      "records and metrics hold every task, its Traces tab lacks these",
+                      len(still), len(todo), ", ".join(p.answer_key for p in still[:5]))
+        count -= len(still)
+    if stale:
+        mlflow.MlflowClient().delete_traces(experiment_id, trace_ids=stale)
+    return count
+
+
+def _flush() -> None:
+    import mlflow
+
     try:
         mlflow.flush_trace_async_logging()
     except Exception:  # noqa: BLE001 - older/newer MLflow without async logging
         pass
-    if stale:
-        mlflow.MlflowClient().delete_traces(experiment_id, trace_ids=stale)
-    return count
+
+
+def _not_stored(experiment_id: str, run_id: str, predictions: list[Prediction]
+                ) -> list[Prediction]:
+    """The predictions whose trace, as logged now, the store does not hold."""
+    if not predictions:
+        return []
+    held = _existing_traces(experiment_id, run_id)
+    return [p for p in predictions if held.get(p.answer_key, ("", ""))[1] != _stamp(p)]
 
 
 def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str, Any]],
