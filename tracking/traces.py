@@ -85,8 +85,14 @@ def _not_stored(experiment_id: str, run_id: str, predictions: list[Prediction]
     """The predictions whose trace, as logged now, the store does not hold."""
     if not predictions:
         return []
-    held = _existing_traces(experiment_id, run_id)
-    return [p for p in predictions if held.get(p.answer_key, ("", ""))[1] != _stamp(p)]
+    import mlflow
+
+    traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
+                                  include_spans=False)
+    # every trace counts: a retried task's old trace is still there until it is deleted
+    held = {(_trace_key(t.info.trace_metadata), t.info.trace_metadata.get("prediction", ""))
+            for t in traces if "task_id" in t.info.trace_metadata}
+    return [p for p in predictions if (p.answer_key, _stamp(p)) not in held]
 
 
 def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str, Any]],
