@@ -517,10 +517,11 @@ def power_sentence(differences: Sequence[float], comparisons: int) -> str:
     holm = f"; Holm at its worst case, p < {ALPHA}/{comparisons}" if comparisons > 1 else ""
     rule = f"the rule that decides ({RULE_WORDS}{holm})"
     mdd = min_detectable_difference(differences, comparisons)
+    cannot = f"The **minimum detectable difference** of {rule} cannot be computed: {mdd.why}."
     if not mdd.defined:
-        return f"The **minimum detectable difference** of {rule} cannot be computed: {mdd.why}."
+        return cannot
     if mdd.value is None:
-        text = f"The **minimum detectable difference** of {rule} cannot be computed: {mdd.why}."
+        text = cannot
     else:
         text = (f"The **minimum detectable difference** over these {len(differences)} tasks "
                 f"is {mdd.value:.3f}: the smallest true difference {rule} declares with "

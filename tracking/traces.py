@@ -85,13 +85,9 @@ def _not_stored(experiment_id: str, run_id: str, predictions: list[Prediction]
     """The predictions whose trace, as logged now, the store does not hold."""
     if not predictions:
         return []
-    import mlflow
-
-    traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
-                                  include_spans=False)
     # every trace counts: a retried task's old trace is still there until it is deleted
     held = {(_trace_key(t.info.trace_metadata), t.info.trace_metadata.get("prediction", ""))
-            for t in traces if "task_id" in t.info.trace_metadata}
+            for t in _task_traces(experiment_id, run_id)}
     return [p for p in predictions if (p.answer_key, _stamp(p)) not in held]
 
 
@@ -180,16 +176,18 @@ def _stamp(pred: Prediction) -> str:
 def _existing_traces(experiment_id: str, run_id: str) -> dict[str, tuple[str, str]]:
     """answer key (``Prediction.answer_key``) -> (trace id, prediction stamp) of the traces
     the run already has."""
+    return {_trace_key(t.info.trace_metadata):
+            (t.info.trace_id, t.info.trace_metadata.get("prediction", ""))
+            for t in _task_traces(experiment_id, run_id)}
+
+
+def _task_traces(experiment_id: str, run_id: str) -> list[Any]:
+    """The run's traces of tasks (without their spans)."""
     import mlflow
 
     traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
                                   include_spans=False)
-    out = {}
-    for trace in traces:
-        meta = trace.info.trace_metadata
-        if "task_id" in meta:
-            out[_trace_key(meta)] = (trace.info.trace_id, meta.get("prediction", ""))
-    return out
+    return [t for t in traces if "task_id" in t.info.trace_metadata]
 
 
 def _trace_key(meta: dict[str, str]) -> str:
