@@ -184,6 +184,9 @@ class FakeAnthropic(FakeServer):
 
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 request = self.read_json()
+                if request is None:
+                    self.hang_up()
+                    return
                 if self.path.split("?")[0].endswith("/cancel"):
                     batch_id = self.path.split("/")[4]
                     with fake._lock:

@@ -17,8 +17,14 @@ class JSONHandler(BaseHTTPRequestHandler):
         pass
 
     def read_json(self) -> Any:
+        """The request's JSON body; None when the client hung up before sending all of it
+        (a killed run): such a request never reaches a real API's model, so the fakes
+        neither record nor answer it."""
         length = int(self.headers.get("content-length", 0))
-        return json.loads(self.rfile.read(length) or b"{}")
+        body = self.rfile.read(length)
+        if len(body) < length:
+            return None
+        return json.loads(body or b"{}")
 
     def header_dict(self) -> dict[str, str]:
         return {k.lower(): v for k, v in self.headers.items()}

@@ -128,6 +128,9 @@ class FakeOpenAI(FakeServer):
         class Handler(JSONHandler):
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 request = self.read_json()
+                if request is None:
+                    self.hang_up()
+                    return
                 with fake._lock:
                     n = len(fake.requests)
                     fake.requests.append({"path": self.path, "headers": self.header_dict(),
