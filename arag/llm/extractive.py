@@ -48,6 +48,9 @@ STOPWORDS = frozenset(
     "that these those what which who summarize summarise key highlights call earnings "
     "company's companys q1 q2 q3 q4 quarter year".split()
 )
+# compiled once; a term absent as a substring cannot match as a word, so the (much cheaper)
+# substring test runs first: the offline model scores every sentence of a whole filing
+_KEY_TERM_PATTERNS = [(term, re.compile(rf"\b{re.escape(term)}\b")) for term in KEY_TERMS]
 WORD = re.compile(r"[a-z0-9$%][a-z0-9$%.,'-]*", re.IGNORECASE)
 
 
@@ -59,7 +62,8 @@ def score_sentence(sentence: str, question_words: set[str]) -> float:
     lower = sentence.lower()
     n_words = len(sentence.split())
     score = 2.0 if NUMBER.search(sentence) else 0.0
-    score += min(3.0, sum(1.0 for term in KEY_TERMS if re.search(rf"\b{re.escape(term)}\b", lower)))
+    score += min(3.0, sum(1.0 for term, pattern in _KEY_TERM_PATTERNS
+                          if term in lower and pattern.search(lower)))
     score += min(2.0, 0.5 * len(content_words(sentence) & question_words))
     if any(b in lower for b in BOILERPLATE):
         score -= 3.0

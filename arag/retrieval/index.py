@@ -144,13 +144,12 @@ class SearchIndex:
         scored: list[tuple[float, int, Chunk, str]] = []
         for pos, chunk in enumerate(self.chunks_of(doc_ids)):
             body = chunk.body.lower()
-            score = float(sum(len(p.findall(body)) * len(t) for p, t in zip(patterns, terms,
-                                                                             strict=True)))
+            # a term that is not a substring cannot match: skip its regex (most chunks)
+            present = [(p, t) for p, t in zip(patterns, terms, strict=True) if t in body]
+            score = float(sum(len(p.findall(body)) * len(t) for p, t in present))
             if score > 0:
-                snippet = next(
-                    (line for line in chunk.lines if any(p.search(line.lower()) for p in patterns)),
-                    chunk.lines[0],
-                )
+                snippet = next((line for line in chunk.lines if _mentions(line.lower(), present)),
+                               chunk.lines[0])
                 scored.append((score, pos, chunk, snippet))
         scored.sort(key=lambda s: (-s[0], s[1]))
         return [Hit(c.chunk_id, s, snip) for s, _, c, snip in scored[:top_k]]
@@ -216,6 +215,11 @@ def embedded_texts(chunks: list[Chunk], contextual_headers: bool,
 def chunk_rows(chunks: list[Chunk]) -> np.ndarray:
     """Each sentence's chunk position, in index row order (one row per chunk line)."""
     return np.array([pos for pos, c in enumerate(chunks) for _ in c.lines], dtype="int64")
+
+
+def _mentions(text: str, terms: list[tuple[re.Pattern[str], str]]) -> bool:
+    """Whether ``text`` (lower case) holds one of the terms as a word."""
+    return any(t in text and p.search(text) for p, t in terms)
 
 
 class KeywordStandIn(SearchIndex):
