@@ -19,11 +19,16 @@ per pair and dimension win/tie/loss over tasks (repeats averaged per task first)
 bootstrap CIs, a two-sided sign test on the untied tasks, the judge's position-
 inconsistency rate and first-position preference rate; for three or more systems a
 Bradley-Terry ranking (``choix``) with bootstrap CIs over tasks; with a panel, each
-judge's figures and their agreement (Krippendorff's alpha).
+judge's figures and their agreement (Krippendorff's alpha). ``trace_verdicts`` words the
+primary judge's verdicts for both compared answers' traces.
+
+Runs are compared only when one judge judges them on one dataset (``unjudgeable`` says
+why not); which runs are paired is the report's policy (``report.policy.pairs_of``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -57,6 +62,9 @@ _SYSTEM = "You compare two summaries of the same financial document, carefully a
 _WINNER = re.compile(r"^\W*winner\W*:\W*(a|b|tie)\W*$", re.IGNORECASE)
 BT_RESAMPLES = 200
 BT_ALPHA = 0.01  # ILSR regularisation: keeps strengths finite when one system always wins
+ARTIFACT = "pairwise.jsonl"  # on the sweep's parent run: the rows of ``verdict_rows``
+RATIONALE_CHARS = 4000  # of each order's reply, in a verdict on a trace
+SAME_JUDGING = ("judge", "dataset", "task_type")  # config nodes every compared run shares
 
 
 def parse_winner(text: str) -> str | None:
@@ -122,6 +130,16 @@ def pairwise_prompt(dimension: str, task: Task, source: str, first: str, second:
               "Explain briefly, then end with one last line, exactly one of:\n"
               "Winner: A\nWinner: B\nWinner: tie"]
     return "\n\n".join(parts)
+
+
+def unjudgeable(configs: Sequence[Mapping[str, Any]]) -> str:
+    """Why runs of these resolved configs cannot be judged pairwise ("" when they can):
+    their answers are compared by one judge on one dataset."""
+    for what in SAME_JUDGING:
+        values = {json.dumps(c.get(what), sort_keys=True, default=str) for c in configs}
+        if len(values) > 1:
+            return f"the sweep's jobs differ in {what}: pairs are judged by one judge on one dataset"
+    return ""
 
 
 @dataclass
@@ -244,6 +262,49 @@ def _resolve(key: tuple[Any, ...], group: list[dict[str, Any]]) -> Outcome:
     else:  # the judge named another winner when the order changed
         status, winner = "inconsistent", "tie"
     return Outcome(judge, Pair(a, b), dim, task_id, repeat, status, winner, group)
+
+
+# --- a verdict on a trace -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TraceVerdict:
+    """A judge's verdict on one run's answer to a task, for that answer's trace: ``name``
+    ``pairwise_<dimension>_vs_<other run>``, ``value`` from ``run``'s side (win, loss, tie,
+    ``tie (position-inconsistent)`` or unreadable), both orders' replies as the rationale."""
+
+    run: str
+    task_id: str
+    name: str
+    value: str
+    rationale: str
+    judge: str
+
+
+def trace_verdicts(found: Sequence[Outcome], judge: str) -> list[TraceVerdict]:
+    """``judge``'s verdicts, each on both runs of its pair (a task judged in several
+    repeats: its first; a task the judge never answered: none)."""
+    out: dict[tuple[str, str, str], TraceVerdict] = {}
+    for o in sorted(found, key=lambda o: o.repeat):
+        if o.judge != judge or o.status == "not_judged":
+            continue
+        for me, other in ((o.pair.a, o.pair.b), (o.pair.b, o.pair.a)):
+            name = f"pairwise_{o.dimension}_vs_{other}"
+            out.setdefault((me, o.task_id, name), TraceVerdict(me, o.task_id, name,
+                                                              _value(o, me), _rationale(o), judge))
+    return list(out.values())
+
+
+def _value(o: Outcome, me: str) -> str:
+    if o.status == "unreadable":
+        return "unreadable"
+    if o.status == "inconsistent":
+        return "tie (position-inconsistent)"
+    return "tie" if o.winner == "tie" else "win" if o.winner == me else "loss"
+
+
+def _rationale(o: Outcome) -> str:
+    return "\n\n".join(f"{r['first']} shown first, {r['second']} second:\n"
+                       f"{(r.get('reply') or '')[:RATIONALE_CHARS]}" for r in o.rows)
 
 
 @dataclass

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 
 from metrics.aggregate import task_means
-from metrics.pairwise import PairFigures, Summary, outcomes, summarize
+from metrics.pairwise import ARTIFACT, PairFigures, Summary, outcomes, summarize
 from report import policy
 from report.verdict import fmt, table
 
-ARTIFACT = "pairwise.jsonl"
 SKIPPED_TAG = "pairwise_skipped"
 FINDING_DIMENSION = "overall"  # the dimension the key finding states (else the first judged)
 

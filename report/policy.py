@@ -11,6 +11,8 @@ itself, so changing a direction or the ranking rule is one edit here.
   more metrics or more systems does not make a chance difference look significant.
 * Bounds (systems that declare ``bound``: oracle, closed book) are shown beside the
   contenders as reference points and are never ranked among them.
+* The pairwise judge (``judge.pairwise``) asks the verdict's question of each pair: each
+  agentic run against each baseline, or every pair of contenders (``pairs_of``).
 * An agentic run whose model called no tool on any answered task answered closed-book:
   it stays in the tables, and the caveats say its agentic comparison is void
   (``agentic_void``).
@@ -21,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from arag.config import PairwisePairs
 from metrics import Metric, declared_metrics
+from metrics.pairwise import Pair
 from metrics.stats import holm
 
 Row = dict[str, Any]
@@ -107,6 +111,25 @@ def agent_baselines(runs: list[Row]) -> tuple[list[Row], list[Row]]:
     runs = contenders(runs)
     return ([r for r in runs if r.get("agentic") and not void_agent(r)],
             [r for r in runs if not r.get("agentic")])
+
+
+def pairs_of(runs: list[Row], which: PairwisePairs) -> list[Pair]:
+    """The pairs the pairwise judge compares: each agentic run against each baseline, or
+    every pair of contenders (bounds such as the oracle are reference points, never
+    compared)."""
+    if which == PairwisePairs.all:
+        labels = [r["run"] for r in contenders(runs)]
+        return [Pair(a, b) for i, a in enumerate(labels) for b in labels[i + 1:]]
+    agents, baselines = agent_baselines(runs)
+    return [Pair(a["run"], b["run"]) for a in agents for b in baselines]
+
+
+def no_pair(runs: list[Row]) -> str:
+    """Why ``pairs_of`` found no pair among ``runs``."""
+    if len(runs) < 2:
+        return "fewer than two compared runs"
+    return ("no agentic run against a baseline to compare; judge.pairwise_pairs=all "
+            "compares every pair")
 
 
 def void_agent(run: Row) -> bool:

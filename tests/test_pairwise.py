@@ -205,3 +205,103 @@ def test_the_key_finding_states_the_preference_beside_the_absolute_scores_and_th
     assert "arag vs naive (overall): <b>arag</b>" in per_task(view)["t0"]
     skipped = PairwiseView([], "judge=offline: the offline model is not a judge", 0.0, 0, 0)
     assert "not judged (judge=offline" in finding(skipped, runs, records, "geval_coverage")
+
+
+def test_each_run_reads_the_verdict_from_its_own_side_on_its_trace():
+    from metrics.pairwise import RATIONALE_CHARS, trace_verdicts
+
+    judge = PlantedJudge(bias=0.4, unreadable=frozenset({"Revenue rose 3 percent."}))
+    rows = verdict_rows(plan([Pair("arag", "naive")], {
+        s: answers_of(records(s, 8, repeats=2)) for s in ("arag", "naive")}, *dataset(8),
+        judge, 200_000), {"planted": judge, "second": PlantedJudge()})
+    found = [o for o in outcomes(rows) if o.judge == "planted"]
+    verdicts = trace_verdicts(outcomes(rows), "planted")
+    # the primary judge only, one verdict per run, task and dimension (the first repeat's)
+    assert {v.judge for v in verdicts} == {"planted"}
+    assert len(verdicts) == 2 * 8 * len(DIMENSIONS)
+    first = {(o.task_id, o.dimension): o for o in found if o.repeat == 0}
+    seen = set()
+    for v in verdicts:
+        other = "naive" if v.run == "arag" else "arag"
+        assert v.name.startswith("pairwise_") and v.name.endswith(f"_vs_{other}")
+        o = first[(v.task_id, v.name.split("_")[1])]
+        seen.add(o.status)
+        assert v.value == {"unreadable": "unreadable",
+                           "inconsistent": "tie (position-inconsistent)"}.get(
+            o.status, "tie" if o.winner == "tie" else "win" if o.winner == v.run else "loss")
+        assert v.rationale.count(" shown first, ") == 2
+        assert all((r["reply"] or "")[:RATIONALE_CHARS] in v.rationale for r in o.rows)
+    assert seen == {"decided", "inconsistent", "unreadable"}
+    assert {v.value for v in verdicts} >= {"win", "loss", "tie (position-inconsistent)",
+                                           "unreadable"}
+
+
+def test_pairs_are_each_agent_against_each_baseline_or_every_pair_of_contenders():
+    from arag.config import PairwisePairs
+    from report.policy import no_pair, pairs_of
+
+    runs = [{"run": "arag", "agentic": True, "n_answered": 2},
+            {"run": "naive"}, {"run": "stuffing"}, {"run": "oracle", "bound": True},
+            {"run": "mute", "agentic": True, "n_answered": 2, "tasks_without_tool_call": 2}]
+    assert pairs_of(runs, PairwisePairs.agent_baselines) == [Pair("arag", "naive"),
+                                                             Pair("arag", "stuffing")]
+    every = pairs_of(runs, PairwisePairs.all)
+    assert len(every) == 6 and not any("oracle" in (p.a, p.b) for p in every)
+    assert pairs_of(runs[1:3], PairwisePairs.agent_baselines) == []
+    assert "judge.pairwise_pairs=all" in no_pair(runs[1:3])
+    assert no_pair(runs[:1]) == "fewer than two compared runs"
+
+
+def test_the_sweeps_runs_differ_in_judge_or_dataset_and_cannot_be_judged_pairwise():
+    from metrics.pairwise import unjudgeable
+
+    one = {"judge": {"name": "haiku"}, "dataset": {"name": "ectsum"}, "task_type": "summary"}
+    assert unjudgeable([one, dict(one)]) == ""
+    other = {**one, "dataset": {"name": "sample"}}
+    assert "differ in dataset" in unjudgeable([one, other])
+
+
+def test_the_judging_is_logged_to_the_parent_run_and_on_both_answers_traces(tmp_path):
+    import json
+    import time
+    from pathlib import Path
+
+    import mlflow
+
+    from arag.records import Prediction
+    from metrics.pairwise import trace_verdicts
+    from tracking import sqlite_store
+    from tracking.runs import log_pairwise
+    from tracking.traces import log_task_traces
+
+    sqlite_store.create(tmp_path / "mlflow.db")  # copied from the migrated template: faster
+    mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
+    try:
+        client = mlflow.MlflowClient()
+        experiment = client.create_experiment("pairwise", artifact_location=str(tmp_path / "a"))
+        ids = {s: client.create_run(experiment).info.run_id for s in ("arag", "naive", "parent")}
+        for system in ("arag", "naive"):  # a trace for tasks t0 and t1, none for t2
+            log_task_traces(experiment, ids[system], [Prediction(
+                id=f"t{i}", source="sample", system=system, model="offline",
+                task_type="summary", question="Summarize.", doc_ids=[f"d{i}"],
+                ground_truth="", predicted="x", started_at=time.time(), latency_ms=1.0)
+                for i in range(2)])
+        traces = {s: {t.info.trace_metadata["task_id"]: t.info.trace_id for t in
+                      mlflow.search_traces(locations=[experiment], run_id=ids[s],
+                                           return_type="list", include_spans=False)}
+                  for s in ("arag", "naive")}
+        rows = judged(["arag", "naive"], [Pair("arag", "naive")], PlantedJudge(), n=3)
+        metrics = metrics_of(summarize(rows))
+        verdicts = trace_verdicts(outcomes(rows), "planted")
+        assert log_pairwise(client, ids["parent"], rows, metrics, verdicts, traces) == \
+            2 * 2 * len(DIMENSIONS)
+        stored = Path(client.download_artifacts(ids["parent"], "pairwise.jsonl",
+                                                str(tmp_path / "d"))).read_text("utf-8")
+        assert [json.loads(line) for line in stored.splitlines()] == rows
+        assert client.get_run(ids["parent"]).data.metrics == pytest.approx(metrics)
+        found = mlflow.get_trace(traces["naive"]["t0"]).info.assessments
+        assert {(a.name, a.value) for a in found} == {
+            (f"pairwise_{d}_vs_arag", "loss") for d in DIMENSIONS}
+        assert {a.source.source_id for a in found} == {"planted"}
+    finally:
+        mlflow.set_tracking_uri(None)

@@ -1,7 +1,8 @@
 """A job's MLflow run: connecting to the store, creating, continuing and closing runs, and
-logging params, tags, metrics and artifacts. (Traces are written by ``tracking.traces``, the
-sweep's parent run by ``runners.callbacks``, reports by ``report.report``; ``arag`` and
-``metrics`` never import MLflow.)
+logging params, tags, metrics and artifacts; a sweep's pairwise judging on its parent run
+(``log_pairwise``). (Traces are written by ``tracking.traces``, the sweep's parent run by
+``runners.callbacks``, reports by ``report.report``; ``arag`` and ``metrics`` never import
+MLflow.)
 
 Runs are created and closed explicitly with ``MlflowClient`` (no global active run), so
 jobs of an in-process sweep cannot leak state into each other and a failing job is
@@ -17,14 +18,17 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from arag.redact import has_credentials, redact, redact_data
+from metrics.pairwise import ARTIFACT as PAIRWISE_ARTIFACT
+from metrics.pairwise import TraceVerdict
 from tracking.paths import PROJECT_ROOT, resolve
 from tracking.storage import check_tracking
+from tracking.traces import log_trace_feedback
 
 log = logging.getLogger(__name__)
 PARENT_FILE = "mlflow_parent.json"
@@ -315,3 +319,22 @@ def read_parent(sweep_dir: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     return json.loads(path.read_text())
+
+
+def log_pairwise(client, run_id: str, rows: Sequence[dict[str, Any]],
+                 metrics: Mapping[str, float], verdicts: Sequence[TraceVerdict],
+                 traces: Mapping[str, Mapping[str, str]]) -> int:
+    """A sweep's pairwise judging on its parent run ``run_id``: ``pairwise.jsonl`` (the
+    judge's rows, as they are), ``metrics`` (every digit: the report recomputes them from
+    the rows), and each verdict as an assessment on its answer's trace (``traces``: run
+    label -> task id -> trace id; an answer without a trace gets none). Returns how many
+    assessments were logged."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / PAIRWISE_ARTIFACT
+        path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows),
+                        encoding="utf-8")
+        client.log_artifact(run_id, str(path))
+    for key, value in metrics.items():
+        client.log_metric(run_id, key, value)
+    return log_trace_feedback([(trace, v.name, v.value, v.rationale, v.judge) for v in verdicts
+                               if (trace := traces.get(v.run, {}).get(v.task_id))])
