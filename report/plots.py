@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from metrics import Metric, Scorer, default_scorers  # noqa: E402
 from metrics.geval import ERROR_CODES  # noqa: E402
@@ -65,6 +66,7 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
             ax.hist(values, bins=list(metric.bins) if metric.bins else 10, color=BLUE,
                     edgecolor="white")
             ax.set_title(f"{metric.name} (n={len(values)})", fontsize=9)
+            ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of tasks
         plots.append(_save(fig, folder / "score_histograms.png"))
     assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
     if assessed:
