@@ -78,6 +78,11 @@ def _counted(text: str) -> int:
     return count_tokens(text)
 
 
+@lru_cache(maxsize=64)  # a task's requests; tasks are estimated one after another
+def _part_tokens(text: str) -> int:
+    return count_tokens(text)
+
+
 class EstimatingModel(ChatModel):
     """Answers like the offline model; counts what the configured model would be sent."""
 
@@ -99,9 +104,12 @@ class EstimatingModel(ChatModel):
                  tool_choice: str = "auto") -> Completion:
         completion = self.stand_in.complete(system, messages, tools, max_tokens, temperature,
                                             tool_choice)
-        request = json.dumps({"system": system, "messages": messages,
-                              "tools": [t.to_api() for t in tools or []]})
-        sent = count_tokens(request)
+        # the request's parts counted one by one: an agent's next request repeats its
+        # history, whose messages are then counted once (the sum is the whole's count but
+        # for a token or two at the seams)
+        parts = [json.dumps(system), json.dumps([t.to_api() for t in tools or []]),
+                 *(json.dumps(m) for m in messages)]
+        sent = sum(_part_tokens(p) for p in parts)
         produced = count_tokens(json.dumps(completion.content))
         with self._lock:
             self.input_tokens += sent

@@ -40,6 +40,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
 
 
+@pytest.fixture(autouse=True)
+def _each_test_reads_its_datasets():
+    """A test starts as a new process would: no dataset read by an earlier test is kept
+    (``arag.datasets.forget_loaded``), whatever it monkeypatched."""
+    from arag.datasets import forget_loaded
+
+    forget_loaded()
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory) -> Path:
     """An index/response cache shared by tests (content-keyed, so sharing is safe)."""

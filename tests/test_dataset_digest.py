@@ -113,3 +113,24 @@ def test_the_report_states_the_data_and_when_runs_read_different_data():
     assert "naive: `my_calls`, dataset digest `d2`" in mixed
     old = data_line([{"run": "arag", "dataset": "x", "n_tasks": 3.0}])
     assert "digest unknown" in old and "unknown documents" in old
+
+
+def test_a_process_reads_a_dataset_once_until_one_of_its_files_changes(tmp_path, monkeypatch):
+    import arag.datasets.base as base
+
+    root = write_mini_dataset(tmp_path / "a")
+    reads: list[Path] = []
+    real = base._read
+    monkeypatch.setattr(base, "_read", lambda adapter, cfg, project: (
+        reads.append(cfg.root), real(adapter, cfg, project))[1])
+    first, second = _load(root), _load(root)
+    assert len(reads) == 1  # a sweep's pre-flight and its jobs share one read
+    assert second.tasks == first.tasks and second.tasks is not first.tasks
+    second.tasks.pop()
+    second.notes.append("a job's own note")
+    third = _load(root)
+    assert third.tasks == first.tasks and third.notes == first.notes  # each caller's own
+    doc = root / "documents" / "T0X_q3_2024.txt"
+    doc.write_text(doc.read_text().replace("8.0 percent", "9.0 percent"))  # the same size
+    assert _load(root).digest != first.digest and len(reads) == 2
+    assert _load(root, limit=1).tasks == first.tasks[:1] and len(reads) == 3  # another config

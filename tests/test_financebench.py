@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from arag.datasets import DatasetError, load_dataset
+from arag.datasets import DatasetError, forget_loaded, load_dataset
 from arag.datasets.financebench import page_lines, split_sentences
 from arag.retrieval import chunk_document
 from runners.evaluate import gold_chunk_ids
@@ -171,6 +171,7 @@ def test_parsed_pdfs_are_cached_by_content(make_cfg, tiny, tmp_path):
     first = load(make_cfg, cache, f"dataset.root={tiny}")
     assert first.reports["pdf_parsing"]["n_parsed"] == 3
     assert len(list((cache / "parsed").glob("*.json"))) == 3
+    forget_loaded()  # the next run's process
     again = load(make_cfg, cache, f"dataset.root={tiny}")
     assert again.reports["pdf_parsing"]["n_parsed"] == 0
     assert again.reports["pdf_parsing"]["n_from_cache"] == 3
@@ -191,6 +192,7 @@ def test_a_parse_cache_entry_names_its_engine_and_no_other_engines_text_is_read(
     (cache / "parsed" / f"{sha}.json").write_text(json.dumps(
         {"format": 1, "sha256": sha, "parser": "pypdf 7.1.1", "pages": stale}))
     entry.write_text(json.dumps(data | {"engine": "pypdf", "pages": stale}))
+    forget_loaded()  # the next run's process
     again = load(make_cfg, cache, f"dataset.root={tiny}", "dataset.limit=1")
     assert again.reports["pdf_parsing"]["n_parsed"] == 1  # parsed again, not read
     assert again.corpus.documents == first.corpus.documents

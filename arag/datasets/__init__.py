@@ -4,11 +4,12 @@ from arag.datasets.base import (
     ADAPTERS,
     Dataset,
     DatasetError,
+    forget_loaded,
     load_dataset,
     read_jsonl,
     register_adapter,
     validate,
 )
 
-__all__ = ["ADAPTERS", "Dataset", "DatasetError", "load_dataset", "read_jsonl",
+__all__ = ["ADAPTERS", "Dataset", "DatasetError", "forget_loaded", "load_dataset", "read_jsonl",
            "register_adapter", "validate"]

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from arag.datasets.digest import digests
-from arag.records import Corpus, Document, Task
+from arag.records import Corpus, Document, Task, content_hash
 from arag.registry import Registry, UnknownName
 
 
@@ -242,13 +243,61 @@ def validate(dataset: Dataset, tasks_path: Path | None = None,
     return dataset
 
 
+# what this process has loaded, by config and by the state of every file under its root:
+# a sweep's pre-flight and its in-process jobs read a dataset (a FinanceBench filing's
+# sentences and sections, 495 ECTSum transcripts) once; a changed file is a new key
+_LOADED: dict[str, Dataset] = {}
+_KEEP = 2
+
+
 def load_dataset(dataset_cfg: Any, project_root: Path, call_models: bool = True) -> Dataset:
     """The validated dataset; with ``call_models=False`` (a dry run) model calls the dataset
-    still needs are left in ``Dataset.pending``."""
+    still needs are left in ``Dataset.pending``. Each call returns its own Dataset (tasks,
+    notes and reports are the caller's to change); the documents are shared."""
     try:
         adapter = ADAPTERS.get(dataset_cfg.adapter)
     except UnknownName as exc:
         raise DatasetError(str(exc)) from None
+    key = _load_key(adapter, dataset_cfg, project_root)
+    loaded = _LOADED.get(key) if key else None
+    if loaded is None:
+        loaded = _read(adapter, dataset_cfg, project_root)
+        if key:
+            while len(_LOADED) >= _KEEP:
+                _LOADED.pop(next(iter(_LOADED)))
+            _LOADED[key] = loaded
+    dataset = replace(loaded, tasks=list(loaded.tasks), notes=list(loaded.notes),
+                      reports=dict(loaded.reports), task_digests=dict(loaded.task_digests))
+    if dataset.pending is not None and call_models:
+        dataset.pending.apply(dataset)
+        dataset.pending = None
+    return dataset
+
+
+def forget_loaded() -> None:
+    """Read every dataset again on its next load, as a new process would (a test of what
+    an adapter does across runs: its parse cache, its reports)."""
+    _LOADED.clear()
+
+
+def _load_key(adapter: AdapterFn, dataset_cfg: Any, project_root: Path) -> str | None:
+    """The adapter, the config and every file under ``dataset.root`` (path, size,
+    modification time); None when the root cannot be read (the adapter says why)."""
+    root = resolve_root(str(dataset_cfg.root), project_root)
+    try:
+        files = [root] if root.is_file() else sorted(
+            Path(folder) / name for folder, _, names in os.walk(root, followlinks=True)
+            for name in names)
+        state = [(str(f), st.st_size, st.st_mtime_ns) for f in files for st in [f.stat()]]
+    except OSError:
+        return None
+    if not files:
+        return None
+    return content_hash("loaded", id(adapter), repr(dataset_cfg), str(root), state)
+
+
+def _read(adapter: AdapterFn, dataset_cfg: Any, project_root: Path) -> Dataset:
+    """The adapter's dataset, limited, with its digests; model calls left pending."""
     dataset = adapter(dataset_cfg, project_root)
     if dataset_cfg.limit is not None:
         if dataset_cfg.limit <= 0:
@@ -258,9 +307,6 @@ def load_dataset(dataset_cfg: Any, project_root: Path, call_models: bool = True)
         dataset.corpus = Corpus({k: v for k, v in dataset.corpus.documents.items() if k in used})
     # before pending calls: what they add follows from the documents and the config
     dataset.digest, dataset.task_digests = digests(dataset.tasks, dataset.corpus)
-    if dataset.pending is not None and call_models:
-        dataset.pending.apply(dataset)
-        dataset.pending = None
     return dataset
 
 
