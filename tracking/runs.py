@@ -234,7 +234,15 @@ class RunTracker:
         dataset = Counted(source, name=name, digest=digest)
         tags = [InputTag(MLFLOW_DATASET_CONTEXT, "evaluation"),
                 *(InputTag(k, str(v)) for k, v in counts.items())]
-        self.client.log_inputs(self.run_id, [DatasetInput(dataset._to_mlflow_entity(), tags)])
+        inputs = [DatasetInput(dataset._to_mlflow_entity(), tags)]
+        try:
+            self.client.log_inputs(self.run_id, inputs)
+        except Exception as exc:  # noqa: BLE001 - only the race below is asked again
+            if "UNIQUE constraint failed: datasets" not in str(exc):
+                raise
+            # a parallel job of the sweep (joblib) inserted the same dataset between this
+            # job's look-up and its insert: asked again, the store finds it and links it
+            self.client.log_inputs(self.run_id, inputs)
 
     def log_table(self, rows: list[dict[str, Any]], name: str) -> None:
         import mlflow
