@@ -19,6 +19,13 @@ SHARED = ROOT.parent / "shared" / "datasets"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+# Workers of `pytest -n N` share the cores: each worker (and every sweep it starts, which
+# inherits this) gets its share of math threads. torch's OpenMP threads spin while they
+# wait, so two workers with a thread per core each ran the end-to-end sweeps 1.6x slower
+# (tests/test_sweep.py and tests/test_embedding_reuse.py with -n 2: 496 s, against 311 s).
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // _WORKERS)))
 
 
 def pytest_addoption(parser):
