@@ -41,6 +41,7 @@ from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import write_sweep_report
 from runners import dryrun, overview, pairwise
+from runners.cores import share_cores
 from runners.errors import show_trace
 from runners.preflight import (
     all_finished,
@@ -118,6 +119,7 @@ class MLflowSweepCallback(Callback):
     def _start(self, config: DictConfig) -> None:
         quiet(config.runner.verbose)
         redact_logs()
+        share_cores(config.hydra.get("launcher"))  # before the launcher starts any job
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir
         self.decide_on = list(config.report.decide_on)

@@ -29,6 +29,7 @@ from arag.records import Prediction
 from arag.redact import redact_logs
 from report.console import quiet
 from report.policy import report_metrics
+from runners.cores import math_threads
 from runners.dry_job import dry_run
 from runners.errors import (
     CostCapReached,
@@ -95,6 +96,7 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
         **track.system_tags(cfg.system.name, job.system_class), "dataset": cfg.dataset.name,
         "model": model_name(cfg.model.name, job.system_class), "sweep_id": sweep_id or "",
         "config_hash": job.config_hash, "git_commit": track.git_commit(), **reference_tags(cfg),
+        "math_threads": str(math_threads()),  # latency depends on it (runners/cores.py)
     }
     resume_id, finished = prior_run(client, experiment_id, job, parent)
     if finished is not None:

@@ -101,21 +101,27 @@ def test_twenty_percent_faults_every_task_accounted_for(tmp_path):
         assert all(t.info.state.value == "OK" for t in traces)
 
 
-def _parent_with_three_children(tmp: Path) -> None:
+def _parent_with_three_children(tmp: Path) -> list:
     runs = all_runs(tmp)
     parents = [r for r in runs if r.data.tags.get("role") == "sweep_parent"]
     assert len(parents) == 1 and parents[0].info.status == "FINISHED"
     children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parents[0].info.run_id]
     assert sorted(c.data.tags["system"] for c in children) == ["arag", "naive", "stuffing"]
     assert all(c.info.status == "FINISHED" and c.data.metrics["n_errors"] == 0 for c in children)
+    return children
 
 
 def test_joblib_parallel_jobs_share_the_sqlite_store(tmp_path, shared_cache):
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}  # as a user's shell
     result = run_cli(tmp_path, "system=arag,naive,stuffing", "dataset.limit=3",
-                     "hydra/launcher=joblib", "hydra.launcher.n_jobs=3", cache=shared_cache)
+                     "hydra/launcher=joblib", "hydra.launcher.n_jobs=3", cache=shared_cache,
+                     env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "joblib" in result.stderr.lower()
-    _parent_with_three_children(tmp_path)
+    children = _parent_with_three_children(tmp_path)
+    # three jobs at once share the cores: each process's math threads, tagged on its run
+    share = str(max(1, (os.cpu_count() or 1) // 3))
+    assert [c.data.tags["math_threads"] for c in children] == [share] * 3
 
 
 def _free_port() -> int:
