@@ -129,10 +129,16 @@ def split_sentences(text: str, max_words: int = 60) -> list[str]:
 
 def page_lines(pages: list[str], max_words: int = 60) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """Pages -> (sentences, 1-based page of each sentence); empty pages contribute nothing."""
+    return clean_page_lines([clean_page(p) for p in pages], max_words)
+
+
+def clean_page_lines(texts: list[str], max_words: int = 60
+                     ) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``page_lines`` of pages already through ``clean_page``."""
     lines: list[str] = []
     line_pages: list[int] = []
-    for number, text in enumerate(pages, start=1):
-        for sentence in split_sentences(clean_page(text), max_words):
+    for number, text in enumerate(texts, start=1):
+        for sentence in split_sentences(text, max_words):
             lines.append(sentence)
             line_pages.append(number)
     return tuple(lines), tuple(line_pages)
@@ -395,12 +401,14 @@ def parse_options(cfg: Any, project_root: Path, extra: frozenset[str] = frozense
 def load_filings(pdfs: list[Path], info: dict[str, dict[str, Any]], cache_dir: Path,
                  workers: int | None, max_words: int
                  ) -> tuple[dict[str, Document], dict[str, list[str]], dict[str, Any]]:
-    """Page-aware documents of the given filings (parsed or from the cache), the raw text of
-    each one's pages, and the parsing stats."""
+    """Page-aware documents of the given filings (parsed or from the cache), the text of
+    each one's pages through ``clean_page`` (cleaned once, here), and the parsing stats."""
     pages_by_pdf, stats = parse_pdfs(pdfs, cache_dir, workers)
     documents: dict[str, Document] = {}
+    texts: dict[str, list[str]] = {}
     for pdf in pdfs:
-        lines, line_pages = page_lines(pages_by_pdf[pdf], max_words)
+        texts[pdf.stem] = [clean_page(p) for p in pages_by_pdf[pdf]]
+        lines, line_pages = clean_page_lines(texts[pdf.stem], max_words)
         if not lines:
             raise DatasetError("no text could be extracted from this PDF (scanned images?); "
                                "delete it to skip its tasks, or supply a text PDF", pdf)
@@ -410,7 +418,7 @@ def load_filings(pdfs: list[Path], info: dict[str, dict[str, Any]], cache_dir: P
             doc_type=DOC_TYPES[str(meta["doc_type"]).lower()], period=period_of(pdf.stem, meta),
             line_pages=line_pages,
         )
-    return documents, {pdf.stem: pages_by_pdf[pdf] for pdf in pdfs}, stats
+    return documents, texts, stats
 
 
 def open_root(cfg: Any, project_root: Path) -> tuple[Path, dict[str, dict[str, Any]]]:

@@ -58,12 +58,14 @@ def _page_runs(doc: Document) -> Iterator[tuple[int, int, int | None]]:
 def _windows(lines: tuple[str, ...], first: int, stop: int, chunk_size: int,
              overlap: int) -> Iterator[tuple[int, int]]:
     """``(start, end)`` line windows (0-based, ``end`` exclusive) over ``lines[first:stop]``."""
+    # each line's words counted once (overlapping windows revisit lines; a 10-K has ~5,000)
+    n_words = [len(line.split()) for line in lines[first:stop]]
     start = first
     while start < stop:
         end = start
         words = 0
-        while end < stop and (end == start or words + len(lines[end].split()) <= chunk_size):
-            words += len(lines[end].split())
+        while end < stop and (end == start or words + n_words[end - first] <= chunk_size):
+            words += n_words[end - first]
             end += 1
         yield start, end
         if end >= stop:
