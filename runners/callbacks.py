@@ -116,7 +116,7 @@ class MLflowSweepCallback(Callback):
             raise SystemExit(2) from None
 
     def _start(self, config: DictConfig) -> None:
-        quiet(config.runner.verbose)
+        quiet(config.runner.verbose, tracking=not config.runner.dry_run)
         redact_logs()
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir

@@ -108,10 +108,11 @@ def test_tokens_are_counted_as_the_packaged_models_own_tokenizer_counts_them():
         assert dryrun.count_tokens(text) == int(expected * dryrun.CLAUDE_PER_WORDPIECE) + 1
 
 
-def test_a_dry_run_never_imports_the_embedding_stack(tmp_path):
-    """A dry run embeds nothing, so it does not pay to import torch, sentence-transformers,
-    transformers or bert-score (seconds of its start)."""
-    heavy = ("torch", "sentence_transformers", "transformers", "bert_score")
+def test_a_dry_run_never_imports_the_embedding_stack_mlflow_or_nltk(tmp_path):
+    """A dry run embeds nothing, tracks nothing and scores nothing, so it does not pay to
+    import torch, sentence-transformers, transformers, bert-score, MLflow or NLTK (seconds of
+    its start)."""
+    heavy = ("torch", "sentence_transformers", "transformers", "bert_score", "mlflow", "nltk")
     cmd = [sys.executable, "-X", "importtime", "run.py", "-m", "system=arag,naive,stuffing",
            "dataset=sample", "dataset.limit=2", "runner.dry_run=true",
            f"cache.dir={tmp_path}/cache", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
