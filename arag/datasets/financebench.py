@@ -321,7 +321,10 @@ def parse_pdfs(pdfs: list[Path], cache_dir: Path, workers: int | None = None
                  PARSER, n, cache_dir / "parsed")
         parsers = _ParseWorkers()
         with ThreadPoolExecutor(n) as pool:
-            futures = {pool.submit(parsers.parse, *job): job for job in todo}
+            # largest first: the last PDFs to finish are small ones, so no process waits
+            # long on another (the order of the result does not depend on it)
+            largest_first = sorted(todo, key=lambda job: -job[0].stat().st_size)
+            futures = {pool.submit(parsers.parse, *job): job for job in largest_first}
             try:
                 for future in as_completed(futures):
                     future.result()
