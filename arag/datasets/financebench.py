@@ -42,7 +42,8 @@ that a user takes first, costs seconds per filing, not minutes.
 Page texts are cached as JSON in ``<cache_dir>/parsed/<sha256 of the PDF>.<engine>.json``
 (``engine``: "pdfium"; ``parser`` names the engine's version): another engine's text, or
 an entry of an older format, is never read as this one's, it is parsed again. Missing
-ones are parsed in parallel processes (PDFium is not thread-safe). ``dataset.limit=N`` is
+ones are parsed in parallel processes (PDFium is not thread-safe), each parsing PDF after
+PDF, largest first. ``dataset.limit=N`` is
 applied here, before parsing: only the PDFs of the first N answerable questions are parsed.
 
 Options (``dataset.options``)

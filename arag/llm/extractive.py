@@ -69,7 +69,7 @@ def score_sentence(sentence: str, question_words: set[str]) -> float:
 @lru_cache(maxsize=1 << 15)
 def _question_free_score(sentence: str) -> tuple[float, frozenset[str]]:
     """A sentence's score but for the question's words, and its content words. Kept for
-    the next question: stuffing's two tasks of a filing score its same ~5,000 sentences.
+    the next question: stuffing's two tasks of a filing score its same ~3,000 sentences.
     Every term is a multiple of 0.5, so the sum is exact in any order."""
     lower = sentence.lower()
     n_words = len(sentence.split())

@@ -68,7 +68,7 @@ def _page_runs(doc: Document) -> Iterator[tuple[int, int, int | None]]:
 def _windows(lines: tuple[str, ...], first: int, stop: int, chunk_size: int,
              overlap: int) -> Iterator[tuple[int, int]]:
     """``(start, end)`` line windows (0-based, ``end`` exclusive) over ``lines[first:stop]``."""
-    # each line's words counted once (overlapping windows revisit lines; a 10-K has ~5,000)
+    # each line's words counted once (overlapping windows revisit lines; a 10-K has ~3,000)
     n_words = [len(line.split()) for line in lines[first:stop]]
     start = first
     while start < stop:
