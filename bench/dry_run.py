@@ -1,6 +1,6 @@
 """Benchmark: a dry run of the FinanceBench QFS sweep on a cold cache.
 
-    .venv/bin/python bench/dry_run.py                     # all 110 tasks over 55 10-Ks
+    .venv/bin/python bench/dry_run.py                     # all 109 tasks over 55 10-Ks
     .venv/bin/python bench/dry_run.py --limit 4           # quick check
     .venv/bin/python bench/dry_run.py -- model=claude-sonnet-4-6   # extra Hydra overrides
 

@@ -8,6 +8,7 @@ summarization numbers report (ECTSum's were computed so, with py-rouge).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from arag.config import positive
@@ -45,10 +46,16 @@ class RougeScorer(PerTaskScorer):
         return cls(options.use_stemmer)
 
     def __init__(self, use_stemmer: bool = True):
+        self.use_stemmer = use_stemmer
+
+    @cached_property
+    def _scorer(self) -> Any:
+        # built on first use: rouge_score imports NLTK (~2 s), which a dry run and a sweep's
+        # checks (that only ask a scorer what it declares) never need
         from rouge_score import rouge_scorer
 
-        self._scorer = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"],
-                                                use_stemmer=use_stemmer)
+        return rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL", "rougeLsum"],
+                                        use_stemmer=self.use_stemmer)
 
     def score_one(self, item: ScoringItem) -> Scores:
         r = self._scorer.score(item.task.reference, item.prediction.predicted)

@@ -117,7 +117,7 @@ class MLflowSweepCallback(Callback):
             raise SystemExit(2) from None
 
     def _start(self, config: DictConfig) -> None:
-        quiet(config.runner.verbose)
+        quiet(config.runner.verbose, tracking=not config.runner.dry_run)
         redact_logs()
         share_cores(config.hydra.get("launcher"))  # before the launcher starts any job
         sweep_dir = Path(config.hydra.sweep.dir)

@@ -180,7 +180,7 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     """Hydra task function: run one job; in a sweep, record a failure and let the sweep go on."""
     from hydra.core.hydra_config import HydraConfig
 
-    quiet(cfg.runner.verbose)
+    quiet(cfg.runner.verbose, tracking=not cfg.runner.dry_run)
     redact_logs()  # Hydra configured this job's log handlers just now
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN

@@ -4,6 +4,9 @@ says its token counts are estimates."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from arag.retrieval import KeywordStandIn
@@ -78,9 +81,45 @@ def test_a_long_text_is_counted_on_samples_close_to_its_full_count():
     text = "\n".join(f.read_text(encoding="utf-8")
                      for f in sorted((ROOT / "data" / "sample" / "documents").glob("*.txt")))
     text = (text * (1 + 3 * dryrun.EXACT_CHARS // len(text)))[:3 * dryrun.EXACT_CHARS + 17]
-    full = len(dryrun._tokenizer()(text, add_special_tokens=False)["input_ids"])
+    full = len(dryrun._tokenizer().encode(text, add_special_tokens=False).ids)
     exact = int(full * dryrun.CLAUDE_PER_WORDPIECE) + 1
     assert abs(dryrun.count_tokens(text) - exact) / exact < 0.05
     short = text[:dryrun.EXACT_CHARS]
-    assert dryrun.count_tokens(short) == int(len(dryrun._tokenizer()(
-        short, add_special_tokens=False)["input_ids"]) * dryrun.CLAUDE_PER_WORDPIECE) + 1
+    assert dryrun.count_tokens(short) == int(len(dryrun._tokenizer().encode(
+        short, add_special_tokens=False).ids) * dryrun.CLAUDE_PER_WORDPIECE) + 1
+
+
+def test_tokens_are_counted_as_the_packaged_models_own_tokenizer_counts_them():
+    """The dry run reads the MiniLM's tokenizer.json with ``tokenizers`` alone (no torch):
+    its counts are the ones transformers' tokenizer of that model gives."""
+    from transformers import AutoTokenizer
+
+    from arag.retrieval.embedder import packaged_minilm_path
+    from runners import dryrun
+
+    reference = AutoTokenizer.from_pretrained(packaged_minilm_path())
+    texts = [f.read_text(encoding="utf-8")
+             for f in sorted((ROOT / "data" / "sample" / "documents").glob("*.txt"))]
+    texts += ["Net sales rose 12% to $4.1 billion (€3.8bn) in FY2023 \u2014 see Item 7A.",
+              '{"role": "user", "content": "Summarize\\n<question>x</question>"}', ""]
+    for text in texts:  # longer than the model's 512-token input: nothing is cut
+        expected = len(reference(text, add_special_tokens=False, truncation=False)["input_ids"])
+        assert len(dryrun._tokenizer().encode(text, add_special_tokens=False).ids) == expected
+        assert dryrun.count_tokens(text) == int(expected * dryrun.CLAUDE_PER_WORDPIECE) + 1
+
+
+def test_a_dry_run_never_imports_the_embedding_stack_mlflow_or_nltk(tmp_path):
+    """A dry run embeds nothing, tracks nothing and scores nothing, so it does not pay to
+    import torch, sentence-transformers, transformers, bert-score, MLflow or NLTK (seconds of
+    its start)."""
+    heavy = ("torch", "sentence_transformers", "transformers", "bert_score", "mlflow", "nltk")
+    cmd = [sys.executable, "-X", "importtime", "run.py", "-m", "system=arag,naive,stuffing",
+           "dataset=sample", "dataset.limit=2", "runner.dry_run=true",
+           f"cache.dir={tmp_path}/cache", f"tracking.uri=sqlite:///{tmp_path}/mlflow.db",
+           f"runner.runs_dir={tmp_path}/runs", f"hydra.sweep.dir={tmp_path}/multirun"]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[dry run] sweep total: 3 jobs" in done.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert not imported & set(heavy), sorted(imported & set(heavy))

@@ -334,3 +334,21 @@ def test_real_missing_pdfs_reported(make_cfg, shared_cache, tmp_path):
                         "COCACOLA_2021_10K", "COCACOLA_2022_10K", "JPMORGAN_2022_10K",
                         "PAYPAL_2022_10K", "ULTABEAUTY_2023_10K", "WALMART_2019_10K"}
     assert missing_upstream <= set(report["documents"])
+
+
+def test_pdfs_are_parsed_largest_first_and_a_damaged_one_is_named(tmp_path):
+    """A worker process parses PDF after PDF, largest first: the damaged (smallest) PDF
+    fails last, with its name, and what was parsed before it stays cached."""
+    from arag.datasets.financebench import parse_pdfs
+
+    good = [tmp_path / f"GOOD{i}_2022_10K.pdf" for i in range(3)]
+    for i, pdf in enumerate(good):
+        pdf.write_bytes(make_pdf([[f"Filing {i} page one."], [f"Filing {i} page two."]]))
+    bad = tmp_path / "BAD_2022_10K.pdf"
+    bad.write_bytes(b"%PDF-1.4 garbage")
+    with pytest.raises(DatasetError, match="BAD_2022_10K.pdf.*pdfium cannot parse"):
+        parse_pdfs([bad, *good], tmp_path / "cache", workers=1)
+    pages, stats = parse_pdfs(good, tmp_path / "cache", workers=1)
+    assert stats["n_from_cache"] == 3
+    assert [pages[pdf] for pdf in good] == [[f"Filing {i} page one.", f"Filing {i} page two."]
+                                            for i in range(3)]

@@ -42,7 +42,8 @@ that a user takes first, costs seconds per filing, not minutes.
 Page texts are cached as JSON in ``<cache_dir>/parsed/<sha256 of the PDF>.<engine>.json``
 (``engine``: "pdfium"; ``parser`` names the engine's version): another engine's text, or
 an entry of an older format, is never read as this one's, it is parsed again. Missing
-ones are parsed in parallel processes (PDFium is not thread-safe). ``dataset.limit=N`` is
+ones are parsed in parallel processes (PDFium is not thread-safe), each parsing PDF after
+PDF, largest first. ``dataset.limit=N`` is
 applied here, before parsing: only the PDFs of the first N answerable questions are parsed.
 
 Options (``dataset.options``)
@@ -60,6 +61,8 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -127,10 +130,16 @@ def split_sentences(text: str, max_words: int = 60) -> list[str]:
 
 def page_lines(pages: list[str], max_words: int = 60) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """Pages -> (sentences, 1-based page of each sentence); empty pages contribute nothing."""
+    return clean_page_lines([clean_page(p) for p in pages], max_words)
+
+
+def clean_page_lines(texts: list[str], max_words: int = 60
+                     ) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``page_lines`` of pages already through ``clean_page``."""
     lines: list[str] = []
     line_pages: list[int] = []
-    for number, text in enumerate(pages, start=1):
-        for sentence in split_sentences(clean_page(text), max_words):
+    for number, text in enumerate(texts, start=1):
+        for sentence in split_sentences(text, max_words):
             lines.append(sentence)
             line_pages.append(number)
     return tuple(lines), tuple(line_pages)
@@ -209,22 +218,88 @@ def parse_to_cache(pdf: Path, sha: str, file: Path) -> None:
     write_text_atomically(file, json.dumps(payload, ensure_ascii=False))
 
 
-def _parse_in_subprocess(pdf: Path, sha: str, file: Path) -> None:
-    """One worker process per PDF: PDFium is not thread-safe, so threads cannot share it.
+class _ParseWorkers:
+    """One worker process per parsing thread, each parsing PDF after PDF: PDFium is not
+    thread-safe, so threads cannot share it, and an interpreter start (~0.5 s of imports)
+    per PDF cost about a fifth of parsing 55 10-Ks.
 
     A fresh interpreter (not a fork, not multiprocessing's re-import of ``__main__``) is
-    safe from any caller: Hydra jobs, scripts without a main guard, threaded runners.
+    safe from any caller: Hydra jobs, scripts without a main guard, threaded runners. A
+    worker that dies (a PDF that crashes PDFium) fails that PDF and is started anew.
     """
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH"))
-                                        if p)
-    done = subprocess.run([sys.executable, "-m", __name__, str(pdf), sha, str(file)], env=env,
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise DatasetError(f"{PARSER} cannot parse this PDF ({tail}); replace it with an intact "
-                           "copy, or delete it (its questions are then skipped and reported)",
-                           pdf)
+
+    def __init__(self) -> None:
+        self._mine = threading.local()
+        self._all: list[subprocess.Popen[str]] = []
+        self._lock = threading.Lock()
+
+    def parse(self, pdf: Path, sha: str, file: Path) -> None:
+        worker = self._worker()
+        assert worker.stdin is not None and worker.stdout is not None
+        try:
+            worker.stdin.write(json.dumps([str(pdf), sha, str(file)]) + "\n")
+            worker.stdin.flush()
+            reply = worker.stdout.readline().strip()
+        except OSError:  # the worker died before it read the job
+            reply = ""
+        if reply != "ok":
+            raise DatasetError(f"{PARSER} cannot parse this PDF ({self._why(worker, reply)}); "
+                               "replace it with an intact copy, or delete it (its questions "
+                               "are then skipped and reported)", pdf)
+
+    def _worker(self) -> subprocess.Popen[str]:
+        worker = getattr(self._mine, "worker", None)
+        if worker is None or worker.poll() is not None:
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join(
+                p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
+            errors = tempfile.TemporaryFile("w+")  # read when the worker dies
+            worker = subprocess.Popen([sys.executable, "-m", __name__], env=env, text=True,
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=errors)
+            worker.stderr = errors
+            self._mine.worker = worker
+            with self._lock:
+                self._all.append(worker)
+        return worker
+
+    @staticmethod
+    def _why(worker: subprocess.Popen[str], reply: str) -> str:
+        if reply.startswith("error "):
+            return reply.removeprefix("error ")
+        worker.wait()
+        assert worker.stderr is not None
+        worker.stderr.seek(0)
+        tail = worker.stderr.read().strip().splitlines()
+        return tail[-1] if tail else f"the parser exited with status {worker.returncode}"
+
+    def close(self) -> None:
+        with self._lock:
+            workers, self._all = self._all, []
+        for worker in workers:
+            if worker.stdin is not None:
+                worker.stdin.close()  # end of jobs: the worker exits
+        for worker in workers:
+            try:
+                worker.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                worker.kill()
+                worker.wait()
+            if worker.stderr is not None:
+                worker.stderr.close()
+
+
+def serve_parse_jobs() -> None:
+    """The worker's loop: a JSON ``[pdf, sha256, cache file]`` a line on stdin, ``ok`` or
+    ``error <why>`` a line on stdout, until stdin closes."""
+    for line in sys.stdin:
+        pdf, sha, file = json.loads(line)
+        try:
+            parse_to_cache(Path(pdf), sha, Path(file))
+            reply = "ok"
+        except Exception as exc:  # reported to the parent, which names the PDF
+            reply = " ".join(f"error {type(exc).__name__}: {exc}".split())
+        print(reply, flush=True)
 
 
 def parse_pdfs(pdfs: list[Path], cache_dir: Path, workers: int | None = None
@@ -245,8 +320,12 @@ def parse_pdfs(pdfs: list[Path], cache_dir: Path, workers: int | None = None
         n = max(1, min(len(todo), workers or os.cpu_count() or 1))
         log.info("parsing %d PDF(s) with %s in %d process(es); cached under %s", len(todo),
                  PARSER, n, cache_dir / "parsed")
+        parsers = _ParseWorkers()
         with ThreadPoolExecutor(n) as pool:
-            futures = {pool.submit(_parse_in_subprocess, *job): job for job in todo}
+            # largest first: the last PDFs to finish are small ones, so no process waits
+            # long on another (the order of the result does not depend on it)
+            largest_first = sorted(todo, key=lambda job: -job[0].stat().st_size)
+            futures = {pool.submit(parsers.parse, *job): job for job in largest_first}
             try:
                 for future in as_completed(futures):
                     future.result()
@@ -262,6 +341,9 @@ def parse_pdfs(pdfs: list[Path], cache_dir: Path, workers: int | None = None
                 for future in futures:
                     future.cancel()
                 raise
+            finally:
+                pool.shutdown(wait=True)
+                parsers.close()
     stats = {"n_pdfs": len(pdfs), "n_from_cache": len(pdfs) - len(todo), "n_parsed": len(todo),
              "parse_seconds": parse_seconds,
              "wall_seconds": round(time.perf_counter() - started, 2)}
@@ -323,12 +405,14 @@ def parse_options(cfg: Any, project_root: Path, extra: frozenset[str] = frozense
 def load_filings(pdfs: list[Path], info: dict[str, dict[str, Any]], cache_dir: Path,
                  workers: int | None, max_words: int
                  ) -> tuple[dict[str, Document], dict[str, list[str]], dict[str, Any]]:
-    """Page-aware documents of the given filings (parsed or from the cache), the raw text of
-    each one's pages, and the parsing stats."""
+    """Page-aware documents of the given filings (parsed or from the cache), the text of
+    each one's pages through ``clean_page`` (cleaned once, here), and the parsing stats."""
     pages_by_pdf, stats = parse_pdfs(pdfs, cache_dir, workers)
     documents: dict[str, Document] = {}
+    texts: dict[str, list[str]] = {}
     for pdf in pdfs:
-        lines, line_pages = page_lines(pages_by_pdf[pdf], max_words)
+        texts[pdf.stem] = [clean_page(p) for p in pages_by_pdf[pdf]]
+        lines, line_pages = clean_page_lines(texts[pdf.stem], max_words)
         if not lines:
             raise DatasetError("no text could be extracted from this PDF (scanned images?); "
                                "delete it to skip its tasks, or supply a text PDF", pdf)
@@ -338,7 +422,7 @@ def load_filings(pdfs: list[Path], info: dict[str, dict[str, Any]], cache_dir: P
             doc_type=DOC_TYPES[str(meta["doc_type"]).lower()], period=period_of(pdf.stem, meta),
             line_pages=line_pages,
         )
-    return documents, {pdf.stem: pages_by_pdf[pdf] for pdf in pdfs}, stats
+    return documents, texts, stats
 
 
 def open_root(cfg: Any, project_root: Path) -> tuple[Path, dict[str, dict[str, Any]]]:
@@ -485,5 +569,5 @@ def load_financebench(cfg: Any, project_root: Path) -> Dataset:
     return validate(dataset, questions_path, task_lines)
 
 
-if __name__ == "__main__":  # the PDF-parsing worker: <pdf> <sha256> <cache file>
-    parse_to_cache(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))
+if __name__ == "__main__":  # a PDF-parsing worker (_ParseWorkers)
+    serve_parse_jobs()

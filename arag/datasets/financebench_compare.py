@@ -41,7 +41,7 @@ from arag.datasets.financebench_qfs import (
     Options,
     ReferenceSpec,
     attach_references,
-    find_section,
+    find_in_clean_pages,
     merge_stats,
     read_options,
     section_lines,
@@ -82,8 +82,9 @@ def candidate_pairs(filings: list[tuple[int, str]]) -> list[tuple[int, int, Pair
 
 def mdna_gold(doc: Document, pages: list[str], opts: Options
               ) -> tuple[tuple[int, int] | None, tuple[int, ...], str]:
-    """(MD&A pages, their lines, a note) of one filing; pages None when not found."""
-    found, note = find_section(pages, MDNA, opts.max_section_pages)
+    """(MD&A pages, their lines, a note) of one filing (``pages``: through ``clean_page``,
+    as ``load_filings`` gives them); pages None when not found."""
+    found, note = find_in_clean_pages(pages, MDNA, opts.max_section_pages)
     gold = section_lines(doc, found) if found else ()
     if found and not gold:
         return None, (), f"MD&A pages {found} hold no extractable text"

@@ -130,7 +130,13 @@ def heading(pattern: re.Pattern[str], text: str, pos: int = 0) -> re.Match[str] 
 def find_section(pages: list[str], section: Section, max_pages: int
                  ) -> tuple[tuple[int, int] | None, str]:
     """(first page, last page) of a section (1-based, inclusive), or None; and a note."""
-    texts = [clean_page(p) for p in pages]
+    return find_in_clean_pages([clean_page(p) for p in pages], section, max_pages)
+
+
+def find_in_clean_pages(texts: list[str], section: Section, max_pages: int
+                        ) -> tuple[tuple[int, int] | None, str]:
+    """``find_section`` on pages already through ``clean_page`` (as ``load_filings`` gives
+    them: a filing's pages are cleaned once for its sentences and both sections)."""
     for number, text in enumerate(texts, start=1):
         start = heading(section.start, text)
         if start is None or is_contents(text):
@@ -298,10 +304,11 @@ def spot_check_markdown(tasks: list[Task], ids: list[str], model: str) -> str:
     return "\n".join(parts)
 
 
-def section_task(doc: Document, pages: list[str], section: Section, max_pages: int,
+def section_task(doc: Document, texts: list[str], section: Section, max_pages: int,
                  source: str) -> tuple[Task | None, dict[str, Any]]:
-    """The task for one section of a filing (None when it cannot be found), and its report."""
-    found, note = find_section(pages, section, max_pages)
+    """The task for one section of a filing (None when it cannot be found), and its report;
+    ``texts``: its pages through ``clean_page``."""
+    found, note = find_in_clean_pages(texts, section, max_pages)
     gold = section_lines(doc, found) if found else ()
     if found and not gold:
         found, note = None, f"pages {found} hold no extractable text"

@@ -9,6 +9,7 @@ chunked as one run of lines.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 
 from arag.records import Chunk, Document
 
@@ -25,6 +26,15 @@ def chunk_document(doc: Document, chunk_size: int, overlap: int = 0) -> list[Chu
         raise ValueError(f"retrieval.chunk_size must be positive (got {chunk_size})")
     if overlap < 0:
         raise ValueError(f"retrieval.chunk_overlap must be >= 0 (got {overlap})")
+    hashable = isinstance(doc.lines, tuple) and not isinstance(doc.line_pages, list)
+    chunk = _chunks if hashable else _chunks.__wrapped__
+    return list(chunk(doc, chunk_size, overlap))
+
+
+# a sweep's jobs (and a job's index, scoring and dataset metrics) chunk the same documents
+# with the same settings: each document is chunked once per process (chunks are frozen)
+@lru_cache(maxsize=1024)
+def _chunks(doc: Document, chunk_size: int, overlap: int) -> tuple[Chunk, ...]:
     chunks: list[Chunk] = []
     for first, stop, page in _page_runs(doc):
         header = doc.header_for(page)
@@ -34,7 +44,7 @@ def chunk_document(doc: Document, chunk_size: int, overlap: int = 0) -> list[Chu
                 line_start=start + 1, line_end=end, header=header,
                 lines=tuple(doc.lines[start:end]),
             ))
-    return chunks
+    return tuple(chunks)
 
 
 def _page_runs(doc: Document) -> Iterator[tuple[int, int, int | None]]:
@@ -58,12 +68,14 @@ def _page_runs(doc: Document) -> Iterator[tuple[int, int, int | None]]:
 def _windows(lines: tuple[str, ...], first: int, stop: int, chunk_size: int,
              overlap: int) -> Iterator[tuple[int, int]]:
     """``(start, end)`` line windows (0-based, ``end`` exclusive) over ``lines[first:stop]``."""
+    # each line's words counted once (overlapping windows revisit lines; a 10-K has ~3,000)
+    n_words = [len(line.split()) for line in lines[first:stop]]
     start = first
     while start < stop:
         end = start
         words = 0
-        while end < stop and (end == start or words + len(lines[end].split()) <= chunk_size):
-            words += len(lines[end].split())
+        while end < stop and (end == start or words + n_words[end - first] <= chunk_size):
+            words += n_words[end - first]
             end += 1
         yield start, end
         if end >= stop:

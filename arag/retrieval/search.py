@@ -82,7 +82,7 @@ def fuse(lists: list[list[Hit]], weights: list[float], fusion_k: int,
         for rank, hit in enumerate(hits, start=1):
             scores[hit.chunk_id] = scores.get(hit.chunk_id, 0.0) + weight / (fusion_k + rank)
             first.setdefault(hit.chunk_id, hit)
-    position = {c.chunk_id: i for i, c in enumerate(index.chunks)}
+    position = index.positions
     ranked = sorted(scores, key=lambda cid: (-scores[cid], position.get(cid, len(position))))
     return [Hit(cid, scores[cid], first[cid].snippet) for cid in ranked]
 
@@ -92,7 +92,7 @@ def with_neighbors(index: SearchIndex, chunk_ids: list[str], neighbors: int, bud
     """Each hit, then its neighbours within ``neighbors`` chunks of the same document
     (nearest first, the earlier one first at equal distance), until ``budget`` chunks; each
     hit's group is returned in document order, groups in the order of their hits."""
-    position = {c.chunk_id: i for i, c in enumerate(index.chunks)}
+    position = index.positions
     taken: set[str] = set()
     out: list[str] = []
     for cid in chunk_ids:
