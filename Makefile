@@ -35,8 +35,9 @@ run: $(STAMP)
 	$(BIN)/python run.py -m system=arag,naive,stuffing dataset=sample
 
 # the fast suite (9-15 minutes on 2 cores); with CI set, or `make test-all`, the slow
-# end-to-end sweeps too (.ci/run runs them on both cores with -n 2: 46 minutes on this
-# 2-core machine, 2026-11-26, 968 passed, nothing else running; 50 for all of .ci/run)
+# end-to-end sweeps too (.ci/run runs them on both cores with -n 2, a math thread per
+# worker: 43 minutes on this 2-core machine, 2026-11-26, 971 passed, nothing else running;
+# 45 for all of .ci/run from a fresh clone)
 test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
