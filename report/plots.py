@@ -30,6 +30,9 @@ def compared() -> list[str]:
 
 def _save(fig: Any, path: Path) -> Path:
     fig.tight_layout()
+    # the layout is set: without this, savefig lays the figure out and draws it once more
+    # before drawing it for the file (the same pixels, ~30% of a plot's time)
+    fig.set_layout_engine("none")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path

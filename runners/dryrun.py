@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import json
 import logging
+import multiprocessing as mp
+import os
 import threading
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -195,11 +198,54 @@ def estimate(run_name: str, system_factory: Any, tasks: list, model_cfg: Any, so
                             offline_options.max_chunks_read, offline_options.search_top_k)
     model = EstimatingModel(model_cfg.name, stand_in)
     system = system_factory(model)
-    predictions = [system.predict(task, source) for task in tasks]
+    done = _predict_all(system, model, tasks, source)
     prices = Prices.from_config(model_cfg)
-    cost = (model.input_tokens * prices.input + model.output_tokens * prices.output) / 1e6
-    return Estimate(run_name, len(tasks), model.calls, model.input_tokens, model.output_tokens,
-                    cost, predictions=predictions)
+    cost = (done.input_tokens * prices.input + done.output_tokens * prices.output) / 1e6
+    return Estimate(run_name, len(tasks), done.calls, done.input_tokens, done.output_tokens,
+                    cost, predictions=done.predictions)
+
+
+# Tasks are estimated on every core: a task's answer and counts depend on that task alone
+# (the stand-in and the counts are pure), so the sums are the same however the tasks are
+# split. The offline answers are Python work, so the split is over processes forked from
+# this one, which inherit the system, its index and the dataset as they are; contiguous
+# slices keep a document's tasks together (the extractive answer keeps scores per document).
+TASKS_PER_WORKER = 8  # fewer and a fork costs more than it saves
+_forked: tuple[Any, EstimatingModel, list, str] | None = None
+
+
+@dataclass
+class Counted:
+    predictions: list[Prediction]
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def _predict_all(system: Any, model: EstimatingModel, tasks: list, source: str) -> Counted:
+    global _forked
+    workers = min(os.cpu_count() or 1, len(tasks) // TASKS_PER_WORKER)
+    _forked = (system, model, tasks, source)
+    try:
+        if workers < 2 or "fork" not in mp.get_all_start_methods():
+            return _predict_slice((0, len(tasks)))
+        bounds = [len(tasks) * k // workers for k in range(workers + 1)]
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+            parts = list(pool.map(_predict_slice, zip(bounds, bounds[1:], strict=False)))
+    finally:
+        _forked = None
+    return Counted([p for part in parts for p in part.predictions],
+                   sum(part.calls for part in parts), sum(part.input_tokens for part in parts),
+                   sum(part.output_tokens for part in parts))
+
+
+def _predict_slice(bounds: tuple[int, int]) -> Counted:
+    """The tasks ``tasks[start:end]`` estimated by the model's counts from zero."""
+    assert _forked is not None
+    system, model, tasks, source = _forked
+    model.input_tokens = model.output_tokens = model.calls = 0
+    predictions = [system.predict(task, source) for task in tasks[bounds[0]:bounds[1]]]
+    return Counted(predictions, model.calls, model.input_tokens, model.output_tokens)
 
 
 def judge_requests(scorers: list[Scorer], items: list[ScoringItem], judge_id: str,

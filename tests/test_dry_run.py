@@ -123,3 +123,47 @@ def test_a_dry_run_never_imports_the_embedding_stack_mlflow_or_nltk(tmp_path):
     imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines()
                 if line.startswith("import time:")}
     assert not imported & set(heavy), sorted(imported & set(heavy))
+
+
+@pytest.mark.parametrize("system", ["arag", "stuffing"])
+def test_tasks_estimated_on_every_core_add_up_to_the_one_process_estimate(make_cfg, tmp_path,
+                                                                         monkeypatch, system):
+    """A dry run of many tasks splits them over processes forked per core; the calls, the
+    tokens and every answer are those of one process estimating them in order."""
+    import os
+
+    from arag.systems.base import System
+    from runners import dryrun
+    from runners.job import build_system
+    from tests.conftest import write_mini_dataset
+
+    root = write_mini_dataset(tmp_path / "many", n_docs=20, filler=30)
+    job = prepare(read(make_cfg(f"system={system}", f"dataset.root={root}",
+                                "model=claude-haiku-4-5", "runner.dry_run=true")))
+    cfg = job.cfg
+
+    def estimate():
+        return dryrun.estimate(system, lambda m: build_system(job, m), job.dataset.tasks,
+                               cfg.model, job.dataset.name, cfg.model.offline)
+
+    monkeypatch.setattr(dryrun, "TASKS_PER_WORKER", 10_000)
+    alone = estimate()
+    pids = tmp_path / "pids"
+    predict = System.predict
+
+    def spied(self, task, source):  # runs in the forked processes, which inherit it
+        with open(pids, "a") as f:
+            f.write(f"{os.getpid()}\n")
+        return predict(self, task, source)
+
+    monkeypatch.setattr(dryrun, "TASKS_PER_WORKER", 4)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(System, "predict", spied)
+    split = estimate()
+    workers = pids.read_text().split()  # a pid per task predicted
+    assert len(workers) == 20 and len(set(workers)) == 2 and str(os.getpid()) not in workers
+    assert alone.n_tasks == split.n_tasks == 20 and alone.n_calls >= 20
+    assert (split.n_calls, split.input_tokens, split.output_tokens, split.cost_usd) == \
+        (alone.n_calls, alone.input_tokens, alone.output_tokens, alone.cost_usd)
+    assert [(p.id, p.predicted, p.loops) for p in split.predictions] == \
+        [(p.id, p.predicted, p.loops) for p in alone.predictions]
