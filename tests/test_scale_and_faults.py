@@ -155,33 +155,42 @@ def _mlflow_server(tmp_path: Path) -> Iterator[int]:
         server.wait(timeout=30)
 
 
-def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache):
-    with _mlflow_server(tmp_path) as port:
-        result = run_cli(tmp_path, "system=arag,naive,stuffing", "dataset.limit=3",
-                         f"tracking.uri=http://127.0.0.1:{port}", cache=shared_cache)
-        assert result.returncode == 0, result.stderr[-3000:]
-        from mlflow import MlflowClient
-
-        client = MlflowClient(tracking_uri=f"http://127.0.0.1:{port}")
-        exp = client.get_experiment_by_name("sample")
-        runs = client.search_runs([exp.experiment_id])
-        parent = next(r for r in runs if r.data.tags.get("role") == "sweep_parent")
-        children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
-        assert parent.info.status == "FINISHED" and len(children) == 3
-        assert all(c.info.status == "FINISHED" for c in children)
-        files = {a.path for a in client.list_artifacts(children[0].info.run_id)}
-        assert "predictions.jsonl" in files
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory) -> Iterator[int]:
+    """One server for the file's tests (each logs into an experiment of its own)."""
+    with _mlflow_server(tmp_path_factory.mktemp("server")) as port:
+        yield port
 
 
-def test_a_password_in_the_tracking_uri_is_never_printed(tmp_path, shared_cache):
+def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache, mlflow_server):
+    port = mlflow_server
+    result = run_cli(tmp_path, "system=arag,naive,stuffing", "dataset.limit=3",
+                     f"tracking.uri=http://127.0.0.1:{port}", "tracking.experiment=on_a_server",
+                     cache=shared_cache)
+    assert result.returncode == 0, result.stderr[-3000:]
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"http://127.0.0.1:{port}")
+    exp = client.get_experiment_by_name("on_a_server")
+    runs = client.search_runs([exp.experiment_id])
+    parent = next(r for r in runs if r.data.tags.get("role") == "sweep_parent")
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
+    assert parent.info.status == "FINISHED" and len(children) == 3
+    assert all(c.info.status == "FINISHED" for c in children)
+    files = {a.path for a in client.list_artifacts(children[0].info.run_id)}
+    assert "predictions.jsonl" in files
+
+
+def test_a_password_in_the_tracking_uri_is_never_printed(tmp_path, shared_cache, mlflow_server):
     """MLflow prints "View run ... at: <tracking uri>" for a server; with credentials in the
     URI those lines are silenced (the harness prints its own, redacted)."""
-    with _mlflow_server(tmp_path) as port:
-        uri = f"http://user:s3cr3t-pass@127.0.0.1:{port}"
-        swept = run_cli(tmp_path, "system=naive,stuffing", "dataset.limit=1",
-                        f"tracking.uri={uri}", cache=shared_cache)
-        single = run_cli(tmp_path, "system=naive", "dataset.limit=1", "max_loops=3",
-                         f"tracking.uri={uri}", cache=shared_cache, sweep=False)
+    port = mlflow_server
+    uri = f"http://user:s3cr3t-pass@127.0.0.1:{port}"
+    swept = run_cli(tmp_path, "system=naive,stuffing", "dataset.limit=1", f"tracking.uri={uri}",
+                    "tracking.experiment=password_in_uri", cache=shared_cache)
+    single = run_cli(tmp_path, "system=naive", "dataset.limit=1", "max_loops=3",
+                     f"tracking.uri={uri}", "tracking.experiment=password_in_uri",
+                     cache=shared_cache, sweep=False)
     for result in (swept, single):
         assert result.returncode == 0, result.stderr[-3000:]
         assert "s3cr3t-pass" not in result.stdout + result.stderr
