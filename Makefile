@@ -34,10 +34,10 @@ chromium:
 run: $(STAMP)
 	$(BIN)/python run.py -m system=arag,naive,stuffing dataset=sample
 
-# the fast suite (9-15 minutes on 2 cores); with CI set, or `make test-all`, the slow
-# end-to-end sweeps too (.ci/run runs them on both cores with -n 2, a math thread per
-# worker: 43 minutes on this 2-core machine, 2026-11-26, 971 passed, nothing else running;
-# 45 for all of .ci/run from a fresh clone)
+# the fast suite (4.5 minutes on 2 cores with nothing else running, 9-15 shared); with CI
+# set, or `make test-all`, the slow end-to-end sweeps too (.ci/run runs them on both cores
+# with -n 2, a math thread per worker: 28 minutes on this 2-core machine, 2026-11-27, 974
+# passed, nothing else running; 30 for all of .ci/run from a fresh clone, Chromium installed)
 test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
