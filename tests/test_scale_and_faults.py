@@ -12,7 +12,6 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -130,13 +129,15 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@contextmanager
-def _mlflow_server(tmp_path: Path) -> Iterator[int]:
-    """A real ``mlflow server`` on a free port (its sqlite store and artifacts in tmp_path)."""
+@pytest.fixture(scope="module")
+def mlflow_server(tmp_path_factory) -> Iterator[int]:
+    """A real ``mlflow server`` on a free port, one for the file's tests (each logs into an
+    experiment of its own); its sqlite store and artifacts in a temporary folder."""
+    tmp = tmp_path_factory.mktemp("server")
     port = _free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri",
-         f"sqlite:///{tmp_path}/server.db", "--artifacts-destination", f"{tmp_path}/server-art",
+         f"sqlite:///{tmp}/server.db", "--artifacts-destination", f"{tmp}/server-art",
          "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
@@ -153,13 +154,6 @@ def _mlflow_server(tmp_path: Path) -> Iterator[int]:
     finally:
         server.terminate()
         server.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def mlflow_server(tmp_path_factory) -> Iterator[int]:
-    """One server for the file's tests (each logs into an experiment of its own)."""
-    with _mlflow_server(tmp_path_factory.mktemp("server")) as port:
-        yield port
 
 
 def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache, mlflow_server):
