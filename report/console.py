@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from report import policy
+from report import findings, policy
 from report.policy import comparison_order
 from report.verdict import stopped_words, tasks_asked
 from tracking.paths import ui_address
@@ -240,6 +240,9 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
             f"{r['run']} ({'; '.join(filter(None, [r['status'], stopped_words(r)]))})"
             for r in not_finished))
     lines += [plain(result.finding), ""]
+    found = findings.console_lines(result.findings)
+    if found:
+        lines += [*found, ""]
     if result.notes:
         lines += [plain(result.notes).strip(), ""]
     lines += where_to_look(result.artifact_uri, tracking_uri, result.experiment_id,

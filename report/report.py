@@ -18,13 +18,24 @@ import logging
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from metrics.geval import ERROR_CODES
-from report import compare, console, human_agreement, pairwise, plots, policy, repeats, verdict
+from report import (
+    analyses,
+    compare,
+    console,
+    findings,
+    human_agreement,
+    pairwise,
+    plots,
+    policy,
+    repeats,
+    verdict,
+)
 from report.meta_eval import judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
@@ -151,12 +162,14 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                  title: str, requested: list[str] | None = None,
-                 judged_pairs: pairwise.PairwiseView | None = None
+                 judged_pairs: pairwise.PairwiseView | None = None,
+                 options: Mapping[str, Any] | None = None
                  ) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
-    family of tests); ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
-    ``requested``: ``report.decide_on``."""
+    family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
+    ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
+    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
@@ -183,6 +196,9 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                + panel_reversals(sets))
     out.append(f"## Key finding\n\n{finding}\n")
     out.append(length_finding(sets, key))
+    analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
+                                                decided, dict(options or {})))
+    out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append("## Quality\n")
@@ -224,7 +240,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append(examples(sets, key))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
-                            "answer": answer}
+                            "answer": answer, "analysis": analysis}
 
 
 def _decided_on(keys: list[str]) -> str:
@@ -470,15 +486,17 @@ def write_run_report(client, run_id: str) -> ReportResult:
 
 
 def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | None = None,
-                       human_labels: str | None = None) -> ReportResult:
+                       human_labels: str | None = None,
+                       options: Mapping[str, Any] | None = None) -> ReportResult:
     """Build the report for a parent run and log it there (report.md, report.html, plots,
     compare.html), with each child's headline metrics and a comparison table.
     ``decide_on``: the sweep's ``report.decide_on`` (None: what the runs logged);
     ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
-    beside the HUMAN feedback on the runs' traces."""
+    beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
+    read by the analyses (``report/analyses.py``)."""
     return _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
                          f"Sweep report: {parent.get('sweep_id', parent['run_id'])}", sweep=True,
-                         decide_on=decide_on, human_labels=human_labels)
+                         decide_on=decide_on, human_labels=human_labels, options=options)
 
 
 def people_labels(rows: list[dict[str, Any]], experiment_id: str,
@@ -495,8 +513,8 @@ def people_labels(rows: list[dict[str, Any]], experiment_id: str,
 
 
 def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
-                  decide_on: list[str] | None = None, human_labels: str | None = None
-                  ) -> ReportResult:
+                  decide_on: list[str] | None = None, human_labels: str | None = None,
+                  options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
     with tempfile.TemporaryDirectory() as tmp:
@@ -508,7 +526,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
         text, data = build_report(rows, records, title, requested=decide_on,
-                                  judged_pairs=judged_pairs)
+                                  judged_pairs=judged_pairs, options=options)
+        analysis: findings.Analysis = data["analysis"]
         people = human_agreement.compare(
             people_labels(rows, target.info.experiment_id, human_labels) if sweep else [],
             records, rows)
@@ -524,7 +543,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                             plots.cost_quality_plot(finished, key, plot_dir),
                             plots.taxonomy_by_system(finished, plot_dir),
                             plots.recall_vs_loops(data["arag_points"], plot_dir),
-                            plots.loop_budget_curve(data["common_rows"], key, plot_dir))
+                            plots.loop_budget_curve(data["common_rows"], key, plot_dir),
+                            *(draw(plot_dir) for draw in analysis.plots))
                 if p is not None]
         (folder / "report.md").write_text(
             readable_markdown(text, {f"plots/{p.name}" for p in made}), encoding="utf-8")
@@ -533,7 +553,12 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished), experiment_id,
             title, pairwise.per_task(judged_pairs)), encoding="utf-8")
-        for name in ("report.md", "report.html", "compare.html"):
+        artifacts = {"findings.jsonl": [f.record() for f in analysis.findings],
+                     **analysis.artifacts} if analysis.findings or analysis.artifacts else {}
+        for name, lines in artifacts.items():
+            (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines),
+                                       encoding="utf-8")
+        for name in ("report.md", "report.html", "compare.html", *artifacts):
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
             client.log_artifact(target_run_id, str(path), "plots")
@@ -542,7 +567,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                           data["finding"], caveats(finished),
                           unreadable_note(finished) + resumed_latency_note(finished) + validation,
                           judge_validation=validation, keys=data["keys"],
-                          decided=data["decided"], answer=data["answer"])
+                          decided=data["decided"], answer=data["answer"],
+                          findings=analysis.findings)
+    if analysis.metrics:
+        RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
+            analysis.metrics)
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key, result.decided)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from report import verdict
+from report.findings import Finding
 from report.verdict import headline_rows, task_sets
 
 
@@ -34,6 +35,7 @@ class ReportResult:
     keys: list[str] = field(default_factory=list)  # the decision metrics (report.decide_on)
     decided: list[verdict.Decision] = field(default_factory=list)  # the verdict's tests
     answer: str = ""  # the one sentence that answers the question, said first everywhere
+    findings: list[Finding] = field(default_factory=list)  # the analyses' (report/analyses.py)
 
     @property
     def finished(self) -> list[dict[str, Any]]:

@@ -252,7 +252,7 @@ class MLflowSweepCallback(Callback):
         report_error = None
         try:
             self.result = write_sweep_report(self.client, self.parent, self.decide_on,
-                                             self.human_labels)
+                                             self.human_labels, self._report_options())
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
                                 runs_key(row["run_id"] for row in self.result.rows))
             overview.publish(self.client, self.result)  # the verdict, first thing in the UI
@@ -277,9 +277,15 @@ class MLflowSweepCallback(Callback):
         """A finished sweep run again with ``report.human_labels``: its report, rebuilt
         from the records it has (no model is asked), holds the judge against the labels."""
         self.result = write_sweep_report(self.client, sweep_info(run), self.decide_on,
-                                         self.human_labels)
+                                         self.human_labels, self._report_options())
         overview.publish(self.client, self.result)
         self._compare_with_baseline(run.info.run_id)
+
+    def _report_options(self) -> dict[str, Any]:
+        """The sweep's ``report`` node as plain data, for the report's analyses."""
+        if self.report_cfg is None:
+            return {}
+        return dict(OmegaConf.to_container(self.report_cfg, resolve=True))  # type: ignore[arg-type]
 
     def _compare_with_baseline(self, run_id: str) -> None:
         """Hold the sweep (its parent ``run_id``) against ``report.baseline``; the exit

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from report import findings
 from report.result import ReportResult
 from report.sections import caveats
 from report.verdict import table
@@ -47,7 +48,7 @@ def description(result: ReportResult) -> str:
     parts = [f"**{result.answer}**" if result.answer else "", caveats(result.finished),
              result.judge_validation,
              f"**Verdict** (decided on {', '.join(f'`{k}`' for k in result.keys or [result.key])}"
-             f"): {result.finding}", runs_table(result),
+             f"): {result.finding}", findings.description(result.findings), runs_table(result),
              "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "
