@@ -58,20 +58,29 @@ ui: $(STAMP)
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --host 127.0.0.1 --port $(PORT)
 
 # link the real datasets of a checkout that has ../shared/datasets beside it into
-# data/datasets/ (git-ignored), where the dataset configs look; elsewhere, clone them there
-# (docs/datasets.md: Real datasets). Exits non-zero when it found none of them.
+# data/datasets/ (git-ignored, never committed: a fresh clone has no link), where the dataset
+# configs look; elsewhere, say where to clone each one (docs/datasets.md: Real datasets).
+# Exits non-zero only when it found none of them. A data/datasets link left by an older
+# checkout (it was committed once) is replaced by a folder of per-dataset links.
 SHARED_DATA ?= ../shared/datasets
+UPSTREAM_ectsum       := https://github.com/rajdeep345/ECTSum
+UPSTREAM_financebench := https://github.com/patronus-ai/financebench
+UPSTREAM_summedits    := https://github.com/salesforce/factualNLG
 data:
+	@if [ -L data/datasets ]; then rm data/datasets && echo "data/datasets: replaced the old link by a folder"; fi
 	@mkdir -p data/datasets
 	@found=0; for d in ectsum financebench summedits; do \
+	  case $$d in ectsum) url=$(UPSTREAM_ectsum);; financebench) url=$(UPSTREAM_financebench);; \
+	    *) url=$(UPSTREAM_summedits);; esac; \
+	  if [ -L data/datasets/$$d ] && [ ! -e data/datasets/$$d ]; then rm data/datasets/$$d; fi; \
 	  if [ -e data/datasets/$$d ]; then echo "data/datasets/$$d: already there"; found=1; \
 	  elif [ -d $(SHARED_DATA)/$$d ]; then \
 	    case "$(SHARED_DATA)" in /*) src=$(SHARED_DATA)/$$d;; *) src=../../$(SHARED_DATA)/$$d;; esac; \
 	    ln -s $$src data/datasets/$$d && found=1 && \
 	    echo "data/datasets/$$d -> $(SHARED_DATA)/$$d"; \
-	  else echo "data/datasets/$$d: not found in $(SHARED_DATA); clone it (docs/datasets.md: Real datasets)"; fi; \
+	  else echo "data/datasets/$$d: not in $(SHARED_DATA); to get it: git clone $$url data/datasets/$$d"; fi; \
 	done; \
-	if [ $$found = 0 ]; then echo "make data: no dataset found in $(SHARED_DATA). Fix: make data SHARED_DATA=<folder holding ectsum/ financebench/ summedits/>, or clone them into data/datasets/ (docs/datasets.md: Real datasets)" >&2; exit 1; fi
+	if [ $$found = 0 ]; then echo "make data: no dataset found in $(SHARED_DATA). Fix: clone them into data/datasets/ (the lines above; docs/datasets.md: Real datasets), or make data SHARED_DATA=<folder holding ectsum/ financebench/ summedits/>" >&2; exit 1; fi
 
 clean-runs:
 	rm -rf mlruns/mlflow.db mlruns/artifacts data/runs outputs multirun

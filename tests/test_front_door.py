@@ -192,3 +192,65 @@ def test_make_data_without_any_dataset_exits_non_zero_and_names_the_docs(tmp_pat
     assert done.returncode != 0
     assert "no dataset found" in done.stderr and "docs/datasets.md: Real datasets" in done.stderr
     assert "## Real datasets" in (ROOT / "docs" / "datasets.md").read_text()
+
+
+def fresh_clone(tmp: Path) -> Path:
+    """The tracked files of this checkout as a clone has them (uncommitted edits included),
+    in a folder with no ``../shared`` beside it."""
+    tree = subprocess.run(["git", "stash", "create"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip() or "HEAD"
+    clone = tmp / "alone" / "arag-eval"
+    clone.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", tree], cwd=ROOT, capture_output=True, check=True)
+    subprocess.run(["tar", "-x"], cwd=clone, input=archive.stdout, check=True)
+    assert not (clone.parent / "shared").exists()
+    return clone
+
+
+def upstream_stand_in(tmp: Path) -> str:
+    """A local bare repository in place of github.com/rajdeep345/ECTSum (no network here)."""
+    work = tmp / "ectsum-work"
+    work.mkdir()
+    (work / "README.md").write_text("ECTSum stand-in\n")
+    for args in (["init", "-q"], ["add", "."],
+                 ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "data"]):
+        subprocess.run(["git", *args], cwd=work, check=True)
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(tmp / "ectsum.git")], check=True)
+    return f"file://{tmp / 'ectsum.git'}"
+
+
+def documented_clone_lines() -> list[str]:
+    """The ECTSum clone command of docs/datasets.md and of docs/ci.md's GitHub Actions job."""
+    pattern = r"git clone (?:--depth 1 )?https://github\.com/rajdeep345/ECTSum data/datasets/ectsum"
+    lines = [re.search(pattern, (ROOT / "docs" / page).read_text()) for page in ("datasets.md", "ci.md")]
+    assert all(lines), "the ECTSum clone line is gone from docs/datasets.md or docs/ci.md"
+    return [m.group(0) for m in lines if m]
+
+
+def make_data(clone: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(["make", "--no-print-directory", "data"], cwd=clone,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_a_fresh_clone_without_shared_gets_the_data_both_documented_ways(tmp_path):
+    clone = fresh_clone(tmp_path)
+    assert not os.path.lexists(clone / "data" / "datasets")  # nothing committed there
+    nothing = make_data(clone)
+    assert nothing.returncode != 0 and "no dataset found" in nothing.stderr, nothing.stderr
+    assert "git clone https://github.com/rajdeep345/ECTSum data/datasets/ectsum" in nothing.stdout
+    upstream = upstream_stand_in(tmp_path)
+    for line in documented_clone_lines():
+        target = clone / "data" / "datasets" / "ectsum"
+        shutil.rmtree(target, ignore_errors=True)
+        command = line.replace("https://github.com/rajdeep345/ECTSum", upstream)
+        done = subprocess.run(command, shell=True, cwd=clone, capture_output=True, text=True)
+        assert done.returncode == 0, (command, done.stderr)
+        assert (target / "README.md").read_text() == "ECTSum stand-in\n"
+    cloned = make_data(clone)
+    assert cloned.returncode == 0 and "data/datasets/ectsum: already there" in cloned.stdout
+    # once a shared folder is beside the clone, make data links what it holds
+    (clone.parent / "shared" / "datasets" / "financebench").mkdir(parents=True)
+    (clone.parent / "shared" / "datasets" / "financebench" / "x.pdf").write_text("pdf")
+    linked = make_data(clone)
+    assert linked.returncode == 0, linked.stderr
+    assert (clone / "data" / "datasets" / "financebench" / "x.pdf").read_text() == "pdf"
