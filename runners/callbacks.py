@@ -138,6 +138,7 @@ class MLflowSweepCallback(Callback):
         sweep_dir.mkdir(parents=True, exist_ok=True)
         self.jobs = jobs
         if config.runner.dry_run:
+            dryrun.start_sweep(sweep_dir)
             return  # a dry run calls no model and records nothing
         try:  # no other sweep writes these predictions or into this folder meanwhile
             self.locks = hold({**prediction_folders(jobs), sweep_dir: "the sweep folder"})

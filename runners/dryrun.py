@@ -289,6 +289,13 @@ class NoCallJudge(ChatModel):
 SWEEP_FILE = "dry_run.jsonl"
 
 
+def start_sweep(sweep_dir: Path) -> None:
+    """A dry run reports its own jobs only: a sweep folder used again (a fixed
+    ``hydra.sweep.dir``, as docs/ci.md recommends) starts with no earlier dry run's rows."""
+    for name in (SWEEP_FILE, ANSWERS_FILE):
+        (sweep_dir / name).unlink(missing_ok=True)
+
+
 def record(sweep_dir: Path, summary: dict[str, Any]) -> None:
     """A job's summary (``summarize``), for the sweep's total (jobs may run in other
     processes)."""

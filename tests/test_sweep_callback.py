@@ -68,7 +68,7 @@ def _ended(tmp_path, monkeypatch, client, report):
     return ended.value.code
 
 
-def _no_report(client, parent, decide_on=None, human_labels=None):
+def _no_report(client, parent, *options, **named):
     raise ValueError("plot failed")
 
 
@@ -94,10 +94,29 @@ def test_a_report_that_could_not_be_written_exits_non_zero_naming_the_rebuild(
 def test_a_sweep_closed_well_raises_nothing(tmp_path, monkeypatch):
     client = Closing()
     monkeypatch.setattr(callbacks, "write_sweep_report",
-                        lambda c, p, d=None, labels=None: SimpleNamespace(rows=[]))
+                        lambda c, p, *options, **named: SimpleNamespace(rows=[]))
     monkeypatch.setattr(callbacks.overview, "publish", lambda c, r: None)
     monkeypatch.setattr(callbacks.console, "verdict", lambda r, uri: "verdict")
     callback = MLflowSweepCallback()
     callback.parent, callback.client, callback.sweep_dir = {"run_id": "p1"}, client, tmp_path
     callback.on_multirun_end(sweep_config(tmp_path))
     assert client.status == "FINISHED"
+
+
+def test_a_dry_run_in_a_used_sweep_folder_totals_its_own_jobs_only(tmp_path, monkeypatch):
+    from runners import dryrun
+
+    monkeypatch.setattr(callbacks, "job_configs", lambda config: [])
+    monkeypatch.setattr(callbacks, "check_jobs", lambda jobs, dry_run: [])
+    config = sweep_config(tmp_path)
+    config.runner.dry_run = True
+    sweep_dir = tmp_path / "sweep"
+    job = {"run": "naive", "calls": 2, "cost_usd": 0.5, "parts": {"system": 0.5}}
+    sweep_dir.mkdir()
+    dryrun.record(sweep_dir, job)  # an earlier dry run of the same sweep, same folder
+    dryrun.record_answers(sweep_dir, "naive", SimpleNamespace(agentic=False, bound=False), [])
+    MLflowSweepCallback().on_multirun_start(config)
+    dryrun.record(sweep_dir, job)  # this dry run's one job
+    assert dryrun.sweep_total(sweep_dir) == \
+        "[dry run] sweep total: 2 calls, estimated cost $0.5000 (system $0.5000)"
+    assert dryrun.recorded_answers(sweep_dir) == []
