@@ -33,6 +33,12 @@ class TrackingConfig:
     experiment: str | None = None  # None: the dataset's name
 
 
+# runner.repeats above this is refused before anything runs: a study of run-to-run spread
+# needs a handful of repeats (docs/running.md: Repeats), and a mistyped count (1000000000)
+# must not start a paid run; a larger study runs several sweeps
+MAX_REPEATS = 100
+
+
 @dataclass
 class RunnerConfig:
     concurrency: int = positive(4, "tasks at once")
@@ -59,7 +65,8 @@ class RunnerConfig:
                           "(DEBUG)")
     # every task is answered this many times by every system (records carry ``repeat``,
     # from 0; the repeat index is part of each request's cache key)
-    repeats: int = positive(1, "answers per task and system")
+    repeats: int = ranged(1, low=1, high=MAX_REPEATS,
+                          must=f"from 1 to {MAX_REPEATS} (answers per task and system)")
 
 
 def metrics_config() -> type:

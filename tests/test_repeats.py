@@ -37,6 +37,16 @@ class OneCallSystem:
                           doc_ids=list(task.doc_ids), ground_truth="", predicted=reply.text)
 
 
+class PaidADollar(OneCallSystem):
+    """Answers without a model call, each answer costing $1."""
+
+    def predict(self, task: Task, source: str) -> Prediction:
+        return Prediction(id=task.id, source=source, system=self.name, model="m",
+                          task_type="summarization", question=task.question,
+                          doc_ids=list(task.doc_ids), ground_truth="", predicted="a",
+                          cost_usd=1.0)
+
+
 def _tasks(n: int) -> list[Task]:
     return [Task(f"t{i}", "summarization", ("D",), f"question {i}", "ref") for i in range(n)]
 
@@ -92,19 +102,21 @@ def test_repeat_zero_keeps_the_key_requests_always_had(tmp_path):
 
 
 def test_the_cost_cap_counts_every_repeat(tmp_path):
-    class Paid(OneCallSystem):
-        def predict(self, task, source):
-            return Prediction(id=task.id, source=source, system=self.name, model="m",
-                              task_type="summarization", question=task.question,
-                              doc_ids=list(task.doc_ids), ground_truth="", predicted="a",
-                              cost_usd=1.0)
-
-    out = predict(Paid(None), _tasks(2), tmp_path / "p.jsonl", source="s", progress=False,
+    out = predict(PaidADollar(None), _tasks(2), tmp_path / "p.jsonl", source="s", progress=False,
                   concurrency=1, repeats=3, max_cost_usd=2.5)
     assert len(out.predictions) == 3 and len(out.not_run) == 3
     assert out.not_run == ["t1", "t1#1", "t1#2"] and "3 answers not run" in out.stop_reason
     lines = (tmp_path / "p.jsonl").read_text().splitlines()
     assert [json.loads(line)["repeat"] for line in lines] == [0, 1, 2]
+
+
+def test_the_cost_cap_stops_the_largest_repeat_count_allowed(tmp_path):
+    from runners.config import MAX_REPEATS
+
+    out = predict(PaidADollar(None), _tasks(3), tmp_path / "p.jsonl", source="s", progress=False,
+                  concurrency=4, repeats=MAX_REPEATS, max_cost_usd=2.5)
+    assert len(out.predictions) <= 3 + 4  # the cap, plus at most the calls in flight
+    assert len(out.not_run) == 3 * MAX_REPEATS - len(out.predictions)
 
 
 # --- what repeats show: aggregates over tasks, the variance split, stability ---------------

@@ -37,6 +37,7 @@ REFUSED = {
     "+model.temprature=0.5": "model.temprature is not a setting",
     "runner.max_cost_usd=0": "Fix: runner.max_cost_usd=null",
     "dataset.limit=0": "Fix: dataset.limit=null",
+    "runner.repeats=1000000000": "from 1 to 100 (answers per task and system). Fix: runner.repeats=1",
 }
 
 
