@@ -47,10 +47,12 @@ def suggest_closest_options() -> None:
     defaults_list.config_not_found_error = not_found
 
 
-def unknown_option_message(group: str, name: str, options: list[str]) -> str:
-    """``system=naiv is not a system. Did you mean naive? Fix: system=naive``."""
+def unknown_option_message(group: str, name: str, options: list[str],
+                           command_line: list[str] | None = None) -> str:
+    """``system=naiv is not a system. Did you mean naive? Fix: system=naive``; in a sweep
+    list the fix keeps the other values (``Fix: system=arag,naive``)."""
     close = difflib.get_close_matches(name, options, n=1, cutoff=0.5)
-    fix = (f"Did you mean {close[0]}? Fix: {group}={close[0]}" if close
+    fix = (f"Did you mean {close[0]}? Fix: {fixed(group, name, close[0], command_line)}" if close
            else f"The options are: {', '.join(options)}")
     extra = (" (A real dataset also needs its files: `make data` links them into "
              "data/datasets/; docs/datasets.md)" if group == "dataset" else "")
@@ -60,7 +62,8 @@ def unknown_option_message(group: str, name: str, options: list[str]) -> str:
 _INVALID_VALUE = re.compile(r"Invalid value '([^']*)', expected one of \[([^\]]*)\]")
 
 
-def unknown_value_message(override: str, error: str) -> str | None:
+def unknown_value_message(override: str, error: str,
+                          command_line: list[str] | None = None) -> str | None:
     """``retrieval.scope=documnt``: the closest of the values the schema allows."""
     match = _INVALID_VALUE.search(error)
     if match is None:
@@ -68,9 +71,22 @@ def unknown_value_message(override: str, error: str) -> str | None:
     key = override.partition("=")[0]
     valid = [v.strip() for v in match.group(2).split(",")]
     close = difflib.get_close_matches(match.group(1), valid, n=1, cutoff=0.5)
-    fix = f"Did you mean {close[0]}? Fix: {key}={close[0]}" if close else \
+    fix = f"Did you mean {close[0]}? Fix: {fixed(key, match.group(1), close[0], command_line)}" \
+        if close else \
         f"Fix: {key}=<one of {', '.join(valid)}>"
     return f"{override}: {key} takes one of {', '.join(valid)}. {fix}"
+
+
+def fixed(key: str, wrong: str, right: str, command_line: list[str] | None = None) -> str:
+    """The override that fixes ``key=wrong``, as typed on the command line: a sweep list
+    (``system=arag,naiv``) keeps its other values (``system=arag,naive``), since Hydra
+    reports the one job whose value is wrong."""
+    for arg in sys.argv[1:] if command_line is None else command_line:
+        typed_key, _, values = arg.partition("=")
+        listed = values.split(",")
+        if typed_key.lstrip("+~") == key and len(listed) > 1 and wrong in listed:
+            return f"{typed_key}={','.join(right if v == wrong else v for v in listed)}"
+    return f"{key}={right}"
 
 
 def suggest_closest_keys() -> None:

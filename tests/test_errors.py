@@ -409,6 +409,21 @@ def test_a_misspelt_group_in_a_sweep_keeps_every_item_of_its_list():
     assert "system.name" not in done.stderr
 
 
+def test_a_misspelt_option_or_value_in_a_sweep_list_keeps_the_other_values():
+    """Hydra reports the one job whose value is wrong (``system=naiv``); the fix is the
+    whole list as typed, not that job's value alone (``system=naive`` drops arag)."""
+    from runners.cli import unknown_option_message, unknown_value_message
+
+    typed = ["-m", "system=arag,naiv", "dataset=sample", "retrieval.scope=document,corpsu"]
+    option = unknown_option_message("system", "naiv", ["arag", "naive", "stuffing"], typed)
+    assert option.endswith("Did you mean naive? Fix: system=arag,naive")
+    value = unknown_value_message("retrieval.scope=corpsu", "Invalid value 'corpsu', expected "
+                                  "one of [document, corpus]", typed)
+    assert value is not None and value.endswith("Fix: retrieval.scope=document,corpus")
+    alone = unknown_option_message("system", "naiv", ["arag", "naive"], ["system=naiv"])
+    assert alone.endswith("Fix: system=naive")
+
+
 def test_a_finished_run_with_judge_replies_to_ask_again_is_continued_not_reused():
     from runners.resume import nothing_to_do
 
