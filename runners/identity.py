@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.agent import PROMPT_VERSION
 from arag.records import content_hash
+from arag.systems import SYSTEMS
 from metrics.geval import PROMPT_VERSION as JUDGE_PROMPT_VERSION
 from tracking.paths import resolve
 
@@ -82,6 +83,18 @@ def _parent(data: dict[str, Any], dotted: str) -> tuple[dict[str, Any] | None, s
     return (node if isinstance(node, dict) else None), last
 
 
+def unread_settings(kind: Any) -> tuple[str, ...]:
+    """``system.<key>`` settings that another kind declares its own (``System.own_settings``)
+    and this one never reads: not part of this kind's identity."""
+    mine = SYSTEMS.get(str(kind)).own_settings if SYSTEMS.has(str(kind)) else ()
+    return tuple(sorted({f"system.{key}" for _, system in SYSTEMS.items()
+                         for key in system.own_settings if key not in mine}))
+
+
+def _unread(tree: dict[str, Any]) -> tuple[str, ...]:
+    return unread_settings((tree.get("system") or {}).get("kind"))
+
+
 def prompt_versions() -> dict[str, str]:
     """The versions of the prompts a run sends: logged as params, part of its identity."""
     return {"prompt_version": PROMPT_VERSION, "judge_prompt_version": JUDGE_PROMPT_VERSION}
@@ -96,8 +109,9 @@ def input_files(cfg: DictConfig) -> dict[str, str | None]:
     (``system.predictions``, its ``system.id_map``, ``dataset.references``): an edited file
     is a new run, not a resume of the old one."""
     digests = {}
+    unread = unread_settings(OmegaConf.select(cfg, "system.kind"))
     for key in INPUT_FILE_KEYS:
-        path = OmegaConf.select(cfg, key)
+        path = OmegaConf.select(cfg, key) if key not in unread else None
         if path:
             file = resolve(str(path))
             digests[key] = hashlib.sha256(file.read_bytes()).hexdigest() if file.is_file() \
@@ -114,7 +128,7 @@ def run_identity(tree: dict[str, Any], files: dict[str, str | None],
                  dataset_digest: str | None = None) -> str:
     """``config_hash`` of a config already resolved (``resolved``) with its ``input_files``
     and, once the dataset is loaded, its digest."""
-    return content_hash("run", _without(tree, COSMETIC_KEYS), prompt_versions(),
+    return content_hash("run", _without(tree, COSMETIC_KEYS + _unread(tree)), prompt_versions(),
                         *_if_any(files), *_if_any(_data(dataset_digest)))
 
 
@@ -136,7 +150,7 @@ def predictions_identity(tree: dict[str, Any], files: dict[str, str | None],
                          dataset_digest: str | None = None) -> str:
     """``predictions_hash`` of a config already resolved with its ``input_files`` and, once
     the dataset is loaded, its digest."""
-    data = _without(tree, COSMETIC_KEYS + REFERENCE_KEYS)
+    data = _without(tree, COSMETIC_KEYS + REFERENCE_KEYS + _unread(tree))
     answers = {k: v for k, v in files.items() if k not in REFERENCE_KEYS}  # not references
     return content_hash("predictions", {k: data.get(k) for k in PREDICTION_KEYS},
                         PROMPT_VERSION, *_if_any(answers), *_if_any(_data(dataset_digest)))

@@ -259,3 +259,23 @@ def test_a_run_declares_what_its_records_cannot_show_and_a_typo_names_the_choice
         "stuffing_sonnet"
     with pytest.raises(ConfigError, match="'agentc' is not a declaration; use any of"):
         prepare(read(make_cfg(*base, "+system.options.declares=[agentc]")))
+
+
+@pytest.mark.parametrize("system", ["arag", "naive", "stuffing"])
+def test_settings_only_external_reads_leave_other_systems_identity_alone(make_cfg, tmp_path,
+                                                                         system):
+    """``system=arag,naive,external system.predictions=F`` after ``system=arag,naive``: arag
+    and naive are the same runs and predictions as before, and F is not even read for them."""
+    from runners.identity import config_hash, predictions_hash
+
+    files, id_map = write_files(tmp_path)
+    alone = make_cfg("dataset=sample", f"system={system}")
+    beside = make_cfg("dataset=sample", f"system={system}",
+                      f"system.predictions={tmp_path / 'naive_sonnet.jsonl'}",
+                      f"system.id_map={id_map}", "system.model_label=sonnet",
+                      "system.allow_missing=true", "system.ignore_extra=true")
+    assert config_hash(beside) == config_hash(alone)
+    assert predictions_hash(beside) == predictions_hash(alone)
+    external = [make_cfg("dataset=sample", "system=external", f"system.predictions={p}")
+                for p in (tmp_path / "naive_sonnet.jsonl", tmp_path / "arag_sonnet.jsonl")]
+    assert config_hash(external[0]) != config_hash(external[1])  # external reads them

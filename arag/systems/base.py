@@ -111,6 +111,10 @@ class System(ABC):
     searches: ClassVar[bool] = True  # a retrieving system searches the index itself
     long_context: ClassVar[bool] = False
     calls_models: ClassVar[bool] = True
+    # system.* settings that only this kind reads (system.predictions, ...): another kind's
+    # run leaves them out of its identity, so setting one for a sweep's external run does
+    # not make its arag and naive runs new runs
+    own_settings: ClassVar[tuple[str, ...]] = ()
     # what the run's report should say about how this system was scored, and run metrics
     # of its own (e.g. how many context texts could not be located)
     notes: ClassVar[tuple[str, ...]] = ()

@@ -49,6 +49,7 @@ class ExternalPredictions(System):
 
     searches = False  # its chunks come from the file, not from a search
     calls_models = False  # its model calls were made elsewhere: the records say how many
+    own_settings = ("predictions", "allow_missing", "id_map", "ignore_extra", "model_label")
     predictions: ClassVar[dict[str, Prediction]] = {}
     label: ClassVar[str] = "external"  # the run's name: system.name, else the file's stem
     model_label: ClassVar[str | None] = None  # system.model_label: the pipeline's model
