@@ -52,10 +52,12 @@ lint: $(DEV)
 	$(BIN)/lint-imports
 
 # the MLflow UI over the default store: make ui PORT=5001 for another port; with
-# ARAG_UI_PORT exported, make ui serves there and every address and trace link we print follows
+# ARAG_UI_PORT exported, make ui serves there and every address and trace link we print follows;
+# make ui STORE=sqlite:///X/mlflow.db for a store of your own (the address a run prints says so)
 PORT ?= $(or $(ARAG_UI_PORT),5000)
+STORE ?= sqlite:///mlruns/mlflow.db
 ui: $(STAMP)
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlruns/mlflow.db --host 127.0.0.1 --port $(PORT)
+	$(BIN)/mlflow ui --backend-store-uri $(STORE) --host 127.0.0.1 --port $(PORT)
 
 # link the real datasets of a checkout that has ../shared/datasets beside it into
 # data/datasets/ (git-ignored, never committed: a fresh clone has no link), where the dataset

@@ -7,8 +7,18 @@
 import logging
 import sys
 
+from report.console import quiet
+
+
+def setup_console() -> None:
+    """Our INFO lines on stderr; the libraries' INFO (faiss's loader, MLflow) and MLflow's
+    per-artifact download bars stay out of the output (report.console.quiet)."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    quiet()
+
+
 if __name__ == "__main__":
-    logging.basicConfig(level=logging.INFO)
+    setup_console()
     if sys.argv[1:2] == ["compare"]:
         from report.baseline_report import main as compare
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from report.baseline import (
     run_comparison,
 )
 from report.verdict import fmt, table
-from tracking.paths import resolve_tracking_uri
+from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
 from tracking.sweeps import SweepNotFound, mark_compared, set_description_section
 
 REGRESSION_EXIT = 3  # a regression: distinct from a crash (1) and from bad input (2)
@@ -191,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-overlap", type=float, default=Options.min_overlap)
     parser.add_argument("--map", nargs="*", default=[], metavar="CANDIDATE=BASELINE",
                         help="candidate run name = baseline run name")
-    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    parser.add_argument("--tracking-uri", default=default_tracking_uri(),
+                        help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
+                             "sqlite:///mlruns/mlflow.db)")
     args = parser.parse_args(argv)
     try:
         options = Options(rules=parse_rules(args.fail_on, "--fail-on"), decide_on=args.decide_on,
@@ -203,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file
     uri = resolve_tracking_uri(args.tracking_uri)
+    print(store_line(args.tracking_uri, uri), file=sys.stderr)
     mlflow.set_tracking_uri(uri)  # traces are found through the fluent API
     client = MlflowClient(tracking_uri=uri)
     status, text = compare_and_publish(client, args.baseline, args.candidate, options)

@@ -18,13 +18,14 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import unquote, urlparse
 
+from arag.redact import redact
 from report import findings, policy
 from report.policy import comparison_order
 from report.verdict import stopped_words, tasks_asked
-from tracking.paths import ui_address
+from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
 from tracking.runs import RunTracker
 
 if TYPE_CHECKING:
@@ -65,6 +66,34 @@ def quiet(verbose: int = 0, tracking: bool = True) -> None:
         logging.getLogger(name).setLevel(level)
     if verbose >= 2:
         logging.getLogger().setLevel(logging.DEBUG)
+    for handler in logging.getLogger().handlers:  # Hydra sets them up anew for each job
+        if _to_terminal(handler) and not any(isinstance(f, OncePerCommand)
+                                             for f in handler.filters):
+            handler.addFilter(OncePerCommand())
+
+
+class OncePerCommand(logging.Filter):
+    """A warning the command already printed is not printed again: the sweep's preflight
+    and then each of its jobs check the same data (the context-budget warning came six
+    times for three systems). Shared by every handler of the process, so one per command
+    (a job in a process of its own, joblib's, prints its own once)."""
+
+    printed: ClassVar[set[str]] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.WARNING:
+            return True
+        text = record.getMessage()
+        if text in self.printed:
+            return False
+        self.printed.add(text)
+        return True
+
+
+def _to_terminal(handler: logging.Handler) -> bool:
+    """The console's handler (not a log file's, which keeps every line)."""
+    return isinstance(handler, logging.StreamHandler) and \
+        getattr(handler, "stream", None) in (sys.stderr, sys.stdout, sys.__stderr__)
 
 
 def quality_key(metrics: dict[str, Any]) -> str | None:
@@ -196,11 +225,14 @@ def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def ui_url(tracking_uri: str, experiment_id: str, run_id: str) -> str:
-    """Where the run is in the MLflow UI: the tracking server itself, or ``make ui``'s."""
+    """Where the run is in the MLflow UI: the tracking server itself, or ``make ui``'s over
+    the store the run is in (``make ui STORE=...`` for any but the default one)."""
     page = f"#/experiments/{experiment_id}/runs/{run_id}/artifacts"
     if tracking_uri.startswith(("http://", "https://")):
         return f"{tracking_uri.rstrip('/')}/{page}"
-    return f"make ui, then {ui_address()}/{page}"
+    default = resolve_tracking_uri(DEFAULT_URI)
+    store = "" if resolve_tracking_uri(tracking_uri) == default else f" STORE={redact(tracking_uri)}"
+    return f"make ui{store}, then {ui_address()}/{page}"
 
 
 def local_path(artifact_uri: str) -> str:

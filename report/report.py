@@ -16,6 +16,7 @@ import html
 import json
 import logging
 import re
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -68,7 +69,7 @@ from tracking.human_labels import (
     read_feedback_labels,
     read_labels_file,
 )
-from tracking.paths import resolve_tracking_uri
+from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
 from tracking.runs import RunTracker
 from tracking.sweeps import child_runs, run_records, sweep_info
 
@@ -607,7 +608,9 @@ def refresh_description(client: Any, run_id: str, validation: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Rebuild the report of a past sweep.")
     parser.add_argument("parent_run_id")
-    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    parser.add_argument("--tracking-uri", default=default_tracking_uri(),
+                        help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
+                             "sqlite:///mlruns/mlflow.db)")
     parser.add_argument("--human-labels", metavar="FILE", default=None,
                         help="a JSON-lines labels file to hold the judge against "
                              "(docs/validate-your-judge.md)")
@@ -621,6 +624,7 @@ def main(argv: list[str] | None = None) -> None:
         except LabelsError as exc:
             raise SystemExit(f"error: {exc}") from None
     uri = resolve_tracking_uri(args.tracking_uri)
+    print(store_line(args.tracking_uri, uri), file=sys.stderr)
     mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)

@@ -28,8 +28,13 @@ from arag.config import (
 
 @dataclass
 class TrackingConfig:
-    uri: str = "sqlite:///mlruns/mlflow.db"  # relative sqlite paths resolve against the project
-    artifact_location: str = "mlruns/artifacts"
+    # $MLFLOW_TRACKING_URI when set (MLflow's convention for a team's server), else the
+    # project's store; tracking.uri on the command line wins. Relative sqlite paths resolve
+    # against the project.
+    uri: str = "${oc.env:MLFLOW_TRACKING_URI,'sqlite:///mlruns/mlflow.db'}"
+    # null: beside a sqlite store (sqlite:///X/mlflow.db -> X/artifacts; the default store's:
+    # mlruns/artifacts); a server keeps its own (tracking/paths.py: artifact_location)
+    artifact_location: str | None = None
     experiment: str | None = None  # None: the dataset's name
 
 

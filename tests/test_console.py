@@ -303,7 +303,7 @@ def test_the_console_verdict_opens_with_the_caveats_and_says_the_reports_finding
 
 def test_the_printed_address_and_trace_links_follow_the_ui_port(monkeypatch):
     monkeypatch.setenv("ARAG_UI_PORT", "5123")
-    assert console.ui_url("sqlite:///x.db", "3", "p1") \
+    assert console.ui_url("sqlite:///mlruns/mlflow.db", "3", "p1") \
         == "make ui, then http://127.0.0.1:5123/#/experiments/3/runs/p1/artifacts"
     link = compare._answer({"predicted": "x"}, [], "#/experiments/3/traces")
     assert "href='http://127.0.0.1:5123/#/experiments/3/traces'" in link

@@ -26,7 +26,7 @@ from typing import Any
 from arag.redact import has_credentials, redact, redact_data
 from metrics.pairwise import ARTIFACT as PAIRWISE_ARTIFACT
 from metrics.pairwise import TraceVerdict
-from tracking.paths import PROJECT_ROOT, resolve
+from tracking.paths import PROJECT_ROOT, artifact_location, resolve, store_line
 from tracking.storage import check_tracking
 from tracking.traces import log_trace_feedback
 
@@ -58,6 +58,7 @@ def connect(tracking_cfg: Any):
     from mlflow import MlflowClient
 
     uri = check_tracking(tracking_cfg)
+    _say_which_store(str(tracking_cfg.uri), uri)  # before MLflow exports the URI it is given
     # Traces are logged in bulk after a job's predictions, faster than MLflow's async queue
     # drains: a full queue discards traces with only a warning (seen at 495 tasks). Logged
     # synchronously, none is dropped, at the same speed (the work is the store's either way).
@@ -76,13 +77,26 @@ def connect(tracking_cfg: Any):
     return client
 
 
+_ANNOUNCED: set[str] = set()  # stores this process has named (once per command, not per job)
+
+
+def _say_which_store(configured: str, uri: str) -> None:
+    """``MLflow store: http://team:5000 (from $MLFLOW_TRACKING_URI)``: runs going to a store
+    the user did not expect is found at the start, not after the sweep."""
+    if uri not in _ANNOUNCED:
+        _ANNOUNCED.add(uri)
+        log.info("%s", store_line(configured, uri))
+
+
 def ensure_experiment(client, name: str, tracking_cfg: Any) -> str:
     exp = client.get_experiment_by_name(name)
     if exp is not None:
         return exp.experiment_id
-    artifact_uri = None  # a tracking server stores (or proxies) artifacts itself
-    if not str(tracking_cfg.uri).startswith(("http://", "https://")):
-        location = resolve(tracking_cfg.artifact_location)
+    # beside a sqlite store unless tracking.artifact_location says where; a tracking server
+    # stores (or proxies) artifacts itself
+    artifact_uri = artifact_location(str(tracking_cfg.uri), tracking_cfg.artifact_location)
+    if artifact_uri and "://" not in artifact_uri:
+        location = resolve(artifact_uri)
         location.mkdir(parents=True, exist_ok=True)
         artifact_uri = location.as_uri()
     try:

@@ -30,13 +30,12 @@ from arag.config import ConfigError, option_value
 from arag.files import DISK_FULL, MISPLACED, is_storage_failure
 from arag.redact import redact, reveal
 from tracking import sqlite_store
-from tracking.paths import resolve
+from tracking.paths import DEFAULT_URI, artifact_location, resolve
 
 log = logging.getLogger(__name__)
 SQLITE = sqlite_store.SQLITE
 PROBE_TIMEOUT_S = 8.0
 PROBE_ATTEMPTS = 3  # at most ~30 s before an unreachable server is reported
-DEFAULT_URI = "sqlite:///mlruns/mlflow.db"
 # MLflow's client retries each failed call to a server 7 times, with a backoff factor of 2
 # and 120 s timeouts: minutes per call, times every call of a run, before a job learns that
 # the server went away. Unless the user set them, a run against a server uses these: a
@@ -100,8 +99,10 @@ def check_tracking(tracking_cfg: Any) -> str:
         raise StorageError(
             f"tracking.uri={shown!r} is an in-memory store: every run is lost when the process "
             f"ends (and a sweep's jobs do not share it). Fix: tracking.uri={DEFAULT_URI}")
-    writable_dir("tracking.artifact_location", tracking_cfg.artifact_location,
-                 "tracking.artifact_location=mlruns/artifacts")
+    artifacts = artifact_location(uri, tracking_cfg.artifact_location)
+    if artifacts and "://" not in artifacts:
+        writable_dir("tracking.artifact_location", artifacts,
+                     "tracking.artifact_location=mlruns/artifacts")
     if uri.startswith(SQLITE):
         path = resolve(uri[len(SQLITE):])
         writable_dir("tracking.uri", str(path.parent), f"tracking.uri={DEFAULT_URI}",
@@ -306,8 +307,8 @@ def _write_places(cfg: Any) -> dict[str, tuple[str, Path, str]]:
     """key -> (its value, the local directory it chooses, an example fix)."""
     places = {"runner.runs_dir": (str(cfg.runner.runs_dir), "runner.runs_dir=data/runs"),
               "cache.dir": (str(cfg.cache.dir), "cache.dir=data/cache")}
-    location = str(cfg.tracking.artifact_location)
-    if "://" not in location or location.startswith("file://"):
+    location = artifact_location(str(cfg.tracking.uri), cfg.tracking.artifact_location) or ""
+    if location and ("://" not in location or location.startswith("file://")):
         places["tracking.artifact_location"] = (location,
                                                 "tracking.artifact_location=mlruns/artifacts")
     out = {k: (v, resolve(urlsplit(v).path if v.startswith("file://") else v), example)
