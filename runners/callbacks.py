@@ -43,6 +43,7 @@ from report.report import write_sweep_report
 from runners import dryrun, overview, pairwise
 from runners.cores import share_cores
 from runners.errors import show_trace
+from runners.naming import sweep_labels
 from runners.preflight import (
     all_finished,
     check_jobs,
@@ -85,6 +86,7 @@ class MLflowSweepCallback(Callback):
         self.jobs: list[Settings] = []  # every job's settings, checked before the parent opens
         self.decide_on: list[str] = []  # report.decide_on: what the verdict decides on
         self.human_labels: str | None = None  # report.human_labels: people's labels file
+        self.file_labels: dict[str, str] = {}  # prediction file -> its run's name (naming.py)
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -127,7 +129,12 @@ class MLflowSweepCallback(Callback):
         try:  # every check before the parent run opens: a sweep that fails leaves no run
             if self.human_labels:  # a bad labels file is found before any job is checked
                 read_labels_file(self.human_labels)
-            jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
+            configs = job_configs(config)
+            # no two runs share a name (and so parent metrics); prediction files whose
+            # stems collide are named after their folders
+            self.file_labels = sweep_labels(configs, swept_keys(list(
+                OmegaConf.select(config, "hydra.overrides.task", default=[]))))
+            jobs = check_jobs(configs, dry_run=bool(config.runner.dry_run))
         except (ConfigError, DatasetError, MissingCredentials, LabelsError) as exc:
             log.error("%s", exc, exc_info=show_trace())
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
@@ -163,7 +170,7 @@ class MLflowSweepCallback(Callback):
         swept = swept_keys(overrides)
         sweep_id = f"{sweep_dir.parent.name}_{sweep_dir.name or 'sweep'}"
         info = {"run_id": None, "experiment_id": experiment_id, "sweep_id": sweep_id,
-                "sweep_dir": str(sweep_dir), "swept_keys": swept,
+                "sweep_dir": str(sweep_dir), "swept_keys": swept, "file_labels": self.file_labels,
                 "n_jobs": len(jobs)}  # for the progress bars' "job 2/3"
         finished = all_finished(self.client, experiment_id, jobs)
         reported = finished and reporting_parent(self.client, experiment_id, finished)

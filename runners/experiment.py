@@ -185,7 +185,8 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None
-    run_name = job_run_name(cfg, hc, (parent or {}).get("swept_keys", []))
+    run_name = job_run_name(cfg, hc, (parent or {}).get("swept_keys", []),
+                            (parent or {}).get("file_labels"))
     try:
         settings = read(cfg)
         with storage_errors(settings.config):

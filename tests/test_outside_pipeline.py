@@ -279,3 +279,47 @@ def test_settings_only_external_reads_leave_other_systems_identity_alone(make_cf
     external = [make_cfg("dataset=sample", "system=external", f"system.predictions={p}")
                 for p in (tmp_path / "naive_sonnet.jsonl", tmp_path / "arag_sonnet.jsonl")]
     assert config_hash(external[0]) != config_hash(external[1])  # external reads them
+
+
+def test_prediction_files_with_one_stem_are_named_by_the_folders_that_tell_them_apart():
+    from runners.naming import distinct_file_labels
+
+    files = ["out/ectsum/predictions.jsonl", "out/ectsum_naive/predictions.jsonl",
+             "out/ectsum_stuffing/predictions.jsonl", "elsewhere/naive_v2.jsonl"]
+    assert distinct_file_labels(files) == {
+        "out/ectsum/predictions.jsonl": "ectsum",
+        "out/ectsum_naive/predictions.jsonl": "ectsum_naive",
+        "out/ectsum_stuffing/predictions.jsonl": "ectsum_stuffing",
+        "elsewhere/naive_v2.jsonl": "naive_v2"}
+    deeper = distinct_file_labels(["a/run/p.jsonl", "b/run/p.jsonl"])
+    assert deeper == {"a/run/p.jsonl": "a/run", "b/run/p.jsonl": "b/run"}
+
+
+def test_a_sweep_whose_runs_would_share_a_name_is_refused_before_anything_runs(tmp_path):
+    from runners.naming import _system_label, sweep_labels
+    from runners.validation import ConfigError
+
+    folders = [tmp_path / name for name in ("ectsum", "ectsum_naive", "ectsum_stuffing")]
+    for folder in folders:
+        folder.mkdir()
+        (folder / "predictions.jsonl").write_text("")
+
+    def job(*overrides: str):
+        return compose_cfg(["dataset=sample", *overrides])
+
+    jobs = [job("system=external", f"system.predictions={f / 'predictions.jsonl'}")
+            for f in folders] + [job("system=arag")]
+    labels = sweep_labels(jobs, ["system", "system.predictions"])
+    assert sorted(_system_label(j, labels) for j in jobs) == \
+        ["arag", "ectsum", "ectsum_naive", "ectsum_stuffing"]
+    (folders[0] / "predictions.json").write_text("")  # the same stem in the same folder
+    same = [job("system=external", f"system.predictions={folders[0] / name}")
+            for name in ("predictions.jsonl", "predictions.json")]
+    with pytest.raises(ConfigError, match="would both be called 'predictions'.*Fix: give each"):
+        sweep_labels(same, ["system.predictions"])
+    named = [job(f"system={kind}", "system.name=mine") for kind in ("arag", "naive")]
+    with pytest.raises(ConfigError, match="would both be called 'mine'"):
+        sweep_labels(named, ["system"])
+    # one system swept over a key: the key's values tell its runs apart
+    loops = [job("system=arag", f"max_loops={n}") for n in (3, 6)]
+    assert sweep_labels(loops, ["system", "max_loops"]) == {}
