@@ -48,6 +48,14 @@ def pytest_collection_modifyitems(config, items):
 
 
 @pytest.fixture(autouse=True)
+def _no_store_from_the_environment(monkeypatch):
+    """The config's default store follows $MLFLOW_TRACKING_URI (runners/config.py), which
+    the developer's shell or an earlier test's ``mlflow.set_tracking_uri`` may have set: a
+    test starts without it (tests that want it set it)."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+
+
+@pytest.fixture(autouse=True)
 def _each_test_reads_its_datasets():
     """A test starts as a new process would: no dataset read by an earlier test is kept
     (``arag.datasets.forget_loaded``), whatever it monkeypatched."""
