@@ -19,6 +19,7 @@ SHARED = ROOT.parent / "shared" / "datasets"
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("MLFLOW_ENABLE_ASYNC_LOGGING", "false")
+os.environ.pop("MLFLOW_TRACKING_URI", None)  # the default store follows it: the shell's is not ours
 # Workers of `pytest -n N` share the cores: each worker (and every sweep it starts, which
 # inherits this) gets its share of math threads. torch's OpenMP threads spin while they
 # wait, so two workers with a thread per core each ran the end-to-end sweeps 1.6x slower
