@@ -1,0 +1,154 @@
+"""Attribution: every gold fact blamed on retrieval or generation, every claim checked.
+
+Planted pipelines with known causes are scored through ``runners.evaluate`` as a run
+scores them (the system's declared context, the scorers in their configured order).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from arag.records import Corpus, Document, Prediction, Task
+from arag.retrieval import build_chunks
+from arag.systems import SYSTEMS
+from metrics.attribution import AttributionScorer
+from metrics.consistency import FactualConsistencyScorer
+from runners.evaluate import evaluate
+
+# line n states a figure of its own: "$<n>0.5 million" (no two lines share one)
+LINES = tuple(f"Segment {n} revenue was ${n}0.5 million, up {n}.5 percent from last year."
+              for n in range(1, 31))
+GOLD = (3, 4)
+DOC = Document("D", LINES, company="Acme", period="Q3 2024")
+CORPUS = Corpus({"D": DOC})
+CHUNKS = build_chunks(CORPUS, 30, 0)  # two lines a chunk
+REF = f"{LINES[2]} {LINES[3]}"
+
+
+def chunks_of(*lines: int) -> list[str]:
+    return list(dict.fromkeys(c.chunk_id for c in CHUNKS for n in lines if c.covers(n)))
+
+
+def planted(read: list[int], answer_lines: list[int], extra: str = "", system: str = "naive",
+            task_id: str = "t1") -> dict:
+    """The eval record of a pipeline that read the chunks of ``read`` and answered with the
+    lines ``answer_lines`` verbatim (plus ``extra``)."""
+    task = Task(task_id, "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
+    answer = " ".join(LINES[n - 1] for n in answer_lines) + extra
+    ids = chunks_of(*read)
+    pred = Prediction(id=task_id, source="s", system=system, model="m",
+                      task_type="summarization", question="Summarize.", doc_ids=["D"],
+                      ground_truth=REF, predicted=answer, retrieved_chunk_ids=ids,
+                      context_chunk_ids=ids)
+    (record,) = evaluate([pred], {task_id: task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
+                         SYSTEMS.get(system))
+    return record
+
+
+def test_a_pipeline_that_reads_and_copies_the_gold_lines_covers_every_fact():
+    r = planted(read=[3, 4], answer_lines=[3, 4])
+    assert r["attribution_covered_rate"] == 1.0
+    assert r["attribution_not_retrieved_rate"] == r["attribution_retrieved_unused_rate"] == 0.0
+    assert r["claim_recall"] == r["context_utilization"] == 1.0
+    assert r["attribution_unsupported_rate"] == 0.0 and r["attribution_method"] == "text_match"
+    assert {f["chunk_id"] for f in r["attribution_facts"]} <= set(chunks_of(3, 4))
+
+
+def test_a_pipeline_that_reads_far_from_the_gold_misses_every_fact_in_retrieval():
+    r = planted(read=[20, 25], answer_lines=[20, 25])
+    assert r["attribution_not_retrieved_rate"] == 1.0
+    assert r["attribution_covered_rate"] == 0.0 and r["claim_recall"] == 0.0
+    assert r["attribution_unsupported_rate"] == 0.0  # what it said, it read
+
+
+def test_a_pipeline_that_reads_the_gold_but_answers_from_other_lines_leaves_it_unused():
+    r = planted(read=[3, 4, 20, 25], answer_lines=[20, 25])
+    assert r["attribution_retrieved_unused_rate"] == 1.0
+    assert r["context_utilization"] == 0.0 and r["claim_recall"] == 1.0
+    assert [f["status"] for f in r["attribution_facts"]] == ["retrieved_unused"] * 2
+
+
+def test_an_invented_figure_is_an_unsupported_claim_and_a_reference_figure_from_memory():
+    r = planted(read=[3, 4], answer_lines=[3, 4], extra=" Margin reached 77.7 percent.")
+    assert r["attribution_covered_rate"] == 1.0
+    assert r["attribution_unsupported_rate"] == pytest.approx(1 / 3)
+    claim = next(c for c in r["attribution_claims"] if "77.7" in c["text"])
+    assert claim["status"] == "unsupported"
+    # closed book: the reference's own figures are what the model knew, not what it read
+    closed = planted(read=[], answer_lines=[3], system="closed_book")
+    assert closed["attribution_from_memory_rate"] == 1.0
+    assert closed["attribution_not_retrieved_rate"] == 0.5
+
+
+def test_stuffing_reads_the_whole_document_so_nothing_is_unretrieved():
+    r = planted(read=[], answer_lines=[20], system="stuffing")
+    assert r["attribution_not_retrieved_rate"] == 0.0
+    assert r["attribution_retrieved_unused_rate"] == 1.0
+
+
+def test_an_outside_pipeline_without_context_gets_unknown_facts_and_the_claim_side():
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
+    pred = Prediction.from_dict({"id": "t1", "source": "s", "system": "external",
+                                 "model": "m", "task_type": "summarization",
+                                 "question": "Summarize.", "doc_ids": ["D"],
+                                 "ground_truth": REF, "predicted": LINES[19]})
+    external = SYSTEMS.get("external")
+    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50, external)
+    assert r["attribution_not_retrieved_rate"] is None
+    assert "does not say what context" in r["null_reasons"]["attribution_not_retrieved_rate"]
+    assert [f["status"] for f in r["attribution_facts"]] == ["unknown", "unknown"]
+    assert r["attribution_unsupported_rate"] == 0.0  # checked against its documents
+
+
+def test_without_gold_lines_the_reference_sentences_are_the_facts():
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF)  # no gold location
+    ids = chunks_of(3, 4, 20)
+    pred = Prediction(id="t1", source="s", system="naive", model="m", task_type="summarization",
+                      question="Summarize.", doc_ids=["D"], ground_truth=REF,
+                      predicted=LINES[2], retrieved_chunk_ids=ids, context_chunk_ids=ids)
+    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
+                    SYSTEMS.get("naive"))
+    assert [f["status"] for f in r["attribution_facts"]] == ["covered", "retrieved_unused"]
+
+
+class ClaimJudge:
+    """Replies to the factual-consistency request as a judge would: one claim verified,
+    one the context does not state (whose figure the reference has), one invented."""
+
+    name = model_id = "j"
+    provider = "fake"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                 tool_choice="auto"):
+        from arag.llm import Completion, Usage
+        self.calls += 1
+        text = ("Claim: segment 3 revenue $30.5 million | Verdict: verified\n"
+                "Claim: segment 4 revenue $40.5 million | Verdict: unsupported\n"
+                "Claim: margin 77.7% | Verdict: contradicted")
+        return Completion([{"type": "text", "text": text}], "end_turn", Usage(100, 20), "j")
+
+
+def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_call():
+    judge = ClaimJudge()
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
+    ids = chunks_of(3)
+    pred = Prediction(id="t1", source="s", system="naive", model="m", task_type="summarization",
+                      question="Summarize.", doc_ids=["D"], ground_truth=REF,
+                      predicted=LINES[2], retrieved_chunk_ids=ids, context_chunk_ids=ids)
+    scorers = [FactualConsistencyScorer(judge, ""), AttributionScorer()]  # type: ignore[arg-type]
+    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, scorers, 50, SYSTEMS.get("naive"))
+    assert judge.calls == 1 and r["attribution_method"] == "judge"
+    assert [c["status"] for c in r["attribution_claims"]] == ["supported", "from_memory",
+                                                              "unsupported"]
+    assert r["attribution_unsupported_rate"] == pytest.approx(1 / 3)
+    rows = [json.loads(line) for line in
+            scorers[1].artifacts()["attribution.jsonl"].splitlines()]
+    assert {(r["kind"], r["method"]) for r in rows} == {("gold", "text_match"),
+                                                        ("claim", "judge")}
+    assert set(rows[0]) == {"task_id", "system", "repeat", "kind", "text", "status", "chunk_id",
+                            "method"}
