@@ -16,6 +16,7 @@ from arag.systems import SYSTEMS
 from metrics.attribution import AttributionScorer
 from metrics.consistency import FactualConsistencyScorer
 from runners.evaluate import evaluate
+from tests.conftest import SHARED
 
 # line n states a figure of its own: "$<n>0.5 million" (no two lines share one)
 LINES = tuple(f"Segment {n} revenue was ${n}0.5 million, up {n}.5 percent from last year."
@@ -152,3 +153,37 @@ def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_cal
                                                         ("claim", "judge")}
     assert set(rows[0]) == {"task_id", "system", "repeat", "kind", "text", "status", "chunk_id",
                             "method"}
+
+
+ECTSUM = SHARED / "ectsum"
+
+
+def ectsum_records(make_cfg, *overrides: str) -> list[dict]:
+    """Offline predictions of ECTSum val's first tasks, scored with attribution."""
+    from arag.llm import make_model
+    from runners.job import build_system, prepare
+    from runners.settings import read
+
+    cfg = make_cfg("dataset=ectsum", f"dataset.root={ECTSUM}", "dataset.split=val",
+                   "dataset.limit=2", "metrics.scorers=[attribution]", *overrides)
+    job = prepare(read(cfg))
+    system = build_system(job, make_model(cfg.model))
+    predictions = [system.predict(task, "ectsum") for task in job.dataset.tasks]
+    chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
+    return evaluate(predictions, {t.id: t for t in job.dataset.tasks}, job.dataset.corpus, chunks,
+                    [AttributionScorer()], cfg.target_length, job.system_class)
+
+
+def missed(records: list[dict]) -> dict[str, int]:
+    facts = [f for r in records for f in r["attribution_facts"]]
+    return {s: sum(f["status"] == s for f in facts) for s in ("not_retrieved", "retrieved_unused")}
+
+
+@pytest.mark.slow  # the offline systems answer for real: naive's index embeds the documents
+@pytest.mark.skipif(not (ECTSUM / "data" / "final" / "val").is_dir(),
+                    reason=f"../shared/datasets not present: {ECTSUM}")
+def test_on_ectsum_val_naive_top1_misses_in_retrieval_and_stuffing_never(make_cfg):
+    naive = missed(ectsum_records(make_cfg, "system=naive", "system.top_k=1"))
+    stuffing = missed(ectsum_records(make_cfg, "system=stuffing"))
+    assert naive["not_retrieved"] > naive["retrieved_unused"]
+    assert stuffing["not_retrieved"] == 0 and stuffing["retrieved_unused"] > 0
