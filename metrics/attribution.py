@@ -201,6 +201,7 @@ def _supporting_chunk(item: ScoringItem, sentence: str) -> str | None:
 
 @register_scorer("attribution")
 class AttributionScorer(Scorer):
+    reads = ("factual_consistency",)  # its judged claims, when it ran first
     metrics = [Metric("attribution_covered_rate", "gold facts covered", histogram=False),
                Metric("attribution_not_retrieved_rate", "gold facts not retrieved",
                       histogram=False, higher_is_better=False),

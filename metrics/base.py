@@ -115,6 +115,8 @@ class Scorer(ABC):
     name: ClassVar[str]
     Options: ClassVar[type | None] = None
     metrics: list[Metric]
+    # scorers whose values this one reuses (ScoringItem.earlier) when they run before it
+    reads: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:

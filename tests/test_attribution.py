@@ -187,3 +187,14 @@ def test_on_ectsum_val_naive_top1_misses_in_retrieval_and_stuffing_never(make_cf
     stuffing = missed(ectsum_records(make_cfg, "system=stuffing"))
     assert naive["not_retrieved"] > naive["retrieved_unused"]
     assert stuffing["not_retrieved"] == 0 and stuffing["retrieved_unused"] > 0
+
+
+def test_attribution_listed_before_the_claims_it_reuses_is_refused_with_the_order(make_cfg):
+    from arag.config import ConfigError
+    from runners.validation import validate_config
+
+    cfg = make_cfg("metrics.scorers=[attribution,length,factual_consistency]")
+    with pytest.raises(ConfigError, match=r"metrics.scorers.*attribution reads "
+                       r"factual_consistency.*Fix: "
+                       r"metrics.scorers=\[factual_consistency,attribution,length\]"):
+        validate_config(cfg)
