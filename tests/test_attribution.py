@@ -198,3 +198,49 @@ def test_attribution_listed_before_the_claims_it_reuses_is_refused_with_the_orde
                        r"factual_consistency.*Fix: "
                        r"metrics.scorers=\[factual_consistency,attribution,length\]"):
         validate_config(cfg)
+
+
+def sweep_inputs():
+    """A decided sweep of two planted runs: stuffing wins on rouge2_f1 over naive, which
+    read far from the gold."""
+    from metrics.stats import Paired
+    from report.analyses import Inputs
+    from report.verdict import Decision, TaskSets
+
+    naive = {"run": "naive", "run_id": "n", "system": "naive"}
+    stuffing = {"run": "stuffing", "run_id": "s", "system": "stuffing"}
+    records = {"n": [planted([20, 25], [20, 25], task_id=f"t{k}") for k in range(3)],
+               "s": [planted([], [3, 20], system="stuffing", task_id=f"t{k}")
+                     for k in range(3)]}
+    won = Decision("rouge2_f1", stuffing, naive,
+                   Paired(3, 3, 0.2, 0.01, 0.1, 0.3, 0.001, 3, 0, 0), p_adjusted=0.001)
+    sets = TaskSets([naive, stuffing], [], {}, ["t0", "t1", "t2"])
+    return Inputs([naive, stuffing], [naive, stuffing], records, sets, ["rouge2_f1"], [won])
+
+
+def test_the_report_names_each_systems_main_cause_and_where_the_loser_falls_short(tmp_path):
+    from report import analyses
+    from report.findings import console_lines, markdown
+
+    result = analyses.run_all(sweep_inputs())
+    lines = console_lines(result.findings)
+    assert ("naive: main failure cause never retrieved (100% of its 6 missed gold facts); 0% "
+            "of its checked claims unsupported.") in lines
+    assert any(line.startswith("stuffing: main failure cause in context but unused (100% of "
+                               "its 3 missed") for line in lines)
+    assert ("naive loses to stuffing on rouge2_f1: naive: 100% of 6 missed facts never "
+            "retrieved; stuffing: 100% of 3 missed facts in context but unused.") in lines
+    text = markdown(result.findings)
+    assert "![attribution](plots/attribution.png)" in text and "| naive | 6 | 0 | 0 | 6 |" in text
+    rows = result.artifacts["attribution.jsonl"]
+    assert {(r["system"], r["kind"]) for r in rows} >= {("naive", "gold"), ("stuffing", "claim")}
+    assert len({(r["task_id"], r["system"], r["repeat"]) for r in rows}) == 6
+    drawn = [draw(tmp_path) for draw in result.plots]
+    assert tmp_path / "attribution.png" in drawn and (tmp_path / "attribution.png").stat().st_size
+
+
+def test_compare_page_shows_each_tasks_causes_with_the_fact_text():
+    from report.compare import details
+
+    cell = details(planted([20, 25], [20, 25]))
+    assert "not retrieved</b>: " + LINES[2] in cell
