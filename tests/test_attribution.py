@@ -244,3 +244,24 @@ def test_compare_page_shows_each_tasks_causes_with_the_fact_text():
 
     cell = details(planted([20, 25], [20, 25]))
     assert "not retrieved</b>: " + LINES[2] in cell
+
+
+def test_an_aragpoc_style_trace_of_chunk_reads_is_located_as_the_context_read(tmp_path):
+    """A foreign trace whose chunk_read calls carry the chunk text: those texts are what the
+    pipeline read, so its gold facts get a cause instead of unknown."""
+    from arag.systems.predictions_file import read_predictions
+
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
+    trace = [{"step": 0, "action": "keyword_search", "input": "revenue", "output": "hits"},
+             {"step": 1, "action": "chunk_read", "input": {"chunk_ids": ["their-3"]},
+              "output": [{"chunk_id": "their-3", "text": f"{LINES[2]}\n{LINES[3]}"}]},
+             {"step": 2, "action": "chunk_read", "output": f"{LINES[19]}\n{LINES[20]}"}]
+    path = tmp_path / "theirs.jsonl"
+    path.write_text(json.dumps({"id": "t1", "predicted": LINES[19], "trace": trace}) + "\n")
+    file = read_predictions(path, [task], CORPUS, CHUNKS, allow_missing=False)
+    pred = file.predictions["t1"]
+    assert [c["lines"] for c in pred.contexts] == [[3, 4], [20, 21]]
+    assert file.reads_from_traces == ["t1"]
+    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
+                    SYSTEMS.get("external"))
+    assert r["attribution_retrieved_unused_rate"] == 1.0
