@@ -265,3 +265,25 @@ def test_an_aragpoc_style_trace_of_chunk_reads_is_located_as_the_context_read(tm
     (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
                     SYSTEMS.get("external"))
     assert r["attribution_retrieved_unused_rate"] == 1.0
+
+
+def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_report_says_so():
+    from report import attribution
+    from report.analyses import Inputs
+    from report.verdict import TaskSets
+
+    task = Task("t1", "summarization", ("D",), "Summarize.", "")  # no gold, no reference
+    ids = chunks_of(3)
+    pred = Prediction(id="t1", source="s", system="naive", model="m", task_type="summarization",
+                      question="Summarize.", doc_ids=["D"], ground_truth="",
+                      predicted=LINES[2] + " Margin reached 77.7 percent.",
+                      retrieved_chunk_ids=ids, context_chunk_ids=ids)
+    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
+                    SYSTEMS.get("naive"))
+    assert r["attribution_covered_rate"] is None and r["claim_recall"] is None
+    assert "no gold facts" in r["null_reasons"]["attribution_covered_rate"]
+    assert r["attribution_unsupported_rate"] == 0.5
+    run = {"run": "naive", "run_id": "n"}
+    found = attribution.analysis(Inputs([run], [run], {"n": [r]}, TaskSets([run], [], {}, ["t1"]),
+                                        [], []))
+    assert any(f.caveat and "naive: no gold facts" in f.text for f in found.findings)
