@@ -179,7 +179,9 @@ def missed(records: list[dict]) -> dict[str, int]:
     return {s: sum(f["status"] == s for f in facts) for s in ("not_retrieved", "retrieved_unused")}
 
 
-@pytest.mark.slow  # the offline systems answer for real: naive's index embeds the documents
+# slow: naive's index embeds the documents (into the session's shared cache, where
+# test_retrieval_sweep's ECTSum val sweep finds these two documents' sentences already embedded)
+@pytest.mark.slow
 @pytest.mark.skipif(not (ECTSUM / "data" / "final" / "val").is_dir(),
                     reason=f"../shared/datasets not present: {ECTSUM}")
 def test_on_ectsum_val_naive_top1_misses_in_retrieval_and_stuffing_never(make_cfg):
