@@ -57,11 +57,6 @@ class Tally:
     def missed(self) -> int:
         return self.facts[NOT_RETRIEVED] + self.facts[UNUSED]
 
-    def share(self, status: str) -> float:
-        """A status's share of the facts with a known status."""
-        known = sum(n for s, n in self.facts.items() if s != UNKNOWN)
-        return self.facts[status] / known if known else 0.0
-
     @property
     def main_cause(self) -> tuple[str, float] | None:
         """The larger cause of missed facts and its share of them (None: nothing missed)."""

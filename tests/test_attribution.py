@@ -32,20 +32,28 @@ def chunks_of(*lines: int) -> list[str]:
     return list(dict.fromkeys(c.chunk_id for c in CHUNKS for n in lines if c.covers(n)))
 
 
+def answer(task: Task, read: list[int], predicted: str, system: str = "naive") -> Prediction:
+    """``system``'s answer to ``task`` after reading the chunks holding the lines ``read``."""
+    ids = chunks_of(*read)
+    return Prediction(id=task.id, source="s", system=system, model="m",
+                      task_type="summarization", question=task.question, doc_ids=["D"],
+                      ground_truth=task.reference, predicted=predicted,
+                      retrieved_chunk_ids=ids, context_chunk_ids=ids)
+
+
+def scored(task: Task, pred: Prediction, system: str = "naive", scorers=None) -> dict:
+    (record,) = evaluate([pred], {task.id: task}, CORPUS, CHUNKS,
+                         scorers or [AttributionScorer()], 50, SYSTEMS.get(system))
+    return record
+
+
 def planted(read: list[int], answer_lines: list[int], extra: str = "", system: str = "naive",
             task_id: str = "t1") -> dict:
     """The eval record of a pipeline that read the chunks of ``read`` and answered with the
     lines ``answer_lines`` verbatim (plus ``extra``)."""
     task = Task(task_id, "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
-    answer = " ".join(LINES[n - 1] for n in answer_lines) + extra
-    ids = chunks_of(*read)
-    pred = Prediction(id=task_id, source="s", system=system, model="m",
-                      task_type="summarization", question="Summarize.", doc_ids=["D"],
-                      ground_truth=REF, predicted=answer, retrieved_chunk_ids=ids,
-                      context_chunk_ids=ids)
-    (record,) = evaluate([pred], {task_id: task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
-                         SYSTEMS.get(system))
-    return record
+    text = " ".join(LINES[n - 1] for n in answer_lines) + extra
+    return scored(task, answer(task, read, text, system), system)
 
 
 def test_a_pipeline_that_reads_and_copies_the_gold_lines_covers_every_fact():
@@ -95,8 +103,7 @@ def test_an_outside_pipeline_without_context_gets_unknown_facts_and_the_claim_si
                                  "model": "m", "task_type": "summarization",
                                  "question": "Summarize.", "doc_ids": ["D"],
                                  "ground_truth": REF, "predicted": LINES[19]})
-    external = SYSTEMS.get("external")
-    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50, external)
+    r = scored(task, pred, "external")
     assert r["attribution_not_retrieved_rate"] is None
     assert "does not say what context" in r["null_reasons"]["attribution_not_retrieved_rate"]
     assert [f["status"] for f in r["attribution_facts"]] == ["unknown", "unknown"]
@@ -105,12 +112,7 @@ def test_an_outside_pipeline_without_context_gets_unknown_facts_and_the_claim_si
 
 def test_without_gold_lines_the_reference_sentences_are_the_facts():
     task = Task("t1", "summarization", ("D",), "Summarize.", REF)  # no gold location
-    ids = chunks_of(3, 4, 20)
-    pred = Prediction(id="t1", source="s", system="naive", model="m", task_type="summarization",
-                      question="Summarize.", doc_ids=["D"], ground_truth=REF,
-                      predicted=LINES[2], retrieved_chunk_ids=ids, context_chunk_ids=ids)
-    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
-                    SYSTEMS.get("naive"))
+    r = scored(task, answer(task, [3, 4, 20], LINES[2]))
     assert [f["status"] for f in r["attribution_facts"]] == ["covered", "retrieved_unused"]
 
 
@@ -137,12 +139,8 @@ class ClaimJudge:
 def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_call():
     judge = ClaimJudge()
     task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
-    ids = chunks_of(3)
-    pred = Prediction(id="t1", source="s", system="naive", model="m", task_type="summarization",
-                      question="Summarize.", doc_ids=["D"], ground_truth=REF,
-                      predicted=LINES[2], retrieved_chunk_ids=ids, context_chunk_ids=ids)
     scorers = [FactualConsistencyScorer(judge, ""), AttributionScorer()]  # type: ignore[arg-type]
-    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, scorers, 50, SYSTEMS.get("naive"))
+    r = scored(task, answer(task, [3], LINES[2]), scorers=scorers)
     assert judge.calls == 1 and r["attribution_method"] == "judge"
     assert [c["status"] for c in r["attribution_claims"]] == ["supported", "from_memory",
                                                               "unsupported"]
@@ -264,9 +262,7 @@ def test_an_aragpoc_style_trace_of_chunk_reads_is_located_as_the_context_read(tm
     pred = file.predictions["t1"]
     assert [c["lines"] for c in pred.contexts] == [[3, 4], [20, 21]]
     assert file.reads_from_traces == ["t1"]
-    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
-                    SYSTEMS.get("external"))
-    assert r["attribution_retrieved_unused_rate"] == 1.0
+    assert scored(task, pred, "external")["attribution_retrieved_unused_rate"] == 1.0
 
 
 def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_report_says_so():
@@ -275,13 +271,7 @@ def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_repor
     from report.verdict import TaskSets
 
     task = Task("t1", "summarization", ("D",), "Summarize.", "")  # no gold, no reference
-    ids = chunks_of(3)
-    pred = Prediction(id="t1", source="s", system="naive", model="m", task_type="summarization",
-                      question="Summarize.", doc_ids=["D"], ground_truth="",
-                      predicted=LINES[2] + " Margin reached 77.7 percent.",
-                      retrieved_chunk_ids=ids, context_chunk_ids=ids)
-    (r,) = evaluate([pred], {"t1": task}, CORPUS, CHUNKS, [AttributionScorer()], 50,
-                    SYSTEMS.get("naive"))
+    r = scored(task, answer(task, [3], LINES[2] + " Margin reached 77.7 percent."))
     assert r["attribution_covered_rate"] is None and r["claim_recall"] is None
     assert "no gold facts" in r["null_reasons"]["attribution_covered_rate"]
     assert r["attribution_unsupported_rate"] == 0.5
