@@ -279,3 +279,18 @@ def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_repor
     found = attribution.analysis(Inputs([run], [run], {"n": [r]}, TaskSets([run], [], {}, ["t1"]),
                                         [], []))
     assert any(f.caveat and "naive: no gold facts" in f.text for f in found.findings)
+
+
+def test_on_a_paginated_filing_each_evidence_page_is_one_fact():
+    from metrics.attribution import gold_locations
+    from metrics.base import ScoringItem
+
+    pages = tuple(1 + (n - 1) // 10 for n in range(1, 31))  # ten lines a page
+    filing = Document("D", LINES, line_pages=pages)
+    task = Task("t1", "qa", ("D",), "What was segment 3 revenue?", "$30.5 million",
+                gold_lines={"D": (3, 4, 5, 21)})
+    item = ScoringItem(answer(task, [3], LINES[2]), task, None, "", 50, True,
+                       line_pages={"D": pages},
+                       chunks={c.chunk_id: c for c in build_chunks(Corpus({"D": filing}), 30, 0)})
+    facts = gold_locations(item)
+    assert [text.count("\n") + 1 for text, _, _ in facts] == [3, 1]  # page 1: 3 lines; page 3
