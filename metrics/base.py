@@ -81,6 +81,9 @@ class ScoringItem:
     chunks: Mapping[str, Chunk] = field(default_factory=dict)  # the run's chunks by id
     # doc_id -> its sections (arag.datasets.sections), for the task's documents
     sections: Mapping[str, tuple[Section, ...]] = field(default_factory=dict)
+    # what the scorers listed before this one wrote for the task (a scorer reuses a judge's
+    # reply instead of asking again: attribution reads factual_consistency's claims)
+    earlier: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -112,6 +115,8 @@ class Scorer(ABC):
     name: ClassVar[str]
     Options: ClassVar[type | None] = None
     metrics: list[Metric]
+    # scorers whose values this one reuses (ScoringItem.earlier) when they run before it
+    reads: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 from metrics.numeric import quantities
@@ -97,6 +98,7 @@ def _has_word(text: str, word: str) -> bool:
     return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text) is not None
 
 
+@lru_cache(maxsize=1 << 16)  # a source's words recur: checking a long document claim by claim
 def direction_of(word: str) -> tuple[str, int] | None:
     """(axis, +1 up / -1 down) of a direction word, or None."""
     w = word.lower()
@@ -107,12 +109,13 @@ def direction_of(word: str) -> tuple[str, int] | None:
     return None
 
 
-def _directions(sentence: str) -> set[tuple[str, int]]:
+@lru_cache(maxsize=1 << 14)  # the same source sentences, for each claim checked against them
+def _directions(sentence: str) -> frozenset[tuple[str, int]]:
     words = [w.lower() for w in WORD.findall(sentence)]
     out = {d for w in words if (d := direction_of(w)) is not None}
     if "short of" in sentence.lower():
         out.add(("target", -1))
-    return out
+    return frozenset(out)
 
 
 def direction_statements(summary: str, source: str) -> list[Statement]:

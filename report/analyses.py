@@ -43,3 +43,8 @@ def run_all(inputs: Inputs) -> Analysis:
     for analysis in ANALYSES:
         merged.extend(analysis(inputs))
     return merged
+
+
+from report import attribution  # noqa: E402 - registers after ANALYSES exists
+
+ANALYSES.append(attribution.analysis)

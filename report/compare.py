@@ -19,7 +19,7 @@ from typing import Any
 
 from arag.records import answer_key
 from metrics import declared_metrics
-from report import policy
+from report import attribution, policy
 from report.verdict import per_task
 from tracking.paths import ui_address
 
@@ -230,7 +230,8 @@ def _row(task_id: str, finished: list[dict[str, Any]],
 def details(record: dict[str, Any]) -> str:
     """What a run's cell shows below its chunks: the sections its chunks touched, where its
     ranking put the gold, and the judge's reasoning per G-Eval dimension (folded)."""
-    return _section_strip(record) + _ranking(record) + _reasoning(record)
+    return (_section_strip(record) + _ranking(record) + attribution.compare_details(record)
+            + _reasoning(record))
 
 
 _TOUCHED = "background:#2e7d32;color:#fff"

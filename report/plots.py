@@ -239,3 +239,36 @@ def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Pat
     ax.set_title("Loop-budget curve of the agentic system")
     ax.legend(fontsize=8, loc="upper left")
     return _save(fig, folder / "loop_budget_curve.png")
+
+
+ATTRIBUTION_COLOURS = {"covered": "#55A868", "retrieved_unused": "#DD8452",
+                       "not_retrieved": RED, "unknown": "#BBBBBB"}
+
+
+def attribution_plot(bars: list[tuple[str, dict[str, float], float | None]], folder: Path
+                     ) -> Path | None:
+    """Per run, a stacked bar of its gold facts by status (shares), and beside it the share
+    of its checked claims that nothing it read supports."""
+    if not bars:
+        return None
+    fig, (facts, claims) = plt.subplots(1, 2, figsize=(9, 0.6 * len(bars) + 1.8),
+                                        gridspec_kw={"width_ratios": [3, 1]}, sharey=True)
+    names = [run for run, _, _ in bars]
+    left = [0.0] * len(bars)
+    for status, colour in ATTRIBUTION_COLOURS.items():
+        widths = [shares[status] for _, shares, _ in bars]
+        facts.barh(names, widths, left=left, color=colour, label=status.replace("_", " "))
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    facts.set_xlim(0, 1)
+    facts.set_xlabel("share of gold facts")
+    facts.set_title("Where gold facts were lost")
+    facts.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=4)
+    unsupported = [u if u is not None else 0.0 for _, _, u in bars]
+    claims.barh(names, unsupported, color=RED)
+    for y, u in enumerate(u for _, _, u in bars):
+        if u is None:
+            claims.text(0.01, y, "no claims", va="center", fontsize=7)
+    claims.set_xlim(0, 1)
+    claims.set_xlabel("share of claims")
+    claims.set_title("Unsupported claims")
+    return _save(fig, folder / "attribution.png")

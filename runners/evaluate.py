@@ -80,9 +80,11 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
     records: list[dict[str, Any]] = [{"id": p.id, "system": p.system} for p in predictions]
     reasons: list[dict[str, str]] = [{} for _ in predictions]
     for scorer in scorers:
-        for record, why, scores in zip(records, reasons, scorer.score(items), strict=True):
+        for record, why, scores, item in zip(records, reasons, scorer.score(items), items,
+                                             strict=True):
             record.update(scores.values)
             why.update(scores.null_reasons)
+            item.earlier.update(scores.values)
     for record, why, item in zip(records, reasons, items, strict=True):
         for key in PASSTHROUGH:
             not_given = key in item.prediction.not_recorded  # e.g. max_loops_reached: not False

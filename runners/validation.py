@@ -64,6 +64,10 @@ def validate_config(cfg: DictConfig) -> None:
         ("metrics.scorers", bool(cfg.metrics.scorers),
          "at least one scorer (with none, a run is paid for and scores nothing)",
          "metrics.scorers=[rouge,length] (or leave it out for every scorer)"),
+        # a scorer reusing another's replies (Scorer.reads) sees them only when listed after it
+        ("metrics.scorers", not (late := _read_too_late(list(cfg.metrics.scorers))),
+         f"each scorer after the scorers it reads ({late})",
+         f"metrics.scorers=[{','.join(_reordered(list(cfg.metrics.scorers)))}]"),
         # neighbours sharing as many sentences as a chunk holds words never advance
         ("retrieval.chunk_overlap", cfg.retrieval.chunk_overlap < cfg.retrieval.chunk_size,
          f"fewer sentences than retrieval.chunk_size ({cfg.retrieval.chunk_size} words) holds",
@@ -216,3 +220,23 @@ def _shown(value: Any) -> str:
     if isinstance(value, ListConfig | list):
         return f"[{','.join(_shown(v) for v in value)}]"
     return str(value)
+
+
+def _read_too_late(names: list[str]) -> str:
+    """'<a> reads <b>' for the first listed scorer whose ``reads`` come after it, or ''."""
+    for n, name in enumerate(names):
+        reads = SCORERS.get(name).reads if SCORERS.has(name) else ()
+        late = [r for r in reads if r in names[n + 1:]]
+        if late:
+            return f"{name} reads {late[0]}'s replies"
+    return ""
+
+
+def _reordered(names: list[str]) -> list[str]:
+    """``names`` with every scorer moved after the scorers it reads."""
+    out: list[str] = []
+    for name in names:
+        reads = SCORERS.get(name).reads if SCORERS.has(name) else ()
+        out += [r for r in reads if r in names and r not in out]
+        out += [name] if name not in out else []
+    return out

@@ -228,6 +228,9 @@ def _record_notes(file: PredictionsFile) -> list[str]:
     if file.foreign_traces:
         notes.append(f"{len(file.foreign_traces)} record(s) carry a trace in a format of their "
                      "own: kept as given in foreign_traces.json, not scored")
+    if file.reads_from_traces:
+        notes.append(f"{len(file.reads_from_traces)} record(s) give no contexts: the chunk texts "
+                     "their trace's chunk_read calls returned are their contexts")
     absent = Counter(k for p in preds for k in p.not_recorded
                      if k in ("cost_usd", "latency_ms", "loops", "max_loops_reached"))
     for key, count in sorted(absent.items()):

@@ -59,6 +59,8 @@ class PredictionsFile:
     foreign_traces: dict[str, Any] = field(default_factory=dict)
     # task id -> the model calls the record says it made (only records that say)
     model_calls: dict[str, int] = field(default_factory=dict)
+    # task ids whose contexts are the chunk texts their foreign trace's chunk_read calls returned
+    reads_from_traces: list[str] = field(default_factory=list)
 
 
 def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list[Chunk],
@@ -181,11 +183,39 @@ def _read_record(obj: dict[str, Any], task: Task, locator: Locator, file: Predic
     format of its own, and the model calls made."""
     if _foreign_trace(obj):
         file.foreign_traces[task.id] = obj["trace"]
+        reads = trace_reads(obj["trace"])
         obj = {k: v for k, v in obj.items() if k != "trace"}
+        if reads and not obj.get("contexts") and obj.get("retrieved_chunk_ids") is None:
+            obj["contexts"] = reads  # what it read is what it says it read: located below
+            file.reads_from_traces.append(task.id)
     calls = _measure(obj, "model_calls", file.path, n)
     if calls is not None:
         file.model_calls[task.id] = int(calls)
     return to_prediction(obj, task, locator, file.path, n)
+
+
+READ_TOOLS = ("chunk_read", "read_chunk", "read_chunks")
+TOOL_KEYS = ("tool", "tool_name", "name", "action", "function")
+RESULT_KEYS = ("output", "result", "observation", "content", "chunks", "text")
+
+
+def trace_reads(trace: Any) -> list[str]:
+    """The chunk texts a foreign trace's read calls returned (an ARagPoc-style trace: steps
+    naming ``chunk_read`` with the text it gave back), in read order; [] when it has none."""
+    steps = trace if isinstance(trace, list) else []
+    out: list[str] = []
+    for step in steps:
+        if not isinstance(step, dict):
+            continue
+        tool = next((step[k] for k in TOOL_KEYS if isinstance(step.get(k), str)), "")
+        if tool.lower() not in READ_TOOLS:
+            continue
+        result = next((step[k] for k in RESULT_KEYS if step.get(k)), None)
+        items = result if isinstance(result, list) else [result]
+        out += [t for item in items
+                 if (t := item.get("text") if isinstance(item, dict) else item)
+                 and isinstance(t, str) and t.strip()]
+    return out
 
 
 def _foreign_trace(obj: dict[str, Any]) -> bool:

@@ -1,0 +1,300 @@
+"""Why an answer falls short: each gold fact blamed on retrieval or on generation, each
+answer claim checked against what the system read (after RAGChecker's split).
+
+Gold facts of a task: each gold line (an ECTSum key sentence); on a paginated document
+(FinanceBench's filings) each evidence page's gold lines as one passage; with no gold
+location, each sentence of the reference. Each gets one status:
+
+* ``covered``: the answer reflects it (``reflected``: its figures, else its words);
+* ``retrieved_unused``: it is in the context the system read, not in the answer;
+* ``not_retrieved``: it is in none of the context the system read;
+* ``unknown``: the record does not say what was read (a predictions file with neither
+  ``contexts`` nor ``retrieved_chunk_ids``): counted, never guessed.
+
+"The context read" is ``System.judged_context``: the whole document for stuffing, the
+chunks an agent *read* (``chunk_read``, not the hits it only saw), naive's top-k, a
+pipeline's own context texts. A gold line is in it when its text is (whitespace and case
+ignored); a reference sentence when the context reflects it.
+
+Answer claims are the answer's sentences that state something checkable (a figure, a name,
+a period, a direction, a negation: ``metrics.factcheck``); each is ``supported`` (every
+statement found in the context read), ``from_memory`` (what the context lacks is in the
+reference: the model knew it) or ``unsupported`` (a hallucination). With a judge, when
+``factual_consistency`` ran before this scorer (it is listed first), its claims and
+verdicts are used instead (no second judge call): verified -> supported, otherwise
+from_memory or unsupported as above. ``attribution_method`` names which decided
+(``text_match`` or ``judge``); gold facts are always text-matched.
+
+Rates are per task, over the facts (claims) with a known status; docs/judging.md maps them
+onto RAGChecker's names (``claim_recall``, ``context_utilization``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from metrics.base import (
+    Metric,
+    Scorer,
+    Scores,
+    ScoringItem,
+    answered,
+    register_scorer,
+)
+from metrics.factcheck import sentences, statements
+from metrics.numeric import quantities
+
+COVERED, UNUSED, NOT_RETRIEVED, UNKNOWN = "covered", "retrieved_unused", "not_retrieved", "unknown"
+SUPPORTED, UNSUPPORTED, FROM_MEMORY = "supported", "unsupported", "from_memory"
+TEXT_MATCH, JUDGE = "text_match", "judge"
+FACT_RATES = {COVERED: "attribution_covered_rate", NOT_RETRIEVED: "attribution_not_retrieved_rate",
+              UNUSED: "attribution_retrieved_unused_rate"}
+CLAIM_RATES = {UNSUPPORTED: "attribution_unsupported_rate",
+               FROM_MEMORY: "attribution_from_memory_rate"}
+CONTEXT_NOT_RECORDED = ("the record does not say what context the system read (no contexts, "
+                        "no retrieved_chunk_ids): its gold facts are unknown")
+NO_GOLD = "the task has no gold facts (no gold lines and no reference)"
+NO_CLAIMS = "the answer states nothing checkable (no figure, name, period, direction or negation)"
+WORD = re.compile(r"[a-z][a-z'-]{3,}")
+STOP = {"that", "this", "with", "from", "have", "were", "which", "will", "would", "their",
+        "there", "these", "those", "about", "also", "been", "into", "than", "then", "they",
+        "what", "when", "where", "while", "year", "quarter", "company"}
+
+
+@dataclass(frozen=True)
+class Fact:
+    text: str
+    status: str
+    in_context: bool | None  # None: the context read is unknown
+    chunk_id: str | None  # the chunk holding its gold line (a read one first)
+
+
+@dataclass(frozen=True)
+class Claim:
+    text: str
+    status: str
+    chunk_id: str | None  # the read chunk that supports it, where one alone does
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in WORD.findall(text.lower()) if w not in STOP}
+
+
+def reflected(fact: str, text: str) -> bool:
+    """Whether ``text`` states ``fact``: half its figures (at most two needed) when it has
+    figures, else half its content words."""
+    figures = quantities(fact)
+    if figures:
+        found = quantities(text)
+        hits = sum(any(f.matches(h) for h in found) for f in figures)
+        return hits >= min(2, math.ceil(len(figures) / 2))
+    words = _content_words(fact)
+    return bool(words) and len(words & _content_words(text)) >= len(words) / 2
+
+
+def context_read(item: ScoringItem) -> str | None:
+    """The text the system read, or None when its record does not say. A predictions file
+    with no context is judged elsewhere against the whole documents; here it is unknown."""
+    p = item.prediction
+    if "context_chunk_ids" in p.not_recorded and not p.contexts:
+        return None
+    return item.context_text
+
+
+def gold_locations(item: ScoringItem) -> list[tuple[str, str, list[str]]]:
+    """(text, doc id, chunk ids holding it) of each gold fact with a location: a gold line,
+    or the gold lines of one page of a paginated document."""
+    out = []
+    for doc_id, lines in (item.task.gold_lines or {}).items():
+        chunks = sorted((c for c in item.chunks.values() if c.doc_id == doc_id),
+                        key=lambda c: c.line_start)
+        texts = {n: next((c.lines[n - c.line_start] for c in chunks if c.covers(n)), None)
+                 for n in sorted(set(lines))}
+        pages = item.line_pages.get(doc_id)
+        groups: dict[Any, list[int]] = {}
+        for n in texts:
+            groups.setdefault(pages[n - 1] if pages else n, []).append(n)
+        for group in groups.values():
+            text = "\n".join(t for n in group if (t := texts[n]))
+            holders = [c.chunk_id for c in chunks if any(c.covers(n) for n in group)]
+            if text.strip():
+                out.append((text, doc_id, holders))
+    return out
+
+
+def gold_facts(item: ScoringItem, answer: str, context: str | None) -> list[Fact]:
+    read = set(item.prediction.context_chunk_ids)
+    located = gold_locations(item)
+    if located:
+        norm_context = _norm(context) if context is not None else None
+        facts = [(text, None if norm_context is None else _in_context(text, norm_context),
+                  next((c for c in holders if c in read), holders[0] if holders else None))
+                 for text, _, holders in located]
+    else:  # no gold location: the reference's sentences, matched against the context
+        facts = [(s, None if context is None else reflected(s, context), None)
+                 for s in sentences(item.task.reference) if _content_words(s) or quantities(s)]
+    return [Fact(text, _fact_status(reflected(text, answer), in_context), in_context, chunk)
+            for text, in_context, chunk in facts]
+
+
+def _in_context(fact: str, norm_context: str) -> bool:
+    """A gold line is read when its text is; a page passage when any of its lines is."""
+    return any(_norm(line) in norm_context for line in fact.split("\n") if line.strip())
+
+
+def _fact_status(in_answer: bool, in_context: bool | None) -> str:
+    if in_answer:
+        return COVERED
+    if in_context is None:
+        return UNKNOWN
+    return UNUSED if in_context else NOT_RETRIEVED
+
+
+def text_claims(item: ScoringItem, answer: str, context: str) -> list[Claim]:
+    """Each checkable sentence of the answer, checked against the context read, then the
+    reference."""
+    out = []
+    for sentence in sentences(answer):
+        found = statements(sentence, context)
+        if not found:
+            continue
+        missing = [n for n, st in enumerate(found) if not st.supported]
+        if not missing:
+            out.append(Claim(sentence, SUPPORTED, _supporting_chunk(item, sentence)))
+            continue
+        in_reference = statements(sentence, item.task.reference) if item.task.reference else []
+        known = bool(in_reference) and all(in_reference[n].supported for n in missing)
+        out.append(Claim(sentence, FROM_MEMORY if known else UNSUPPORTED, None))
+    return out
+
+
+def judged_claims(item: ScoringItem, verdicts: list[dict[str, str]]) -> list[Claim]:
+    """The factual-consistency judge's claims: verified -> supported; the others
+    from_memory when the reference states their figures, else unsupported."""
+    reference = quantities(item.task.reference)
+    out = []
+    for c in verdicts:
+        if c["verdict"] == "verified":
+            out.append(Claim(c["claim"], SUPPORTED, None))
+            continue
+        figures = quantities(c["claim"])
+        known = bool(figures) and all(any(f.matches(r) for r in reference) for f in figures)
+        out.append(Claim(c["claim"], FROM_MEMORY if known else UNSUPPORTED, None))
+    return out
+
+
+def _supporting_chunk(item: ScoringItem, sentence: str) -> str | None:
+    for cid in dict.fromkeys(item.prediction.context_chunk_ids):
+        chunk = item.chunks.get(cid)
+        if chunk is not None and all(st.supported for st in statements(sentence, chunk.text)):
+            return cid
+    return None
+
+
+@register_scorer("attribution")
+class AttributionScorer(Scorer):
+    reads = ("factual_consistency",)  # its judged claims, when it ran first
+    metrics = [Metric("attribution_covered_rate", "gold facts covered", histogram=False),
+               Metric("attribution_not_retrieved_rate", "gold facts not retrieved",
+                      histogram=False, higher_is_better=False),
+               Metric("attribution_retrieved_unused_rate", "gold facts retrieved, unused",
+                      histogram=False, higher_is_better=False),
+               Metric("attribution_unsupported_rate", "claims unsupported", histogram=False,
+                      higher_is_better=False),
+               Metric("attribution_from_memory_rate", "claims from memory", histogram=False,
+                      higher_is_better=False),
+               Metric("claim_recall", "claim recall (RAGChecker)", histogram=False),
+               Metric("context_utilization", "context utilization (RAGChecker)",
+                      histogram=False)]
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    def score(self, items: list[ScoringItem]) -> list[Scores]:
+        self.rows = []
+        out = []
+        for item in items:
+            s = self.score_one(item)
+            self.rows += artifact_rows(item.prediction.id, item.prediction.system,
+                                       item.prediction.repeat, s.values)
+            out.append(s)
+        return out
+
+    def score_one(self, item: ScoringItem) -> Scores:
+        s = Scores()
+        why = answered(item)
+        if why:
+            s.null(self.fields, why)
+            s.values.update(attribution_facts=None, attribution_claims=None,
+                            attribution_method=None)
+            return s
+        answer = item.prediction.predicted or ""
+        context = context_read(item)
+        facts = gold_facts(item, answer, context)
+        verdicts = item.earlier.get("factual_consistency_claims")
+        if verdicts is not None:
+            claims, method = judged_claims(item, verdicts), JUDGE
+        elif item.context_text is not None:
+            claims, method = text_claims(item, answer, item.context_text), TEXT_MATCH
+        else:
+            claims, method = [], TEXT_MATCH
+        s.values.update(attribution_facts=[asdict(f) for f in facts],
+                        attribution_claims=[asdict(c) for c in claims],
+                        attribution_method=method)
+        self._fact_rates(s, facts, context is None)
+        self._claim_rates(s, claims, item)
+        return s
+
+    def _fact_rates(self, s: Scores, facts: list[Fact], unknown_context: bool) -> None:
+        names = [*FACT_RATES.values(), "claim_recall", "context_utilization"]
+        if not facts:
+            s.null(names, NO_GOLD)
+            return
+        if unknown_context:
+            s.null(names, CONTEXT_NOT_RECORDED)
+            return
+        for status, name in FACT_RATES.items():
+            s.values[name] = sum(f.status == status for f in facts) / len(facts)
+        in_context = [f for f in facts if f.in_context]
+        s.values["claim_recall"] = len(in_context) / len(facts)
+        if in_context:
+            s.values["context_utilization"] = (sum(f.status == COVERED for f in in_context)
+                                               / len(in_context))
+        else:
+            s.null(["context_utilization"], "no gold fact is in the context read")
+
+    def _claim_rates(self, s: Scores, claims: list[Claim], item: ScoringItem) -> None:
+        names = list(CLAIM_RATES.values())
+        if item.context_text is None and not claims:
+            s.null(names, "the record carries no context to check the answer's claims against")
+        elif not claims:
+            s.null(names, NO_CLAIMS)
+        else:
+            for status, name in CLAIM_RATES.items():
+                s.values[name] = sum(c.status == status for c in claims) / len(claims)
+
+    def artifacts(self) -> dict[str, Any]:
+        """``attribution.jsonl``: one row per task, repeat and gold fact or answer claim."""
+        return {"attribution.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n"
+                                             for r in self.rows)} if self.rows else {}
+
+
+def artifact_rows(task_id: str, system: str, repeat: int | None, values: dict[str, Any]
+                  ) -> list[dict[str, Any]]:
+    """The rows of ``attribution.jsonl`` for one record's attribution fields."""
+    method = values.get("attribution_method")
+    rows = [{"task_id": task_id, "system": system, "repeat": repeat or 0, "kind": "gold",
+             "text": f["text"], "status": f["status"], "chunk_id": f["chunk_id"],
+             "method": TEXT_MATCH} for f in values.get("attribution_facts") or []]
+    rows += [{"task_id": task_id, "system": system, "repeat": repeat or 0, "kind": "claim",
+              "text": c["text"], "status": c["status"], "chunk_id": c["chunk_id"],
+              "method": method} for c in values.get("attribution_claims") or []]
+    return rows
