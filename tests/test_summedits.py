@@ -96,10 +96,22 @@ SOURCE = ("Capital One earned $3.1 billion in the third quarter.\n"
     ("The ratio was 13.8 percent, up 70 basis points.", "direction", False),
     ("The company did not change the buyback.", "negation", True),
     ("The company did not raise the dividend.", "negation", False),
+    ("The company will change the buyback.", "negation", False),
+    ("We did not change the buyback, excluding the dividend.", "antonym", False),
 ])
 def test_each_check_finds_what_the_source_supports(summary, kind, supported):
     found = [s for s in statements(summary, SOURCE) if s.kind == kind]
     assert found and all(s.supported for s in found) is supported
+
+
+@pytest.mark.parametrize("paraphrase", [
+    "The lender made $3.1 billion in the third quarter, an increase.",  # no direction there
+    "Its capital ratio stood at 13.8 percent, a decline of 70 basis points.",
+    "The buyback was left unchanged, the dividend included.",
+    "Capital One, a U.S. lender, earned $3.1 billion.",  # "U.S.": the source says nothing
+])
+def test_a_correct_paraphrase_is_not_flagged(paraphrase):
+    assert [s for s in statements(paraphrase, SOURCE) if not s.supported] == []
 
 
 def meta_records():
