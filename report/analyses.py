@@ -15,6 +15,7 @@ from typing import Any
 
 from report.findings import Analysis
 from report.verdict import Decision, TaskSets
+from tracking.human_labels import HumanLabel
 
 Row = dict[str, Any]
 
@@ -32,6 +33,7 @@ class Inputs:
     keys: list[str]  # the decision metrics (report.decide_on)
     decided: list[Decision]  # the verdict's family of tests
     options: Mapping[str, Any] = field(default_factory=dict)
+    labels: list[HumanLabel] = field(default_factory=list)  # people's (report.human_labels)
 
 
 ANALYSES: list[Callable[[Inputs], Analysis]] = []
@@ -43,3 +45,8 @@ def run_all(inputs: Inputs) -> Analysis:
     for analysis in ANALYSES:
         merged.extend(analysis(inputs))
     return merged
+
+
+from report.corrected import judge_corrected  # noqa: E402 - it needs Inputs, defined above
+
+ANALYSES.append(judge_corrected)

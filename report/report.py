@@ -163,13 +163,15 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                  title: str, requested: list[str] | None = None,
                  judged_pairs: pairwise.PairwiseView | None = None,
-                 options: Mapping[str, Any] | None = None
+                 options: Mapping[str, Any] | None = None,
+                 labels: list[HumanLabel] | None = None
                  ) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
     family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
     ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
-    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node."""
+    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node;
+    ``labels``: people's labels of the answers, for the analyses that read them."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
@@ -197,7 +199,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append(f"## Key finding\n\n{finding}\n")
     out.append(length_finding(sets, key))
     analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
-                                                decided, dict(options or {})))
+                                                decided, dict(options or {}), labels or []))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -525,12 +527,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             for rec in recs:
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
+        labels = people_labels(rows, target.info.experiment_id, human_labels) if sweep else []
         text, data = build_report(rows, records, title, requested=decide_on,
-                                  judged_pairs=judged_pairs, options=options)
+                                  judged_pairs=judged_pairs, options=options, labels=labels)
         analysis: findings.Analysis = data["analysis"]
-        people = human_agreement.compare(
-            people_labels(rows, target.info.experiment_id, human_labels) if sweep else [],
-            records, rows)
+        people = human_agreement.compare(labels, records, rows)
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
@@ -572,6 +573,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
     if analysis.metrics:
         RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
             analysis.metrics)
+    for run_id, metrics in analysis.run_metrics.items():
+        RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key, result.decided)
