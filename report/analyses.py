@@ -47,6 +47,10 @@ def run_all(inputs: Inputs) -> Analysis:
     return merged
 
 
-from report.corrected import judge_corrected  # noqa: E402 - it needs Inputs, defined above
+from report.corrected import judge_corrected  # noqa: E402 - registered after ANALYSES exists
 
 ANALYSES.append(judge_corrected)
+
+from report.factcheck_quote import factcheck_accuracy  # noqa: E402 - the same
+
+ANALYSES.append(factcheck_accuracy)

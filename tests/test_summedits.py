@@ -263,3 +263,17 @@ def test_judge_signals_through_the_sdk_get_figures_and_unreadable_replies_are_co
     items = [json.loads(line) for line in Path(path).read_text().splitlines()]
     unreadable = next(i for i in items if i["signal"] == "geval_faithfulness" and i["id"] == "i4")
     assert unreadable["value"] is None and unreadable["decision"] == 1
+
+
+def test_a_verdict_deciding_on_factcheck_quotes_its_held_out_accuracy_and_split():
+    from report.report import build_report
+    from tests.test_report import rec, row
+
+    records = {name: [rec(f"t{k}", 3, factcheck=1.0 - 0.1 * (k % 3) - shift) for k in range(6)]
+               for name, shift in (("arag", 0.0), ("naive", 0.1))}
+    text, data = build_report([row("arag"), row("naive")], records, "t", ["factcheck"])
+    quoted = [f for f in data["analysis"].findings if f.kind == "factcheck"]
+    assert quoted and quoted[0].caveat
+    assert "0.688 [0.643, 0.734] on SummEdits' sales_call test split" in quoted[0].text
+    _, other = build_report([row("arag"), row("naive")], records, "t", ["geval_coverage"])
+    assert not [f for f in other["analysis"].findings if f.kind == "factcheck"]
