@@ -54,3 +54,7 @@ ANALYSES.append(judge_corrected)
 from report.factcheck_quote import factcheck_accuracy  # noqa: E402 - the same
 
 ANALYSES.append(factcheck_accuracy)
+
+from report.self_preference import self_preference  # noqa: E402 - the same
+
+ANALYSES.append(self_preference)

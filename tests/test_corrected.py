@@ -76,3 +76,18 @@ def test_too_few_labels_do_not_decide_and_a_run_without_labels_is_named():
     said = " ".join(f.text for f in analysis.findings if f.caveat)
     assert "No corrected" in said and "naive (0 labelled answers" in said
     assert not [f for f in analysis.findings if f.key and f.kind == "ppi"]
+
+
+def test_a_judge_of_the_judged_models_family_is_flagged_and_another_family_suggested():
+    records = {s: [rec(f"t{k}", 3 + (k + (s == "arag")) % 2) for k in range(6)]
+               for s in ("arag", "naive")}
+    rows = [row("arag", judge="claude-haiku-4-5", model="claude-sonnet-4-6"),
+            row("naive", judge="claude-haiku-4-5", model="gpt-4o-mini")]
+    _, data = build_report(rows, records, "t", ["geval_coverage"])
+    flagged = [f for f in data["analysis"].findings if f.kind == "self_preference"]
+    assert len(flagged) == 1 and flagged[0].caveat
+    assert flagged[0].figures["runs"] == ["arag (claude-sonnet-4-6)"]
+    assert "`judge.panel=[gpt-4o-mini]`" in flagged[0].text
+    other = [row(s, judge="gpt-4o-mini", model="claude-sonnet-4-6") for s in ("arag", "naive")]
+    _, data = build_report(other, records, "t", ["geval_coverage"])
+    assert not [f for f in data["analysis"].findings if f.kind == "self_preference"]
