@@ -78,3 +78,14 @@ def expected_width(labels: Sequence[float], judged: Sequence[float], tasks: int,
     z = float(norm.ppf(1 - alpha / 2))
     return 2 * z * float(np.sqrt(np.var(lam * yhat) / (tasks - n)
                                  + np.var(y - lam * yhat) / n))
+
+
+def width_without_labels(judged: Sequence[float], n: int, alpha: float = 0.05) -> float | None:
+    """The CI width to expect from ``n`` labels before any is given: people's labels alone
+    (PPI++ at ``lam = 0``), their spread assumed the judge's; power tuning only narrows it
+    (asymptotically), by as much as the judge agrees with people. None: the judge gave one
+    score throughout (or fewer than two)."""
+    spread = float(np.std(np.asarray(judged, dtype=float), ddof=1)) if len(judged) > 1 else 0.0
+    if spread == 0 or n < 1:
+        return None  # one score throughout: nothing says how people's scores spread
+    return 2 * float(norm.ppf(1 - alpha / 2)) * spread / float(np.sqrt(n))

@@ -91,3 +91,22 @@ def test_a_judge_of_the_judged_models_family_is_flagged_and_another_family_sugge
     other = [row(s, judge="gpt-4o-mini", model="claude-sonnet-4-6") for s in ("arag", "naive")]
     _, data = build_report(other, records, "t", ["geval_coverage"])
     assert not [f for f in data["analysis"].findings if f.kind == "self_preference"]
+
+
+def test_the_ppi_sample_is_even_over_runs_and_proportional_to_the_judges_scores():
+    from report.label_sample import expected_widths, ppi_sample
+
+    records = {"arag": [{"id": f"t{k}", "predicted": "x", DIM: 4 if k % 4 else 2}
+                        for k in range(40)],
+               "naive": [{"id": f"t{k}", "predicted": "x", DIM: 3} for k in range(40)]}
+    picked = ppi_sample(records, DIM, 20)
+    arag = [rec[DIM] for run, rec in picked if run == "arag"]
+    assert len(arag) == 10 and sum(run == "naive" for run, _ in picked) == 10
+    assert sorted(arag).count(2) in (2, 3)  # a quarter of arag's scores are 2
+    assert len({rec["id"] for run, rec in picked if run == "arag"}) == 10
+    widths = expected_widths(records, DIM, [10, 20])
+    sd = np.std([4 if k % 4 else 2 for k in range(40)], ddof=1)
+    assert widths == [f"  arag: n=10: {2 * 1.959964 * sd / np.sqrt(10):.2f}, "
+                      f"n=20: {2 * 1.959964 * sd / np.sqrt(20):.2f}",
+                      "  naive: no width to expect before labels: the judge gave one score "
+                      "throughout"]
