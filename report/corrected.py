@@ -167,3 +167,15 @@ def judge_corrected(inputs: Inputs) -> Analysis:
     for dimension, labels in sorted(by_dimension.items()):
         out.extend(dimension_analysis(inputs, dimension, labels))
     return out
+
+
+def corrected_answer(found: list[Finding], keys: list[str], raw: str) -> str:
+    """The verdict's answer when people's labels decide: the corrected differences on the
+    decision metrics, each run with at least ``MIN_LABELS_TO_DECIDE`` labels, then the raw
+    answer for comparison; ``raw`` unchanged when no corrected figure decides."""
+    deciding = [f for f in found if f.kind == "ppi" and f.figures.get("decides")
+                and f.figures.get("dimension") in keys]
+    if not deciding:
+        return raw
+    said = "; ".join(f.text.replace("**Corrected by your labels:** ", "") for f in deciding)
+    return f"Corrected by your labels (PPI++): {said} The judge's raw scores: {raw}"

@@ -36,6 +36,7 @@ from report import (
     repeats,
     verdict,
 )
+from report.corrected import corrected_answer
 from report.meta_eval import judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
@@ -179,7 +180,9 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     finished = [r for r in rows if compared(r)]
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
-    answer = verdict.answer(sets, keys, decided)
+    analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
+                                                decided, dict(options or {}), labels or []))
+    answer = corrected_answer(analysis.findings, keys, verdict.answer(sets, keys, decided))
     out = [f"# {title}\n", f"**Answer:** {answer}\n"]
     banner = caveats(finished)
     if banner:
@@ -199,8 +202,6 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                + panel_reversals(sets))
     out.append(f"## Key finding\n\n{finding}\n")
     out.append(length_finding(sets, key))
-    analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
-                                                decided, dict(options or {}), labels or []))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])

@@ -67,6 +67,10 @@ def test_with_ten_labels_on_every_run_the_corrected_difference_decides():
     key = [f for f in analysis.findings if f.key and f.kind == "ppi"]
     assert key and "Corrected by your labels" in key[0].text and key[0].figures["decides"]
     assert "The judge corrected by your labels" in text and "moved by" in text
+    # the planted point made arag look better; corrected, naive (truly 0.5 higher) is
+    assert data["answer"].startswith("Corrected by your labels (PPI++): arag − naive = -0.50")
+    assert "naive is higher" in data["answer"] and "raw scores: Decided: arag beats" in data[
+        "answer"]
 
 
 def test_too_few_labels_do_not_decide_and_a_run_without_labels_is_named():
@@ -76,6 +80,7 @@ def test_too_few_labels_do_not_decide_and_a_run_without_labels_is_named():
     said = " ".join(f.text for f in analysis.findings if f.caveat)
     assert "No corrected" in said and "naive (0 labelled answers" in said
     assert not [f for f in analysis.findings if f.key and f.kind == "ppi"]
+    assert data["answer"].startswith("Decided: arag beats naive")  # the raw answer stands
 
 
 def test_a_judge_of_the_judged_models_family_is_flagged_and_another_family_suggested():
