@@ -5,9 +5,9 @@ The sample is stratified by run and by the judge's score on the first dimension:
 are drawn in turn from each (run, judge score) group, at random within a group (seeded),
 so every run and every score the judge gave is labelled, the rare low scores included.
 ``--for ppi`` draws for the corrected means instead (``report/corrected.py``): the same
-number of answers per run, within a run from each judge score in proportion to how often
-the judge gave it (the labelled tasks must stand for all of them, as PPI++ assumes), and
-says the CI width of the corrected mean to expect for n labels.
+tasks for every run (a corrected difference needs both answers labelled), from each judge
+score in proportion to how often it occurs (the labelled tasks must stand for all of them,
+as PPI++ assumes), and says the CI width of the corrected mean to expect for n labels.
 It is written as a labels-file template (one JSON line per answer and dimension, ``score``
 and ``labeller`` null, the question and the answer beside them) and, with ``--html``, as a
 self-contained page that shows each answer and saves the filled-in labels file. The
@@ -71,24 +71,26 @@ def _scored(recs: list[dict[str, Any]], dimension: str) -> list[dict[str, Any]]:
 
 def ppi_sample(records: dict[str, list[dict[str, Any]]], dimension: str, size: int,
                seed: int = 0) -> list[Picked]:
-    """``size`` answers split evenly over the runs; within a run, from each judge score in
-    proportion to its share of the run's answers (largest remainders), at random within."""
+    """``size`` answers: the same tasks for every run (a corrected difference needs both
+    answers of a task labelled), drawn from each judge score (the runs' mean, rounded) in
+    proportion to how often it occurs (largest remainders), at random within a score."""
+    scored = {run: {r["id"]: r for r in _scored(recs, dimension)} for run, recs in records.items()}
+    runs = sorted(run for run in scored if scored[run])
+    if not runs:
+        return []
+    common = sorted(set.intersection(*(set(scored[run]) for run in runs)))
+    quota = min(len(common), size // len(runs))
+    groups: dict[int, list[str]] = defaultdict(list)
+    for task in common:
+        groups[round(sum(float(scored[run][task][dimension]) for run in runs) / len(runs))
+               ].append(task)
+    shares = {g: quota * len(v) / len(common) for g, v in groups.items()} if common else {}
+    counts = {g: int(x) for g, x in shares.items()}
+    for g in sorted(shares, key=lambda g: counts[g] - shares[g])[:quota - sum(counts.values())]:
+        counts[g] += 1
     rng = random.Random(seed)
-    runs = sorted(r for r in records if _scored(records[r], dimension))
-    picked: list[Picked] = []
-    for k, run in enumerate(runs):
-        mine = _scored(records[run], dimension)
-        quota = min(len(mine), size // len(runs) + (k < size % len(runs)))
-        groups: dict[int, list[dict[str, Any]]] = defaultdict(list)
-        for rec in sorted(mine, key=lambda r: r["id"]):
-            groups[round(float(rec[dimension]))].append(rec)
-        shares = {g: quota * len(v) / len(mine) for g, v in groups.items()}
-        counts = {g: int(x) for g, x in shares.items()}
-        for g in sorted(shares, key=lambda g: counts[g] - shares[g])[:quota - sum(counts.values())]:
-            counts[g] += 1
-        for g in sorted(groups):
-            picked += [(run, rec) for rec in rng.sample(groups[g], counts[g])]
-    return picked
+    tasks = [t for g in sorted(groups) for t in rng.sample(groups[g], counts[g])]
+    return [(run, scored[run][task]) for run in runs for task in tasks]
 
 
 def expected_widths(records: dict[str, list[dict[str, Any]]], dimension: str,

@@ -98,7 +98,7 @@ def test_a_judge_of_the_judged_models_family_is_flagged_and_another_family_sugge
     assert not [f for f in data["analysis"].findings if f.kind == "self_preference"]
 
 
-def test_the_ppi_sample_is_even_over_runs_and_proportional_to_the_judges_scores():
+def test_the_ppi_sample_is_the_same_tasks_for_each_run_proportional_to_the_judges_scores():
     from report.label_sample import expected_widths, ppi_sample
 
     records = {"arag": [{"id": f"t{k}", "predicted": "x", DIM: 4 if k % 4 else 2}
@@ -108,7 +108,8 @@ def test_the_ppi_sample_is_even_over_runs_and_proportional_to_the_judges_scores(
     arag = [rec[DIM] for run, rec in picked if run == "arag"]
     assert len(arag) == 10 and sum(run == "naive" for run, _ in picked) == 10
     assert sorted(arag).count(2) in (2, 3)  # a quarter of arag's scores are 2
-    assert len({rec["id"] for run, rec in picked if run == "arag"}) == 10
+    tasks = {run: sorted(rec["id"] for r, rec in picked if r == run) for run in records}
+    assert tasks["arag"] == tasks["naive"] and len(set(tasks["arag"])) == 10  # the same tasks
     widths = expected_widths(records, DIM, [10, 20])
     sd = np.std([4 if k % 4 else 2 for k in range(40)], ddof=1)
     assert widths == [f"  arag: n=10: {2 * 1.959964 * sd / np.sqrt(10):.2f}, "
