@@ -67,19 +67,6 @@ def ppi_mean(labels: Sequence[float], judged: Sequence[float], unlabelled: Seque
     return PPIEstimate(mean, mean - z * se, mean + z * se, lam, len(y), len(yhat_u))
 
 
-def expected_width(labels: Sequence[float], judged: Sequence[float], tasks: int, n: int,
-                   alpha: float = 0.05) -> float | None:
-    """The CI width to expect with ``n`` labels among ``tasks`` judged tasks, from the labels
-    so far (their spread and the judge's, at the power-tuned weight); None below two."""
-    y, yhat = np.asarray(labels, dtype=float), np.asarray(judged, dtype=float)
-    if len(y) < MIN_LABELS or n >= tasks or n < 1:
-        return None
-    lam = power_tuning(y, yhat, yhat)
-    z = float(norm.ppf(1 - alpha / 2))
-    return 2 * z * float(np.sqrt(np.var(lam * yhat) / (tasks - n)
-                                 + np.var(y - lam * yhat) / n))
-
-
 def width_without_labels(judged: Sequence[float], n: int, alpha: float = 0.05) -> float | None:
     """The CI width to expect from ``n`` labels before any is given: people's labels alone
     (PPI++ at ``lam = 0``), their spread assumed the judge's; power tuning only narrows it
