@@ -1,26 +1,33 @@
-"""A faithfulness check with no LLM: what a summary states must be found in its source.
+"""A faithfulness check with no LLM: what a summary states must not contradict its source.
 
-Four kinds of checkable statement are taken from the summary, each supported or not by the
-source the system used (``System.judged_context``):
+Five kinds of checkable statement are taken from the summary and checked against the source
+the system used (``System.judged_context``). Each rule flags a contradiction, not a
+rewording: a correct paraphrase uses words the source does not, so "the word is not in the
+source" alone is never a finding (the earlier rules rejected 42% of correct summaries out of
+sample, mostly paraphrases).
 
 * ``figure``: every number, normalised and matched as ``metrics.numeric`` does ("$1.2
   billion" = "1,200 million"; years and quarter labels are not facts);
 * ``entity``: every name (a capitalised word not opening a sentence, a word with inner
-  capitals or dots such as ``BestInsuranceXYZ`` or ``U.K.``) and every period phrase
-  ("second quarter", "first half", "year-ago"), found word for word, case ignored;
-* ``direction``: every direction word in a sentence that states a figure (rose/fell,
-  increase/decrease, up/down, higher/lower, above/below, beat/missed, raised/lowered,
-  including/excluding, earnings/losses, beginning/end): the source must use a word of the
-  same direction (any inflection or synonym of the list) in a sentence that has one of the
-  summary sentence's figures, or anywhere when the figure is not in the source;
+  capitals such as ``BestInsuranceXYZ``) and every period phrase ("second quarter", "first
+  half", "year-ago"), found word for word, case ignored. Dotted abbreviations ("U.K.") are
+  not checked: sources say "British" or "London";
+* ``direction``: a direction word (rose/fell, beat/missed) in a summary clause is
+  unsupported when the source sentences that state the clause's figures use only the
+  opposite direction (a clause with no figure found in the source is not checked);
+  earnings/losses against the whole source;
 * ``negation``: a negation (not, no, never, n't, without) must negate the same next word in
-  the source, within three words.
+  the source; and a word the source negates in the sentences closest to a summary sentence
+  must not be stated there without one;
+* ``antonym``: a word of a list of opposites ("wide"/"limited", "expensive"/"cheap") that
+  the closest source sentences do not use, while they use its opposite.
 
 ``factcheck`` = supported statements / all statements (1.0: nothing unsupported; the
 decision "consistent" is ``factcheck == 1``). The unsupported statements are kept
 (``factcheck_unsupported``). A summary with nothing checkable is null with that reason, as
-is one without a recorded context. Rules and lists were chosen on SummEdits' ectsum
-evaluation split and its sales_call and news domains (bench/factcheck.py, bench/README.md).
+is one without a recorded context. Rules and lists were chosen on SummEdits' evaluation
+splits of ectsum, sales_call and news only; the sales_call and news test splits are held
+out (bench/factcheck.py, docs/validate-your-judge.md).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from functools import lru_cache
 
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 from metrics.numeric import quantities
+from metrics.opposites import OPPOSITES
 
 # direction axis -> (up words, down words); a word is matched by its stem (prefix)
 DIRECTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -41,9 +49,7 @@ DIRECTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
                 "drop", "shrink", "shrank", "weak", "slow", "decelerat", "contract")),
     "target": (("beat", "exceed", "outperform", "above", "over"),
                ("miss", "below", "under", "short of", "underperform")),
-    "scope": (("includ",), ("exclud",)),
     "result": (("earning", "profit", "income", "gain"), ("loss", "deficit")),
-    "when": (("beginning", "start"), ("end",)),
 }
 # axes whose word must be found beside the figure it qualifies; the others anywhere in the
 # source ("including a buyback" is rarely in the sentence that has the dividend's figure)
@@ -55,7 +61,7 @@ CLAUSE = re.compile(r",|;|\s(?:but|while|whereas)\s")
 NEGATION = re.compile(r"\b(?:not|no|never|without)\b|n't\b", re.IGNORECASE)
 WORD = re.compile(r"[A-Za-z][A-Za-z.&'-]*[A-Za-z]|[A-Za-z]")
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])|\n+")
-ENTITY = re.compile(r"\b[A-Z][a-z]*[A-Z][A-Za-z]*\b|\b(?:[A-Z]\.){2,}|\b[A-Z][a-z]+\b")
+ENTITY = re.compile(r"\b[A-Z][a-z]*[A-Z][A-Za-z]*\b|\b[A-Z][a-z]+\b")
 SKIP_WORDS = {"the", "a", "an", "to", "be", "is", "was", "were", "are", "been", "do", "does",
               "did", "have", "has", "had", "any", "its", "their", "it", "he", "she", "they"}
 
@@ -127,11 +133,14 @@ def direction_statements(summary: str, source: str) -> list[Statement]:
         figures = quantities(sentence)
         near = [s for s in source_sentences
                 if any(f.matches(q) for f in figures for q in quantities(s))]
-        pool = set().union(*(_directions(s) for s in near)) if near else everywhere
+        pool = set().union(*(_directions(s) for s in near))
         for axis, sign in sorted(_directions(sentence)):
             word = "up" if sign > 0 else "down"
+            if axis in TIED and not near:
+                continue  # "an increase" with no figure of the source: nothing to tie it to
             found = pool if axis in TIED else everywhere
-            out.append(Statement("direction", f"{axis} {word}", (axis, sign) in found))
+            contradicted = (axis, -sign) in found and (axis, sign) not in found
+            out.append(Statement("direction", f"{axis} {word}", not contradicted))
     return out
 
 
@@ -148,12 +157,48 @@ def _negated(text: str) -> set[str]:
 
 def negation_statements(summary: str, source: str) -> list[Statement]:
     negated_in_source = _negated(source)
-    return [Statement("negation", f"not {word}", word in negated_in_source)
-            for word in sorted(_negated(summary))]
+    out = [Statement("negation", f"not {word}", word in negated_in_source)
+           for word in sorted(_negated(summary))]
+    for sentence in sentences(summary):
+        stated = set(_words(sentence)) - _negated(sentence)
+        for word in sorted(_negated(" ".join(closest_sentences(sentence, source))) & stated):
+            out.append(Statement("negation", f"{word} (the source: not {word})", False))
+    return out
+
+
+def _words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+@lru_cache(maxsize=8)
+def _source_sentences(source: str) -> list[tuple[str, frozenset[str]]]:
+    return [(s, frozenset(_words(s))) for s in sentences(source)]
+
+
+def closest_sentences(sentence: str, source: str, k: int = 2) -> list[str]:
+    """The ``k`` source sentences sharing most content words with ``sentence``: where the
+    source says what a summary sentence says, so an opposite there is a contradiction."""
+    content = {w for w in _words(sentence) if len(w) > 3}
+    ranked = sorted(_source_sentences(source), key=lambda sw: -len(content & sw[1]))
+    return [s for s, _ in ranked[:k]]
+
+
+def antonym_statements(summary: str, source: str) -> list[Statement]:
+    out = []
+    for sentence in sentences(summary):
+        words = set(_words(sentence))
+        near = set(_words(" ".join(closest_sentences(sentence, source))))
+        for word in sorted(w for w in words if w in OPPOSITES):
+            opposites = OPPOSITES[word]
+            contradicted = word not in near and opposites & near and not opposites & words
+            said = f" (the source: {sorted(opposites & near)[0]})" if contradicted else ""
+            out.append(Statement("antonym", word + said, not contradicted))
+    return out
 
 
 CHECKS = {"figure": figure_statements, "entity": entity_statements,
-          "direction": direction_statements, "negation": negation_statements}
+          "direction": direction_statements, "negation": negation_statements,
+          "antonym": antonym_statements}
 
 
 def statements(summary: str, source: str, kinds: tuple[str, ...] = tuple(CHECKS)
@@ -161,7 +206,12 @@ def statements(summary: str, source: str, kinds: tuple[str, ...] = tuple(CHECKS)
     return [s for kind in kinds for s in CHECKS[kind](summary, source)]
 
 
-NOTHING = "the summary states no figure, name, period, direction or negation to check"
+# balanced accuracy [95% CI] against people on SummEdits splits the rules were not tuned on
+# (bench/factcheck.py; docs/validate-your-judge.md): what a verdict deciding on factcheck quotes
+MEASURED_HELD_OUT = {"sales_call test": (0.688, 0.643, 0.734), "news test": (0.616, 0.580, 0.650)}
+
+NOTHING = ("the summary states no figure, name, period, direction, negation or word with a "
+           "listed opposite to check")
 
 
 @register_scorer("factcheck")

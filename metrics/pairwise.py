@@ -17,7 +17,10 @@ sent, recorded with the reason.
 (``verdict_rows``); every figure (``summarize``) is recomputed from those rows alone:
 per pair and dimension win/tie/loss over tasks (repeats averaged per task first) with
 bootstrap CIs, a two-sided sign test on the untied tasks, the judge's position-
-inconsistency rate and first-position preference rate; for three or more systems a
+inconsistency rate and first-position preference rate; the length-controlled win rate
+(``length_control``: AlpacaEval 2's logistic model of the preference on the answers' word-count
+difference, read at zero difference) and whether one run's answers are systematically
+longer; for three or more systems a
 Bradley-Terry ranking (``choix``) with bootstrap CIs over tasks; with a panel, each
 judge's figures and their agreement (Krippendorff's alpha). ``trace_verdicts`` words the
 primary judge's verdicts for both compared answers' traces.
@@ -178,7 +181,8 @@ def _planned(pair: Pair, task: Task, repeat: int, dim: str, order: str, source: 
     row: dict[str, Any] = {"prompt_version": PROMPT_VERSION, "task_id": task.id,
                            "repeat": repeat, "pair": pair.name, "a": pair.a, "b": pair.b,
                            "dimension": dim, "order": order,
-                           "first": first, "second": second}
+                           "first": first, "second": second,
+                           "a_words": len(a_text.split()), "b_words": len(b_text.split())}
     if DIMENSIONS[dim][1] == "reference" and not task.reference.strip():
         return Request({**row, "skip_reason": "the task has no reference summary"}, None)
     texts = (a_text, b_text) if order == "a_first" else (b_text, a_text)
@@ -327,6 +331,7 @@ class PairFigures:
     not_judged: int
     first_position: int  # readable replies naming the answer shown first
     named: int  # readable replies naming a winner (not a tie)
+    length: LengthControl | None = None  # None: rows without answer lengths (older sweeps)
 
     @property
     def win_rate(self) -> float | None:
@@ -358,6 +363,67 @@ class PairFigures:
         return self.pair.a if self.wins > self.losses else self.pair.b
 
 
+@dataclass(frozen=True)
+class LengthControl:
+    """How far answer length explains a pair's preferences (AlpacaEval 2, Dubois et al. 2024,
+    arXiv 2404.04475): a logistic model of the per-task preference for ``a`` on
+    ``tanh(length difference / its sd)``, read at zero difference."""
+
+    win_rate: float | None  # the length-controlled win rate of a; None: see ``why_not``
+    a_longer: int  # tasks where a's answer is longer (words, repeats averaged)
+    b_longer: int
+    longer_p: float | None  # sign test: is one run's answer systematically longer?
+    why_not: str = ""
+
+    @property
+    def systematically_longer(self) -> bool:
+        return self.longer_p is not None and self.longer_p < LONGER_P
+
+
+LC_MIN_TASKS = 10  # fewer: the two-parameter model is not read
+LONGER_P = 0.05
+
+
+def length_control(scores: dict[str, float], differences: dict[str, float]) -> LengthControl:
+    """``scores``: task -> a's preference (1 win, 0.5 tie, 0 loss); ``differences``: task
+    -> a's words minus b's."""
+    tasks = [t for t in scores if t in differences]
+    diffs = np.array([differences[t] for t in tasks])
+    a_longer, b_longer = int((diffs > 0).sum()), int((diffs < 0).sum())
+    p = _sign_test(a_longer, b_longer)
+    if len(tasks) < LC_MIN_TASKS:
+        return LengthControl(None, a_longer, b_longer, p,
+                             f"{len(tasks)} tasks (fewer than {LC_MIN_TASKS})")
+    if not a_longer or not b_longer:
+        return LengthControl(None, a_longer, b_longer, p, "one run's answer is the longer on "
+                             "every task, so length and system cannot be told apart")
+    rate = _logistic_intercept(np.array([scores[t] for t in tasks]), diffs)
+    return LengthControl(rate, a_longer, b_longer, p)
+
+
+def _logistic_intercept(preference: np.ndarray, diffs: np.ndarray) -> float:
+    from scipy.optimize import minimize
+    from scipy.special import expit
+
+    x = np.tanh(diffs / diffs.std())
+
+    def loss(theta: np.ndarray) -> float:
+        z = theta[0] + theta[1] * x
+        # a small ridge on the slope keeps a judge that always picks the longer finite
+        return float(np.sum(np.logaddexp(0, z) - preference * z) + 0.05 * theta[1] ** 2)
+
+    return float(expit(minimize(loss, np.zeros(2), method="BFGS").x[0]))
+
+
+def _length_differences(found: list[Outcome]) -> dict[str, float] | None:
+    """Task -> a's words minus b's, averaged over repeats (None: rows without lengths)."""
+    rows = [r for o in found for r in o.rows]
+    if not rows or any(r.get("a_words") is None for r in rows):
+        return None
+    return task_means([{"id": r["task_id"], "d": float(r["a_words"] - r["b_words"])}
+                       for r in rows], "d")
+
+
 def pair_figures(found: list[Outcome]) -> PairFigures:
     """The figures of one (judge, pair, dimension)'s outcomes."""
     first = found[0]
@@ -376,7 +442,9 @@ def pair_figures(found: list[Outcome]) -> PairFigures:
         sum(o.status == "inconsistent" for o in found),
         sum(o.status == "unreadable" for o in found),
         sum(o.status == "not_judged" for o in found),
-        sum(r["verdict"] == "A" for r in named), len(named))
+        sum(r["verdict"] == "A" for r in named), len(named),
+        None if (diffs := _length_differences(found)) is None else
+        length_control(per_task, diffs))
 
 
 def _sign_test(wins: int, losses: int) -> float | None:
@@ -497,7 +565,8 @@ def label(name: str) -> str:
 
 def metrics_of(summary: Summary) -> dict[str, float]:
     """The parent run's metrics: per pair and dimension ``pairwise_<dim>_<a>_vs_<b>_``
-    win/tie/loss rates with CIs, sign test, position inconsistency and first-position
+    win/tie/loss rates with CIs, the length-controlled win rate (``_lc_win_rate``) and the
+    tasks where each answer is the longer, sign test, position inconsistency and first-position
     preference (``pairwise_panel_<judge>_...`` for a panel judge); the judges' overall
     position bias; Bradley-Terry strengths; the panel's agreement."""
     out: dict[str, float] = {}
@@ -510,6 +579,10 @@ def metrics_of(summary: Summary) -> dict[str, float]:
             "first_position_preference": f.first_position_preference,
             "n_tasks": float(f.n_tasks), "unreadable": float(f.unreadable),
             "not_judged": float(f.not_judged)}
+        if f.length is not None:
+            values |= {"lc_win_rate": f.length.win_rate,
+                       "a_longer_tasks": float(f.length.a_longer),
+                       "b_longer_tasks": float(f.length.b_longer)}
         for name, ci in (("win_rate", f.win_rate_ci), ("loss_rate", f.loss_rate_ci)):
             if ci is not None:
                 values[f"{name}_ci_low"], values[f"{name}_ci_high"] = ci

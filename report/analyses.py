@@ -15,6 +15,7 @@ from typing import Any
 
 from report.findings import Analysis
 from report.verdict import Decision, TaskSets
+from tracking.human_labels import HumanLabel
 
 Row = dict[str, Any]
 
@@ -32,6 +33,7 @@ class Inputs:
     keys: list[str]  # the decision metrics (report.decide_on)
     decided: list[Decision]  # the verdict's family of tests
     options: Mapping[str, Any] = field(default_factory=dict)
+    labels: list[HumanLabel] = field(default_factory=list)  # people's (report.human_labels)
 
 
 ANALYSES: list[Callable[[Inputs], Analysis]] = []
@@ -45,6 +47,11 @@ def run_all(inputs: Inputs) -> Analysis:
     return merged
 
 
-from report import attribution  # noqa: E402 - registers after ANALYSES exists
+# the registered analyses, in the report's order (imported here, after ANALYSES exists,
+# since each imports Inputs from this module)
+from report import attribution  # noqa: E402
+from report.corrected import judge_corrected  # noqa: E402
+from report.factcheck_quote import factcheck_accuracy  # noqa: E402
+from report.self_preference import self_preference  # noqa: E402
 
-ANALYSES.append(attribution.analysis)
+ANALYSES += [attribution.analysis, judge_corrected, factcheck_accuracy, self_preference]

@@ -61,9 +61,12 @@ class Analysis:
     artifacts: dict[str, list[Row]] = field(default_factory=dict)  # name.jsonl -> rows
     metrics: dict[str, float] = field(default_factory=dict)  # parent-run metrics
     plots: list[Plot] = field(default_factory=list)
+    run_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # child id -> ...
 
     def extend(self, other: Analysis) -> None:
         self.findings += other.findings
+        for run_id, metrics in other.run_metrics.items():
+            self.run_metrics.setdefault(run_id, {}).update(metrics)
         for name, rows in other.artifacts.items():
             self.artifacts.setdefault(name, []).extend(rows)
         self.metrics.update(other.metrics)

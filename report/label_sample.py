@@ -4,6 +4,10 @@ label, so the report can hold the judge against them (``report.human_labels``).
 The sample is stratified by run and by the judge's score on the first dimension: answers
 are drawn in turn from each (run, judge score) group, at random within a group (seeded),
 so every run and every score the judge gave is labelled, the rare low scores included.
+``--for ppi`` draws for the corrected means instead (``report/corrected.py``): the same
+tasks for every run (a corrected difference needs both answers labelled), from each judge
+score in proportion to how often it occurs (the labelled tasks must stand for all of them,
+as PPI++ assumes), and says the CI width of the corrected mean to expect for n labels.
 It is written as a labels-file template (one JSON line per answer and dimension, ``score``
 and ``labeller`` null, the question and the answer beside them) and, with ``--html``, as a
 self-contained page that shows each answer and saves the filled-in labels file. The
@@ -22,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from metrics.ppi import width_without_labels
 from tracking.paths import resolve_tracking_uri
 from tracking.runs import TrackingError
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
@@ -31,6 +36,7 @@ from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
 DEFAULT_SIZE = 60
 DEFAULT_DIMENSIONS = ("geval_faithfulness", "geval_coverage")
 Picked = tuple[str, dict[str, Any]]  # (run label, record)
+ONE_SCORE = "no width to expect before labels: the judge gave one score throughout"
 
 
 def stratified_sample(records: dict[str, list[dict[str, Any]]], dimension: str, size: int,
@@ -56,6 +62,47 @@ def stratified_sample(records: dict[str, list[dict[str, Any]]], dimension: str, 
             if group and len(picked) < size:
                 picked.append((run, group.pop()))
     return picked
+
+
+def _scored(recs: list[dict[str, Any]], dimension: str) -> list[dict[str, Any]]:
+    return [r for r in recs if r.get("predicted") and isinstance(r.get(dimension), int | float)
+            and not r.get("error") and int(r.get("repeat") or 0) == 0]
+
+
+def ppi_sample(records: dict[str, list[dict[str, Any]]], dimension: str, size: int,
+               seed: int = 0) -> list[Picked]:
+    """``size`` answers: the same tasks for every run (a corrected difference needs both
+    answers of a task labelled), drawn from each judge score (the runs' mean, rounded) in
+    proportion to how often it occurs (largest remainders), at random within a score."""
+    scored = {run: {r["id"]: r for r in _scored(recs, dimension)} for run, recs in records.items()}
+    runs = sorted(run for run in scored if scored[run])
+    if not runs:
+        return []
+    common = sorted(set.intersection(*(set(scored[run]) for run in runs)))
+    quota = min(len(common), size // len(runs))
+    groups: dict[int, list[str]] = defaultdict(list)
+    for task in common:
+        groups[round(sum(float(scored[run][task][dimension]) for run in runs) / len(runs))
+               ].append(task)
+    shares = {g: quota * len(v) / len(common) for g, v in groups.items()} if common else {}
+    counts = {g: int(x) for g, x in shares.items()}
+    for g in sorted(shares, key=lambda g: counts[g] - shares[g])[:quota - sum(counts.values())]:
+        counts[g] += 1
+    rng = random.Random(seed)
+    tasks = [t for g in sorted(groups) for t in rng.sample(groups[g], counts[g])]
+    return [(run, scored[run][task]) for run in runs for task in tasks]
+
+
+def expected_widths(records: dict[str, list[dict[str, Any]]], dimension: str,
+                    sizes: list[int]) -> list[str]:
+    """Per run, the corrected mean's CI width to expect for each n in ``sizes``."""
+    out = []
+    for run in sorted(records):
+        judged = [float(r[dimension]) for r in _scored(records[run], dimension)]
+        widths = [(n, width_without_labels(judged, n)) for n in sizes if n < len(judged)]
+        shown = ", ".join(f"n={n}: {w:.2f}" for n, w in widths if w is not None)
+        out.append(f"  {run}: {shown or ONE_SCORE}")
+    return out
 
 
 def template_lines(picked: list[Picked], dimensions: list[str]) -> list[dict[str, Any]]:
@@ -146,6 +193,11 @@ def main(argv: list[str]) -> int:
                         help="a judge score to label (repeatable; default: "
                              + ", ".join(DEFAULT_DIMENSIONS) + ")")
     parser.add_argument("--scale", choices=sorted(SCALES), default="1-5")
+    parser.add_argument("--for", dest="purpose", choices=["agreement", "ppi"],
+                        default="agreement",
+                        help="agreement: every judge score labelled, the rare ones too "
+                             "(kappa); ppi: a sample that stands for each run's tasks, for "
+                             "the corrected means (report/corrected.py)")
     parser.add_argument("--out", default="labels.jsonl", help="the labels-file template")
     parser.add_argument("--html", default=None, help="also write this labelling page")
     parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
@@ -159,7 +211,8 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     dimensions = args.dimensions or list(DEFAULT_DIMENSIONS)
-    picked = stratified_sample(records, dimensions[0], args.size)
+    draw = ppi_sample if args.purpose == "ppi" else stratified_sample
+    picked = draw(records, dimensions[0], args.size)
     if not picked:
         print(f"error: no answer of {name!r} has a {dimensions[0]} score to stratify by. Fix: "
               "label a judged sweep (judge=...), or name a score it has with --dimension",
@@ -168,6 +221,13 @@ def main(argv: list[str]) -> int:
     lines = template_lines(picked, dimensions)
     Path(args.out).write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     print(f"{len(picked)} answers x {len(dimensions)} dimension(s) -> {args.out}")
+    if args.purpose == "ppi":
+        per_run = max(1, len(picked) // max(1, len(records)))
+        print(f"95% CI width of the corrected {dimensions[0]} mean to expect with n labels "
+              "per run (people's labels alone; the judge narrows it as far as it agrees "
+              "with people; the corrected figure decides with at least 10 per run):")
+        print("\n".join(expected_widths(records, dimensions[0],
+                                        sorted({10, 20, 40, per_run}))))
     if args.html:
         Path(args.html).write_text(page(lines, f"Label: {name}", args.scale), encoding="utf-8")
         print(f"labelling page -> {args.html}")

@@ -136,13 +136,40 @@ def finding(view: PairwiseView | None, rows: list[dict[str, Any]],
     dims = [f.dimension for f in figures]
     dim = FINDING_DIMENSION if FINDING_DIMENSION in dims else dims[0]
     by_run = {r["run"]: records.get(r["run_id"], []) for r in rows}
-    parts = [_pair_sentence(f, _absolute(by_run, f, key), key)
+    parts = [_pair_sentence(f, _absolute(by_run, f, key), key) + length_warning(f)
              for f in figures if f.dimension == dim]
     bias = summary.of(summary.judges[0])["position_inconsistency"]
     if bias is not None:
         parts.append(f"The judge changed its verdict with the order on {bias:.0%} of the "
                      "pairs it read twice (counted as ties).")
     return " " + " ".join(parts)
+
+
+def length_warning(f: PairFigures) -> str:
+    """A warning when the preference may be for length (AlpacaEval 2's length control):
+    the raw and length-controlled winners differ, or one run's answers are systematically
+    longer; the length-controlled rate otherwise, or why it is not read."""
+    lc = f.length
+    if lc is None or not f.n_tasks:
+        return ""
+    longer = (f.pair.a if lc.a_longer > lc.b_longer else f.pair.b) \
+        if lc.systematically_longer else None
+    said = (f" Length-controlled win rate of {f.pair.a}: {lc.win_rate:.2f}"
+            if lc.win_rate is not None else f" Length-controlled win rate: not read "
+            f"({lc.why_not})")
+    said += f" ({f.pair.a} longer on {lc.a_longer} tasks, {f.pair.b} on {lc.b_longer})."
+    lc_winner = None if lc.win_rate is None or lc.win_rate == 0.5 else \
+        f.pair.a if lc.win_rate > 0.5 else f.pair.b
+    warnings = []
+    if lc_winner is not None and f.winner is not None and lc_winner != f.winner:
+        warnings.append(f"the raw winner is {f.winner}, the length-controlled one {lc_winner}")
+    if longer is not None:
+        warnings.append(f"{longer}'s answers are systematically longer (sign test "
+                        f"p={lc.longer_p:.3g})")
+    if warnings:
+        said += (" **Warning: the pairwise judge may prefer length:** " + "; ".join(warnings)
+                 + ". Compare at the same `target_length`, or read the length-controlled rate.")
+    return said
 
 
 def _pair_sentence(f: PairFigures, advantage: float | None, key: str) -> str:

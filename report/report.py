@@ -37,6 +37,7 @@ from report import (
     repeats,
     verdict,
 )
+from report.corrected import corrected_answer
 from report.meta_eval import judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
@@ -88,7 +89,8 @@ def _row(run: Any) -> dict[str, Any]:
                judge=params.get("judge.name"), judge_provider=params.get("judge.provider"),
                judge_samples=params.get("judge.samples", "1"),
                judge_panel=json.loads(params.get("judge.panel") or "[]"),
-               model_provider=params.get("model.provider"),
+               model_provider=params.get("model.provider"), model=tags.get("model"),
+               model_id=params.get("model.model_id"),
                synthetic=params.get("dataset.synthetic") == "True",
                max_loops=params.get("max_loops"),
                hyde=params.get("retrieval.hyde") == "True",
@@ -164,20 +166,24 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                  title: str, requested: list[str] | None = None,
                  judged_pairs: pairwise.PairwiseView | None = None,
-                 options: Mapping[str, Any] | None = None
+                 options: Mapping[str, Any] | None = None,
+                 labels: list[HumanLabel] | None = None
                  ) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
     family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
     ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
-    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node."""
+    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node;
+    ``labels``: people's labels of the answers, for the analyses that read them."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
     finished = [r for r in rows if compared(r)]
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
-    answer = verdict.answer(sets, keys, decided)
+    analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
+                                                decided, dict(options or {}), labels or []))
+    answer = corrected_answer(analysis.findings, keys, verdict.answer(sets, keys, decided))
     out = [f"# {title}\n", f"**Answer:** {answer}\n"]
     banner = caveats(finished)
     if banner:
@@ -197,8 +203,6 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                + panel_reversals(sets))
     out.append(f"## Key finding\n\n{finding}\n")
     out.append(length_finding(sets, key))
-    analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
-                                                decided, dict(options or {})))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -526,12 +530,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             for rec in recs:
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
+        labels = people_labels(rows, target.info.experiment_id, human_labels) if sweep else []
         text, data = build_report(rows, records, title, requested=decide_on,
-                                  judged_pairs=judged_pairs, options=options)
+                                  judged_pairs=judged_pairs, options=options, labels=labels)
         analysis: findings.Analysis = data["analysis"]
-        people = human_agreement.compare(
-            people_labels(rows, target.info.experiment_id, human_labels) if sweep else [],
-            records, rows)
+        people = human_agreement.compare(labels, records, rows)
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
@@ -573,6 +576,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
     if analysis.metrics:
         RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
             analysis.metrics)
+    for run_id, metrics in analysis.run_metrics.items():
+        RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key, result.decided)

@@ -305,3 +305,42 @@ def test_the_judging_is_logged_to_the_parent_run_and_on_both_answers_traces(tmp_
         assert {a.source.source_id for a in found} == {"planted"}
     finally:
         mlflow.set_tracking_uri(None)
+
+
+class LengthJudge(ChatModel):
+    """Quality plays no part: prefers the longer summary, except on tasks whose number is a
+    multiple of 5 (a fifth of each group), in both orders alike."""
+
+    provider = "planted"
+    name = "length"
+
+    def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
+                 tool_choice="auto") -> Completion:
+        first, second = SUMMARY.search(messages[-1]["content"]).groups()
+        task = int(first.split()[2])
+        longer_first = len(first.split()) > len(second.split())
+        first_wins = longer_first != (task % 5 == 0)
+        return Completion([{"type": "text", "text": f"x\nWinner: {'A' if first_wins else 'B'}"}],
+                          "end_turn", Usage(10, 5), self.name)
+
+
+def test_a_judge_preferring_the_longer_answer_is_length_controlled_to_near_half_and_warned():
+    from report.pairwise import PairwiseView, finding
+
+    n = 40  # arag is the longer on 30 of 40 tasks, naive on the other 10
+    padded = {s: [{"id": f"t{i}", "repeat": 0, "predicted": f"{s} summary {i}"
+                   + " detail" * (20 if (i % 4 != 0) == (s == "arag") else 0)}
+                  for i in range(n)] for s in ("arag", "naive")}
+    tasks, corpus = dataset(n)
+    answers = {s: answers_of(padded[s]) for s in padded}
+    rows = verdict_rows(plan([Pair("arag", "naive")], answers, tasks, corpus, LengthJudge(),
+                             200_000, ["overall"]), {"length": LengthJudge()})
+    figures = summarize(rows).figures()[0]
+    assert figures.win_rate == pytest.approx(26 / 40)  # raw: arag looks better
+    assert figures.length.win_rate == pytest.approx(0.5, abs=0.05)
+    assert metrics_of(summarize(rows))["pairwise_overall_arag_vs_naive_lc_win_rate"] \
+        == figures.length.win_rate
+    runs = [{"run": s, "run_id": s} for s in padded]
+    text = finding(PairwiseView(rows, "", 0.0, len(rows), 0), runs, {}, "geval_coverage")
+    assert "**Warning: the pairwise judge may prefer length:**" in text
+    assert "arag's answers are systematically longer" in text

@@ -96,10 +96,22 @@ SOURCE = ("Capital One earned $3.1 billion in the third quarter.\n"
     ("The ratio was 13.8 percent, up 70 basis points.", "direction", False),
     ("The company did not change the buyback.", "negation", True),
     ("The company did not raise the dividend.", "negation", False),
+    ("The company will change the buyback.", "negation", False),
+    ("We did not change the buyback, excluding the dividend.", "antonym", False),
 ])
 def test_each_check_finds_what_the_source_supports(summary, kind, supported):
     found = [s for s in statements(summary, SOURCE) if s.kind == kind]
     assert found and all(s.supported for s in found) is supported
+
+
+@pytest.mark.parametrize("paraphrase", [
+    "The lender made $3.1 billion in the third quarter, an increase.",  # no direction there
+    "Its capital ratio stood at 13.8 percent, a decline of 70 basis points.",
+    "The buyback was left unchanged, the dividend included.",
+    "Capital One, a U.S. lender, earned $3.1 billion.",  # "U.S.": the source says nothing
+])
+def test_a_correct_paraphrase_is_not_flagged(paraphrase):
+    assert [s for s in statements(paraphrase, SOURCE) if not s.supported] == []
 
 
 def meta_records():
@@ -251,3 +263,17 @@ def test_judge_signals_through_the_sdk_get_figures_and_unreadable_replies_are_co
     items = [json.loads(line) for line in Path(path).read_text().splitlines()]
     unreadable = next(i for i in items if i["signal"] == "geval_faithfulness" and i["id"] == "i4")
     assert unreadable["value"] is None and unreadable["decision"] == 1
+
+
+def test_a_verdict_deciding_on_factcheck_quotes_its_held_out_accuracy_and_split():
+    from report.report import build_report
+    from tests.test_report import rec, row
+
+    records = {name: [rec(f"t{k}", 3, factcheck=1.0 - 0.1 * (k % 3) - shift) for k in range(6)]
+               for name, shift in (("arag", 0.0), ("naive", 0.1))}
+    text, data = build_report([row("arag"), row("naive")], records, "t", ["factcheck"])
+    quoted = [f for f in data["analysis"].findings if f.kind == "factcheck"]
+    assert quoted and quoted[0].caveat
+    assert "0.688 [0.643, 0.734] on SummEdits' sales_call test split" in quoted[0].text
+    _, other = build_report([row("arag"), row("naive")], records, "t", ["geval_coverage"])
+    assert not [f for f in other["analysis"].findings if f.kind == "factcheck"]
