@@ -122,5 +122,6 @@ def provenance(item: ScoringItem, corpus: Corpus) -> dict[str, Any]:
         "gold_chunk_ids": sorted(gold) if gold is not None else None,
         "n_gold_chunks": len(gold) if gold is not None else None,
         "retrieved_chunk_ids": list(item.prediction.retrieved_chunk_ids),
+        "doc_ids": list(task.doc_ids),  # tasks sharing a document are resampled together
         "document_tokens": document_tokens(docs),
     }
