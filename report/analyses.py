@@ -43,3 +43,9 @@ def run_all(inputs: Inputs) -> Analysis:
     for analysis in ANALYSES:
         merged.extend(analysis(inputs))
     return merged
+
+
+
+from report.slices import slices_analysis  # noqa: E402 - registered after Inputs exists
+
+ANALYSES.append(slices_analysis)

@@ -31,6 +31,21 @@ from arag.records import Corpus, Document, Task
 FEATURES = ("document_tokens", "n_documents", "task_type", "dataset", "company", "period",
             "doc_type", "evidence_position", "fits_context")
 NUMERIC = frozenset({"document_tokens", "n_documents", "evidence_position"})
+# features adapters add (``Dataset.task_features``), declared so ``report.slice_by`` can
+# name them before any dataset is read; an adapter of the user's own calls declare_feature
+ADAPTER_FEATURES = ["file_type"]  # the folder adapter's
+
+
+def declare_feature(name: str) -> None:
+    """An adapter's own feature, made known to ``report.slice_by``'s check."""
+    if name not in ADAPTER_FEATURES and name not in FEATURES:
+        ADAPTER_FEATURES.append(name)
+
+
+def known_features() -> list[str]:
+    return [*FEATURES, *ADAPTER_FEATURES]
+
+
 # a Document field left at its placeholder says nothing about the document
 PLACEHOLDER_DOC_TYPE = "DOCUMENT"
 
