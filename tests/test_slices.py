@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 from scipy.stats import rankdata, spearmanr, wilcoxon
 
+from arag.systems.builtin import Stuffing
 from report.report import build_report
 from runners.validation import ConfigError, validate_config
-from tests.conftest import compose_cfg
+from tests.conftest import ROOT, SHARED, compose_cfg
 from tests.test_report import rec, row, section
 
 SECTION = "Where each system wins"
@@ -39,7 +40,7 @@ def crossover_records(copies_long: str, copies_short: str, n: int = 60, seed: in
     return scores, tokens
 
 
-def test_a_planted_crossover_is_found_and_the_key_finding_says_where_each_wins():
+def test_a_planted_crossover_is_found_and_the_key_finding_says_where_each_wins(tmp_path):
     scores, tokens = crossover_records("arag", "stuffing")
     text, data = report(records_by(scores, tokens), slice_by=["document_tokens"])
     analysis = data["analysis"]
@@ -54,6 +55,10 @@ def test_a_planted_crossover_is_found_and_the_key_finding_says_where_each_wins()
     # the lead changes hands at a bin edge between the two halves
     assert tokens[len(tokens) // 2 - 1] <= found <= edge + 1
     assert "![crossover_arag_vs_stuffing](plots/crossover_arag_vs_stuffing.png)" in text
+    [draw] = analysis.plots
+    drawn = draw(tmp_path)
+    assert drawn is not None and drawn.name == "crossover_arag_vs_stuffing.png"
+    assert drawn.read_bytes().startswith(b"\x89PNG")
     assert SECTION in text
 
 
@@ -162,3 +167,46 @@ def test_bad_slice_options_are_refused_before_anything_runs_with_the_fix(overrid
     with pytest.raises(ConfigError, match="Fix:") as err:
         validate_config(compose_cfg([override]))
     assert says in str(err.value)
+
+
+ECTSUM = SHARED / "ectsum"
+
+
+@pytest.mark.slow  # ~12 s on the shared machine: real transcripts and the real ROUGE scorer
+@pytest.mark.skipif(not (ECTSUM / "data").exists(),
+                    reason=f"../shared/datasets not present: {ECTSUM} (clone ECTSum)")
+def test_two_prediction_files_copying_the_reference_on_long_and_on_short_transcripts(make_cfg):
+    """ECTSum's validation transcripts, scored by the real ROUGE scorer: one system's answers
+    copy the reference on the longer half of the transcripts, the other's on the shorter
+    half (elsewhere each answers with the transcript's first line)."""
+    from arag.datasets import load_dataset
+    from arag.records import Prediction
+    from metrics import SCORERS
+    from metrics.base import ScorerEnv
+    from runners.evaluate import dataset_features, evaluate
+
+    cfg = make_cfg("dataset=ectsum", f"dataset.root={ECTSUM}", "dataset.split=val",
+                   "dataset.limit=60")  # slices of 15: above 13 pairs scipy's Wilcoxon needs no resampling
+    ds = load_dataset(cfg.dataset, ROOT)
+    features = dataset_features(ds)
+    median = float(np.median([f.values["document_tokens"] for f in features.values()]))
+    rouge = SCORERS.get("rouge").from_config(SCORERS.get("rouge").Options(), ScorerEnv())
+
+    def answers(system: str, copies_long: bool) -> list[dict]:
+        preds = []
+        for task in ds.tasks:
+            long = features[task.id].values["document_tokens"] > median
+            opening = ds.corpus.documents[task.doc_ids[0]].lines[0]
+            preds.append(Prediction(id=task.id, source=ds.name, system=system, model="given",
+                                    task_type=task.task_type, question=task.question,
+                                    doc_ids=list(task.doc_ids), ground_truth=task.reference,
+                                    predicted=task.reference if long == copies_long else opening))
+        return evaluate(preds, {t.id: t for t in ds.tasks}, ds.corpus, [], [rouge],
+                        cfg.target_length, Stuffing, features=features)
+
+    records = {"arag": answers("arag", True), "stuffing": answers("stuffing", False)}
+    _, data = report(records, slice_by=["document_tokens"])
+    [inter] = data["analysis"].artifacts["interaction.jsonl"]
+    assert inter["p_adjusted"] < 0.05
+    [key] = [f.text for f in data["analysis"].findings if f.key]
+    assert "arag ahead above ~" in key and "tokens, stuffing below" in key
