@@ -210,3 +210,24 @@ def test_two_prediction_files_copying_the_reference_on_long_and_on_short_transcr
     assert inter["p_adjusted"] < 0.05
     [key] = [f.text for f in data["analysis"].findings if f.key]
     assert "arag ahead above ~" in key and "tokens, stuffing below" in key
+
+
+def test_compare_page_filters_tasks_by_a_features_value_or_length_bin():
+    import html
+    import json
+    import re
+
+    from report import compare
+
+    tokens = [1000 * (k + 1) for k in range(8)]
+    companies = ["ACME", "BETA"] * 4
+    records = records_by({"arag": [0.1] * 8, "naive": [0.2] * 8}, tokens, company=companies)
+    rows = [row("arag"), row("naive")]
+    page = compare.page(rows, records, "rouge2_f1", {}, "7", "Sweep")
+    features = [json.loads(html.unescape(f)) for f in re.findall(r"data-features='([^']*)'", page)]
+    assert [f["company"] for f in features] == companies
+    bins = [f["document_tokens"] for f in features]
+    assert len(set(bins)) == 4 and bins[0] == bins[1] != bins[2]  # quartiles of 8 tasks
+    offered = json.loads(re.search(r"id='features'>(.*?)</script>", page).group(1))
+    assert offered["company"] == ["ACME", "BETA"] and len(offered["document_tokens"]) == 4
+    assert "<select id='feature'>" in page and "evidence_position" not in offered
