@@ -61,3 +61,4 @@ def test_without_the_models_window_fits_context_is_null_with_the_reason(make_cfg
     ds = load_dataset(make_cfg().dataset, ROOT)
     f = dataset_features(ds)[ds.tasks[0].id]
     assert f.values["fits_context"] is None and "window" in f.null_reasons["fits_context"]
+
