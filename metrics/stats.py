@@ -127,6 +127,14 @@ def document_clusters(doc_ids: Sequence[Sequence[str]]) -> list[int]:
             for i, docs in enumerate(doc_ids)]
 
 
+def clusters_of(doc_ids: Sequence[Sequence[str] | None]) -> list[int] | None:
+    """``document_clusters`` of tasks as records give their ``doc_ids``; None where one
+    does not say (records written before they carried them): tasks then count alone."""
+    if any(not docs for docs in doc_ids):
+        return None
+    return document_clusters([list(docs or []) for docs in doc_ids])
+
+
 def _groups(clusters: Sequence[Any] | None, n: int) -> np.ndarray | None:
     """Cluster numbers 0..m-1 of ``n`` tasks; None when no two tasks share one (nothing
     changes then)."""

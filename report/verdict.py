@@ -42,7 +42,7 @@ from metrics.stats import (
     SIMULATIONS,
     Paired,
     cluster_means,
-    document_clusters,
+    clusters_of,
     min_detectable_difference,
     paired_difference,
     tasks_needed,
@@ -107,11 +107,9 @@ class TaskSets:
     def clusters(self, ids: Sequence[str]) -> list[int] | None:
         """Each task's document cluster (tasks sharing a document share one), from the
         records' ``doc_ids``; None where a record does not say its documents."""
-        docs = [next((table[t]["doc_ids"] for table in self.tables.values()
-                      if t in table and table[t].get("doc_ids")), None) for t in ids]
-        if any(d is None for d in docs):
-            return None
-        return document_clusters([list(d or []) for d in docs])
+        return clusters_of([next((table[t]["doc_ids"] for table in self.tables.values()
+                                  if t in table and table[t].get("doc_ids")), None)
+                            for t in ids])
 
     def cluster_differences(self, a: Row, b: Row, key: str, ids: list[str]) -> list[float]:
         """The paired differences the test is made on: per task, or per document cluster
