@@ -30,19 +30,20 @@ import numpy as np
 
 from metrics.base import Metric, Scorer
 from metrics.repeats import pass_all, variance_components
+from metrics.stats import resampled_means
 
 NOT_AVERAGED = ("started_at", "repeat")
 BOOTSTRAP_SAMPLES = 1000
 
 
-def bootstrap_ci(values: list[float], seed: int = 0) -> tuple[float, float] | None:
+def bootstrap_ci(values: list[float], seed: int = 0, clusters: Sequence[Any] | None = None
+                 ) -> tuple[float, float] | None:
     """95% percentile-bootstrap interval of the mean; None for fewer than two values (one
-    value says nothing about spread)."""
-    data = np.asarray(values, dtype=float)
-    if len(data) < 2:
+    value says nothing about spread). ``clusters``: each value's document cluster; values
+    sharing one are resampled together (``metrics.stats.resampled_means``)."""
+    if len(values) < 2:
         return None
-    rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, len(data), size=(BOOTSTRAP_SAMPLES, len(data)))].mean(axis=1)
+    means = resampled_means(values, clusters, seed, samples=BOOTSTRAP_SAMPLES)
     return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
 
 

@@ -11,6 +11,11 @@
   least ``MIN_UNTIED`` untied pairs), simulated from a comparison's observed differences,
   since no formula fits that rule: the smallest true mean difference it declares with 80%
   power, and how many tasks would declare a given one.
+* Tasks that share a document (FinanceBench's questions on one filing, comparison tasks)
+  are not independent: given ``clusters`` (``document_clusters``: tasks joined by any
+  document they share), the bootstrap resamples whole clusters and the Wilcoxon test is
+  made on each cluster's mean difference, so n is the number of documents. Where every
+  task has its own document, both are exactly the per-task ones.
 * ``holm``: Holm's step-down adjustment of a family of p-values (every metric and pair a
   verdict or a baseline comparison tests), so testing more comparisons does not make a
   chance difference look significant; untestable comparisons (None) are left out of the
@@ -28,6 +33,7 @@ import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +57,9 @@ class Paired:
     wins: int
     losses: int
     ties: int
+    # documents the tasks read, when some share one: the CI resampled them and the test was
+    # made on their mean differences (n_untied then counts documents); None: one per task
+    n_clusters: int | None = None
 
     @property
     def testable(self) -> bool:
@@ -77,23 +86,86 @@ class Paired:
         return "no significant difference"
 
 
-def paired_difference(first: Sequence[float], second: Sequence[float], seed: int = 0
-                      ) -> Paired | None:
+def paired_difference(first: Sequence[float], second: Sequence[float], seed: int = 0,
+                      clusters: Sequence[Any] | None = None) -> Paired | None:
     """The paired comparison of two equally long score lists (same task at each index);
-    None for fewer than two pairs."""
+    None for fewer than two pairs. ``clusters``: each task's document cluster
+    (``document_clusters``); tasks sharing one are resampled and tested together."""
     from scipy.stats import wilcoxon
 
     diff = np.asarray(first, dtype=float) - np.asarray(second, dtype=float)
     if len(diff) < 2:
         return None
-    boots = diff[bootstrap_indices(len(diff), seed)].mean(axis=1)
-    low, high = np.percentile(boots, [2.5, 97.5])
-    untied = int(np.count_nonzero(diff))
-    p = float(wilcoxon(diff).pvalue) if untied >= MIN_UNTIED else None
+    groups = _groups(clusters, len(diff))
+    tested = diff if groups is None else cluster_means(diff, groups)
+    low, high = np.percentile(resampled_means(diff, groups, seed), [2.5, 97.5])
+    untied = int(np.count_nonzero(tested))
+    p = float(wilcoxon(tested).pvalue) if untied >= MIN_UNTIED else None
+    task_ties = len(diff) - int(np.count_nonzero(diff))
     return Paired(n=len(diff), n_untied=untied, mean_diff=float(diff.mean()),
                   sd_diff=float(diff.std(ddof=1)), ci_low=float(low), ci_high=float(high), p=p,
-                  wins=int((diff > 0).sum()), losses=int((diff < 0).sum()),
-                  ties=len(diff) - untied)
+                  wins=int((diff > 0).sum()), losses=int((diff < 0).sum()), ties=task_ties,
+                  n_clusters=None if groups is None else int(groups.max()) + 1)
+
+
+def document_clusters(doc_ids: Sequence[Sequence[str]]) -> list[int]:
+    """Each task's cluster: tasks that read a common document, directly or through other
+    tasks, share one (a comparison task joins its two filings' questions)."""
+    parent: dict[str, str] = {}
+
+    def root(d: str) -> str:
+        while parent.setdefault(d, d) != d:
+            parent[d] = parent[parent[d]]
+            d = parent[d]
+        return d
+
+    for docs in doc_ids:
+        for d in docs[1:]:
+            parent[root(d)] = root(docs[0])
+    numbers: dict[str, int] = {}
+    return [numbers.setdefault(root(docs[0]) if docs else f"\0{i}", len(numbers))
+            for i, docs in enumerate(doc_ids)]
+
+
+def clusters_of(doc_ids: Sequence[Sequence[str] | None]) -> list[int] | None:
+    """``document_clusters`` of tasks as records give their ``doc_ids``; None where one
+    does not say (records written before they carried them): tasks then count alone."""
+    if any(not docs for docs in doc_ids):
+        return None
+    return document_clusters([list(docs or []) for docs in doc_ids])
+
+
+def _groups(clusters: Sequence[Any] | None, n: int) -> np.ndarray | None:
+    """Cluster numbers 0..m-1 of ``n`` tasks; None when no two tasks share one (nothing
+    changes then)."""
+    if clusters is None:
+        return None
+    if len(clusters) != n:
+        raise ValueError(f"{len(clusters)} clusters given for {n} tasks")
+    _, groups = np.unique(np.asarray([str(c) for c in clusters]), return_inverse=True)
+    return groups if groups.max() + 1 < n else None
+
+
+def cluster_means(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` within each cluster, in cluster-number order."""
+    return np.bincount(groups, weights=values) / np.bincount(groups)
+
+
+def resampled_means(values: Sequence[float], clusters: Sequence[Any] | np.ndarray | None = None,
+                    seed: int = 0, samples: int = BOOTSTRAP_SAMPLES) -> np.ndarray:
+    """``samples`` bootstrap means of ``values``: tasks resampled, or whole clusters when
+    tasks share one (each resample's mean over the tasks of the clusters drawn)."""
+    data = np.asarray(values, dtype=float)
+    groups = clusters if isinstance(clusters, np.ndarray) or clusters is None \
+        else _groups(clusters, len(data))
+    if groups is None:
+        # the same draws as ``bootstrap_indices``: the per-task CI is what it always was
+        idx = np.random.default_rng(seed).integers(0, len(data), size=(samples, len(data)))
+        return data[idx].mean(axis=1)
+    m = int(groups.max()) + 1
+    sums, sizes = np.bincount(groups, weights=data, minlength=m), np.bincount(groups, minlength=m)
+    drawn = _counts(np.random.default_rng(seed).integers(0, m, size=(samples, m)), m)
+    return (drawn @ sums) / (drawn @ sizes)
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

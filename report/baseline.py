@@ -40,7 +40,7 @@ from typing import Any
 from arag.config import ConfigError
 from metrics import Scorer, default_scorers
 from metrics.aggregate import task_means
-from metrics.stats import Paired, holm, paired_difference
+from metrics.stats import Paired, clusters_of, holm, paired_difference
 from report import policy
 from report.compare import trace_ids
 from report.verdict import is_answered
@@ -277,7 +277,9 @@ def paired(b_records: list[dict[str, Any]], c_records: list[dict[str, Any]], key
     b, c = per_task(b_records, key), per_task(c_records, key)
     ids = [t for t in c if t in b]
     b_vals, c_vals = [b[t] for t in ids], [c[t] for t in ids]
-    return ids, b_vals, c_vals, paired_difference(c_vals, b_vals)
+    docs = {r["id"]: r.get("doc_ids") for r in c_records}  # tasks sharing one go together
+    clusters = clusters_of([docs.get(t) for t in ids])
+    return ids, b_vals, c_vals, paired_difference(c_vals, b_vals, clusters=clusters)
 
 
 def stats(res: Paired | None, n: int, b_vals: list[float], c_vals: list[float]

@@ -6,6 +6,10 @@ the task's MLflow trace. The rows sort by the difference between two chosen runs
 chosen score. The page is self-contained (inline CSS and JS, no network), so it works in
 MLflow's sandboxed artifact viewer and from a downloaded file alike.
 
+The rows filter by a document feature (``arag.datasets.features``): a categorical one by its
+value, a numeric one by its quartile bin over the page's tasks (as ``report.slice_by`` bins
+it).
+
 With ``runner.repeats`` a run's cell shows the task's repeats side by side (each with its
 output, scores and trace link), and the row sorts by the task's mean over its repeats.
 """
@@ -17,8 +21,10 @@ import json
 import logging
 from typing import Any
 
+from arag.datasets.features import known_features
 from arag.records import answer_key
 from metrics import declared_metrics
+from metrics.slices import feature_bins
 from report import attribution, policy
 from report.verdict import per_task
 from tracking.paths import ui_address
@@ -82,6 +88,22 @@ function sortRows() {
 }
 ['runA', 'runB', 'metric'].forEach(id => document.getElementById(id).onchange = sortRows);
 sortRows();
+// filter by a document feature's value (or numeric bin)
+const featureValues = JSON.parse(document.getElementById('features').textContent);
+const featureBox = document.getElementById('feature'), valueBox = document.getElementById('featureValue');
+function filterRows() {
+  const f = featureBox.value, v = valueBox.value; let shown = 0;
+  document.querySelectorAll('#rows tr').forEach(tr => {
+    const keep = !f || JSON.parse(tr.getAttribute('data-features'))[f] === v;
+    tr.style.display = keep ? '' : 'none'; shown += keep; });
+  document.getElementById('shown').textContent = shown;
+}
+featureBox.onchange = () => {
+  valueBox.innerHTML = '';
+  (featureValues[featureBox.value] || []).forEach(v => {
+    const o = document.createElement('option'); o.textContent = v; valueBox.appendChild(o); });
+  filterRows(); };
+valueBox.onchange = filterRows;
 """
 
 
@@ -174,8 +196,12 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
     head = "".join(f"<th>{html.escape(r['run'])}" + (
         f"<br><span class='muted'>{html.escape(r['system'])}</span>"
         if r["system"] != r["run"] else "") + "</th>" for r in finished)
-    rows = [_row(tid, finished, by_run, fields, traces, experiment_id, (judged or {}).get(tid, ""))
-            for tid in task_ids]
+    features = task_feature_labels(by_run, task_ids)
+    rows = [_row(tid, finished, by_run, fields, traces, experiment_id, (judged or {}).get(tid, ""),
+                 {f: labels.get(tid) for f, labels in features.items()}) for tid in task_ids]
+    choices = "".join(f"<option>{html.escape(f)}</option>" for f in features)
+    values = json.dumps({f: list(dict.fromkeys(v for v in labels.values()))
+                         for f, labels in features.items()}).replace("</", "<\\/")
     options = "".join(f"<option value='{i}'>{html.escape(r['run'])}</option>"
                       for i, r in enumerate(finished))
     second = options.replace("value='1'>", "value='1' selected>", 1)
@@ -190,11 +216,30 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
         "first (by the metric's direction; tasks where either has no score last).</p>"
         f"<div class='controls'>sort by <select id='metric'>{metrics}</select> of "
         f"<select id='runA'>{options}</select> minus <select id='runB'>{second}</select>"
-        f"</div><div class='scroll'><table><thead><tr><th class='q'>task</th><th>difference</th>"
+        f" &nbsp; show tasks with <select id='feature'><option value=''>(every task)</option>"
+        f"{choices}</select> = <select id='featureValue'></select> "
+        f"(<span id='shown'>{len(task_ids)}</span> shown)</div>"
+        f"<div class='scroll'><table><thead><tr><th class='q'>task</th><th>difference</th>"
         f"{head}</tr></thead><tbody id='rows'>{''.join(rows)}</tbody></table></div>"
         f"<script type='application/json' id='runs'>{runs_json}</script>"
         f"<script type='application/json' id='directions'>{directions}</script>"
+        f"<script type='application/json' id='features'>{values}</script>"
         f"<script>{_SCRIPT}</script></body></html>")
+
+
+def task_feature_labels(by_run: list[dict[str, list[dict[str, Any]]]], task_ids: list[str]
+                        ) -> dict[str, dict[str, str]]:
+    """Feature -> task id -> the label the filter shows: a categorical value as it is, a
+    numeric one's quartile bin (``metrics.slices.feature_bins``); only features some task
+    carries."""
+    first = {t: next(recs[t][0] for recs in by_run if t in recs) for t in task_ids}
+    out: dict[str, dict[str, str]] = {}
+    for feature in known_features():
+        values = {t: r[feature] for t, r in first.items() if r.get(feature) is not None}
+        if values:
+            out[feature] = {t: b.label if b.lo is not None else str(values[t])
+                            for b in feature_bins(values) for t in b.ids}
+    return out
 
 
 def _answers_by_task(records: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -207,7 +252,8 @@ def _answers_by_task(records: list[dict[str, Any]]) -> dict[str, list[dict[str, 
 
 def _row(task_id: str, finished: list[dict[str, Any]],
          by_run: list[dict[str, list[dict[str, Any]]]], fields: list[str],
-         traces: dict[str, dict[str, str]], experiment_id: str, judged: str = "") -> str:
+         traces: dict[str, dict[str, str]], experiment_id: str, judged: str = "",
+         features: dict[str, str | None] | None = None) -> str:
     first = next(recs[task_id][0] for recs in by_run if task_id in recs)
     # a task's score for sorting: its mean over repeats (verdict.per_task)
     scores = {i: {f: per_task(recs[task_id])[task_id].get(f) for f in fields}
@@ -221,7 +267,8 @@ def _row(task_id: str, finished: list[dict[str, Any]],
                   else None for t in found]
         cells.append(_cell(answers, fields, routes))
     reference = html.escape(first.get("reference") or "")
-    return (f"<tr data-scores='{html.escape(json.dumps(scores))}'><td class='q'><b>"
+    return (f"<tr data-scores='{html.escape(json.dumps(scores))}' "
+            f"data-features='{html.escape(json.dumps(features or {}))}'><td class='q'><b>"
             f"{html.escape(task_id)}</b><br>{html.escape(first.get('question') or '')}"
             f"<details><summary>reference</summary><div class='out'>{reference}</div></details>"
             f"{judged}</td><td class='diff'></td>{''.join(cells)}</tr>")

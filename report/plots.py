@@ -272,3 +272,27 @@ def attribution_plot(bars: list[tuple[str, dict[str, float], float | None]], fol
     claims.set_xlabel("share of claims")
     claims.set_title("Unsupported claims")
     return _save(fig, folder / "attribution.png")
+
+
+def crossover_plot(rows: list[dict[str, Any]], path: Path, title: str) -> Path | None:
+    """A pair's paired difference by bin of a numeric feature (``slices.jsonl`` rows): the
+    bin's mean difference with its bootstrap 95% CI, at the bin's middle, and the zero line
+    (above it the first run leads)."""
+    rows = [r for r in rows if r.get("lo") is not None and r.get("hi") is not None]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 3.6))
+    mids = [(r["lo"] + r["hi"]) / 2 for r in rows]
+    diffs = [r["diff"] for r in rows]
+    err = [[max(0.0, r["diff"] - r["ci_low"]) if r["ci_low"] is not None else 0.0 for r in rows],
+           [max(0.0, r["ci_high"] - r["diff"]) if r["ci_high"] is not None else 0.0
+            for r in rows]]
+    ax.errorbar(mids, diffs, yerr=err, fmt="o-", capsize=4, color=BLUE)
+    ax.axhline(0.0, color="#777777", linewidth=1, linestyle="--")
+    for x, r in zip(mids, rows, strict=True):
+        ax.annotate(f"n={r['n']}", (x, r["diff"]), textcoords="offset points", xytext=(0, 8),
+                    ha="center", fontsize=7)
+    ax.set_xlabel(f"{rows[0]['feature']} (bin middle)", fontsize=9)
+    ax.set_ylabel(f"{rows[0]['a']} − {rows[0]['b']}", fontsize=9)
+    ax.set_title(title, fontsize=10)
+    return _save(fig, path)

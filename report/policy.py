@@ -13,6 +13,10 @@ itself, so changing a direction or the ranking rule is one edit here.
   contenders as reference points and are never ranked among them.
 * The pairwise judge (``judge.pairwise``) asks the verdict's question of each pair: each
   agentic run against each baseline, or every pair of contenders (``pairs_of``).
+* Slices by document feature (``report.slice_by``) are made for every pair of the
+  verdict's family on every decision metric that has a paired comparison (``sliced``); the
+  key finding says, per pair, whether its difference depends on the first decision
+  metric's features (``keyed_slices``).
 * An agentic run whose model called no tool on any answered task answered closed-book:
   it stays in the tables, and the caveats say its agentic comparison is void
   (``agentic_void``).
@@ -155,3 +159,15 @@ def agentic_void(without_tool_call: int, answered: int) -> bool:
     naive RAG and stuffing it compares closed-book answering. Some tasks may need no tool;
     not every one."""
     return answered > 0 and without_tool_call >= answered
+
+
+def sliced(decided: Sequence[Any]) -> list[Any]:
+    """The verdict's tests (``report.verdict.Decision``) that ``report.slice_by`` slices:
+    every one with a paired comparison (two or more shared tasks)."""
+    return [d for d in decided if d.paired is not None]
+
+
+def keyed_slices(decided: Sequence[Any], keys: Sequence[str]) -> list[Any]:
+    """The sliced tests whose interaction is said in the key finding: the first decision
+    metric's (the others are in the section and its artifacts)."""
+    return [d for d in sliced(decided) if keys and d.key == keys[0]]

@@ -41,6 +41,8 @@ from metrics.stats import (
     POWER,
     SIMULATIONS,
     Paired,
+    cluster_means,
+    clusters_of,
     min_detectable_difference,
     paired_difference,
     tasks_needed,
@@ -99,7 +101,24 @@ class TaskSets:
     def pair(self, a: Row, b: Row, key: str, ids: list[str] | None = None) -> Paired | None:
         ids = self.pair_ids(a, b, key) if ids is None else ids
         ta, tb = self.tables[a["run_id"]], self.tables[b["run_id"]]
-        return paired_difference([ta[t][key] for t in ids], [tb[t][key] for t in ids])
+        return paired_difference([ta[t][key] for t in ids], [tb[t][key] for t in ids],
+                                 clusters=self.clusters(ids))
+
+    def clusters(self, ids: Sequence[str]) -> list[int] | None:
+        """Each task's document cluster (tasks sharing a document share one), from the
+        records' ``doc_ids``; None where a record does not say its documents."""
+        return clusters_of([next((table[t]["doc_ids"] for table in self.tables.values()
+                                  if t in table and table[t].get("doc_ids")), None)
+                            for t in ids])
+
+    def cluster_differences(self, a: Row, b: Row, key: str, ids: list[str]) -> list[float]:
+        """The paired differences the test is made on: per task, or per document cluster
+        (its tasks' mean) where tasks share documents."""
+        diff = np.asarray(self.differences(a, b, key, ids), dtype=float)
+        clusters = self.clusters(ids)
+        if clusters is None or len(set(clusters)) == len(ids):
+            return list(diff)
+        return list(cluster_means(diff, np.asarray(clusters)))
 
     def differences(self, a: Row, b: Row, key: str, ids: list[str]) -> list[float]:
         """``a``'s score minus ``b``'s on each of ``ids``."""
@@ -272,7 +291,7 @@ def _win_words(d: Decision) -> str:
     loser = d.second if d.better is d.first else d.first
     small = ", small n" if d.paired.n < SMALL_N else ""
     return (f"{d.better['run']} beats {loser['run']} on {d.key} "
-            f"(by {abs(d.paired.mean_diff):.3f}, n={d.paired.n}{small})")
+            f"(by {abs(d.paired.mean_diff):.3f}, n={n_words(d.paired.n, d.paired)}{small})")
 
 
 def _family_words(decided: Sequence[Decision]) -> str:
@@ -403,9 +422,9 @@ def pair_sentence(sets: TaskSets, decision: Decision | None, a: Row, b: Row, key
     ids = sets.pair_ids(a, b, key)
     ma, mb = (float(np.mean(sets.values(r, key, ids))) if ids else means[r["run_id"]]
               for r in (a, b))
-    text = (f"**{_name(a)}** vs **{_name(b)}** (n={len(ids)}{shrunk(sets, a, b, ids)}): "
-            f"{ma:.3f} vs {mb:.3f}")
     res = decision.paired if decision is not None else None
+    text = (f"**{_name(a)}** vs **{_name(b)}** (n={n_words(len(ids), res)}"
+            f"{shrunk(sets, a, b, ids)}): {ma:.3f} vs {mb:.3f}")
     if decision is None or res is None:
         return f"{text}; too few tasks for a paired comparison."
     if res.n_untied == 0:
@@ -413,8 +432,10 @@ def pair_sentence(sets: TaskSets, decision: Decision | None, a: Row, b: Row, key
     text += (f", difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]"
              + small_n_note(res.n))
     if res.testable:
-        text += f", Wilcoxon {decision.p_words()} over {res.n_untied} untied pairs"
-    power = " " + power_sentence(sets.differences(a, b, key, ids), decision.family)
+        untied = "documents' mean differences" if res.n_clusters else "pairs"
+        text += f", Wilcoxon {decision.p_words()} over {res.n_untied} untied {untied}"
+    power = " " + power_sentence(sets.cluster_differences(a, b, key, ids), decision.family,
+                                 "documents" if res.n_clusters else "tasks")
     better = decision.better
     if better is not None:
         return (f"{text}: **significant**, {better['run']} is better."
@@ -498,8 +519,9 @@ def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str,
     if res is not None and res.n_untied and not any({id(best), id(runner_up)} == {id(a), id(b)}
                                                     for a, b in pairs):
         ids = sets.pair_ids(best, runner_up, key)
-        power = " " + power_sentence(sets.differences(best, runner_up, key, ids),
-                                     decision.family if decision else 1)
+        power = " " + power_sentence(sets.cluster_differences(best, runner_up, key, ids),
+                                     decision.family if decision else 1,
+                                     "documents" if res.n_clusters else "tasks")
     if decision is not None and res is not None and decision.better is best:
         return (f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), significantly ahead "
                 f"of {runner_up['run']}.{power}")
@@ -511,9 +533,17 @@ RULE_WORDS = (f"Holm-adjusted Wilcoxon with a bootstrap CI, simulated from the o
               f"differences, {SIMULATIONS:,} resamples")
 
 
-def power_sentence(differences: Sequence[float], comparisons: int) -> str:
+def n_words(n: int, paired: Paired | None) -> str:
+    """A pair's n: its tasks, and the documents they read where tasks share one."""
+    if paired is None or not paired.n_clusters:
+        return str(n)
+    return f"{n} tasks on {paired.n_clusters} documents"
+
+
+def power_sentence(differences: Sequence[float], comparisons: int, unit: str = "tasks") -> str:
     """The minimum detectable difference of the rule the verdict applies, over a pair's own
-    tasks and family, and the tasks its observed difference would need when smaller."""
+    tasks (or documents, ``unit``, where tasks share them: the differences are then each
+    document's mean) and family, and how many its observed difference would need."""
     holm = f"; Holm at its worst case, p < {ALPHA}/{comparisons}" if comparisons > 1 else ""
     rule = f"the rule that decides ({RULE_WORDS}{holm})"
     mdd = min_detectable_difference(differences, comparisons)
@@ -523,7 +553,7 @@ def power_sentence(differences: Sequence[float], comparisons: int) -> str:
     if mdd.value is None:
         text = cannot
     else:
-        text = (f"The **minimum detectable difference** over these {len(differences)} tasks "
+        text = (f"The **minimum detectable difference** over these {len(differences)} {unit} "
                 f"is {mdd.value:.3f}: the smallest true difference {rule} declares with "
                 f"{POWER:.0%} power.")
     observed = abs(float(np.mean(differences)))
@@ -532,7 +562,7 @@ def power_sentence(differences: Sequence[float], comparisons: int) -> str:
     if mdd.value is None or observed < mdd.value:
         needed = tasks_needed(differences, comparisons)
         text += (f" Declaring the observed difference ({observed:.3f}) would "
-                 + (f"take about {int(needed.value):,} tasks." if needed.value is not None
+                 + (f"take about {int(needed.value):,} {unit}." if needed.value is not None
                     else f"take {needed.why}."))
     return text
 
@@ -644,7 +674,7 @@ def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
         if res is None:
             continue
         held = d is not None and d.p_adjusted is not None
-        rows.append([f"{a['run']} vs {b['run']}", res.n, res.n_untied, res.mean_diff,
+        rows.append([f"{a['run']} vs {b['run']}", n_words(res.n, res), res.n_untied, res.mean_diff,
                      f"[{res.ci_low:.3f}, {res.ci_high:.3f}]", res.p_text(),
                      f"{d.p_adjusted:.3g}" if held and d else
                      "– (a bound: not decided on)" if d is None else "–",
@@ -665,11 +695,13 @@ def common_rows(sets: TaskSets, metrics: list[str]) -> list[Row]:
     for r in sets.runs:
         row = {k: v for k, v in r.items() if not k.endswith(("_mean", "_ci_low", "_ci_high"))}
         for m in metrics:
-            values = sets.values(r, m, sets.common_for(m))
+            ids = [t for t in sets.common_for(m)
+                   if sets.tables[r["run_id"]].get(t, {}).get(m) is not None]
+            values = sets.values(r, m, ids)
             if values:
                 row[f"{m}_mean"] = float(np.mean(values))
                 row[f"{m}_n"] = len(values)
-                ci = bootstrap_ci(values)
+                ci = bootstrap_ci(values, clusters=sets.clusters(ids))
                 if ci is not None:
                     row[f"{m}_ci_low"], row[f"{m}_ci_high"] = ci
         out.append(row)

@@ -24,6 +24,7 @@ from arag.config import (
     positive,
     ranged,
 )
+from arag.datasets.features import NUMERIC
 
 
 @dataclass
@@ -112,6 +113,16 @@ class ReportConfig:
     # the sweep's report holds the judge against (docs/validate-your-judge.md); None: only
     # the HUMAN feedback on its traces
     human_labels: str | None = None
+    # document features to slice every compared pair by ("Where each system wins",
+    # docs/verdict.md): [document_tokens, company, ...]; empty: no slices
+    slice_by: list[str] = field(default_factory=list)
+    # quantile bins of a numeric feature (4: quartiles of the compared tasks)
+    slice_bins: int = ranged(4, low=2, must="at least 2 (bins of a numeric feature)")
+    # explicit inner edges of a numeric feature's bins, increasing:
+    # report.slice_edges.document_tokens=[8000,32000,128000] (they replace its quantiles)
+    # (every numeric feature is a key, so an override needs no "+"; empty: quantiles)
+    slice_edges: dict[str, list[float]] = field(default_factory=lambda: {
+        name: [] for name in sorted(NUMERIC)})
 
 
 @dataclass

@@ -6,16 +6,20 @@ What a system is comes from its class's declarations (``retrieves``, ``ranking``
 Each record also carries what its retrieval scores were computed from, so they can be
 recomputed from the run's own artifacts: the task's gold (``gold_lines``: doc id -> 1-based
 line numbers; ``gold_chunk_ids``: the chunks holding one, sorted) and the chunks the
-system read (``retrieved_chunk_ids``), plus the length of the task's documents in tokens
-(``document_tokens``, ≈4 characters a token) for the report's breakdown by length.
+system read (``retrieved_chunk_ids``), plus the task's document features (``document_tokens``,
+``company``, ``evidence_position``, ``fits_context``, ...: ``arag.datasets.features``) for
+the report's slices.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 from arag.citations import strip_citations
+from arag.datasets import Dataset
+from arag.datasets.features import Features, document_tokens, task_features
 from arag.datasets.sections import document_sections
 from arag.records import Chunk, Corpus, Prediction, Task
 from arag.systems import Sources, System
@@ -72,10 +76,20 @@ def scoring_items(predictions: list[Prediction], tasks: dict[str, Task], corpus:
     ]
 
 
+def dataset_features(dataset: Dataset, fits: Callable[[Task], bool] | None = None
+                     ) -> dict[str, Features]:
+    """Task id -> its document features; ``fits``: stuffing's skip rule for the run's model
+    (``Stuffing.fits``), None where the run's window is not known."""
+    return {t.id: task_features(t, dataset.corpus, dataset.name, fits(t) if fits else None,
+                                dataset.task_features.get(t.id)) for t in dataset.tasks}
+
+
 def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,
              chunks: list[Chunk], scorers: list[Scorer], target_length: int,
-             system: type[System], citations: bool = True) -> list[dict[str, Any]]:
-    """One eval record per prediction, from its ``scoring_items``."""
+             system: type[System], citations: bool = True,
+             features: dict[str, Features] | None = None) -> list[dict[str, Any]]:
+    """One eval record per prediction, from its ``scoring_items``, with its task's document
+    features (``dataset_features``; without them, ``document_tokens`` alone)."""
     items = scoring_items(predictions, tasks, corpus, chunks, target_length, system, citations)
     records: list[dict[str, Any]] = [{"id": p.id, "system": p.system} for p in predictions]
     reasons: list[dict[str, str]] = [{} for _ in predictions]
@@ -92,6 +106,10 @@ def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corp
             if record[key] is None and not_given:
                 why[key] = f"the prediction's record does not carry {key}"
         record.update(provenance(item, corpus))
+        found = (features or {}).get(item.task.id)
+        if found is not None:
+            record.update(found.values)
+            why.update(found.null_reasons)
         record["null_reasons"] = why
     return records
 
@@ -106,5 +124,6 @@ def provenance(item: ScoringItem, corpus: Corpus) -> dict[str, Any]:
         "gold_chunk_ids": sorted(gold) if gold is not None else None,
         "n_gold_chunks": len(gold) if gold is not None else None,
         "retrieved_chunk_ids": list(item.prediction.retrieved_chunk_ids),
-        "document_tokens": sum(len(d.text) for d in docs) // 4,
+        "doc_ids": list(task.doc_ids),  # tasks sharing a document are resampled together
+        "document_tokens": document_tokens(docs),
     }

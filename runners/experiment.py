@@ -27,6 +27,7 @@ from arag.llm.base import MissingCredentials
 from arag.llm.cache import SpendJournal
 from arag.records import Prediction
 from arag.redact import redact_logs
+from arag.systems.builtin import Stuffing
 from report.console import quiet
 from report.policy import report_metrics
 from runners.cores import math_threads
@@ -39,6 +40,7 @@ from runners.errors import (
     show_trace,
     too_many_errors,
 )
+from runners.evaluate import dataset_features
 from runners.job import Job, build_system, cached, prepare
 from runners.naming import job_run_name, progress_label
 from runners.predict import predict
@@ -161,13 +163,16 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
     if outcome.stop_reason:
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})
         tracker.end_status = "KILLED"
+    # stuffing's skip rule for this run's model and settings, whichever system runs
+    features = dataset_features(job.dataset, lambda task: Stuffing.fits(task, system.ctx))
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
         "n_answered_again": float(outcome.n_changed),
         **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics,
-        **spend_metrics(job, outcome.predictions)})
+        **spend_metrics(job, outcome.predictions)}, features)
     n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
-                               agentic=system.agentic)
+                               agentic=system.agentic,
+                               tags={t: f.values for t, f in features.items()})
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
                                       cfg.judge.name, [m.name for m in report_metrics()],
                                       {p.id: p.ground_truth for p in outcome.predictions})

@@ -15,6 +15,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from arag.agent import prompt_texts
+from arag.datasets.features import Features
 from arag.llm.base import ChatModel
 from arag.llm.cache import MeteredModel, SpendJournal
 from arag.records import Prediction
@@ -29,7 +30,7 @@ from report.plots import run_plots
 from report.sections import tool_call_caveat
 from runners.config import RunConfig
 from runners.errors import TO_ASK_AGAIN, error_metrics, judge_error_counts, zero_stale_counts
-from runners.evaluate import evaluate
+from runners.evaluate import dataset_features, evaluate
 from runners.identity import prompt_versions
 from runners.job import Job, make_scorers, prepare
 from runners.settings import Settings, read
@@ -42,9 +43,11 @@ DATASET_DIGEST_PARAM = "dataset_digest"  # Dataset.digest, on every job run and 
 
 
 def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTracker,
-                  extra: dict[str, float]) -> tuple[dict[str, float], list[dict[str, Any]]]:
+                  extra: dict[str, float], features: dict[str, Features] | None = None
+                  ) -> tuple[dict[str, float], list[dict[str, Any]]]:
     """Score predictions and log metrics, records, tables, reports and plots to the run;
-    returns the run's metrics and the eval records."""
+    returns the run's metrics and the eval records (each with its task's ``features``;
+    without them, those the dataset gives without the run's model)."""
     cfg = job.cfg
     tasks = {t.id: t for t in job.dataset.tasks}
     for p in predictions:  # a reused prediction is scored against today's reference
@@ -53,7 +56,8 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     judge_spend = SpendJournal(job.judge_spend_path(tracker.run_id))
     scorers, judges = make_scorers(job.settings, judge_spend)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
-                       cfg.target_length, job.system_class, cfg.system.citations)
+                       cfg.target_length, job.system_class, cfg.system.citations,
+                       features or dataset_features(job.dataset))
     calls = model_call_counts(predictions) if job.system_class.calls_models else {}
     metrics = {**aggregate(records, scorers), **calls, **extra,
                **tool_call_counts(predictions, job.system_class, cfg.system.tools),

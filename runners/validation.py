@@ -3,6 +3,7 @@ credentials of every provider the run will call."""
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from dataclasses import MISSING, fields, is_dataclass
@@ -12,6 +13,7 @@ from typing import Any
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from arag.config import RANGE, ConfigError, option_value
+from arag.datasets.features import NUMERIC, known_features
 from arag.llm.registry import PROVIDERS
 from arag.retrieval import check_precision
 from arag.retrieval.embedder import resolve_embedder_path
@@ -94,6 +96,7 @@ def validate_config(cfg: DictConfig) -> None:
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
     parse_rules(cfg.report.fail_on)  # each report.fail_on entry is <metric>:<margin>
     parse_map(cfg.report.baseline_map)  # each entry pairs two run names
+    check_slices(cfg.report)
 
 
 def check_providers(cfg: DictConfig) -> None:
@@ -240,3 +243,27 @@ def _reordered(names: list[str]) -> list[str]:
         out += [r for r in reads if r in names and r not in out]
         out += [name] if name not in out else []
     return out
+
+
+def check_slices(report: Any) -> None:
+    """``report.slice_by`` names known document features; ``report.slice_edges`` gives
+    increasing edges of a numeric one."""
+    known = known_features()
+    for name in report.slice_by:
+        if name not in known:
+            close = difflib.get_close_matches(str(name), known, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ConfigError(f"report.slice_by names {name!r}, which is not a document "
+                              f"feature{hint}. The known features are {known}. Fix: "
+                              "report.slice_by=[document_tokens]")
+    for name, edges in (report.slice_edges or {}).items():
+        if name not in NUMERIC:
+            raise ConfigError(f"report.slice_edges.{name}: only a numeric feature has edges "
+                              f"({sorted(NUMERIC)}); a categorical one is sliced by value. "
+                              f"Fix: remove report.slice_edges.{name}")
+        values = list(edges)  # empty: quantile bins
+        if any(b <= a for a, b in zip(values, values[1:], strict=False)):
+            raise ConfigError(f"report.slice_edges.{name}={values} is invalid: the edges "
+                              "must be a strictly increasing list. Fix: "
+                              f"report.slice_edges.{name}=[8000,32000,128000]")
+

@@ -52,7 +52,15 @@ def test_a_trace_missing_scores_gets_each_once_and_a_second_continuation_adds_no
     predictions = [_prediction("t1"), _prediction("t2"), _prediction("t2", repeat=1)]
     records = [_record(p.id, p.repeat) for p in predictions]
     references = {p.id: p.ground_truth for p in predictions}
-    assert log_task_traces(experiment_id, run_id, predictions) == 3
+    features = {"t1": {"document_tokens": 12000, "company": "ACME", "evidence_position": None},
+                "t2": {"document_tokens": 900, "company": "BETA", "evidence_position": 0.25}}
+    assert log_task_traces(experiment_id, run_id, predictions, tags=features) == 3
+    # each trace carries its task's document features as tags the UI filters by
+    acme = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
+                                filter_string="tags.company = 'ACME'", include_spans=False)
+    assert [(t.info.tags["task_id"], t.info.tags["document_tokens"]) for t in acme] == [
+        ("t1", "12000")]
+    assert "evidence_position" not in acme[0].info.tags  # null: not set, never "None"
     assert log_task_assessments(experiment_id, run_id, records, JUDGE, FIELDS, references) == 3
     complete = _names(experiment_id, run_id)
     want = Counter({"expected_response": 1, "rouge2_f1": 1, "rougeL_f1": 1,

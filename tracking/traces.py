@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from arag import progress
@@ -36,10 +36,13 @@ def _ns(pred: Prediction, ms: float) -> int:
 
 
 def log_task_traces(experiment_id: str, run_id: str, predictions: list[Prediction],
-                    agentic: bool = False) -> int:
+                    agentic: bool = False, tags: Mapping[str, Mapping[str, Any]] | None = None
+                    ) -> int:
     """One trace per task of the run; a task whose prediction already has its trace is left
     alone (a continued run), one whose prediction changed (a retried error) gets a new trace
-    in place of the old. Returns the number of traces written."""
+    in place of the old. ``tags``: task id -> its document features, set as trace tags so
+    the MLflow UI filters traces by them (a null feature is not set). Returns the number of
+    traces written."""
     import mlflow
 
     existing = _existing_traces(experiment_id, run_id)
@@ -51,13 +54,13 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
             old = existing.get(pred.answer_key)
             if old is not None:
                 stale.append(old[0])
-            _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic)
+            _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic, (tags or {}).get(pred.id))
             count += 1
             shown.update(1)
     _flush()
     lost = _not_stored(experiment_id, run_id, todo)
     for pred in lost:  # a full export queue drops a trace with a warning only: once more,
-        _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic)
+        _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic, (tags or {}).get(pred.id))
         _flush()  # one at a time, so the queue is empty for each
     if lost:
         still = _not_stored(experiment_id, run_id, lost)
@@ -196,20 +199,21 @@ def _trace_key(meta: dict[str, str]) -> str:
 
 
 def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
-               agentic: bool) -> None:
+               agentic: bool, features: Mapping[str, Any] | None = None) -> None:
     import mlflow
     from mlflow.entities import SpanType
 
     # a skipped task made no call: its trace is a single span that says why, at log time
     started = pred.started_at or time.time()
     task = {"task_id": pred.id, "repeat": str(pred.repeat)}
+    feature_tags = {k: str(v) for k, v in (features or {}).items() if v is not None}
     root = mlflow.start_span_no_context(
         name=f"{pred.system}:{pred.answer_key}",
         span_type=SpanType.AGENT if agentic else SpanType.CHAIN,
         inputs={"question": pred.question, "doc_ids": pred.doc_ids},
         attributes={"system": pred.system, "model": pred.model, "task_id": pred.id},
         metadata={"mlflow.sourceRun": run_id, **task, "prediction": stamp},
-        tags=task,  # a task's repeats are found together by this tag
+        tags={**feature_tags, **task},  # a task's repeats are found together by task_id
         experiment_id=experiment_id,
         start_time_ns=int(started * 1e9),
     )

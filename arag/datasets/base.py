@@ -67,6 +67,9 @@ class Dataset:
     # holds, and task id -> what that task reads (its fields and its documents)
     digest: str = ""
     task_digests: dict[str, str] = field(default_factory=dict)
+    # document features the adapter adds to the common ones (arag/datasets/features.py):
+    # task id -> feature name -> value (the folder adapter's file_type)
+    task_features: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 AdapterFn = Callable[[Any, Path], Dataset]

@@ -642,8 +642,16 @@ def load_folder(cfg: Any, project_root: Path) -> Dataset:
         raise FolderProblems(root, sorted(folder.problems,
                                           key=lambda p: (str(p.file), p.line or 0)))
     dataset = Dataset(cfg.name, Corpus(folder.documents), tasks)
+    dataset.task_features = {t.id: {"file_type": file_type(folder, t)} for t in tasks}
     add_reports(dataset, folder, unlocated, tasks_path.exists())
     return validate(dataset, tasks_path, lines)
+
+
+def file_type(folder: Folder, task: Task) -> str:
+    """The suffix of the task's files (``pdf``; ``md + txt`` for a task over mixed ones)."""
+    suffixes = dict.fromkeys(folder.files[d].suffix.lower().lstrip(".") for d in task.doc_ids
+                             if d in folder.files)
+    return " + ".join(suffixes)
 
 
 def add_reports(dataset: Dataset, folder: Folder, unlocated: list[dict[str, Any]],

@@ -9,7 +9,7 @@ from arag.agent.loop import run_agent
 from arag.agent.prompts import SYSTEM_SUMMARY, summarize_chunks_prompt, system_prompt, task_prompt
 from arag.calls import CallLog
 from arag.records import Corpus, Prediction, Task
-from arag.systems.base import Sources, System, register_system
+from arag.systems.base import Sources, System, SystemContext, register_system
 from arag.systems.retriever import retrieve
 from arag.tools.toolset import Toolset
 from arag.trace import Retrieval
@@ -105,15 +105,27 @@ class Stuffing(System):
     def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
         return whole_documents(pred, sources)
 
+    @staticmethod
+    def stuffed(task: Task, corpus: Corpus) -> str:
+        """The whole documents of a task, as stuffing puts them in its prompt."""
+        return "\n\n".join(f'<document id="{d.doc_id}">\n{d.header}\n{d.text}\n</document>'
+                           for d in (corpus.documents[d] for d in task.doc_ids))
+
+    @classmethod
+    def prompt_tokens(cls, task: Task, ctx: SystemContext) -> int:
+        """The tokens of stuffing's whole request for a task: what its skip rule weighs."""
+        prompt = task_prompt(task, ctx.style, ctx.target_length, cls.stuffed(task, ctx.corpus))
+        return ctx.model.count_tokens(system_prompt(task.task_type, False) + prompt)
+
+    @classmethod
+    def fits(cls, task: Task, ctx: SystemContext) -> bool:
+        """Stuffing's skip rule: the request fits the context less the output's tokens."""
+        return cls.prompt_tokens(task, ctx) <= ctx.context_limit - ctx.max_tokens
+
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
-        docs = [self.ctx.corpus.documents[d] for d in task.doc_ids]
-        context = "\n\n".join(
-            f'<document id="{d.doc_id}">\n{d.header}\n{d.text}\n</document>' for d in docs
-        )
-        prompt = task_prompt(task, self.ctx.style, self.ctx.target_length, context)
-        needed = self.ctx.model.count_tokens(system_prompt(task.task_type, False) + prompt)
-        available = self.ctx.context_limit - self.ctx.max_tokens
-        if needed > available:
+        context = self.stuffed(task, self.ctx.corpus)
+        if not self.fits(task, self.ctx):
+            needed = self.prompt_tokens(task, self.ctx)
             pred.skipped = True
             pred.skip_reason = (f"prompt of ~{needed} tokens exceeds the model's context "
                                 f"({self.ctx.context_limit} minus {self.ctx.max_tokens} for output)")
