@@ -22,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from tracking.human_labels import FIVE_POINT, YES_NO
 from tracking.paths import resolve_tracking_uri
 from tracking.runs import TrackingError
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
@@ -58,9 +59,12 @@ def stratified_sample(records: dict[str, list[dict[str, Any]]], dimension: str, 
     return picked
 
 
-def template_lines(picked: list[Picked], dimensions: list[str]) -> list[dict[str, Any]]:
-    return [{"task_id": rec["id"], "system": run, "dimension": dim, "score": None,
-             "labeller": None, "question": rec.get("question"), "answer": rec.get("predicted")}
+def template_lines(picked: list[Picked], dimensions: list[str], scale: str = FIVE_POINT
+                   ) -> list[dict[str, Any]]:
+    """One line per answer and dimension, on ``scale``, ``score`` and ``labeller`` null."""
+    return [{"task_id": rec["id"], "system": run, "dimension": dim, "scale": scale,
+             "score": None, "labeller": None, "question": rec.get("question"),
+             "answer": rec.get("predicted")}
             for run, rec in picked for dim in dimensions]
 
 
@@ -99,14 +103,15 @@ document.getElementById('save').addEventListener('click', () => {
   const lines = [...document.querySelectorAll('select')].filter(s => s.value !== '')
     .map(s => { const item = items[Number(s.dataset.k)];
       return JSON.stringify({task_id: item.task_id, system: item.system,
-        dimension: item.dimension, score: Number(s.value), labeller: labeller}); });
+        dimension: item.dimension, scale: item.scale, score: Number(s.value),
+        labeller: labeller}); });
   const blob = new Blob([lines.join('\\n') + '\\n'], {type: 'application/x-ndjson'});
   const link = document.createElement('a');
   link.href = URL.createObjectURL(blob); link.download = 'labels.jsonl'; link.click();
 });
 """
-SCALES = {"1-5": [[str(s), str(s)] for s in range(1, 6)],
-          "yes/no": [["1", "1 consistent"], ["0", "0 inconsistent"]]}
+SCALES = {FIVE_POINT: [[str(s), str(s)] for s in range(1, 6)],
+          YES_NO: [["1", "1 consistent"], ["0", "0 inconsistent"]]}
 
 
 def page(lines: list[dict[str, Any]], title: str, scale: str) -> str:
@@ -145,7 +150,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dimension", action="append", dest="dimensions",
                         help="a judge score to label (repeatable; default: "
                              + ", ".join(DEFAULT_DIMENSIONS) + ")")
-    parser.add_argument("--scale", choices=sorted(SCALES), default="1-5")
+    parser.add_argument("--scale", choices=sorted(SCALES), default=FIVE_POINT,
+                        help="the scale people label on (written on every line)")
     parser.add_argument("--out", default="labels.jsonl", help="the labels-file template")
     parser.add_argument("--html", default=None, help="also write this labelling page")
     parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
@@ -165,7 +171,7 @@ def main(argv: list[str]) -> int:
               "label a judged sweep (judge=...), or name a score it has with --dimension",
               file=sys.stderr)
         return 2
-    lines = template_lines(picked, dimensions)
+    lines = template_lines(picked, dimensions, args.scale)
     Path(args.out).write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     print(f"{len(picked)} answers x {len(dimensions)} dimension(s) -> {args.out}")
     if args.html:

@@ -624,7 +624,10 @@ def main(argv: list[str] | None = None) -> None:
     mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)
-    result = write_sweep_report(client, sweep_info(run), human_labels=args.human_labels)
+    try:  # labels that cannot be held against this sweep's judge: refused, nothing written
+        result = write_sweep_report(client, sweep_info(run), human_labels=args.human_labels)
+    except LabelsError as exc:
+        raise SystemExit(f"error: {exc}") from None
     refresh_description(client, run.info.run_id, result.judge_validation)
     print(console.verdict(result, args.tracking_uri))
     print(f"report logged to run {run.info.run_id}")
