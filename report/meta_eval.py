@@ -72,6 +72,10 @@ def meta_section(rows: list[Row]) -> str:
 
 
 VALIDATING_SIGNAL = "geval_faithfulness"
+# a judge is "validated" only when the whole 95% CI of its balanced accuracy lies above this
+# floor: 50% is chance (a coin, or one answer for every summary), so a CI reaching it is
+# no evidence the judge tells faithful summaries from unfaithful ones
+VALIDATION_FLOOR = 0.5
 
 
 def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | None:
@@ -85,29 +89,68 @@ def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | N
                  and r.data.params.get("judge_prompt_version") == prompt_version), None)
 
 
-def agreement_sentence(run: Any, model_id: str) -> str:
-    m, params = run.data.metrics, run.data.params
-    ba = m[VALIDATING_SIGNAL + SUFFIX]
+def _figure(run: Any) -> str:
+    m = run.data.metrics
     lo, hi = m.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_low"), m.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_high")
-    ci = f" [95% CI {_pct(lo)}, {_pct(hi)}]" if lo is not None else ""
+    ci = f" [95% CI {_pct(lo)}, {_pct(hi)}]" if lo is not None else " (no CI)"
+    return f"balanced accuracy {_pct(m[VALIDATING_SIGNAL + SUFFIX])}%{ci}"
+
+
+def _where(run: Any) -> str:
+    m, params = run.data.metrics, run.data.params
+    return (f"SummEdits {params.get('dataset.options.domain')} domain, "
+            f"{params.get('dataset.split')} split, n={int(m.get(VALIDATING_SIGNAL + '_n') or 0)}; "
+            f"meta-evaluation run {run.info.run_id}")
+
+
+def beats_floor(run: Any) -> bool:
+    """Whether the measured judge's CI lies wholly above ``VALIDATION_FLOOR``."""
+    low = run.data.metrics.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_low")
+    return low is not None and low > VALIDATION_FLOOR
+
+
+def agreement_sentence(run: Any, model_id: str) -> str:
     return (f"**Judge validated:** `{model_id}` (these judge prompts) agrees with people at "
-            f"balanced accuracy {_pct(ba)}%{ci} on G-Eval faithfulness (SummEdits "
-            f"{params.get('dataset.options.domain')} domain, {params.get('dataset.split')} "
-            f"split, n={int(m.get(VALIDATING_SIGNAL + '_n') or 0)}; meta-evaluation run "
-            f"{run.info.run_id}).\n")
+            f"{_figure(run)} on G-Eval faithfulness, its CI above {_pct(VALIDATION_FLOOR)}% "
+            f"(chance) ({_where(run)}).\n")
+
+
+def below_floor_sentence(run: Any, model_id: str) -> str:
+    return (f"Judge measured, not better than chance: `{model_id}` (these judge prompts) "
+            f"agrees with people at {_figure(run)} on G-Eval faithfulness ({_where(run)}); its "
+            f"CI does not lie above {_pct(VALIDATION_FLOOR)}% (chance), so its faithfulness "
+            "scores are no evidence of faithfulness.")
+
+
+def _judges(rows: list[Row]) -> list[tuple[str, str, str | None]]:
+    """(model id, judge name, prompt version) of each judge of a judged sweep that is not a
+    meta-evaluation itself."""
+    judged = [r for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)]
+    return sorted({(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
+                   for r in judged if r.get("judge_model_id")}, key=lambda j: j[:2])
+
+
+def judge_caveats(client: Any, rows: list[Row]) -> list[str]:
+    """The caveat for each judge that was measured against people and did not beat chance."""
+    out = []
+    for model_id, _, version in _judges(rows):
+        found = _measured(client, model_id, version)
+        if found is not None and not beats_floor(found):
+            out.append(below_floor_sentence(found, model_id))
+    return out
 
 
 def judge_validation(client: Any, rows: list[Row], checked_by_people: str = "") -> str:
     """For a judged sweep (not a meta-evaluation itself): the judge's measured agreement
-    with people, or a caveat that it has none and the command that measures it.
+    with people, or a caveat that it has none and the command that measures it; a judge
+    measured and not better than chance is left to the caveats (``judge_caveats``).
     ``checked_by_people``: the sentence quoting the agreement with the sweep's own human
     labels (``report.human_agreement.quote``); it comes first and replaces the caveat."""
-    judged = [r for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)]
     out = []
-    judges = {(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
-              for r in judged if r.get("judge_model_id")}
-    for model_id, name, version in sorted(judges, key=lambda j: j[:2]):
+    for model_id, name, version in _judges(rows):
         found = _measured(client, model_id, version)
+        if found is not None and not beats_floor(found):
+            continue  # said among the caveats
         if found is None and checked_by_people:
             continue  # validated by the sweep's own labels: no caveat
         out.append(agreement_sentence(found, model_id) if found is not None else (

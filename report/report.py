@@ -18,7 +18,7 @@ import logging
 import re
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from report import (
     repeats,
     verdict,
 )
-from report.meta_eval import judge_validation, meta_section
+from report.meta_eval import judge_caveats, judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
 from report.sections import (
@@ -163,13 +163,14 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                  title: str, requested: list[str] | None = None,
                  judged_pairs: pairwise.PairwiseView | None = None,
-                 options: Mapping[str, Any] | None = None
-                 ) -> tuple[str, dict[str, Any]]:
+                 options: Mapping[str, Any] | None = None,
+                 more_caveats: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
     family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
     ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
-    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node."""
+    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node;
+    ``more_caveats``: caveats from outside the runs (``meta_eval.judge_caveats``)."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
@@ -178,7 +179,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     decided = verdict.decisions(sets, keys)
     answer = verdict.answer(sets, keys, decided)
     out = [f"# {title}\n", f"**Answer:** {answer}\n"]
-    banner = caveats(finished)
+    banner = caveats(finished, more_caveats)
     if banner:
         out.append(banner)
     unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
@@ -525,12 +526,14 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             for rec in recs:
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
-        text, data = build_report(rows, records, title, requested=decide_on,
-                                  judged_pairs=judged_pairs, options=options)
-        analysis: findings.Analysis = data["analysis"]
-        people = human_agreement.compare(
+        people = human_agreement.compare(  # refused labels stop it before anything is written
             people_labels(rows, target.info.experiment_id, human_labels) if sweep else [],
             records, rows)
+        judge_notes = judge_caveats(client, rows)
+        text, data = build_report(rows, records, title, requested=decide_on,
+                                  judged_pairs=judged_pairs, options=options,
+                                  more_caveats=judge_notes)
+        analysis: findings.Analysis = data["analysis"]
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
@@ -564,7 +567,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             client.log_artifact(target_run_id, str(path), "plots")
     result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
                           f"{target.info.artifact_uri}/report.html",
-                          data["finding"], caveats(finished),
+                          data["finding"], caveats(finished, judge_notes),
                           unreadable_note(finished) + resumed_latency_note(finished) + validation,
                           judge_validation=validation, keys=data["keys"],
                           decided=data["decided"], answer=data["answer"],

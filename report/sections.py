@@ -4,6 +4,7 @@ judge can be trusted, and examples chosen from the numbers (all on the common ta
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -24,9 +25,10 @@ TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a mode
                     "--enable-auto-tool-choice), or run system=naive,stuffing only")
 
 
-def caveats(rows: list[Row]) -> str:
-    """A banner when the numbers below cannot carry a real verdict."""
-    notes = []
+def caveats(rows: list[Row], more: Sequence[str] = ()) -> str:
+    """A banner when the numbers below cannot carry a real verdict (``more``: caveats found
+    outside the runs, e.g. a judge measured no better than chance)."""
+    notes = list(more)
     # a run whose model was called elsewhere (predictions from a file) is not the offline model's
     offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"
                       and r.get("calls_models") is not False})

@@ -17,7 +17,6 @@ from typing import Any
 
 from report import findings
 from report.result import ReportResult
-from report.sections import caveats
 from report.verdict import table
 
 NOTE_TAG = "mlflow.note.content"  # the run description MLflow's UI shows and edits
@@ -45,7 +44,7 @@ def runs_table(result: ReportResult) -> str:
 def description(result: ReportResult) -> str:
     """The parent run's description: the answer, caveats, the verdict's details, every run,
     where to look."""
-    parts = [f"**{result.answer}**" if result.answer else "", caveats(result.finished),
+    parts = [f"**{result.answer}**" if result.answer else "", result.caveats,
              result.judge_validation,
              f"**Verdict** (decided on {', '.join(f'`{k}`' for k in result.keys or [result.key])}"
              f"): {result.finding}", findings.description(result.findings), runs_table(result),

@@ -168,7 +168,8 @@ def test_a_meta_evaluation_run_on_the_test_split_is_recomputable_and_beats_numer
 def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(tmp_path):
     from mlflow import MlflowClient
 
-    from report.meta_eval import judge_validation
+    from report.meta_eval import judge_caveats, judge_validation
+    from report.sections import caveats
     from runners.identity import prompt_versions
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
@@ -190,10 +191,25 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
                        "geval_faithfulness_n": 551}.items():
         client.log_metric(run.info.run_id, key, value)
     quoted = judge_validation(client, judged)
+    assert quoted.startswith("**Judge validated:**") and judge_caveats(client, judged) == []
     assert "81.0%" in quoted and "[95% CI 77.0, 85.0]" in quoted
+    assert "its CI above 50.0% (chance)" in quoted
     assert run.info.run_id in quoted and "ectsum domain, test split" in quoted
     other = [{**judged[0], "judge_prompt_version": "older"}]  # other prompts: not measured
     assert "Judge unvalidated" in judge_validation(client, other)
+    # measured at chance (G-Eval faithfulness at 47.7% [38.3, 56.7]): never "validated";
+    # said among the caveats, with the figure and the floor
+    for key, value in {"geval_faithfulness_balanced_accuracy": 0.477,
+                       "geval_faithfulness_balanced_accuracy_ci_low": 0.383,
+                       "geval_faithfulness_balanced_accuracy_ci_high": 0.567}.items():
+        client.log_metric(run.info.run_id, key, value)
+    assert judge_validation(client, judged) == ""
+    (caveat,) = judge_caveats(client, judged)
+    assert caveat.startswith("Judge measured, not better than chance: `claude-haiku-4-5` (these "
+                             "judge prompts) agrees with people at balanced accuracy 47.7% "
+                             "[95% CI 38.3, 56.7]")
+    assert "does not lie above 50.0% (chance)" in caveat
+    assert f"- {caveat}" in caveats([], [caveat])
 
 
 def fake_judge(request: dict, n: int) -> dict:
