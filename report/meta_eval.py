@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from report.findings import Finding
 from report.verdict import fmt, table
 
 Row = dict[str, Any]
@@ -45,6 +46,55 @@ def same_split_sentence(row: Row) -> str:
     return (f"This run is on the {domain} domain's {split} split, not the same split as the "
             "published figures (ectsum domain, test split): compare with them only as a rough "
             "guide; `dataset.split=test` on an upstream clone gives the comparable figure.")
+
+
+def is_meta_evaluation(rows: list[Row]) -> bool:
+    """Whether these runs measure faithfulness signals against people (``dataset=summedits``)
+    rather than compare systems: then the report's answer is their agreement, not a verdict."""
+    return bool(rows) and all(signals(r) for r in rows)
+
+
+def _signal_figure(row: Row, signal: str) -> str:
+    ba = row.get(signal + SUFFIX)
+    lo, hi = row.get(f"{signal}{SUFFIX}_ci_low"), row.get(f"{signal}{SUFFIX}_ci_high")
+    ci = f" [95% CI {_pct(lo)}, {_pct(hi)}]" if lo is not None else " (no CI)"
+    return f"`{signal}` {_pct(ba)}%{ci} (n={int(row.get(f'{signal}_n') or 0)})"
+
+
+def _split_words(row: Row) -> str:
+    return f"SummEdits {row.get('dataset_domain')} domain, {row.get('dataset_split')} split"
+
+
+def meta_answer(rows: list[Row]) -> str:
+    """The report's one-sentence answer for a meta-evaluation: the best signal's figure."""
+    scored = [(row, s) for row in rows for s in signals(row) if row.get(s + SUFFIX) is not None]
+    if not scored:
+        return "Meta-evaluation: no signal has a balanced accuracy (no item was decided)."
+    row, best = max(scored, key=lambda p: p[0][p[1] + SUFFIX])
+    return (f"Meta-evaluation, not a comparison of systems: the best faithfulness signal "
+            f"against people's labels is {_signal_figure(row, best)} balanced accuracy "
+            f"({_split_words(row)}).")
+
+
+def meta_findings(rows: list[Row]) -> list[Finding]:
+    """The key finding of each meta-evaluation run: every signal's balanced accuracy with
+    its CI, beside the published figures, and on which split."""
+    out = []
+    for row in (r for r in rows if signals(r)):
+        figures = {s: {"balanced_accuracy": row.get(s + SUFFIX),
+                       "ci_low": row.get(f"{s}{SUFFIX}_ci_low"),
+                       "ci_high": row.get(f"{s}{SUFFIX}_ci_high"),
+                       "n": row.get(f"{s}_n")} for s in signals(row)}
+        published = ", ".join(f"{name} {value:.1f}%" for name, value in PUBLISHED)
+        out.append(Finding(
+            kind="meta_evaluation", section="Key finding", key=True, figures={
+                "split": row.get("dataset_split"), "domain": row.get("dataset_domain"),
+                "signals": figures, "published": dict(PUBLISHED)},
+            text=(f"**Agreement with people** ({row['run']}, {_split_words(row)}): balanced "
+                  "accuracy " + "; ".join(_signal_figure(row, s) for s in signals(row))
+                  + f". Published ({PUBLISHED_SPLIT[0]} domain, {PUBLISHED_SPLIT[1]} split, no "
+                  f"CIs): {published}. {same_split_sentence(row)}")))
+    return out
 
 
 def meta_section(rows: list[Row]) -> str:

@@ -30,6 +30,7 @@ from report import (
     console,
     findings,
     human_agreement,
+    meta_eval,
     pairwise,
     plots,
     policy,
@@ -177,7 +178,9 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     finished = [r for r in rows if compared(r)]
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
-    answer = verdict.answer(sets, keys, decided)
+    meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
+    # a meta-evaluation measures signals against people: its answer is that, not a verdict
+    answer = meta_eval.meta_answer(finished) if meta else verdict.answer(sets, keys, decided)
     out = [f"# {title}\n", f"**Answer:** {answer}\n"]
     banner = caveats(finished, more_caveats)
     if banner:
@@ -192,13 +195,15 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append(data_line(rows))
     out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
-    finding = (verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
-               + pairwise.finding(judged_pairs, finished, records_by_run, key)
-               + panel_reversals(sets))
-    out.append(f"## Key finding\n\n{finding}\n")
-    out.append(length_finding(sets, key))
-    analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
-                                                decided, dict(options or {})))
+    finding = "" if meta else (
+        verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
+        + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
+    if finding:
+        out.append(f"## Key finding\n\n{finding}\n")
+        out.append(length_finding(sets, key))
+    analysis = findings.Analysis(findings=meta)
+    analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
+                                                     decided, dict(options or {}))))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -232,13 +237,14 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     arag_points = _loop_section(out, common, records_by_run, key)
     if judged_pairs is not None:
         out.append(pairwise.section(judged_pairs))
-    out.append("\n## Paired comparisons\n")
-    out.append(paired_section(sets, keys, decided))
-    repeat_text = repeats.section(sets, finished, key)
-    if repeat_text:
-        out.append("\n## Repeats\n\n" + repeat_text)
-    out.append("\n## Examples chosen from the numbers\n")
-    out.append(examples(sets, key))
+    if not meta:  # a meta-evaluation compares signals with people, not systems
+        out.append("\n## Paired comparisons\n")
+        out.append(paired_section(sets, keys, decided))
+        repeat_text = repeats.section(sets, finished, key)
+        if repeat_text:
+            out.append("\n## Repeats\n\n" + repeat_text)
+        out.append("\n## Examples chosen from the numbers\n")
+        out.append(examples(sets, key))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
                             "answer": answer, "analysis": analysis}

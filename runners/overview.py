@@ -47,7 +47,8 @@ def description(result: ReportResult) -> str:
     parts = [f"**{result.answer}**" if result.answer else "", result.caveats,
              result.judge_validation,
              f"**Verdict** (decided on {', '.join(f'`{k}`' for k in result.keys or [result.key])}"
-             f"): {result.finding}", findings.description(result.findings), runs_table(result),
+             f"): {result.finding}" if result.finding else "",
+             findings.description(result.findings), runs_table(result),
              "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "

@@ -267,3 +267,40 @@ def test_judge_signals_through_the_sdk_get_figures_and_unreadable_replies_are_co
     items = [json.loads(line) for line in Path(path).read_text().splitlines()]
     unreadable = next(i for i in items if i["signal"] == "geval_faithfulness" and i["id"] == "i4")
     assert unreadable["value"] is None and unreadable["decision"] == 1
+
+
+def test_a_meta_evaluation_reports_its_own_finding_not_a_system_verdict():
+    """Its answer and key finding are each signal's balanced accuracy with its CI beside the
+    published figures and the split; no "Nothing decided", and none of the caveats on
+    comparing systems (offline model, context budget, missing references)."""
+    from report import console
+    from report.report import ReportResult, build_report
+    from tests.test_report import rec, row
+
+    meta = row("summedits", model_provider="offline", judge_provider="none", judge_calls=0.0,
+               dataset_split="evaluation", dataset_domain="ectsum",
+               docs_within_context_budget_share=1.0, context_budget_chunks=8.0,
+               n_tasks_without_reference=117.0,
+               factcheck_balanced_accuracy=0.712, factcheck_balanced_accuracy_ci_low=0.655,
+               factcheck_balanced_accuracy_ci_high=0.768, factcheck_n=117.0,
+               numeric_precision_balanced_accuracy=0.551,
+               numeric_precision_balanced_accuracy_ci_low=0.5,
+               numeric_precision_balanced_accuracy_ci_high=0.6, numeric_precision_n=117.0)
+    records = {"summedits": [rec(f"i{k}", None, factcheck=1.0) for k in range(6)]}
+    text, data = build_report([meta], records, "t")
+    assert data["answer"].startswith("Meta-evaluation, not a comparison of systems: the best "
+                                     "faithfulness signal against people's labels is "
+                                     "`factcheck` 71.2% [95% CI 65.5, 76.8] (n=117)")
+    assert "SummEdits ectsum domain, evaluation split" in data["answer"]
+    assert "Nothing decided" not in text and "contender" not in text
+    for caveat in ("offline", "context budget", "no reference summary"):
+        assert caveat not in text
+    key = text.split("## Key finding\n", 1)[1]
+    assert "`numeric_precision` 55.1% [95% CI 50.0, 60.0]" in key
+    assert "GPT-4 87.0%" in key and "not the same split as the published figures" in key
+    result = ReportResult("p", "1", [meta], records, data["keys"][0], "file:///r",
+                          data["finding"], keys=data["keys"], decided=data["decided"],
+                          answer=data["answer"], findings=data["analysis"].findings)
+    terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db")
+    assert "factcheck 71.2% [95% CI 65.5, 76.8]" in terminal
+    assert "numeric_precision 55.1%" in terminal and "Nothing decided" not in terminal
