@@ -154,11 +154,33 @@ def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
 
 def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
               requested: list[str] | None = None) -> list[str]:
-    """The metrics the verdict decides on: ``requested`` (the sweep's ``report.decide_on``),
-    else what the runs logged as ``report.decide_on``, else the documented default
-    (``primary_metric``)."""
+    """The metrics the verdict decides on: ``requested`` (the command's ``report.decide_on``;
+    empty: the documented default, ``primary_metric``), or, when the command says nothing
+    (None: a rebuild without ``--decide-on``), what the runs logged as ``report.decide_on``."""
     logged: list[str] = next((r["decide_on"] for r in rows if r.get("decide_on")), [])
-    return policy.decision_metrics(requested or logged, primary_metric(records_by_run))
+    return policy.decision_metrics(logged if requested is None else requested,
+                                   primary_metric(records_by_run))
+
+
+REPORT_OPTIONS_TAG = "report_options"  # on a sweep run: the options its report was written with
+# the baseline comparison's options: it runs again on every re-run, whatever the report holds
+BASELINE_OPTIONS = ("baseline", "fail_on", "min_overlap", "baseline_map")
+
+
+def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
+                human_labels: str | None) -> str:
+    """One value for the options a sweep report is written with (what it decides on, the
+    labels file's content, the analyses' options), so a re-run with other options is told
+    from one with the same."""
+    import hashlib
+
+    labels = Path(human_labels).expanduser() if human_labels else None
+    chosen = {k: v for k, v in (options or {}).items()
+              if k not in BASELINE_OPTIONS and v not in (None, [], {}, "")}
+    chosen.update(decide_on=list(decide_on or []), human_labels=hashlib.sha256(
+        labels.read_bytes()).hexdigest() if labels and labels.is_file() else None)
+    text = json.dumps(chosen, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
@@ -501,9 +523,14 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
     ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
     beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
     read by the analyses (``report/analyses.py``)."""
-    return _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                         f"Sweep report: {parent.get('sweep_id', parent['run_id'])}", sweep=True,
-                         decide_on=decide_on, human_labels=human_labels, options=options)
+    result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
+                           f"Sweep report: {parent.get('sweep_id', parent['run_id'])}",
+                           sweep=True, decide_on=decide_on, human_labels=human_labels,
+                           options=options)
+    logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
+    client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
+        options, logged if decide_on is None else decide_on, human_labels))
+    return result
 
 
 def people_labels(rows: list[dict[str, Any]], experiment_id: str,
@@ -613,13 +640,27 @@ def refresh_description(client: Any, run_id: str, validation: str) -> None:
     client.set_tag(run_id, MLFLOW_RUN_NOTE, "\n\n".join(kept[:at] + new + kept[at:]))
 
 
+SUBCOMMANDS = (("compare", "hold a sweep against a baseline sweep, task by task (exit 3 on a "
+                "regression)"),
+               ("label-sample", "write a sample of a judged sweep's answers for people to "
+                "label"))
+
+
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Rebuild the report of a past sweep.")
+    parser = argparse.ArgumentParser(
+        prog="python -m report", formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="python -m report [-h] parent_run_id [options]\n"
+              "       python -m report {compare,label-sample} ... (see <subcommand> --help)",
+        description="Rebuild the report of a past sweep.",
+        epilog="subcommands:\n" + "\n".join(f"  {name:<14}{what}" for name, what in SUBCOMMANDS))
     parser.add_argument("parent_run_id")
     parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
     parser.add_argument("--human-labels", metavar="FILE", default=None,
                         help="a JSON-lines labels file to hold the judge against "
                              "(docs/validate-your-judge.md)")
+    parser.add_argument("--decide-on", nargs="+", metavar="METRIC", default=None,
+                        help="the metrics the verdict decides on, in order (default: the "
+                             "sweep's report.decide_on)")
     args = parser.parse_args(argv)
     import mlflow
     from mlflow import MlflowClient
@@ -634,7 +675,8 @@ def main(argv: list[str] | None = None) -> None:
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)
     try:  # labels that cannot be held against this sweep's judge: refused, nothing written
-        result = write_sweep_report(client, sweep_info(run), human_labels=args.human_labels)
+        result = write_sweep_report(client, sweep_info(run), decide_on=args.decide_on,
+                                    human_labels=args.human_labels)
     except LabelsError as exc:
         raise SystemExit(f"error: {exc}") from None
     refresh_description(client, run.info.run_id, result.judge_validation)

@@ -16,10 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from report import findings
+from report.console import NOTE_TAG  # the run description MLflow's UI shows and edits
 from report.result import ReportResult
 from report.verdict import table
 
-NOTE_TAG = "mlflow.note.content"  # the run description MLflow's UI shows and edits
 MAX_NOTE = 60_000  # well under MLflow's tag value limit
 
 
