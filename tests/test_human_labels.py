@@ -14,7 +14,14 @@ import pytest
 
 from metrics.agreement import kappa
 from report import human_agreement
-from report.label_sample import page, stratified_sample, template_lines
+from report.label_sample import (
+    labelled_name,
+    page,
+    page_answers,
+    rubrics,
+    stratified_sample,
+    template_lines,
+)
 from tests.conftest import ROOT, store_overrides
 from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
 
@@ -204,10 +211,10 @@ def test_the_sample_is_stratified_by_run_and_score_and_its_page_runs_no_data():
     assert len(lines) == 20 and all(x["score"] is None and x["scale"] == "1-5" for x in lines)
     assert "geval_faithfulness" not in json.dumps([{k: v for k, v in x.items()
                                                    if k != "dimension"} for x in lines])
-    all_of_arag = template_lines(stratified_sample(recs, "geval_faithfulness", 40), ["d"])
-    html = page(all_of_arag, "Label: <sweep>", "1-5")
+    all_of_arag = page_answers(stratified_sample(recs, "geval_faithfulness", 40), ["d"])
+    html = page(all_of_arag, "Label: <sweep>", "1-5", "labels.labelled.jsonl")
     assert "<script>alert" not in html and "<b>x</b>" not in html and "&lt;sweep&gt;" in html
-    assert html.count("<script") == 3 and "\\u003c/script\\u003e" in html
+    assert html.count("<script") == 5 and "\\u003c/script\\u003e" in html
 
 
 def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
@@ -278,7 +285,8 @@ def test_labels_carry_their_scale_so_ones_out_of_five_are_not_read_as_yes_no(tmp
     # the template and the labelling page write the scale
     picked = stratified_sample({"arag": records()["r1"]}, "geval_faithfulness", 2)
     assert {x["scale"] for x in template_lines(picked, ["d"], "yes/no")} == {"yes/no"}
-    assert "scale: item.scale" in page(template_lines(picked, ["d"], "yes/no"), "t", "yes/no")
+    saved = page(page_answers(picked, ["d"]), "t", "yes/no", "l.labelled.jsonl")
+    assert "scale: scale.name" in saved and '{"name": "yes/no"' in saved
 
 
 def test_labels_on_a_field_no_judge_scored_are_refused_naming_the_judged_ones(tmp_path):
@@ -345,3 +353,30 @@ def test_labels_of_unknown_systems_or_tasks_and_contradictions_are_left_out_by_l
         {**base, "task_id": "t1", "system": "agentic", "score": 3}])
     with pytest.raises(LabelsError, match="no label can be used: 1 label.s. for a system"):
         human_agreement.compare(read_labels_file(nothing), records(), ROWS)
+
+
+def test_the_labelling_page_shows_each_answer_once_with_rubric_source_and_trace():
+    recs = {"arag": [{**r, "reference": f"reference of {r['id']}",
+                      "context_chunk_ids": ["doc1:0-10", "doc1:10-20"]}
+                     for r in records(4)["r1"]]}
+    picked = stratified_sample(recs, "geval_faithfulness", 4)
+    dims = ["geval_faithfulness", "geval_coverage"]
+    traces = {("arag", rec["id"]): f"http://ui/#/traces/{rec['id']}" for _, rec in picked}
+    answers = page_answers(picked, dims, traces)
+    assert len(answers) == 4 and all(a["dimensions"] == dims for a in answers)  # once each
+    first = answers[0]
+    assert first["trace"] == f"http://ui/#/traces/{first['task_id']}"
+    assert first["sources"]["reference"]["text"] == f"reference of {first['task_id']}"
+    assert "2 chunk(s), doc1:0-10, doc1:10-20" in first["sources"]["context"]["text"]
+    rubric = rubrics(dims)
+    assert rubric["geval_faithfulness"]["against"] == "context"
+    assert rubric["geval_coverage"]["against"] == "reference"
+    assert rubric["geval_coverage"]["definition"].startswith("Coverage (1-5)")
+    html = page(answers, "Label", "1-5", labelled_name("labels.jsonl"))
+    assert html.count(json.dumps(first["answer"])) == 1  # one answer, both dimensions
+    assert json.dumps(first["sources"]["reference"]["text"]) in html
+    assert "Faithfulness (1-5)" in html and "http://ui/#/traces/" in html
+    # the page saves beside the template, never over it
+    assert labelled_name("labels.jsonl") == "labels.labelled.jsonl"
+    assert labelled_name("out/sample.jsonl") == "sample.labelled.jsonl"
+    assert '"labels.labelled.jsonl"' in html and "link.download = saveAs" in html
