@@ -473,12 +473,12 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\((plots/[^)\s]+)\)")
 def readable_markdown(markdown_text: str, made: set[str]) -> str:
     """``report.md`` as text: MLflow shows Markdown artifacts verbatim, so an image link
     becomes a line naming the plot file (report.html shows it inline); a plot that was not
-    drawn is left out."""
+    drawn is left out; no text from the data can open an HTML tag (``findings.inert``)."""
     def line(match: re.Match[str]) -> str:
         alt, path = match.group(1), match.group(2)
         return f"(plot: {alt}, `{path}` in this run's artifacts)" if path in made else ""
 
-    return _IMAGE.sub(line, markdown_text)
+    return findings.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
 
 
 def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str:
@@ -637,7 +637,8 @@ def refresh_description(client: Any, run_id: str, validation: str) -> None:
     at = old[0] if old else min(1, len(parts))
     kept = [p for i, p in enumerate(parts) if i not in old]
     new = [p.strip() for p in validation.split("\n") if p.strip()]
-    client.set_tag(run_id, MLFLOW_RUN_NOTE, "\n\n".join(kept[:at] + new + kept[at:]))
+    note = "\n\n".join(kept[:at] + new + kept[at:])
+    client.set_tag(run_id, MLFLOW_RUN_NOTE, findings.inert(note))  # data never becomes markup
 
 
 SUBCOMMANDS = (("compare", "hold a sweep against a baseline sweep, task by task (exit 3 on a "

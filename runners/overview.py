@@ -53,7 +53,7 @@ def description(result: ReportResult) -> str:
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "
              "in the Runs list) hold each system's metrics and one trace per task."]
-    text = "\n\n".join(p.strip() for p in parts if p)
+    text = findings.inert("\n\n".join(p.strip() for p in parts if p))  # data is never markup
     return text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 1] + "…"
 
 
