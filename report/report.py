@@ -481,11 +481,20 @@ def readable_markdown(markdown_text: str, made: set[str]) -> str:
     return findings.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
 
 
+def _html_body(markdown_text: str) -> str:
+    """Report Markdown as HTML, with no HTML of its own: every text from a dataset, a model
+    or a judge is shown as text, never run; a wide table scrolls in its own box, not the
+    page (MLflow's viewer is a narrow frame)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
+    return body.replace("<table>", "<div class='scroll'><table>").replace(
+        "</table>", "</table></div>")
+
+
 def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str:
     """A self-contained page: plots inlined as data URIs (MLflow shows HTML artifacts in a
     sandboxed frame where relative paths lead nowhere); a plot not drawn is left out."""
-    from markdown_it import MarkdownIt
-
     def inline(match: re.Match[str]) -> str:
         path = plot_dir / match.group(1) if plot_dir else None
         if path is None or not path.exists():
@@ -493,12 +502,7 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         return f'<img src="data:image/png;base64,{data}"{match.group(2)}'
 
-    # HTML off: every text from a dataset, a model or a judge is shown as text, never run
-    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, body)
-    # a wide table scrolls in its own box, not the page (MLflow's viewer is a narrow frame)
-    body = body.replace("<table>", "<div class='scroll'><table>").replace(
-        "</table>", "</table></div>")
+    body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, _html_body(markdown_text))
     style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
              "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em;"
@@ -506,6 +510,35 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
              ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body>{body}</body></html>")
+
+
+_ADDED = re.compile(r"<section class='added'>.*?</section>", re.S)
+
+
+def with_added_sections(report_md: str, report_html: str) -> str:
+    """``report.html`` with every section of ``report.md`` it lacks (one added to report.md
+    after the report was written, as the baseline comparison's "Against the baseline"),
+    rendered as the rest; sections added earlier are replaced, so a later comparison's
+    section is the one shown."""
+    page = _ADDED.sub("", report_html)
+    added = [f"<section class='added'>{_html_body(part)}</section>"
+             for part in re.split(r"(?m)^(?=## )", report_md) if part.startswith("## ")
+             and _html_body(part.splitlines()[0]).strip() not in page]
+    return page.replace("</body>", "".join(added) + "</body>", 1)
+
+
+def add_sections_to_html(client: Any, run_id: str) -> None:
+    """Bring the run's ``report.html`` up to its ``report.md`` (``with_added_sections``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            md, page = (Path(client.download_artifacts(run_id, name, tmp)).read_text(
+                encoding="utf-8") for name in ("report.md", "report.html"))
+        except Exception:  # noqa: BLE001 - a run without its report has nothing to bring up
+            return
+        out = Path(tmp) / "new" / "report.html"
+        out.parent.mkdir()
+        out.write_text(with_added_sections(md, page), encoding="utf-8")
+        client.log_artifact(run_id, str(out))
 
 
 def write_run_report(client, run_id: str) -> ReportResult:

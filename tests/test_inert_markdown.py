@@ -43,3 +43,24 @@ def test_a_run_label_and_a_labellers_name_are_never_markup_in_description_or_rep
     note = description(result)
     outside_code = "".join(re.split(r"(`+[^`]*`+)", note)[::2])
     assert LABEL.replace("<", "&lt;") in note and "<img" not in outside_code
+
+
+def test_report_html_has_every_section_of_report_md_after_the_baseline_adds_one():
+    from report.report import to_html, with_added_sections
+
+    records = {name: [rec(f"t{k}", 4 - k % 2 * (name == "naive")) for k in range(8)]
+               for name in ("arag", "naive")}
+    text, _ = build_report([row("arag"), row("naive")], records, "t", ["geval_coverage"])
+    page = to_html(text, "t")
+    # the baseline comparison adds its section to report.md after the report is written
+    md = readable_markdown(text, set()) + "\n\n## Against the baseline\n\n**No regression.**\n"
+    headings = [line[3:] for line in md.splitlines() if line.startswith("## ")]
+    assert "<h2>Against the baseline</h2>" not in page  # as today's report.html was
+    synced = with_added_sections(md, page)
+    for heading in headings:
+        assert f"<h2>{heading.replace('`', '')}</h2>" in synced.replace("<code>", "").replace(
+            "</code>", ""), heading
+    assert synced.count("<h2>") == len(headings)  # nothing shown twice
+    # a later comparison's section replaces the earlier one
+    again = with_added_sections(md.replace("No regression", "Regressed"), synced)
+    assert "Regressed" in again and "No regression" not in again
