@@ -68,7 +68,7 @@ def _ended(tmp_path, monkeypatch, client, report):
     return ended.value.code
 
 
-def _no_report(client, parent, decide_on=None, human_labels=None):
+def _no_report(client, parent, decide_on=None, human_labels=None, options=None):
     raise ValueError("plot failed")
 
 
@@ -94,7 +94,7 @@ def test_a_report_that_could_not_be_written_exits_non_zero_naming_the_rebuild(
 def test_a_sweep_closed_well_raises_nothing(tmp_path, monkeypatch):
     client = Closing()
     monkeypatch.setattr(callbacks, "write_sweep_report",
-                        lambda c, p, d=None, labels=None: SimpleNamespace(rows=[]))
+                        lambda c, p, d=None, labels=None, o=None: SimpleNamespace(rows=[]))
     monkeypatch.setattr(callbacks.overview, "publish", lambda c, r: None)
     monkeypatch.setattr(callbacks.console, "verdict", lambda r, uri: "verdict")
     callback = MLflowSweepCallback()
