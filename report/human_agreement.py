@@ -92,13 +92,15 @@ class HumanAgreement:
 def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
             rows: list[dict[str, Any]]) -> HumanAgreement:
     """People's labels against the runs' records (run id -> records; ``rows``: the runs).
-    Labels of a file on a dimension no judge scored are a ``LabelsError``; so is a set of
-    labels none of which can be used."""
+    Labels of a file on a dimension no judge scored are a ``LabelsError``; so is a labels
+    file none of whose labels can be used."""
     out = HumanAgreement(labels)
     usable = _usable(labels, records, rows, out.left_out)
     for why in out.left_out:
         log.warning("labels left out: %s", why)
-    if labels and not usable:
+    if not usable and any(x.source != FEEDBACK_SOURCE for x in labels):
+        # a file given for this report, of which nothing can be used (feedback left on the
+        # traces in the UI is only warned about: it never stops a report)
         raise LabelsError("no label can be used: " + "; ".join(out.left_out))
     by_dimension: dict[str, list[HumanLabel]] = defaultdict(list)
     for label in usable:

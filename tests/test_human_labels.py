@@ -353,6 +353,10 @@ def test_labels_of_unknown_systems_or_tasks_and_contradictions_are_left_out_by_l
         {**base, "task_id": "t1", "system": "agentic", "score": 3}])
     with pytest.raises(LabelsError, match="no label can be used: 1 label.s. for a system"):
         human_agreement.compare(read_labels_file(nothing), records(), ROWS)
+    # feedback left on the traces never stops a report, even when none of it can be used
+    feedback = HumanLabel("t1", "arag", "note", 3, "ana", "MLflow feedback")
+    assert human_agreement.compare([feedback], records(), ROWS).left_out == [
+        "1 label(s) for feedback on a field no judge scored: arag/t1"]
 
 
 def test_the_labelling_page_shows_each_answer_once_with_rubric_source_and_trace():
