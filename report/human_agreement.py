@@ -134,10 +134,10 @@ def _usable(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
     unjudged = [x for x in labels if x.dimension not in judged]
     from_file = [x for x in unjudged if x.source != FEEDBACK_SOURCE]
     if from_file:
-        names = ", ".join(sorted({f"`{x.dimension}`" for x in from_file}))
+        names = sorted({f"`{x.dimension}`" for x in from_file})
         raise LabelsError(
-            f"labels on {names} ({_lines(from_file)}): no judge scored "
-            + ("that" if len(names.split(", ")) == 1 else "those")
+            f"labels on {', '.join(names)} ({_lines(from_file)}): no judge scored "
+            + ("that" if len(names) == 1 else "those")
             + " in this sweep, so there is no judge to check. Fix: label a dimension a judge "
             + "scored: " + (", ".join(judged) if judged else "none here (the sweep ran with "
                             "no judge: run it with judge=...)"))
