@@ -257,6 +257,20 @@ def plain(markdown: str) -> str:
     return "\n".join(line.removeprefix("> ").removeprefix(">") for line in text.splitlines())
 
 
+NOTE_TAG = "mlflow.note.content"  # the run description, where a report writes its verdict
+
+
+def stored_verdict(run: Any) -> list[str]:
+    """A sweep run's verdict as its report wrote it (the run's description: the answer,
+    caveats, the verdict, every run), as terminal lines; a run without one says so."""
+    note = run.data.tags.get(NOTE_TAG) or ""
+    kept = [p for p in note.split("\n\n") if p.strip() and not p.startswith("Artifacts:")]
+    if not kept:
+        return ["(its description holds no verdict: python -m report "
+                f"{run.info.run_id} writes it again)", ""]
+    return [*plain("\n\n".join(kept)).splitlines(), ""]
+
+
 def verdict(result: ReportResult, tracking_uri: str) -> str:
     """The end of a sweep in the terminal: the one-line answer, the caveats that apply, the
     table, the key finding (the report's own text), notes on the figures, where to look."""

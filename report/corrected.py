@@ -20,9 +20,9 @@ from typing import Any, Protocol
 
 from metrics.ppi import MIN_LABELS, PPIEstimate, ppi_mean
 from report.findings import Analysis, Finding, Table
-from report.human_agreement import YES_NO, _scale, _threshold
+from report.human_agreement import _threshold
 from report.verdict import TaskSets
-from tracking.human_labels import HumanLabel
+from tracking.human_labels import YES_NO, HumanLabel
 
 MIN_LABELS_TO_DECIDE = 10
 SECTION = "The judge corrected by your labels"
@@ -75,9 +75,10 @@ def _ci(e: PPIEstimate) -> str:
 
 
 def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel]) -> Analysis:
-    scale = _scale(labels)
-    if scale is None:
+    scales = {x.scale for x in labels}  # labels carry their scale (tracking.human_labels)
+    if len(scales) != 1:
         return Analysis()  # both scales: human_agreement already says to fix the labels
+    (scale,) = scales
     runs = inputs.sets.runs
     yes_at = _threshold(dimension, [v for run in runs for v in judge_scores(
         inputs, run, dimension, None).values()]) if scale == YES_NO else None

@@ -12,6 +12,7 @@ builder in ``report/verdict.py``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,6 +104,20 @@ def markdown(findings: Sequence[Finding]) -> str:
     return "\n".join(out)
 
 
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def inert(markdown_text: str) -> str:
+    """Markdown in which no text from the data (a run label, a labeller's name, an answer)
+    can become HTML: outside code spans (which show ``<`` as it is) every ``<`` that could
+    open a tag or comment is written ``&lt;``; a ``<`` before a space or a digit (p < 0.05)
+    is left as it reads."""
+    parts = _CODE_SPAN.split(markdown_text)
+    return "".join(part if k % 2 else _TAG_START.sub("&lt;", part)
+                   for k, part in enumerate(parts))
+
+
 def key_findings(findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if f.key]
 
@@ -113,8 +128,6 @@ def caveats(findings: Sequence[Finding]) -> list[Finding]:
 
 def console_lines(findings: Sequence[Finding]) -> list[str]:
     """The key findings and caveats as terminal lines (no Markdown marks)."""
-    import re
-
     return [re.sub(r"\*\*|`", "", f.text.strip()) for f in findings if f.key or f.caveat]
 
 

@@ -3,11 +3,14 @@
 people per dimension, how far the people agree with each other, and the sentence the
 verdict quotes.
 
-A dimension is a score field of the records (``geval_faithfulness``, ``geval_coverage``,
-``factual_consistency``, ``factcheck``, ...). Its labels are read on one of two scales:
-**yes/no** when every score is 1 or 0 (consistent/inconsistent; the judge's score decides
-"yes" at or above the signal's ``metrics.meta_eval`` threshold, e.g. 4 of 5 for G-Eval), or
-**1-5** otherwise (the judge's score rounded to the nearest whole point). Per dimension:
+A dimension is a field a judge scored (``geval_faithfulness``, ``geval_coverage``,
+``factual_consistency``, ...: every judged field logs its ``<field>_parse_failures``); labels
+of any other field (``rouge2_f1``) are refused, naming the judged ones. Labels for a system
+or task the sweep does not have, and one labeller's contradictory labels of one answer, are
+left out with a warning naming their lines; nothing usable left is an error. Labels carry
+their scale (``tracking.human_labels``): **yes/no** (consistent/inconsistent; the judge's
+score decides "yes" at or above the signal's ``metrics.meta_eval`` threshold, e.g. 4 of 5
+for G-Eval), or **1-5** (the judge's score rounded to the nearest whole point). Per dimension:
 Cohen's kappa (quadratic-weighted on 1-5), Spearman's rho (1-5) or balanced accuracy with
 people as the truth (yes/no), each with a bootstrap 95% CI, and n (label pairs). Kappa
 below ``LOW_KAPPA`` flags the dimension: its judge scores are not to be trusted alone.
@@ -15,6 +18,7 @@ below ``LOW_KAPPA`` flags the dimension: its judge scores are not to be trusted 
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
@@ -24,11 +28,13 @@ from metrics.agreement import Kappa, kappa
 from metrics.meta_eval import MetaEvalOptions, balanced_accuracy_ci
 from metrics.stats import Correlation, correlation
 from report.verdict import table
-from tracking.human_labels import HumanLabel
+from tracking.human_labels import FEEDBACK_SOURCE, FIVE_POINT, HumanLabel, LabelsError
 
+log = logging.getLogger(__name__)
 # Landis & Koch (1977): kappa 0.41-0.60 is "moderate"; at or below 0.40 "fair" or worse
 LOW_KAPPA = 0.4
-YES_NO, FIVE_POINT = "yes/no", "1-5"
+PARSE_FAILURES = "_parse_failures"  # the run metric every judged field logs
+SHOWN_LINES = 5  # a warning names this many lines, then counts the rest
 FIVE = (1, 2, 3, 4, 5)
 Item = tuple[str, str]  # (system or run label, task id)
 
@@ -69,6 +75,7 @@ class HumanAgreement:
     judge: list[JudgeAgreement] = field(default_factory=list)
     labellers: list[LabellerAgreement] = field(default_factory=list)
     mixed: list[str] = field(default_factory=list)  # dimensions labelled on both scales
+    left_out: list[str] = field(default_factory=list)  # why labels were left out, by line
 
     @property
     def sources(self) -> str:
@@ -84,28 +91,97 @@ class HumanAgreement:
 
 def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
             rows: list[dict[str, Any]]) -> HumanAgreement:
-    """People's labels against the runs' records (run id -> records; ``rows``: the runs)."""
-    latest = {(x.labeller, x.system, x.task_id, x.dimension): x for x in labels}
+    """People's labels against the runs' records (run id -> records; ``rows``: the runs).
+    Labels of a file on a dimension no judge scored are a ``LabelsError``; so is a labels
+    file none of whose labels can be used."""
+    out = HumanAgreement(labels)
+    usable = _usable(labels, records, rows, out.left_out)
+    for why in out.left_out:
+        log.warning("labels left out: %s", why)
+    if not usable and any(x.source != FEEDBACK_SOURCE for x in labels):
+        # a file given for this report, of which nothing can be used (feedback left on the
+        # traces in the UI is only warned about: it never stops a report)
+        raise LabelsError("no label can be used: " + "; ".join(out.left_out))
     by_dimension: dict[str, list[HumanLabel]] = defaultdict(list)
-    for label in latest.values():
+    for label in usable:
         by_dimension[label.dimension].append(label)
     values = _judge_values(records, rows)
-    out = HumanAgreement(labels)
     for dimension, mine in sorted(by_dimension.items()):
-        scale = _scale(mine)
-        if scale is None:
+        scales = {x.scale for x in mine}
+        if len(scales) > 1:
             out.mixed.append(dimension)
             continue
+        (scale,) = scales
         out.judge.append(_against_judge(dimension, scale, mine, values))
         out.labellers += _between_labellers(dimension, scale, mine)
     return out
 
 
-def _scale(labels: list[HumanLabel]) -> str | None:
-    scores = {x.score for x in labels}
-    if scores <= {0, 1}:
-        return YES_NO
-    return None if 0 in scores else FIVE_POINT
+def judged_fields(rows: list[dict[str, Any]]) -> list[str]:
+    """The fields a judge scored in these runs: each logs how many of its replies were
+    unreadable (``<field>_parse_failures``); none when no judge was called."""
+    if not any((r.get("judge_calls") or 0) > 0 for r in rows):
+        return []
+    return sorted({key[:-len(PARSE_FAILURES)] for r in rows for key in r
+                   if key.endswith(PARSE_FAILURES) and not key.endswith("_sample" + PARSE_FAILURES)})
+
+
+def _usable(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
+            rows: list[dict[str, Any]], left_out: list[str]) -> list[HumanLabel]:
+    """The labels that can be held against the judge; why the others cannot goes to
+    ``left_out``. A labels file's label on an unjudged field is refused outright."""
+    judged = judged_fields(rows)
+    unjudged = [x for x in labels if x.dimension not in judged]
+    from_file = [x for x in unjudged if x.source != FEEDBACK_SOURCE]
+    if from_file:
+        names = sorted({f"`{x.dimension}`" for x in from_file})
+        raise LabelsError(
+            f"labels on {', '.join(names)} ({_lines(from_file)}): no judge scored "
+            + ("that" if len(names) == 1 else "those")
+            + " in this sweep, so there is no judge to check. Fix: label a dimension a judge "
+            + "scored: " + (", ".join(judged) if judged else "none here (the sweep ran with "
+                            "no judge: run it with judge=...)"))
+    _leave_out(left_out, unjudged, "feedback on a field no judge scored")
+    tasks: dict[str, set[str]] = defaultdict(set)
+    for row in rows:
+        ids = {rec["id"] for rec in records.get(row["run_id"], [])}
+        tasks[row["run"]] |= ids
+        tasks[row["system"]] |= ids
+    kept = [x for x in labels if x.dimension in judged]
+    _leave_out(left_out, [x for x in kept if x.system not in tasks],
+               "a system that is not a run of this sweep (runs: " + ", ".join(
+                   sorted({r["run"] for r in rows})) + ")")
+    _leave_out(left_out, [x for x in kept if x.system in tasks and x.task_id not in tasks[x.system]],
+               "a task that system did not answer in this sweep")
+    kept = [x for x in kept if x.task_id in tasks.get(x.system, ())]
+    return _without_contradictions(kept, left_out)
+
+
+def _without_contradictions(labels: list[HumanLabel], left_out: list[str]) -> list[HumanLabel]:
+    """One label per labeller, answer and dimension: repeats of one score count once; a
+    labeller's differing scores of one answer are all left out (neither can be chosen)."""
+    same: dict[tuple[str, str, str, str], list[HumanLabel]] = defaultdict(list)
+    for x in labels:
+        same[(x.labeller, x.system, x.task_id, x.dimension)].append(x)
+    kept = []
+    for (who, system, task, dimension), group in same.items():
+        if len({x.score for x in group}) > 1:
+            _leave_out(left_out, group, f"{who} gave {system}/{task} `{dimension}` the scores "
+                       + ", ".join(str(x.score) for x in group) + " (Fix: keep one)")
+        else:
+            kept.append(group[-1])
+    return kept
+
+
+def _leave_out(left_out: list[str], labels: list[HumanLabel], why: str) -> None:
+    if labels:
+        left_out.append(f"{len(labels)} label(s) for {why}: {_lines(labels)}")
+
+
+def _lines(labels: list[HumanLabel]) -> str:
+    shown = [x.where or f"{x.system}/{x.task_id}" for x in labels[:SHOWN_LINES]]
+    more = len(labels) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more else "")
 
 
 def _judge_values(records: dict[str, list[dict[str, Any]]], rows: list[dict[str, Any]]
@@ -223,8 +299,10 @@ def section(found: HumanAgreement) -> str:
                    "Spearman [95% CI]", "balanced accuracy % [95% CI]", "agreement",
                    "not compared"], [_judge_row(a) for a in found.judge])
     if found.mixed:
-        text += ("\nLeft out, labelled on both scales (0 beside 2-5): "
+        text += ("\nLeft out, labelled on both scales (1-5 and yes/no): "
                  + ", ".join(f"`{d}`" for d in found.mixed) + ". Fix: one scale per dimension.\n")
+    if found.left_out:
+        text += "\nLabels left out:\n\n" + "".join(f"- {why}\n" for why in found.left_out)
     text += "\n### Between labellers\n\n"
     if not found.labellers:
         return text + ("No answer was labelled by two people on the same dimension, so how "

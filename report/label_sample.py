@@ -10,8 +10,11 @@ score in proportion to how often it occurs (the labelled tasks must stand for al
 as PPI++ assumes), and says the CI width of the corrected mean to expect for n labels.
 It is written as a labels-file template (one JSON line per answer and dimension, ``score``
 and ``labeller`` null, the question and the answer beside them) and, with ``--html``, as a
-self-contained page that shows each answer and saves the filled-in labels file. The
-judge's scores are in neither: a labeller who sees them anchors on them.
+self-contained page that shows each answer once with every dimension to label, each
+dimension's rubric and what it is judged against (the reference; the context the system
+read, with a link to the answer's trace), and saves the filled-in labels file under a name
+of its own (``<template>.labelled.jsonl``). The judge's scores are in neither: a labeller
+who sees them anchors on them.
 """
 
 from __future__ import annotations
@@ -27,7 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from metrics.ppi import width_without_labels
-from tracking.paths import resolve_tracking_uri
+from report.compare import trace_ids
+from tracking.human_labels import FIVE_POINT, YES_NO
+from tracking.paths import default_tracking_uri, resolve_tracking_uri, ui_address
 from tracking.runs import TrackingError
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
 
@@ -105,9 +110,12 @@ def expected_widths(records: dict[str, list[dict[str, Any]]], dimension: str,
     return out
 
 
-def template_lines(picked: list[Picked], dimensions: list[str]) -> list[dict[str, Any]]:
-    return [{"task_id": rec["id"], "system": run, "dimension": dim, "score": None,
-             "labeller": None, "question": rec.get("question"), "answer": rec.get("predicted")}
+def template_lines(picked: list[Picked], dimensions: list[str], scale: str = FIVE_POINT
+                   ) -> list[dict[str, Any]]:
+    """One line per answer and dimension, on ``scale``, ``score`` and ``labeller`` null."""
+    return [{"task_id": rec["id"], "system": run, "dimension": dim, "scale": scale,
+             "score": None, "labeller": None, "question": rec.get("question"),
+             "answer": rec.get("predicted")}
             for run, rec in picked for dim in dimensions]
 
 
@@ -120,66 +128,141 @@ def _safe_json(value: Any) -> str:
 
 # the page's own code: it shows the data as text (textContent), never as markup
 _PAGE_SCRIPT = """
-const items = JSON.parse(document.getElementById('items').textContent);
+const answers = JSON.parse(document.getElementById('answers').textContent);
 const scale = JSON.parse(document.getElementById('scale').textContent);
+const rubrics = JSON.parse(document.getElementById('rubrics').textContent);
+const saveAs = JSON.parse(document.getElementById('save-as').textContent);
 const list = document.getElementById('list');
-items.forEach((item, k) => {
+function block(tag, text, cls) {
+  const el = document.createElement(tag);
+  el.textContent = text || ''; if (cls) el.className = cls; return el;
+}
+answers.forEach((item, k) => {
   const box = document.createElement('section');
-  const head = document.createElement('h3');
-  head.textContent = (k + 1) + '. ' + item.system + ' / ' + item.task_id + ' — ' + item.dimension;
-  const question = document.createElement('p');
-  question.textContent = item.question || '';
-  const answer = document.createElement('pre');
-  answer.textContent = item.answer || '';
-  const pick = document.createElement('select');
-  pick.dataset.k = k;
-  [['', '—'], ...scale].forEach(([value, text]) => {
-    const option = document.createElement('option');
-    option.value = value; option.textContent = text; pick.appendChild(option);
+  box.append(block('h3', (k + 1) + '. ' + item.system + ' / ' + item.task_id));
+  if (item.trace) {
+    const link = block('a', 'open the trace (what the system read, step by step)');
+    link.href = item.trace; link.target = '_blank'; link.rel = 'noopener';
+    box.append(link);
+  }
+  box.append(block('p', item.question), block('h4', 'Answer'), block('pre', item.answer));
+  item.dimensions.forEach(dimension => {
+    const rubric = rubrics[dimension] || {};
+    const part = document.createElement('div'); part.className = 'dimension';
+    part.append(block('h4', dimension), block('p', rubric.definition, 'rubric'));
+    const source = item.sources[rubric.against] || {};
+    part.append(block('div', source.title, 'muted'), block('pre', source.text, 'source'));
+    const pick = document.createElement('select');
+    pick.dataset.k = k; pick.dataset.dimension = dimension;
+    [['', '—'], ...scale.choices].forEach(([value, text]) => {
+      const option = document.createElement('option');
+      option.value = value; option.textContent = text; pick.appendChild(option);
+    });
+    part.append(pick); box.append(part);
   });
-  box.append(head, question, answer, pick);
   list.appendChild(box);
 });
 document.getElementById('save').addEventListener('click', () => {
   const labeller = document.getElementById('labeller').value.trim();
   if (!labeller) { alert('Write your name or initials first.'); return; }
   const lines = [...document.querySelectorAll('select')].filter(s => s.value !== '')
-    .map(s => { const item = items[Number(s.dataset.k)];
+    .map(s => { const item = answers[Number(s.dataset.k)];
       return JSON.stringify({task_id: item.task_id, system: item.system,
-        dimension: item.dimension, score: Number(s.value), labeller: labeller}); });
+        dimension: s.dataset.dimension, scale: scale.name, score: Number(s.value),
+        labeller: labeller}); });
   const blob = new Blob([lines.join('\\n') + '\\n'], {type: 'application/x-ndjson'});
   const link = document.createElement('a');
-  link.href = URL.createObjectURL(blob); link.download = 'labels.jsonl'; link.click();
+  link.href = URL.createObjectURL(blob); link.download = saveAs; link.click();
 });
 """
-SCALES = {"1-5": [[str(s), str(s)] for s in range(1, 6)],
-          "yes/no": [["1", "1 consistent"], ["0", "0 inconsistent"]]}
+SCALES = {FIVE_POINT: [[str(s), str(s)] for s in range(1, 6)],
+          YES_NO: [["1", "1 consistent"], ["0", "0 inconsistent"]]}
+Traces = dict[tuple[str, str], str]  # (run label, task id) -> the trace's address in the UI
 
 
-def page(lines: list[dict[str, Any]], title: str, scale: str) -> str:
-    """A self-contained HTML page that shows each answer and saves ``labels.jsonl``."""
+def rubrics(dimensions: list[str]) -> dict[str, dict[str, str]]:
+    """Each dimension's rubric as the judge was given it, and what it is judged against
+    (``context`` or ``reference``); a dimension of the team's own says where it is defined."""
+    from metrics.geval import DEFAULT_DIMENSIONS
+
+    known = {f"geval_{d.name}": {"definition": d.definition, "against": d.against.value}
+             for d in DEFAULT_DIMENSIONS}
+    return {d: known.get(d, {"definition": f"{d}: as defined in this sweep's "
+                                           "metrics.geval.dimensions (its run parameters)",
+                             "against": "context"}) for d in dimensions}
+
+
+def _sources(rec: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """What an answer is judged against: the reference (coverage), and the context the
+    system read (faithfulness: its chunks, whose text the trace shows)."""
+    read = rec.get("context_chunk_ids") or []
+    context = ("The context the system read: " + (f"{len(read)} chunk(s), "
+               + ", ".join(read) if read else "not recorded")
+               + ". Their text is in the trace (link above): check every figure against it.")
+    reference = rec.get("reference")
+    both = {"title": "Judge against the reference and the context read",
+            "text": f"{reference or 'no reference'}\n\n{context}"}
+    return {"reference": {"title": "The reference summary (judge the answer against it)",
+                          "text": reference or "This task has no reference summary."},
+            "context": {"title": "The source", "text": context}, "both": both}
+
+
+def page_answers(picked: list[Picked], dimensions: list[str], traces: Traces | None = None
+                 ) -> list[dict[str, Any]]:
+    """Each sampled answer once, with every dimension to label and its sources."""
+    return [{"task_id": rec["id"], "system": run, "question": rec.get("question"),
+             "answer": rec.get("predicted"), "dimensions": dimensions,
+             "sources": _sources(rec), "trace": (traces or {}).get((run, rec["id"]))}
+            for run, rec in picked]
+
+
+def labelled_name(template: str) -> str:
+    """The name the page saves under: beside the template's, never the same
+    (``labels.jsonl`` -> ``labels.labelled.jsonl``)."""
+    path = Path(template)
+    return f"{path.stem.removesuffix('.labelled')}.labelled{path.suffix or '.jsonl'}"
+
+
+def page(answers: list[dict[str, Any]], title: str, scale: str, save_as: str) -> str:
+    """A self-contained HTML page that shows each answer once, with the rubric and the source
+    of each dimension, and saves the labels as ``save_as``."""
     style = ("body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}"
-             "pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap}section{margin:1.5em 0}")
+             "pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap}section{margin:1.5em 0;"
+             "border-top:1px solid #ccc}.rubric{font-style:italic}.muted{color:#666}"
+             ".source{max-height:16em;overflow:auto}")
+    dimensions = sorted({d for a in answers for d in a["dimensions"]})
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
-            "<p>Score each answer against its source (open the task's trace in the MLflow "
-            "UI to read what the system read), then save: the file is "
-            "<code>report.human_labels</code>.</p>"
+            "<p>Score each answer on each dimension by its rubric, against the source shown "
+            "under it (open the trace to read what the system read), then save: the file "
+            f"(<code>{html.escape(save_as)}</code>) is <code>report.human_labels</code>.</p>"
             "<label>Labeller <input id='labeller'></label> <button id='save'>Save "
-            "labels.jsonl</button><div id='list'></div>"
-            f"<script type='application/json' id='items'>{_safe_json(lines)}</script>"
-            f"<script type='application/json' id='scale'>{_safe_json(SCALES[scale])}</script>"
+            f"{html.escape(save_as)}</button><div id='list'></div>"
+            f"<script type='application/json' id='answers'>{_safe_json(answers)}</script>"
+            "<script type='application/json' id='scale'>"
+            f"{_safe_json({'name': scale, 'choices': SCALES[scale]})}</script>"
+            f"<script type='application/json' id='rubrics'>{_safe_json(rubrics(dimensions))}"
+            "</script>"
+            f"<script type='application/json' id='save-as'>{_safe_json(save_as)}</script>"
             f"<script>{_PAGE_SCRIPT}</script></body></html>")
 
 
-def sweep_records(client: Any, ref: str) -> tuple[str, dict[str, list[dict[str, Any]]]]:
-    """The sweep's name and its finished runs' records by run label."""
+def sweep_records(client: Any, ref: str
+                  ) -> tuple[str, dict[str, list[dict[str, Any]]], Traces]:
+    """The sweep's name, its finished runs' records by run label, and each answer's trace
+    address in the MLflow UI."""
     parent = find_sweep(client, ref, key="label-sample")
     runs = [r for r in child_runs(client, sweep_info(parent)) if r.info.status == "FINISHED"]
+    labels = {r.info.run_id: r.data.tags.get("run_label") or r.info.run_name for r in runs}
     with tempfile.TemporaryDirectory() as tmp:
-        records = {(r.data.tags.get("run_label") or r.info.run_name):
-                   run_records(client, r, Path(tmp) / r.info.run_id) for r in runs}
-    return parent.info.run_name, records
+        records = {labels[r.info.run_id]: run_records(client, r, Path(tmp) / r.info.run_id)
+                   for r in runs}
+    experiment = parent.info.experiment_id
+    found = trace_ids(experiment, [{"run_id": r.info.run_id} for r in runs])
+    traces = {(labels[run_id], task): f"{ui_address()}/#/experiments/{experiment}/traces?"
+              f"selectedEvaluationId={trace}"
+              for run_id, by_task in found.items() for task, trace in by_task.items()}
+    return parent.info.run_name, records, traces
 
 
 def main(argv: list[str]) -> int:
@@ -192,21 +275,29 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--dimension", action="append", dest="dimensions",
                         help="a judge score to label (repeatable; default: "
                              + ", ".join(DEFAULT_DIMENSIONS) + ")")
-    parser.add_argument("--scale", choices=sorted(SCALES), default="1-5")
+    parser.add_argument("--scale", choices=sorted(SCALES), default=FIVE_POINT,
+                        help="the scale people label on (written on every line)")
     parser.add_argument("--for", dest="purpose", choices=["agreement", "ppi"],
                         default="agreement",
                         help="agreement: every judge score labelled, the rare ones too "
                              "(kappa); ppi: a sample that stands for each run's tasks, for "
                              "the corrected means (report/corrected.py)")
     parser.add_argument("--out", default="labels.jsonl", help="the labels-file template")
-    parser.add_argument("--html", default=None, help="also write this labelling page")
-    parser.add_argument("--tracking-uri", default="sqlite:///mlruns/mlflow.db")
+    parser.add_argument("--html", default=None,
+                        help="also write this labelling page (it saves the labels as "
+                             "<out>.labelled.jsonl, beside the template)")
+    parser.add_argument("--tracking-uri", default=default_tracking_uri(),
+                        help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
+                             "sqlite:///mlruns/mlflow.db)")
     args = parser.parse_args(argv)
+    import mlflow
     from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri=resolve_tracking_uri(args.tracking_uri))
+    uri = resolve_tracking_uri(args.tracking_uri)
+    mlflow.set_tracking_uri(uri)  # traces are found through the fluent API
+    client = MlflowClient(tracking_uri=uri)
     try:
-        name, records = sweep_records(client, args.sweep)
+        name, records, traces = sweep_records(client, args.sweep)
     except TrackingError as exc:  # no such sweep: one line and the fix
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -218,7 +309,7 @@ def main(argv: list[str]) -> int:
               "label a judged sweep (judge=...), or name a score it has with --dimension",
               file=sys.stderr)
         return 2
-    lines = template_lines(picked, dimensions)
+    lines = template_lines(picked, dimensions, args.scale)
     Path(args.out).write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
     print(f"{len(picked)} answers x {len(dimensions)} dimension(s) -> {args.out}")
     if args.purpose == "ppi":
@@ -229,6 +320,8 @@ def main(argv: list[str]) -> int:
         print("\n".join(expected_widths(records, dimensions[0],
                                         sorted({10, 20, 40, per_run}))))
     if args.html:
-        Path(args.html).write_text(page(lines, f"Label: {name}", args.scale), encoding="utf-8")
-        print(f"labelling page -> {args.html}")
+        save_as = labelled_name(args.out)
+        Path(args.html).write_text(page(page_answers(picked, dimensions, traces),
+                                        f"Label: {name}", args.scale, save_as), encoding="utf-8")
+        print(f"labelling page -> {args.html} (it saves {save_as})")
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from report.findings import Finding
 from report.verdict import fmt, table
 
 Row = dict[str, Any]
@@ -47,6 +48,55 @@ def same_split_sentence(row: Row) -> str:
             "guide; `dataset.split=test` on an upstream clone gives the comparable figure.")
 
 
+def is_meta_evaluation(rows: list[Row]) -> bool:
+    """Whether these runs measure faithfulness signals against people (``dataset=summedits``)
+    rather than compare systems: then the report's answer is their agreement, not a verdict."""
+    return bool(rows) and all(signals(r) for r in rows)
+
+
+def _signal_figure(row: Row, signal: str) -> str:
+    ba = row.get(signal + SUFFIX)
+    lo, hi = row.get(f"{signal}{SUFFIX}_ci_low"), row.get(f"{signal}{SUFFIX}_ci_high")
+    ci = f" [95% CI {_pct(lo)}, {_pct(hi)}]" if lo is not None else " (no CI)"
+    return f"`{signal}` {_pct(ba)}%{ci} (n={int(row.get(f'{signal}_n') or 0)})"
+
+
+def _split_words(row: Row) -> str:
+    return f"SummEdits {row.get('dataset_domain')} domain, {row.get('dataset_split')} split"
+
+
+def meta_answer(rows: list[Row]) -> str:
+    """The report's one-sentence answer for a meta-evaluation: the best signal's figure."""
+    scored = [(row, s) for row in rows for s in signals(row) if row.get(s + SUFFIX) is not None]
+    if not scored:
+        return "Meta-evaluation: no signal has a balanced accuracy (no item was decided)."
+    row, best = max(scored, key=lambda p: p[0][p[1] + SUFFIX])
+    return (f"Meta-evaluation, not a comparison of systems: the best faithfulness signal "
+            f"against people's labels is {_signal_figure(row, best)} balanced accuracy "
+            f"({_split_words(row)}).")
+
+
+def meta_findings(rows: list[Row]) -> list[Finding]:
+    """The key finding of each meta-evaluation run: every signal's balanced accuracy with
+    its CI, beside the published figures, and on which split."""
+    out = []
+    for row in (r for r in rows if signals(r)):
+        figures = {s: {"balanced_accuracy": row.get(s + SUFFIX),
+                       "ci_low": row.get(f"{s}{SUFFIX}_ci_low"),
+                       "ci_high": row.get(f"{s}{SUFFIX}_ci_high"),
+                       "n": row.get(f"{s}_n")} for s in signals(row)}
+        published = ", ".join(f"{name} {value:.1f}%" for name, value in PUBLISHED)
+        out.append(Finding(
+            kind="meta_evaluation", section="Key finding", key=True, figures={
+                "split": row.get("dataset_split"), "domain": row.get("dataset_domain"),
+                "signals": figures, "published": dict(PUBLISHED)},
+            text=(f"**Agreement with people** ({row['run']}, {_split_words(row)}): balanced "
+                  "accuracy " + "; ".join(_signal_figure(row, s) for s in signals(row))
+                  + f". Published ({PUBLISHED_SPLIT[0]} domain, {PUBLISHED_SPLIT[1]} split, no "
+                  f"CIs): {published}. {same_split_sentence(row)}")))
+    return out
+
+
 def meta_section(rows: list[Row]) -> str:
     """One table per meta-evaluation run: its signals and the published anchors."""
     out = []
@@ -72,6 +122,10 @@ def meta_section(rows: list[Row]) -> str:
 
 
 VALIDATING_SIGNAL = "geval_faithfulness"
+# a judge is "validated" only when the whole 95% CI of its balanced accuracy lies above this
+# floor: 50% is chance (a coin, or one answer for every summary), so a CI reaching it is
+# no evidence the judge tells faithful summaries from unfaithful ones
+VALIDATION_FLOOR = 0.5
 
 
 def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | None:
@@ -85,29 +139,68 @@ def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | N
                  and r.data.params.get("judge_prompt_version") == prompt_version), None)
 
 
-def agreement_sentence(run: Any, model_id: str) -> str:
-    m, params = run.data.metrics, run.data.params
-    ba = m[VALIDATING_SIGNAL + SUFFIX]
+def _figure(run: Any) -> str:
+    m = run.data.metrics
     lo, hi = m.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_low"), m.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_high")
-    ci = f" [95% CI {_pct(lo)}, {_pct(hi)}]" if lo is not None else ""
+    ci = f" [95% CI {_pct(lo)}, {_pct(hi)}]" if lo is not None else " (no CI)"
+    return f"balanced accuracy {_pct(m[VALIDATING_SIGNAL + SUFFIX])}%{ci}"
+
+
+def _where(run: Any) -> str:
+    m, params = run.data.metrics, run.data.params
+    return (f"SummEdits {params.get('dataset.options.domain')} domain, "
+            f"{params.get('dataset.split')} split, n={int(m.get(VALIDATING_SIGNAL + '_n') or 0)}; "
+            f"meta-evaluation run {run.info.run_id}")
+
+
+def beats_floor(run: Any) -> bool:
+    """Whether the measured judge's CI lies wholly above ``VALIDATION_FLOOR``."""
+    low = run.data.metrics.get(f"{VALIDATING_SIGNAL}{SUFFIX}_ci_low")
+    return low is not None and low > VALIDATION_FLOOR
+
+
+def agreement_sentence(run: Any, model_id: str) -> str:
     return (f"**Judge validated:** `{model_id}` (these judge prompts) agrees with people at "
-            f"balanced accuracy {_pct(ba)}%{ci} on G-Eval faithfulness (SummEdits "
-            f"{params.get('dataset.options.domain')} domain, {params.get('dataset.split')} "
-            f"split, n={int(m.get(VALIDATING_SIGNAL + '_n') or 0)}; meta-evaluation run "
-            f"{run.info.run_id}).\n")
+            f"{_figure(run)} on G-Eval faithfulness, its CI above {_pct(VALIDATION_FLOOR)}% "
+            f"(chance) ({_where(run)}).\n")
+
+
+def below_floor_sentence(run: Any, model_id: str) -> str:
+    return (f"Judge measured, not better than chance: `{model_id}` (these judge prompts) "
+            f"agrees with people at {_figure(run)} on G-Eval faithfulness ({_where(run)}); its "
+            f"CI does not lie above {_pct(VALIDATION_FLOOR)}% (chance), so its faithfulness "
+            "scores are no evidence of faithfulness.")
+
+
+def _judges(rows: list[Row]) -> list[tuple[str, str, str | None]]:
+    """(model id, judge name, prompt version) of each judge of a judged sweep that is not a
+    meta-evaluation itself."""
+    judged = [r for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)]
+    return sorted({(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
+                   for r in judged if r.get("judge_model_id")}, key=lambda j: j[:2])
+
+
+def judge_caveats(client: Any, rows: list[Row]) -> list[str]:
+    """The caveat for each judge that was measured against people and did not beat chance."""
+    out = []
+    for model_id, _, version in _judges(rows):
+        found = _measured(client, model_id, version)
+        if found is not None and not beats_floor(found):
+            out.append(below_floor_sentence(found, model_id))
+    return out
 
 
 def judge_validation(client: Any, rows: list[Row], checked_by_people: str = "") -> str:
     """For a judged sweep (not a meta-evaluation itself): the judge's measured agreement
-    with people, or a caveat that it has none and the command that measures it.
+    with people, or a caveat that it has none and the command that measures it; a judge
+    measured and not better than chance is left to the caveats (``judge_caveats``).
     ``checked_by_people``: the sentence quoting the agreement with the sweep's own human
     labels (``report.human_agreement.quote``); it comes first and replaces the caveat."""
-    judged = [r for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)]
     out = []
-    judges = {(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
-              for r in judged if r.get("judge_model_id")}
-    for model_id, name, version in sorted(judges, key=lambda j: j[:2]):
+    for model_id, name, version in _judges(rows):
         found = _measured(client, model_id, version)
+        if found is not None and not beats_floor(found):
+            continue  # said among the caveats
         if found is None and checked_by_people:
             continue  # validated by the sweep's own labels: no caveat
         out.append(agreement_sentence(found, model_id) if found is not None else (

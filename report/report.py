@@ -19,7 +19,7 @@ import re
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from report import (
     console,
     findings,
     human_agreement,
+    meta_eval,
     pairwise,
     plots,
     policy,
@@ -38,7 +39,7 @@ from report import (
     verdict,
 )
 from report.corrected import corrected_answer
-from report.meta_eval import judge_validation, meta_section
+from report.meta_eval import judge_caveats, judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
 from report.sections import (
@@ -156,36 +157,63 @@ def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
 
 def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
               requested: list[str] | None = None) -> list[str]:
-    """The metrics the verdict decides on: ``requested`` (the sweep's ``report.decide_on``),
-    else what the runs logged as ``report.decide_on``, else the documented default
-    (``primary_metric``)."""
+    """The metrics the verdict decides on: ``requested`` (the command's ``report.decide_on``;
+    empty: the documented default, ``primary_metric``), or, when the command says nothing
+    (None: a rebuild without ``--decide-on``), what the runs logged as ``report.decide_on``."""
     logged: list[str] = next((r["decide_on"] for r in rows if r.get("decide_on")), [])
-    return policy.decision_metrics(requested or logged, primary_metric(records_by_run))
+    return policy.decision_metrics(logged if requested is None else requested,
+                                   primary_metric(records_by_run))
+
+
+REPORT_OPTIONS_TAG = "report_options"  # on a sweep run: the options its report was written with
+# the baseline comparison's options: it runs again on every re-run, whatever the report holds
+BASELINE_OPTIONS = ("baseline", "fail_on", "min_overlap", "baseline_map")
+
+
+def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
+                human_labels: str | None) -> str:
+    """One value for the options a sweep report is written with (what it decides on, the
+    labels file's content, the analyses' options), so a re-run with other options is told
+    from one with the same."""
+    import hashlib
+
+    labels = Path(human_labels).expanduser() if human_labels else None
+    chosen = {k: v for k, v in (options or {}).items()
+              if k not in BASELINE_OPTIONS and v not in (None, [], {}, "")}
+    chosen.update(decide_on=list(decide_on or []), human_labels=hashlib.sha256(
+        labels.read_bytes()).hexdigest() if labels and labels.is_file() else None)
+    text = json.dumps(chosen, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                  title: str, requested: list[str] | None = None,
                  judged_pairs: pairwise.PairwiseView | None = None,
                  options: Mapping[str, Any] | None = None,
-                 labels: list[HumanLabel] | None = None
-                 ) -> tuple[str, dict[str, Any]]:
+                 labels: list[HumanLabel] | None = None,
+                 more_caveats: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
     family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
     ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
     ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node;
-    ``labels``: people's labels of the answers, for the analyses that read them."""
+    ``labels``: people's labels of the answers, for the analyses that read them;
+    ``more_caveats``: caveats from outside the runs (``meta_eval.judge_caveats``)."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
     finished = [r for r in rows if compared(r)]
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
-    analysis = analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
-                                                decided, dict(options or {}), labels or []))
-    answer = corrected_answer(analysis.findings, keys, verdict.answer(sets, keys, decided))
+    meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
+    analysis = findings.Analysis(findings=meta)
+    analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
+                                                     decided, dict(options or {}), labels or [])))
+    # a meta-evaluation measures signals against people: its answer is that, not a verdict
+    answer = (meta_eval.meta_answer(finished) if meta else
+              corrected_answer(analysis.findings, keys, verdict.answer(sets, keys, decided)))
     out = [f"# {title}\n", f"**Answer:** {answer}\n"]
-    banner = caveats(finished)
+    banner = caveats(finished, more_caveats)
     if banner:
         out.append(banner)
     unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
@@ -198,11 +226,12 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append(data_line(rows))
     out.append(query_priors(finished))
     out.append("## Task sets\n\n" + task_set_section(sets))
-    finding = (verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
-               + pairwise.finding(judged_pairs, finished, records_by_run, key)
-               + panel_reversals(sets))
-    out.append(f"## Key finding\n\n{finding}\n")
-    out.append(length_finding(sets, key))
+    finding = "" if meta else (
+        verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
+        + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
+    if finding:
+        out.append(f"## Key finding\n\n{finding}\n")
+        out.append(length_finding(sets, key))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -236,13 +265,14 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     arag_points = _loop_section(out, common, records_by_run, key)
     if judged_pairs is not None:
         out.append(pairwise.section(judged_pairs))
-    out.append("\n## Paired comparisons\n")
-    out.append(paired_section(sets, keys, decided))
-    repeat_text = repeats.section(sets, finished, key)
-    if repeat_text:
-        out.append("\n## Repeats\n\n" + repeat_text)
-    out.append("\n## Examples chosen from the numbers\n")
-    out.append(examples(sets, key))
+    if not meta:  # a meta-evaluation compares signals with people, not systems
+        out.append("\n## Paired comparisons\n")
+        out.append(paired_section(sets, keys, decided))
+        repeat_text = repeats.section(sets, finished, key)
+        if repeat_text:
+            out.append("\n## Repeats\n\n" + repeat_text)
+        out.append("\n## Examples chosen from the numbers\n")
+        out.append(examples(sets, key))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
                             "answer": answer, "analysis": analysis}
@@ -449,19 +479,28 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\((plots/[^)\s]+)\)")
 def readable_markdown(markdown_text: str, made: set[str]) -> str:
     """``report.md`` as text: MLflow shows Markdown artifacts verbatim, so an image link
     becomes a line naming the plot file (report.html shows it inline); a plot that was not
-    drawn is left out."""
+    drawn is left out; no text from the data can open an HTML tag (``findings.inert``)."""
     def line(match: re.Match[str]) -> str:
         alt, path = match.group(1), match.group(2)
         return f"(plot: {alt}, `{path}` in this run's artifacts)" if path in made else ""
 
-    return _IMAGE.sub(line, markdown_text)
+    return findings.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
+
+
+def _html_body(markdown_text: str) -> str:
+    """Report Markdown as HTML, with no HTML of its own: every text from a dataset, a model
+    or a judge is shown as text, never run; a wide table scrolls in its own box, not the
+    page (MLflow's viewer is a narrow frame)."""
+    from markdown_it import MarkdownIt
+
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
+    return body.replace("<table>", "<div class='scroll'><table>").replace(
+        "</table>", "</table></div>")
 
 
 def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str:
     """A self-contained page: plots inlined as data URIs (MLflow shows HTML artifacts in a
     sandboxed frame where relative paths lead nowhere); a plot not drawn is left out."""
-    from markdown_it import MarkdownIt
-
     def inline(match: re.Match[str]) -> str:
         path = plot_dir / match.group(1) if plot_dir else None
         if path is None or not path.exists():
@@ -469,12 +508,7 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         return f'<img src="data:image/png;base64,{data}"{match.group(2)}'
 
-    # HTML off: every text from a dataset, a model or a judge is shown as text, never run
-    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, body)
-    # a wide table scrolls in its own box, not the page (MLflow's viewer is a narrow frame)
-    body = body.replace("<table>", "<div class='scroll'><table>").replace(
-        "</table>", "</table></div>")
+    body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, _html_body(markdown_text))
     style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
              "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
              "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em;"
@@ -482,6 +516,35 @@ def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str
              ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body>{body}</body></html>")
+
+
+_ADDED = re.compile(r"<section class='added'>.*?</section>", re.S)
+
+
+def with_added_sections(report_md: str, report_html: str) -> str:
+    """``report.html`` with every section of ``report.md`` it lacks (one added to report.md
+    after the report was written, as the baseline comparison's "Against the baseline"),
+    rendered as the rest; sections added earlier are replaced, so a later comparison's
+    section is the one shown."""
+    page = _ADDED.sub("", report_html)
+    added = [f"<section class='added'>{_html_body(part)}</section>"
+             for part in re.split(r"(?m)^(?=## )", report_md) if part.startswith("## ")
+             and _html_body(part.splitlines()[0]).strip() not in page]
+    return page.replace("</body>", "".join(added) + "</body>", 1)
+
+
+def add_sections_to_html(client: Any, run_id: str) -> None:
+    """Bring the run's ``report.html`` up to its ``report.md`` (``with_added_sections``)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            md, page = (Path(client.download_artifacts(run_id, name, tmp)).read_text(
+                encoding="utf-8") for name in ("report.md", "report.html"))
+        except Exception:  # noqa: BLE001 - a run without its report has nothing to bring up
+            return
+        out = Path(tmp) / "new" / "report.html"
+        out.parent.mkdir()
+        out.write_text(with_added_sections(md, page), encoding="utf-8")
+        client.log_artifact(run_id, str(out))
 
 
 def write_run_report(client, run_id: str) -> ReportResult:
@@ -499,9 +562,14 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
     ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
     beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
     read by the analyses (``report/analyses.py``)."""
-    return _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                         f"Sweep report: {parent.get('sweep_id', parent['run_id'])}", sweep=True,
-                         decide_on=decide_on, human_labels=human_labels, options=options)
+    result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
+                           f"Sweep report: {parent.get('sweep_id', parent['run_id'])}",
+                           sweep=True, decide_on=decide_on, human_labels=human_labels,
+                           options=options)
+    logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
+    client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
+        options, logged if decide_on is None else decide_on, human_labels))
+    return result
 
 
 def people_labels(rows: list[dict[str, Any]], experiment_id: str,
@@ -531,10 +599,13 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
         labels = people_labels(rows, target.info.experiment_id, human_labels) if sweep else []
-        text, data = build_report(rows, records, title, requested=decide_on,
-                                  judged_pairs=judged_pairs, options=options, labels=labels)
-        analysis: findings.Analysis = data["analysis"]
+        # refused labels stop the report before anything is written
         people = human_agreement.compare(labels, records, rows)
+        judge_notes = judge_caveats(client, rows)
+        text, data = build_report(rows, records, title, requested=decide_on,
+                                  judged_pairs=judged_pairs, options=options, labels=labels,
+                                  more_caveats=judge_notes)
+        analysis: findings.Analysis = data["analysis"]
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
@@ -568,7 +639,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             client.log_artifact(target_run_id, str(path), "plots")
     result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
                           f"{target.info.artifact_uri}/report.html",
-                          data["finding"], caveats(finished),
+                          data["finding"], caveats(finished, judge_notes),
                           unreadable_note(finished) + resumed_latency_note(finished) + validation,
                           judge_validation=validation, keys=data["keys"],
                           decided=data["decided"], answer=data["answer"],
@@ -607,11 +678,23 @@ def refresh_description(client: Any, run_id: str, validation: str) -> None:
     at = old[0] if old else min(1, len(parts))
     kept = [p for i, p in enumerate(parts) if i not in old]
     new = [p.strip() for p in validation.split("\n") if p.strip()]
-    client.set_tag(run_id, MLFLOW_RUN_NOTE, "\n\n".join(kept[:at] + new + kept[at:]))
+    note = "\n\n".join(kept[:at] + new + kept[at:])
+    client.set_tag(run_id, MLFLOW_RUN_NOTE, findings.inert(note))  # data never becomes markup
+
+
+SUBCOMMANDS = (("compare", "hold a sweep against a baseline sweep, task by task (exit 3 on a "
+                "regression)"),
+               ("label-sample", "write a sample of a judged sweep's answers for people to "
+                "label"))
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Rebuild the report of a past sweep.")
+    parser = argparse.ArgumentParser(
+        prog="python -m report", formatter_class=argparse.RawDescriptionHelpFormatter,
+        usage="python -m report [-h] parent_run_id [options]\n"
+              "       python -m report {compare,label-sample} ... (see <subcommand> --help)",
+        description="Rebuild the report of a past sweep.",
+        epilog="subcommands:\n" + "\n".join(f"  {name:<14}{what}" for name, what in SUBCOMMANDS))
     parser.add_argument("parent_run_id")
     parser.add_argument("--tracking-uri", default=default_tracking_uri(),
                         help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
@@ -619,6 +702,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--human-labels", metavar="FILE", default=None,
                         help="a JSON-lines labels file to hold the judge against "
                              "(docs/validate-your-judge.md)")
+    parser.add_argument("--decide-on", nargs="+", metavar="METRIC", default=None,
+                        help="the metrics the verdict decides on, in order (default: the "
+                             "sweep's report.decide_on)")
     args = parser.parse_args(argv)
     import mlflow
     from mlflow import MlflowClient
@@ -633,7 +719,11 @@ def main(argv: list[str] | None = None) -> None:
     mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)
-    result = write_sweep_report(client, sweep_info(run), human_labels=args.human_labels)
+    try:  # labels that cannot be held against this sweep's judge: refused, nothing written
+        result = write_sweep_report(client, sweep_info(run), decide_on=args.decide_on,
+                                    human_labels=args.human_labels)
+    except LabelsError as exc:
+        raise SystemExit(f"error: {exc}") from None
     refresh_description(client, run.info.run_id, result.judge_validation)
     print(console.verdict(result, args.tracking_uri))
     print(f"report logged to run {run.info.run_id}")

@@ -4,6 +4,7 @@ judge can be trusted, and examples chosen from the numbers (all on the common ta
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -12,6 +13,7 @@ from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
 from metrics.stats import correlation
 from report import policy, repeats
+from report.meta_eval import is_meta_evaluation
 from report.verdict import SMALL_N, Row, TaskSets, fmt, is_answered, table
 
 _FLAG_SUFFIX = "_parse_failures"
@@ -24,9 +26,16 @@ TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a mode
                     "--enable-auto-tool-choice), or run system=naive,stuffing only")
 
 
-def caveats(rows: list[Row]) -> str:
-    """A banner when the numbers below cannot carry a real verdict."""
-    notes = []
+def caveats(rows: list[Row], more: Sequence[str] = ()) -> str:
+    """A banner when the numbers below cannot carry a real verdict (``more``: caveats found
+    outside the runs, e.g. a judge measured no better than chance). A meta-evaluation
+    (``dataset=summedits``) gets only the caveats on its own figures: it compares no systems,
+    so what limits a comparison of systems (the offline model, the context budget, missing
+    references, tool calls) does not apply."""
+    notes = list(more)
+    if is_meta_evaluation(rows):
+        notes += repeats.caveat(rows)
+        return _banner(notes)
     # a run whose model was called elsewhere (predictions from a file) is not the offline model's
     offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"
                       and r.get("calls_models") is not False})
@@ -53,6 +62,10 @@ def caveats(rows: list[Row]) -> str:
               for r in rows if policy.tasks_without_tool_call(r)]
     notes += [f"`{r['run']}`: {note}" for r in rows for note in r.get("system_notes") or []]
     notes += repeats.caveat(rows)
+    return _banner(notes)
+
+
+def _banner(notes: list[str]) -> str:
     if not notes:
         return ""
     return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(

@@ -513,6 +513,10 @@ def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str,
     if len(ranked) == 1:
         return f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), the only contender scored."
     runner_up = ranked[1]
+    tied = [r["run"] for r in ranked if means[r["run_id"]] == means[best["run_id"]]]
+    if len(tied) > 1:  # an exact tie has no best: naming one would pick by the sort order
+        return (f"No best mean: {', '.join(tied)} tie at {means[best['run_id']]:.3f}: no "
+                "winner is declared.")
     decision = find(decided, key, best, runner_up)
     res = decision.paired if decision is not None else None
     power = ""

@@ -12,9 +12,11 @@ crash of the sweep itself closes it as FAILED; a parent whose process was killed
 closed KILLED by the next sweep on the same machine.
 
 A re-run of a sweep whose every job FINISHED opens no parent when a finished parent holds
-the report of exactly those runs (tag ``report_runs``); otherwise (the sweep that ran them
-was killed while writing it) it opens one and writes the report, and jobs whose parent
-never finished move under it.
+the report of exactly those runs (tag ``report_runs``) written with the same report options
+(tag ``report_options``: ``report.decide_on``, the labels file's content, ...): it prints
+that report's verdict again. Otherwise (the sweep that ran them was killed while writing it,
+or the command gives other report options) it opens one and writes a new report of those
+runs, never overwriting another sweep run's; jobs whose parent never finished move under it.
 """
 
 from __future__ import annotations
@@ -39,7 +41,12 @@ from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console
 from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
-from report.report import write_sweep_report
+from report.report import (
+    REPORT_OPTIONS_TAG,
+    add_sections_to_html,
+    options_key,
+    write_sweep_report,
+)
 from runners import dryrun, overview, pairwise
 from runners.cores import share_cores
 from runners.errors import show_trace
@@ -58,7 +65,7 @@ from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.human_labels import LabelsError, read_labels_file
 from tracking.storage import server_gone
-from tracking.sweeps import find_sweep, sweep_info
+from tracking.sweeps import find_sweep
 
 log = logging.getLogger(__name__)
 REPORT_RUNS_TAG = "report_runs"  # which job runs the parent's report covers (runs_key)
@@ -173,7 +180,8 @@ class MLflowSweepCallback(Callback):
                 "sweep_dir": str(sweep_dir), "swept_keys": swept, "file_labels": self.file_labels,
                 "n_jobs": len(jobs)}  # for the progress bars' "job 2/3"
         finished = all_finished(self.client, experiment_id, jobs)
-        reported = finished and reporting_parent(self.client, experiment_id, finished)
+        options = options_key(self._report_options(), self.decide_on, self.human_labels)
+        reported = finished and reporting_parent(self.client, experiment_id, finished, options)
         if finished and reported:  # a re-run of a finished sweep opens no empty parent
             close_dead_parents(self.client, experiment_id, None)
             self.earlier = [reported]
@@ -182,7 +190,13 @@ class MLflowSweepCallback(Callback):
                      ", ".join(r.info.run_id for r in finished))
             (sweep_dir / track.PARENT_FILE).write_text(json.dumps(info))
             return
-        if finished:
+        other = finished and reporting_parent(self.client, experiment_id, finished)
+        if other:
+            log.info("every job of this sweep already FINISHED; sweep run %s holds their report "
+                     "with other report options (report.decide_on, report.human_labels, ...): "
+                     "a new report of those runs, with this command's, under a new sweep run",
+                     other.info.run_id)
+        elif finished:
             log.info("every job of this sweep already FINISHED, but no sweep run holds their "
                      "report (the sweep was stopped while writing it): writing it now")
         run = self.client.create_run(
@@ -219,14 +233,13 @@ class MLflowSweepCallback(Callback):
         report_error = None
         if self.parent and self.client is not None:
             report_error = self._close_parent(failures)
-        if self.human_labels and self.earlier:  # nothing ran: the verdict, with the labels
-            self._report_again(self.earlier.pop(0))
         self.locks.release()
         if self.result is not None:
             print(console.verdict(self.result, str(config.tracking.uri)), flush=True)
-        for run in self.earlier:  # nothing ran: point at the verdict the sweep already has
+        for run in self.earlier:  # nothing ran: the verdict the sweep already has, again
             print("\n".join(["", f"Nothing new to compare: the verdict of these runs is on "
-                              f"sweep run {run.info.run_id} ({run.info.run_name}).",
+                              f"sweep run {run.info.run_id} ({run.info.run_name}):", "",
+                              *console.stored_verdict(run),
                               *console.where_to_look(f"{run.info.artifact_uri}/report.html",
                                                      str(config.tracking.uri),
                                                      run.info.experiment_id, run.info.run_id)]),
@@ -281,14 +294,6 @@ class MLflowSweepCallback(Callback):
         self.parent = None
         return report_error
 
-    def _report_again(self, run: Any) -> None:
-        """A finished sweep run again with ``report.human_labels``: its report, rebuilt
-        from the records it has (no model is asked), holds the judge against the labels."""
-        self.result = write_sweep_report(self.client, sweep_info(run), self.decide_on,
-                                         self.human_labels, self._report_options())
-        overview.publish(self.client, self.result)
-        self._compare_with_baseline(run.info.run_id)
-
     def _report_options(self) -> dict[str, Any]:
         """The sweep's ``report`` node as plain data, for the report's analyses."""
         if self.report_cfg is None:
@@ -303,6 +308,7 @@ class MLflowSweepCallback(Callback):
         try:
             self.baseline_exit, self.baseline_text = compare_and_publish(
                 self.client, str(self.report_cfg.baseline), run_id, options_from(self.report_cfg))
+            add_sections_to_html(self.client, run_id)  # the console points to report.html
         except Exception as exc:  # noqa: BLE001 - the sweep's own results stand; exit 1
             log.exception("could not compare the sweep with its baseline")
             self.client.set_tag(run_id, "baseline_error",
@@ -343,15 +349,20 @@ def runs_key(run_ids: Iterable[str]) -> str:
     return hashlib.sha256(" ".join(sorted(set(run_ids))).encode()).hexdigest()[:32]
 
 
-def reporting_parent(client: Any, experiment_id: str, runs: list[Any]) -> Any | None:
-    """The latest FINISHED sweep parent whose report covers exactly these runs, or None
-    (its sweep was stopped before the report was written)."""
+def reporting_parent(client: Any, experiment_id: str, runs: list[Any],
+                     options: str | None = None) -> Any | None:
+    """The latest FINISHED sweep parent whose report covers exactly these runs, written
+    with the report options ``options`` (``report.report.options_key``; None: any), or None
+    (its sweep was stopped before the report was written, or no report has those options).
+    A parent written before reports recorded their options counts as one with none set."""
     key = runs_key(r.info.run_id for r in runs)
     found = client.search_runs(
         [experiment_id], filter_string=f"tags.role = 'sweep_parent' and tags.{REPORT_RUNS_TAG}"
         f" = '{key}' and attributes.status = 'FINISHED'",
-        order_by=["attributes.start_time DESC"], max_results=1)
-    return found[0] if found else None
+        order_by=["attributes.start_time DESC"], max_results=100)
+    unset = options_key(None, [], None)
+    return next((r for r in found if options is None
+                 or r.data.tags.get(REPORT_OPTIONS_TAG, unset) == options), None)
 
 
 def close_dead_parents(client: Any, experiment_id: str, successor: str | None) -> None:

@@ -127,12 +127,24 @@ def unknown_key_message(override: str, cfg: DictConfig) -> str:
              if key.startswith("hydra.") or not k.startswith("hydra.")]
     close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
     if close:
-        fix = f"Did you mean {close[0]}? Fix: {close[0]}={value}" + (
+        fix = f"Did you mean {close[0]}? Fix: {close[0]}={_acceptable(cfg, close[0], value)}" + (
             f" (other close keys: {', '.join(close[1:])})" if close[1:] else "")
     else:
         top = sorted({k.split('.')[0] for k in known})
         fix = f"The top-level keys are: {', '.join(top)}"
     return f"{key} is not a config key. {fix}"
+
+
+def _acceptable(cfg: DictConfig, key: str, value: str) -> str:
+    """The value to suggest with a corrected key: the one typed, unless that key would refuse
+    it too (a fix must never be refused), then its default and why."""
+    from runners.validation import refusal
+
+    refused = refusal(cfg, key, value)
+    if refused is None:
+        return value
+    must, default = refused
+    return f"{default} ({value} is refused there too: it must be {must})"
 
 
 def closest_group(key: str) -> str | None:

@@ -174,7 +174,7 @@ def configure_system(cfg: RunConfig, dataset: Dataset, recorded: list[Prediction
     setup = RunSetup(cfg.system, dataset.corpus, dataset.tasks,
                      lambda: build_chunks(dataset.corpus, cfg.retrieval.chunk_size,
                                           cfg.retrieval.chunk_overlap),
-                     resolve("."), recorded)
+                     resolve("."), recorded, frozenset(dataset.past_limit))
     return SYSTEMS.get(cfg.system.kind).configure(setup)
 
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 from typing import Any
 
 from report import findings
+from report.console import NOTE_TAG  # the run description MLflow's UI shows and edits
 from report.result import ReportResult
-from report.sections import caveats
 from report.verdict import table
 
-NOTE_TAG = "mlflow.note.content"  # the run description MLflow's UI shows and edits
 MAX_NOTE = 60_000  # well under MLflow's tag value limit
 
 
@@ -45,15 +44,16 @@ def runs_table(result: ReportResult) -> str:
 def description(result: ReportResult) -> str:
     """The parent run's description: the answer, caveats, the verdict's details, every run,
     where to look."""
-    parts = [f"**{result.answer}**" if result.answer else "", caveats(result.finished),
+    parts = [f"**{result.answer}**" if result.answer else "", result.caveats,
              result.judge_validation,
              f"**Verdict** (decided on {', '.join(f'`{k}`' for k in result.keys or [result.key])}"
-             f"): {result.finding}", findings.description(result.findings), runs_table(result),
+             f"): {result.finding}" if result.finding else "",
+             findings.description(result.findings), runs_table(result),
              "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "
              "in the Runs list) hold each system's metrics and one trace per task."]
-    text = "\n\n".join(p.strip() for p in parts if p)
+    text = findings.inert("\n\n".join(p.strip() for p in parts if p))  # data is never markup
     return text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 1] + "…"
 
 

@@ -211,6 +211,29 @@ def check_schema(node: DictConfig, prefix: str = "") -> None:
                               f"{dotted}={_shown(_default(declared[key]))}")
 
 
+def refusal(cfg: DictConfig, dotted: str, text: str) -> tuple[str, str] | None:
+    """Why ``dotted=text`` would be refused as a number (out of its declared range, or not
+    finite) and the value to suggest instead; None: it would not be, or it is not a number
+    of a typed node (what the key itself checks later)."""
+    parent, _, leaf = dotted.rpartition(".")
+    node = OmegaConf.select(cfg, parent) if parent else cfg
+    schema = OmegaConf.get_type(node) if isinstance(node, DictConfig) else None
+    if not (isinstance(schema, type) and is_dataclass(schema)):
+        return None
+    declared = {f.name: f for f in fields(schema)}.get(leaf)
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    limits = declared.metadata.get(RANGE) if declared is not None else None
+    if declared is None or (math.isfinite(value) and (limits is None or limits.allows(value))):
+        return None
+    must = limits.must if limits is not None else ""
+    if not math.isfinite(value):
+        must = "a finite number" + (f", {must}" if must else "")
+    return must, _shown(_default(declared))
+
+
 def _default(f: Any) -> Any:
     if f.default is not MISSING:
         return f.default

@@ -323,3 +323,15 @@ def test_low_judge_panel_agreement_is_a_caveat():
     assert "agree poorly on coverage" not in banner
     agreeing = [{**r, "judge_agreement_faithfulness": 0.9} for r in rows]
     assert "agree poorly" not in caveats(agreeing)
+
+
+def test_an_exact_tie_names_no_best_mean():
+    """Three systems scoring 0.152 on every task: no run is "best", whichever sorts first."""
+    records = {name: [rec(f"t{k}", None, rouge2_f1=0.152) for k in range(6)]
+               for name in ("arag", "naive", "stuffing")}
+    rows = [row(name) for name in records]
+    text, data = build_report(rows, records, "t", ["rouge2_f1"])
+    finding = section(text, "Key finding")
+    assert "identical on all 6 tasks" in finding
+    assert "Best mean" not in text and "Best:" not in text
+    assert "No best mean: arag, naive, stuffing tie at 0.152: no winner is declared." in finding

@@ -448,3 +448,19 @@ def test_the_dry_run_prices_an_unreadable_reply_still_to_be_asked_again(tmp_path
     where = (tmp_path, inner.provider, getattr(inner, "model_id", inner.name))
     assert not is_cached(*where, reask_unreadable=1, **call_arguments(request))
     assert is_cached(*where, reask_unreadable=0, **call_arguments(request))  # kept as it is
+
+
+def test_a_mistyped_key_is_never_fixed_with_a_value_the_right_key_refuses(make_cfg):
+    from runners.cli import unknown_key_message
+
+    cfg = make_cfg()
+    message = unknown_key_message("model.temperature=nan", cfg)
+    assert "Did you mean system.temperature? Fix: system.temperature=" in message
+    assert "system.temperature=nan" not in message
+    assert "nan is refused there too: it must be a finite number" in message
+    for bad in ("inf", "-1"):
+        assert f"system.temperature={bad}" not in unknown_key_message(
+            f"model.temperature={bad}", cfg)
+    # a value the key takes is kept as typed
+    assert "Fix: system.temperature=0.7" in unknown_key_message("model.temperature=0.7", cfg)
+    assert "Fix: max_loops=3" in unknown_key_message("max_lops=3", cfg)

@@ -506,3 +506,32 @@ def test_external_without_a_file_says_which_key_to_set(make_cfg, mini):
 
     with pytest.raises(ConfigError, match="system.predictions is not set"):
         prepare(read(make_cfg(f"dataset.root={mini}", "system=external")))
+
+
+def test_a_folder_is_named_a_folder_and_ids_past_dataset_limit_are_left_out(
+        make_cfg, mini, loaded, tmp_path, monkeypatch):
+    dataset, chunks = loaded
+    folder = tmp_path / "ectsum_naive"
+    folder.mkdir()
+    write(folder / "predictions.jsonl", [good(t0), good(t1)])
+    with pytest.raises(PredictionsFileError) as err:
+        read_predictions(folder, dataset.tasks, dataset.corpus, chunks, allow_missing=False)
+    assert "is a folder, not a file" in str(err.value) and "predictions.jsonl" in str(err.value)
+    assert "not found" not in str(err.value)
+    # dataset.limit=1 keeps t0: t1's record is past the limit, not "not a task"
+    job = prepare(read(make_cfg(f"dataset.root={mini}", "dataset.limit=1", "system=external",
+                                f"system.predictions={folder / 'predictions.jsonl'}")))
+    assert [t.id for t in job.dataset.tasks] == [t0]
+    assert job.system_class.run_metrics["n_records_past_limit"] == 1
+    # a big file shows a bar of lines checked
+    from arag import progress
+    from arag.systems import predictions_file
+
+    shown = []
+    monkeypatch.setattr(predictions_file, "PROGRESS_FROM_BYTES", 10)
+    monkeypatch.setattr(progress, "bar", lambda what, total, unit: shown.append(
+        (what, total, unit)) or __import__("contextlib").nullcontext(
+        type("Bar", (), {"update": lambda self, n: shown.append(n)})()))
+    read_predictions(folder / "predictions.jsonl", dataset.tasks, dataset.corpus, chunks,
+                     allow_missing=False)
+    assert shown[0] == ("checking predictions.jsonl (0 MB)", 2, "line") and sum(shown[1:]) == 2

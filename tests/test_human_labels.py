@@ -14,12 +14,22 @@ import pytest
 
 from metrics.agreement import kappa
 from report import human_agreement
-from report.label_sample import page, stratified_sample, template_lines
+from report.label_sample import (
+    labelled_name,
+    page,
+    page_answers,
+    rubrics,
+    stratified_sample,
+    template_lines,
+)
 from tests.conftest import ROOT, store_overrides
 from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
 
-ROWS = [{"run": "arag", "run_id": "r1", "system": "arag"},
-        {"run": "naive", "run_id": "r2", "system": "naive"}]
+# judged runs: each judged field logs its parse failures
+JUDGED = {"judge_calls": 40.0, "geval_faithfulness_parse_failures": 0.0,
+          "geval_coverage_parse_failures": 0.0}
+ROWS = [{"run": "arag", "run_id": "r1", "system": "arag", **JUDGED},
+        {"run": "naive", "run_id": "r2", "system": "naive", **JUDGED}]
 
 
 def records(n: int = 20) -> dict[str, list[dict]]:
@@ -29,8 +39,9 @@ def records(n: int = 20) -> dict[str, list[dict]]:
                   for k in range(n)] for rid in ("r1", "r2")}
 
 
-def label(task: str, system: str, dim: str, score: int, who: str = "ana") -> HumanLabel:
-    return HumanLabel(task, system, dim, score, who, "file labels.jsonl")
+def label(task: str, system: str, dim: str, score: int, who: str = "ana",
+          scale: str = "1-5") -> HumanLabel:
+    return HumanLabel(task, system, dim, score, who, "file labels.jsonl", scale)
 
 
 def test_kappa_matches_the_textbook_examples():
@@ -89,7 +100,9 @@ def test_agreement_per_dimension_between_labellers_and_the_low_flag():
     found = human_agreement.compare(labels, records(), ROWS)
     cover, faith = found.judge  # by dimension name
     assert (faith.dimension, faith.scale, faith.n, faith.unmatched) == \
-        ("geval_faithfulness", "1-5", 50, 1)
+        ("geval_faithfulness", "1-5", 50, 0)
+    assert found.left_out == ["1 label(s) for a task that system did not answer in this "
+                              "sweep: arag/t99"]
     assert 0.4 < faith.kappa.value < 1 and not faith.low
     assert faith.spearman is not None and faith.kappa.ci_low is not None
     assert cover.kappa.value < 0 and cover.low and cover.spearman.rho < 0
@@ -109,7 +122,7 @@ def test_agreement_per_dimension_between_labellers_and_the_low_flag():
 
 def test_yes_no_labels_use_the_judges_threshold_and_balanced_accuracy():
     # the judge says "consistent" at 4 or 5 of 5 (metrics.meta_eval's threshold)
-    labels = [label(f"t{k}", "arag", "geval_faithfulness", int(1 + k % 5 >= 4))
+    labels = [label(f"t{k}", "arag", "geval_faithfulness", int(1 + k % 5 >= 4), scale="yes/no")
               for k in range(20)]
     compared = human_agreement.compare(labels, records(), ROWS)
     (found,) = compared.judge
@@ -146,8 +159,9 @@ def test_the_verdict_quotes_the_labels_instead_of_the_unvalidated_caveat(store):
     assert "Judge unvalidated" not in quoted
     assert quoted.startswith("**Judge checked against your labels:**")
     # labels that match no judged answer quote nothing: the caveat stays
-    none = human_agreement.compare([label("t1", "other", "geval_faithfulness", 3)],
-                                   records(), ROWS)
+    unscored = [{**rec, "geval_faithfulness": None} for rec in records()["r1"]]
+    none = human_agreement.compare([label("t1", "arag", "geval_faithfulness", 3)],
+                                   {"r1": unscored}, ROWS)
     assert human_agreement.quote(none) == ""
     assert "Judge unvalidated" in judge_validation(client, judged, human_agreement.quote(none))
 
@@ -179,8 +193,10 @@ def test_human_feedback_on_traces_is_read_back_as_labels(store):
     finally:
         mlflow.set_tracking_uri(None)
     assert sorted(found, key=lambda x: x.task_id) == [
-        HumanLabel("t1", "arag", "geval_faithfulness", 4, "ana@example.com", "MLflow feedback"),
-        HumanLabel("t2", "arag", "geval_faithfulness", 0, "ana@example.com", "MLflow feedback")]
+        HumanLabel("t1", "arag", "geval_faithfulness", 4, "ana@example.com", "MLflow feedback",
+                   "1-5"),
+        HumanLabel("t2", "arag", "geval_faithfulness", 0, "ana@example.com", "MLflow feedback",
+                   "yes/no")]
 
 
 def test_the_sample_is_stratified_by_run_and_score_and_its_page_runs_no_data():
@@ -192,13 +208,13 @@ def test_the_sample_is_stratified_by_run_and_score_and_its_page_runs_no_data():
         assert sorted(r["geval_faithfulness"] for s, r in picked if s == run) == [1, 2, 3, 4, 5]
     assert stratified_sample(recs, "geval_faithfulness", 10) == picked  # seeded
     lines = template_lines(picked, ["geval_faithfulness", "geval_coverage"])
-    assert len(lines) == 20 and all(x["score"] is None for x in lines)
+    assert len(lines) == 20 and all(x["score"] is None and x["scale"] == "1-5" for x in lines)
     assert "geval_faithfulness" not in json.dumps([{k: v for k, v in x.items()
                                                    if k != "dimension"} for x in lines])
-    all_of_arag = template_lines(stratified_sample(recs, "geval_faithfulness", 40), ["d"])
-    html = page(all_of_arag, "Label: <sweep>", "1-5")
+    all_of_arag = page_answers(stratified_sample(recs, "geval_faithfulness", 40), ["d"])
+    html = page(all_of_arag, "Label: <sweep>", "1-5", "labels.labelled.jsonl")
     assert "<script>alert" not in html and "<b>x</b>" not in html and "&lt;sweep&gt;" in html
-    assert html.count("<script") == 3 and "\\u003c/script\\u003e" in html
+    assert html.count("<script") == 5 and "\\u003c/script\\u003e" in html
 
 
 def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
@@ -236,3 +252,135 @@ def test_label_sample_of_an_unknown_sweep_exits_2_with_the_fix(store, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: label-sample='no such sweep': no sweep has that run id")
     assert "Fix:" in err and not (store / "never.jsonl").exists()
+
+
+def _write_labels(path: Path, lines: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+    return path
+
+
+def test_labels_carry_their_scale_so_ones_out_of_five_are_not_read_as_yes_no(tmp_path):
+    base = {"task_id": "t0", "system": "arag", "dimension": "geval_faithfulness",
+            "labeller": "ana"}
+    # four answers the judge gave 1 of 5, labelled 1 of 5 by a person, as the page saves them
+    ones = [{**base, "task_id": f"t{k}", "scale": "1-5", "score": 1} for k in (0, 5, 10, 15)]
+    read = read_labels_file(_write_labels(tmp_path / "ones.jsonl", ones))
+    assert {x.scale for x in read} == {"1-5"}
+    (found,) = human_agreement.compare(read, records(), ROWS).judge
+    assert found.scale == "1-5" and found.threshold is None
+    # a file without the scale: 1-5 unless every label is 0 or 1
+    plain = [{**base, "task_id": "t1", "score": 2}, {**base, "task_id": "t2", "score": 1}]
+    assert {x.scale for x in read_labels_file(_write_labels(tmp_path / "a.jsonl", plain))} \
+        == {"1-5"}
+    binary = [{**base, "task_id": "t1", "score": 0}, {**base, "task_id": "t2", "score": 1}]
+    assert {x.scale for x in read_labels_file(_write_labels(tmp_path / "b.jsonl", binary))} \
+        == {"yes/no"}
+    # a score off the scale its line gives names the line
+    with pytest.raises(LabelsError, match=r"b\.jsonl:1: score 0 is not on the 1-5 scale"):
+        read_labels_file(_write_labels(tmp_path / "b.jsonl", [{**base, "scale": "1-5",
+                                                               "score": 0}]))
+    with pytest.raises(LabelsError, match=r":1: scale '1-10' is not one of 1-5, yes/no\. Fix"):
+        read_labels_file(_write_labels(tmp_path / "b.jsonl", [{**base, "scale": "1-10",
+                                                               "score": 3}]))
+    # the template and the labelling page write the scale
+    picked = stratified_sample({"arag": records()["r1"]}, "geval_faithfulness", 2)
+    assert {x["scale"] for x in template_lines(picked, ["d"], "yes/no")} == {"yes/no"}
+    saved = page(page_answers(picked, ["d"]), "t", "yes/no", "l.labelled.jsonl")
+    assert "scale: scale.name" in saved and '{"name": "yes/no"' in saved
+
+
+def test_labels_on_a_field_no_judge_scored_are_refused_naming_the_judged_ones(tmp_path):
+    labels = [label(f"t{k}", "arag", "rouge2_f1", 1 + k % 5) for k in range(4)]
+    labels.append(label("t1", "arag", "geval_faithfulness", 3))
+    with pytest.raises(LabelsError) as err:
+        human_agreement.compare(labels, records(), ROWS)
+    assert str(err.value).startswith("labels on `rouge2_f1` (arag/t0, arag/t1, arag/t2, arag/t3)"
+                                     ": no judge scored that in this sweep")
+    assert "Fix: label a dimension a judge scored: geval_coverage, geval_faithfulness" \
+        in str(err.value)
+    unjudged = [{k: v for k, v in r.items() if k not in JUDGED} for r in ROWS]
+    with pytest.raises(LabelsError, match="none here .the sweep ran with no judge"):
+        human_agreement.compare([label("t1", "arag", "geval_faithfulness", 3)], records(),
+                                unjudged)
+
+
+def test_a_labels_file_not_utf8_empty_a_folder_or_too_big_is_refused_with_the_fix(
+        tmp_path, monkeypatch):
+    line = json.dumps({"task_id": "t1", "system": "arag", "dimension": "geval_faithfulness",
+                       "score": 4, "labeller": "ana"}) + "\n"
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes(line.encode() + line.replace("ana", "Jos\xe9").encode("latin-1"))
+    with pytest.raises(LabelsError) as err:
+        read_labels_file(latin)
+    at = len(line) + line.index("ana") + 3
+    assert str(err.value).startswith(f"{latin}:2: byte {at} (0xe9) is not UTF-8. Fix: save "
+                                     "the file as UTF-8 (e.g. iconv")
+    for text in ("", "\n\n", line.replace("4", "null")):
+        empty = tmp_path / "empty.jsonl"
+        empty.write_text(text)
+        with pytest.raises(LabelsError, match="no labelled line .the file is empty, or every "
+                                              "score is null.. Fix: fill in"):
+            read_labels_file(empty)
+    with pytest.raises(LabelsError, match="a folder. Fix"):
+        read_labels_file(tmp_path)
+    from tracking import human_labels
+
+    monkeypatch.setattr(human_labels, "MAX_FILE_BYTES", 10)
+    with pytest.raises(LabelsError, match=r"over the 0 MB a labels file may be\. Fix"):
+        read_labels_file(latin)
+
+
+def test_labels_of_unknown_systems_or_tasks_and_contradictions_are_left_out_by_line(
+        tmp_path, caplog):
+    base = {"dimension": "geval_faithfulness", "labeller": "ana", "scale": "1-5"}
+    file = _write_labels(tmp_path / "labels.jsonl", [
+        {**base, "task_id": "t1", "system": "arag", "score": 2},
+        {**base, "task_id": "t1", "system": "agentic", "score": 3},  # no such run
+        {**base, "task_id": "t404", "system": "naive", "score": 3},  # no such task
+        {**base, "task_id": "t2", "system": "arag", "score": 3},
+        {**base, "task_id": "t2", "system": "arag", "score": 5},  # contradicts line 4
+        {**base, "task_id": "t1", "system": "arag", "score": 2},  # repeats line 1: kept once
+        {**base, "task_id": "t3", "system": "arag", "score": 4}])
+    found = human_agreement.compare(read_labels_file(file), records(), ROWS)
+    assert found.left_out == [
+        f"1 label(s) for a system that is not a run of this sweep (runs: arag, naive): {file}:2",
+        f"1 label(s) for a task that system did not answer in this sweep: {file}:3",
+        f"2 label(s) for ana gave arag/t2 `geval_faithfulness` the scores 3, 5 (Fix: keep "
+        f"one): {file}:4, {file}:5"]
+    assert found.judge[0].n == 2
+    assert f"{file}:2" in caplog.text and "Labels left out:" in human_agreement.section(found)
+    nothing = _write_labels(tmp_path / "none.jsonl", [
+        {**base, "task_id": "t1", "system": "agentic", "score": 3}])
+    with pytest.raises(LabelsError, match="no label can be used: 1 label.s. for a system"):
+        human_agreement.compare(read_labels_file(nothing), records(), ROWS)
+    # feedback left on the traces never stops a report, even when none of it can be used
+    feedback = HumanLabel("t1", "arag", "note", 3, "ana", "MLflow feedback")
+    assert human_agreement.compare([feedback], records(), ROWS).left_out == [
+        "1 label(s) for feedback on a field no judge scored: arag/t1"]
+
+
+def test_the_labelling_page_shows_each_answer_once_with_rubric_source_and_trace():
+    recs = {"arag": [{**r, "reference": f"reference of {r['id']}",
+                      "context_chunk_ids": ["doc1:0-10", "doc1:10-20"]}
+                     for r in records(4)["r1"]]}
+    picked = stratified_sample(recs, "geval_faithfulness", 4)
+    dims = ["geval_faithfulness", "geval_coverage"]
+    traces = {("arag", rec["id"]): f"http://ui/#/traces/{rec['id']}" for _, rec in picked}
+    answers = page_answers(picked, dims, traces)
+    assert len(answers) == 4 and all(a["dimensions"] == dims for a in answers)  # once each
+    first = answers[0]
+    assert first["trace"] == f"http://ui/#/traces/{first['task_id']}"
+    assert first["sources"]["reference"]["text"] == f"reference of {first['task_id']}"
+    assert "2 chunk(s), doc1:0-10, doc1:10-20" in first["sources"]["context"]["text"]
+    rubric = rubrics(dims)
+    assert rubric["geval_faithfulness"]["against"] == "context"
+    assert rubric["geval_coverage"]["against"] == "reference"
+    assert rubric["geval_coverage"]["definition"].startswith("Coverage (1-5)")
+    html = page(answers, "Label", "1-5", labelled_name("labels.jsonl"))
+    assert html.count(json.dumps(first["answer"])) == 1  # one answer, both dimensions
+    assert json.dumps(first["sources"]["reference"]["text"]) in html
+    assert "Faithfulness (1-5)" in html and "http://ui/#/traces/" in html
+    # the page saves beside the template, never over it
+    assert labelled_name("labels.jsonl") == "labels.labelled.jsonl"
+    assert labelled_name("out/sample.jsonl") == "sample.labelled.jsonl"
+    assert '"labels.labelled.jsonl"' in html and "link.download = saveAs" in html

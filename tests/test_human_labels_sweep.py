@@ -24,10 +24,15 @@ SWEEP = ("-m", "system=naive,stuffing", "dataset=sample", "metrics.scorers=[roug
          "judge.reask_unreadable=0")
 
 
+def latest_parent(tmp: Path):
+    return max((r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent"),
+               key=lambda r: r.info.start_time)
+
+
 def parent_text(tmp: Path, name: str) -> tuple[str, str]:
-    """The sweep parent's report.md and description."""
+    """The latest sweep parent's report.md and description."""
     client = client_for(tmp)
-    parent = next(r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent")
+    parent = latest_parent(tmp)
     text = Path(client.download_artifacts(parent.info.run_id, "report.md",
                                           str(tmp / name))).read_text()
     return text, client.get_run(parent.info.run_id).data.tags["mlflow.note.content"]
@@ -60,6 +65,7 @@ def test_labels_given_to_the_sweeps_own_command_report_the_judges_agreement(tmp_
         sweep = cli(tmp_path, fake.url, *SWEEP)
         assert sweep.returncode == 0, sweep.stderr[-3000:]
         text, note = parent_text(tmp_path, "before")
+        first = latest_parent(tmp_path).info.run_id
         assert "Judge unvalidated" in text and "Judge unvalidated" in note
         assert "Agreement with your labels" not in text
         template = tmp_path / "template.jsonl"
@@ -75,6 +81,11 @@ def test_labels_given_to_the_sweeps_own_command_report_the_judges_agreement(tmp_
         assert again.returncode == 0, again.stderr[-3000:]
         assert len(fake.requests) == asked  # no model asked: the records are reported again
     text, note = parent_text(tmp_path, "after")
+    # other report options: a new report of those runs, the first sweep's left as it was
+    assert latest_parent(tmp_path).info.run_id != first
+    kept = Path(client_for(tmp_path).download_artifacts(first, "report.md",
+                                                        str(tmp_path / "first"))).read_text()
+    assert "Agreement with your labels" not in kept
     section = text.split("## Agreement with your labels", 1)[1]
     for dim in ("geval_faithfulness", "geval_coverage"):
         assert f"| `{dim}` | 1-5 |" in section
@@ -87,7 +98,7 @@ def test_labels_given_to_the_sweeps_own_command_report_the_judges_agreement(tmp_
         assert "from file labels.jsonl" in where
         assert "Judge unvalidated" not in where
     # the report command takes the same file; the description keeps one judge paragraph
-    parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
+    parent = latest_parent(tmp_path)
     try:
         report_main([parent.info.run_id, "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db",
                      "--human-labels", str(labels)])

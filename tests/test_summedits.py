@@ -180,7 +180,8 @@ def test_a_meta_evaluation_run_on_the_test_split_is_recomputable_and_beats_numer
 def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(tmp_path):
     from mlflow import MlflowClient
 
-    from report.meta_eval import judge_validation
+    from report.meta_eval import judge_caveats, judge_validation
+    from report.sections import caveats
     from runners.identity import prompt_versions
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
@@ -202,10 +203,25 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
                        "geval_faithfulness_n": 551}.items():
         client.log_metric(run.info.run_id, key, value)
     quoted = judge_validation(client, judged)
+    assert quoted.startswith("**Judge validated:**") and judge_caveats(client, judged) == []
     assert "81.0%" in quoted and "[95% CI 77.0, 85.0]" in quoted
+    assert "its CI above 50.0% (chance)" in quoted
     assert run.info.run_id in quoted and "ectsum domain, test split" in quoted
     other = [{**judged[0], "judge_prompt_version": "older"}]  # other prompts: not measured
     assert "Judge unvalidated" in judge_validation(client, other)
+    # measured at chance (G-Eval faithfulness at 47.7% [38.3, 56.7]): never "validated";
+    # said among the caveats, with the figure and the floor
+    for key, value in {"geval_faithfulness_balanced_accuracy": 0.477,
+                       "geval_faithfulness_balanced_accuracy_ci_low": 0.383,
+                       "geval_faithfulness_balanced_accuracy_ci_high": 0.567}.items():
+        client.log_metric(run.info.run_id, key, value)
+    assert judge_validation(client, judged) == ""
+    (caveat,) = judge_caveats(client, judged)
+    assert caveat.startswith("Judge measured, not better than chance: `claude-haiku-4-5` (these "
+                             "judge prompts) agrees with people at balanced accuracy 47.7% "
+                             "[95% CI 38.3, 56.7]")
+    assert "does not lie above 50.0% (chance)" in caveat
+    assert f"- {caveat}" in caveats([], [caveat])
 
 
 def fake_judge(request: dict, n: int) -> dict:
@@ -277,3 +293,40 @@ def test_a_verdict_deciding_on_factcheck_quotes_its_held_out_accuracy_and_split(
     assert "0.688 [0.643, 0.734] on SummEdits' sales_call test split" in quoted[0].text
     _, other = build_report([row("arag"), row("naive")], records, "t", ["geval_coverage"])
     assert not [f for f in other["analysis"].findings if f.kind == "factcheck"]
+
+
+def test_a_meta_evaluation_reports_its_own_finding_not_a_system_verdict():
+    """Its answer and key finding are each signal's balanced accuracy with its CI beside the
+    published figures and the split; no "Nothing decided", and none of the caveats on
+    comparing systems (offline model, context budget, missing references)."""
+    from report import console
+    from report.report import ReportResult, build_report
+    from tests.test_report import rec, row
+
+    meta = row("summedits", model_provider="offline", judge_provider="none", judge_calls=0.0,
+               dataset_split="evaluation", dataset_domain="ectsum",
+               docs_within_context_budget_share=1.0, context_budget_chunks=8.0,
+               n_tasks_without_reference=117.0,
+               factcheck_balanced_accuracy=0.712, factcheck_balanced_accuracy_ci_low=0.655,
+               factcheck_balanced_accuracy_ci_high=0.768, factcheck_n=117.0,
+               numeric_precision_balanced_accuracy=0.551,
+               numeric_precision_balanced_accuracy_ci_low=0.5,
+               numeric_precision_balanced_accuracy_ci_high=0.6, numeric_precision_n=117.0)
+    records = {"summedits": [rec(f"i{k}", None, factcheck=1.0) for k in range(6)]}
+    text, data = build_report([meta], records, "t")
+    assert data["answer"].startswith("Meta-evaluation, not a comparison of systems: the best "
+                                     "faithfulness signal against people's labels is "
+                                     "`factcheck` 71.2% [95% CI 65.5, 76.8] (n=117)")
+    assert "SummEdits ectsum domain, evaluation split" in data["answer"]
+    assert "Nothing decided" not in text and "contender" not in text
+    for caveat in ("offline", "context budget", "no reference summary"):
+        assert caveat not in text
+    key = text.split("## Key finding\n", 1)[1]
+    assert "`numeric_precision` 55.1% [95% CI 50.0, 60.0]" in key
+    assert "GPT-4 87.0%" in key and "not the same split as the published figures" in key
+    result = ReportResult("p", "1", [meta], records, data["keys"][0], "file:///r",
+                          data["finding"], keys=data["keys"], decided=data["decided"],
+                          answer=data["answer"], findings=data["analysis"].findings)
+    terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db")
+    assert "factcheck 71.2% [95% CI 65.5, 76.8]" in terminal
+    assert "numeric_precision 55.1%" in terminal and "Nothing decided" not in terminal

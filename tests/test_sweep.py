@@ -95,6 +95,10 @@ def test_index_is_built_once_and_a_finished_sweep_is_not_run_again(sample_sweep)
     earlier = re.search(r"Nothing new to compare: the verdict of these runs is on sweep run "
                         r"(\w+)", second.stdout)
     assert earlier and earlier.group(1) in parents, second.stdout[-2000:]
+    # with its verdict again, as the sweep printed it
+    answer = next(line for line in first.stdout.splitlines()
+                  if line.startswith(("Decided", "Nothing decided")))
+    assert answer in second.stdout.split("Nothing new to compare", 1)[1]
     assert f"/{earlier.group(1)}/artifacts/report.html" in second.stdout
     assert f"runs/{earlier.group(1)}/artifacts" in second.stdout  # the MLflow UI address
     assert not embeds.search(second.stderr) and "task traces logged" not in second.stderr

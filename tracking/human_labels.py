@@ -9,8 +9,11 @@ A labels file is JSON lines, one label each::
 
 ``score`` is 1-5 (the judge's scale) or 1/0 (consistent/inconsistent); ``null`` is a line
 not labelled yet (the template ``python -m report label-sample`` writes) and is skipped.
+``scale`` says which (``"1-5"`` or ``"yes/no"``; the template and the labelling page write
+it): a line without it is read as 1-5, unless every such line of the file is 0 or 1.
 ``answer`` and ``question`` may be present (the template carries them for the labeller).
-A bad line stops the reading with the file, the line and the fix.
+A bad line stops the reading with the file, the line and the fix; so do a file that is not
+UTF-8, one over ``MAX_FILE_BYTES`` and one with no labelled line.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import math
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +31,11 @@ from tracking.runs import TrackingError
 log = logging.getLogger(__name__)
 REQUIRED = ("task_id", "system", "dimension", "score", "labeller")
 CONTEXT = ("answer", "question")  # what a template line shows the labeller; not read
+YES_NO, FIVE_POINT = "yes/no", "1-5"
+SCALE_SCORES = {FIVE_POINT: (1, 2, 3, 4, 5), YES_NO: (0, 1)}
+# people label tens to thousands of answers (a line is ~100-300 bytes without the answer
+# text): a bigger file is almost surely not a labels file, and is refused before reading
+MAX_FILE_BYTES = 20_000_000
 FEEDBACK_SOURCE = "MLflow feedback"
 SCORES = "an integer 1-5, or 1/0 for consistent/inconsistent (null: not labelled yet)"
 
@@ -45,6 +54,8 @@ class HumanLabel:
     score: int
     labeller: str
     source: str  # "file <path>" or FEEDBACK_SOURCE
+    scale: str = FIVE_POINT  # FIVE_POINT or YES_NO
+    where: str = field(default="", compare=False)  # "<file>:<line>", for the warnings
 
 
 def score_problem(score: Any) -> str | None:
@@ -57,20 +68,57 @@ def score_problem(score: Any) -> str | None:
 
 
 def read_labels_file(path: str | Path) -> list[HumanLabel]:
-    """Every labelled line of a labels file; a missing file or a bad line is a
-    ``LabelsError`` naming the file, the line and the fix."""
+    """Every labelled line of a labels file; a missing, oversized, non-UTF-8 or unlabelled
+    file, or a bad line, is a ``LabelsError`` naming the file (and line) and the fix."""
     file = Path(path).expanduser()
     if not file.is_file():
-        raise LabelsError(f"report.human_labels={path}: no such file. Fix: give the path of a "
+        what = "a folder" if file.is_dir() else "no such file"
+        raise LabelsError(f"report.human_labels={path}: {what}. Fix: give the path of a "
                           "JSON-lines labels file (python -m report label-sample writes one)")
-    labels = []
+    size = file.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise LabelsError(f"report.human_labels={path}: {size / 1e6:.0f} MB, over the "
+                          f"{MAX_FILE_BYTES / 1e6:.0f} MB a labels file may be. Fix: give the "
+                          "labels only (one short JSON line per label; drop answer/question)")
+    labels: list[HumanLabel] = []
+    unscaled: list[HumanLabel] = []
     source = f"file {file.name}"
-    for number, line in enumerate(file.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(_utf8_lines(file), start=1):
         if line.strip():
             label = _parse_line(line, f"{file}:{number}", source)
             if label is not None:
-                labels.append(label)
-    return labels
+                (labels if label.scale else unscaled).append(label)
+    if not labels and not unscaled:
+        raise LabelsError(f"report.human_labels={path}: no labelled line (the file is empty, "
+                          "or every score is null). Fix: fill in score and labeller on the "
+                          "lines you labelled (or use the page: label-sample --html)")
+    return labels + _with_inferred_scale(unscaled, str(file))
+
+
+def _utf8_lines(file: Path) -> Iterator[str]:
+    """The file's lines, read one at a time; a byte that is not UTF-8 is a ``LabelsError``
+    naming its position."""
+    offset = 0
+    with file.open("rb") as handle:
+        for number, raw in enumerate(handle, start=1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise LabelsError(
+                    f"{file}:{number}: byte {offset + exc.start} ({raw[exc.start]:#04x}) is not "
+                    "UTF-8. Fix: save the file as UTF-8 (e.g. iconv -f latin1 -t utf-8 "
+                    f"{file} > labels.utf8.jsonl)") from None
+            offset += len(raw)
+
+
+def _with_inferred_scale(labels: list[HumanLabel], source: str) -> list[HumanLabel]:
+    """Labels that do not say their scale: 1-5, unless every one is 0 or 1."""
+    scale = YES_NO if labels and all(x.score in (0, 1) for x in labels) else FIVE_POINT
+    if scale == YES_NO:
+        log.warning("%s: no scale given and every score is 0 or 1, so they are read as "
+                    "yes/no. Fix: give the scale (\"scale\": \"1-5\" on each line of a "
+                    "labels file) if they are 1 of 5", source)
+    return [replace(x, scale=scale) for x in labels]
 
 
 def _parse_line(line: str, where: str, source: str) -> HumanLabel | None:
@@ -83,23 +131,31 @@ def _parse_line(line: str, where: str, source: str) -> HumanLabel | None:
         raise LabelsError(f"{where}: not a JSON object. Fix: one object per line, with keys "
                           f"{', '.join(REQUIRED)}")
     missing = [k for k in REQUIRED if k not in item]
-    unknown = sorted(set(item) - set(REQUIRED) - set(CONTEXT))
+    unknown = sorted(set(item) - set(REQUIRED) - set(CONTEXT) - {"scale"})
     if missing or unknown:
         what = "; ".join(([f"missing {', '.join(missing)}"] if missing else [])
                          + ([f"unknown key {', '.join(unknown)}"] if unknown else []))
         raise LabelsError(f"{where}: {what}. Fix: each line has exactly the keys "
                           f"{', '.join(REQUIRED)} (answer and question may stay)")
+    scale = item.get("scale")
+    if scale is not None and scale not in SCALE_SCORES:
+        raise LabelsError(f"{where}: scale {scale!r} is not one of {', '.join(SCALE_SCORES)}. "
+                          "Fix: scale is \"1-5\" or \"yes/no\" (or leave it out)")
     if item["score"] is None:
         return None
     problem = score_problem(item["score"])
+    if problem is None and scale and item["score"] not in SCALE_SCORES[scale]:
+        problem = f"score {item['score']!r} is not on the {scale} scale the line gives"
     if problem:
         raise LabelsError(f"{where}: {problem}. Fix: score is {SCORES}")
     for key in ("task_id", "system", "dimension", "labeller"):
         if not isinstance(item[key], str) or not item[key].strip():
             raise LabelsError(f"{where}: {key} {item[key]!r} is not a name. Fix: {key} is a "
                               "non-empty string (labeller: who labelled, e.g. your initials)")
+    # scale "" until the file is read: inferred from the file's lines that give none
     return HumanLabel(item["task_id"], item["system"], item["dimension"], int(item["score"]),
-                      item["labeller"].strip(), source)
+                      item["labeller"].strip(), source, scale or "", where)
+
 
 
 def read_feedback_labels(experiment_id: str, systems: dict[str, str]) -> list[HumanLabel]:
@@ -108,7 +164,8 @@ def read_feedback_labels(experiment_id: str, systems: dict[str, str]) -> list[Hu
     feedback that is not one is logged and left out."""
     import mlflow
 
-    labels = []
+    labels: list[HumanLabel] = []
+    unscaled: list[HumanLabel] = []
     for run_id, system in systems.items():
         traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id,
                                       return_type="list", include_spans=False)
@@ -117,8 +174,8 @@ def read_feedback_labels(experiment_id: str, systems: dict[str, str]) -> list[Hu
             for assessment in trace.info.assessments or []:
                 label = _feedback_label(assessment, task_id, system)
                 if label is not None:
-                    labels.append(label)
-    return labels
+                    (labels if label.scale else unscaled).append(label)
+    return labels + _with_inferred_scale(unscaled, "the HUMAN feedback on the traces")
 
 
 def _feedback_label(assessment: Any, task_id: str | None, system: str) -> HumanLabel | None:
@@ -133,5 +190,7 @@ def _feedback_label(assessment: Any, task_id: str | None, system: str) -> HumanL
         log.warning("feedback %r on trace %s left out of the agreement: %s (give %s)",
                     assessment.name, assessment.trace_id, problem, SCORES)
         return None
+    scale = YES_NO if isinstance(value, bool) else ""  # the UI's yes/no; a number: inferred
     return HumanLabel(task_id, system, assessment.name, int(score),
-                      source.source_id or "unnamed", FEEDBACK_SOURCE)
+                      source.source_id or "unnamed", FEEDBACK_SOURCE, scale,
+                      f"feedback {assessment.assessment_id} on trace {assessment.trace_id}")

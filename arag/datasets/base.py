@@ -70,6 +70,7 @@ class Dataset:
     # document features the adapter adds to the common ones (arag/datasets/features.py):
     # task id -> feature name -> value (the folder adapter's file_type)
     task_features: dict[str, dict[str, Any]] = field(default_factory=dict)
+    past_limit: list[str] = field(default_factory=list)  # ids of the tasks dataset.limit cut
 
 
 AdapterFn = Callable[[Any, Path], Dataset]
@@ -305,6 +306,7 @@ def _read(adapter: AdapterFn, dataset_cfg: Any, project_root: Path) -> Dataset:
     if dataset_cfg.limit is not None:
         if dataset_cfg.limit <= 0:
             raise DatasetError(f"dataset.limit must be positive (got {dataset_cfg.limit})")
+        dataset.past_limit = [t.id for t in dataset.tasks[dataset_cfg.limit:]]
         dataset.tasks = dataset.tasks[: dataset_cfg.limit]
         used = {d for t in dataset.tasks for d in t.doc_ids}
         dataset.corpus = Corpus({k: v for k, v in dataset.corpus.documents.items() if k in used})

@@ -92,6 +92,7 @@ class RunSetup:
     base: Path  # relative paths in the options resolve against it
     # re-scoring (mode=evaluate): the run's own predictions, instead of any input file
     recorded: list[Prediction] | None = None
+    past_limit: frozenset[str] = frozenset()  # ids of the tasks dataset.limit cut
 
 
 @dataclass

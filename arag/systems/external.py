@@ -151,13 +151,14 @@ def _file(setup: RunSetup) -> PredictionsFile:
     id_map = read_id_map(setup.base / str(opts.id_map)) if opts.id_map else None
     return read_predictions(setup.base / str(opts.predictions), setup.tasks, setup.corpus,
                             setup.chunks(), bool(opts.allow_missing), id_map,
-                            bool(opts.ignore_extra))
+                            bool(opts.ignore_extra), setup.past_limit)
 
 
 def _metrics(file: PredictionsFile) -> dict[str, float]:
     preds = list(file.predictions.values())
     out = {"n_tasks_missing": float(len(file.missing)),
            "n_records_ignored": float(file.extra),
+           "n_records_past_limit": float(file.past_limit),  # tasks dataset.limit cut
            "n_contexts": float(sum(len(p.contexts) for p in preds)),
            "n_contexts_unmapped": float(len(unmapped_contexts(preds))),
            "n_contexts_outside_dataset": float(outside_contexts(preds)),

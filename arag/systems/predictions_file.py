@@ -23,11 +23,12 @@ import csv
 import io
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from arag import progress
 from arag.datasets.base import DatasetError, read_jsonl
 from arag.records import MEASURED, Chunk, Corpus, Document, Prediction, Task
 from arag.trace import step_from_dict
@@ -55,6 +56,7 @@ class PredictionsFile:
     predictions: dict[str, Prediction]  # task id -> prediction (file order)
     missing: list[str] = field(default_factory=list)  # dataset tasks with no record
     extra: int = 0  # records whose ids are not tasks, left out (system.ignore_extra)
+    past_limit: int = 0  # records of tasks past dataset.limit, left out
     # task id -> a trace in a format of the pipeline's own: kept as given, not scored
     foreign_traces: dict[str, Any] = field(default_factory=dict)
     # task id -> the model calls the record says it made (only records that say)
@@ -65,9 +67,17 @@ class PredictionsFile:
 
 def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list[Chunk],
                      allow_missing: bool, id_map: dict[str, str] | None = None,
-                     ignore_extra: bool = False) -> PredictionsFile:
+                     ignore_extra: bool = False, past_limit: Collection[str] = ()
+                     ) -> PredictionsFile:
     """Every record of ``path`` checked and turned into a Prediction for its task; ``id_map``
-    turns the pipeline's own ids into task ids (an id it lacks is taken as a task id)."""
+    turns the pipeline's own ids into task ids (an id it lacks is taken as a task id);
+    records of tasks ``dataset.limit`` cut (``past_limit``) are left out, and counted."""
+    if path.is_dir():
+        inside = sorted(p.name for p in path.glob("*.jsonl"))[:5]
+        raise PredictionsFileError(
+            "is a folder, not a file; set system.predictions to the JSONL file of your "
+            "pipeline's predictions" + (f" (in it: {', '.join(inside)})" if inside else ""),
+            path)
     if not path.is_file():
         raise PredictionsFileError("file not found; set system.predictions to the JSONL file "
                                    "of your pipeline's predictions", path)
@@ -76,13 +86,16 @@ def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list
     seen: dict[str, int] = {}
     file = PredictionsFile(path, {})
     unknown: list[tuple[int, str]] = []
-    for n, obj in _records(path):
+    for n, obj in _with_progress(_records(path), path):
         raw_id = _task_id(obj, path, n)
         task_id = (id_map or {}).get(raw_id, raw_id)
         if task_id in seen:
             raise PredictionsFileError(f"duplicate id {task_id!r} (first on line {seen[task_id]});"
                                        " keep one record per task", path, n, "id")
         seen[task_id] = n
+        if task_id in past_limit:
+            file.past_limit += 1
+            continue
         if task_id not in by_id:
             unknown.append((n, raw_id))
             continue
@@ -100,6 +113,28 @@ def read_predictions(path: Path, tasks: list[Task], corpus: Corpus, chunks: list
             "system.allow_missing=true to score the others only", path, None, "id")
     file.missing = missing
     return file
+
+
+# a file this big takes a while to check (every context is located in the documents): a
+# bar shows how far it is
+PROGRESS_FROM_BYTES = 1_000_000
+
+
+def _with_progress(records: Iterator[tuple[int, dict[str, Any]]], path: Path
+                   ) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records, with a bar of lines read for a big file."""
+    size = path.stat().st_size
+    if size < PROGRESS_FROM_BYTES:
+        yield from records
+        return
+    with path.open("rb") as handle:
+        lines = sum(1 for _ in handle)
+    with progress.bar(f"checking {path.name} ({size / 1e6:.0f} MB)", lines, "line") as shown:
+        last = 0
+        for n, obj in records:
+            shown.update(n - last)
+            last = n
+            yield n, obj
 
 
 def _unknown_ids(unknown: list[tuple[int, str]], tasks: list[Task], path: Path
