@@ -9,8 +9,10 @@ it (``ChatModel.reply_settings``: a temperature left out). One JSON file per ent
 its content. A hit returns the same completion marked ``cached=True`` (it costs nothing;
 ``cost_usd_uncached`` keeps what it would have cost). An entry whose checksum or schema
 does not hold (an edit, even of the same size; a field of the wrong type) is logged as a
-warning, never served, asked again and overwritten. An entry written before entries
-carried a checksum is served once its schema holds, and gains its checksum then. Modes:
+warning, never served, asked again and overwritten. An entry without a checksum (one
+written before entries carried one, or one whose checksum was deleted along with an edit)
+is treated the same: its text cannot be told from an edit, so it is never served nor
+stamped, and the request is asked again (paid once more) and written anew. Modes:
 ``read_write``, ``read_only`` (never writes), ``off`` (not used at all).
 
 A judge reply its scorer could not read is marked in its entry (``note_unreadable``) with
@@ -340,7 +342,9 @@ class CachedModel(WrappedModel):
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             checksum = data.pop(CHECKSUM, None)
-            if checksum is not None and checksum != _checksum(data):
+            if checksum is None:  # deleted with an edit, or written before checksums
+                raise ValueError("it carries no checksum, so an edit cannot be ruled out")
+            if checksum != _checksum(data):
                 raise ValueError("its checksum does not match its content")
             completion = stored_completion(data)
             completion.meta.update(_marks(data))
@@ -348,8 +352,6 @@ class CachedModel(WrappedModel):
             log.warning("response cache entry %s is damaged (%s); asking the model again",
                         path, exc)
             return None
-        if checksum is None and self.mode == "read_write":
-            self._write(path, completion)  # an entry from before checksums gains one
         return completion
 
     def _write(self, path: Path, completion: Completion, asked_before: int = 0,
