@@ -29,9 +29,10 @@ class PairwiseView:
 
     rows: list[dict[str, Any]]  # pairwise.jsonl
     skipped: str  # why nothing was judged ("" when it was)
-    cost_usd: float  # what the pairwise judge calls were paid, over every attempt
+    cost_usd: float  # what the pairwise judge calls were paid by this sweep's judging
     calls: int
     cached_calls: int
+    cost_usd_earlier: float = 0.0  # paid by an earlier attempt of the same sweep run
 
     @property
     def summary(self) -> Summary | None:
@@ -53,7 +54,8 @@ def read(client: Any, run: Any, folder: Path) -> PairwiseView | None:
     return PairwiseView(rows, skipped, float(metrics.get("pairwise_judge_cost_usd_spent_total")
                                              or metrics.get("pairwise_judge_cost_usd_total") or 0.0),
                         int(metrics.get("pairwise_judge_calls") or 0),
-                        int(metrics.get("pairwise_judge_cached_calls") or 0))
+                        int(metrics.get("pairwise_judge_cached_calls") or 0),
+                        float(metrics.get("pairwise_judge_cost_usd_spent_earlier") or 0.0))
 
 
 def section(view: PairwiseView) -> str:

@@ -34,6 +34,7 @@ from report import (
     plots,
     policy,
     repeats,
+    spend,
     verdict,
 )
 from report.meta_eval import judge_validation, meta_section
@@ -216,8 +217,9 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
-    out.append(_cost_table(sets, finished, judged,
-                           judged_pairs.cost_usd if judged_pairs else 0.0)
+    out.append(_cost_table(sets, finished, judged)
+               + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
+                                          if judged_pairs else ()))
                + latency_cache_note(finished)
                + resumed_latency_note(finished))
     gap = plots.cost_plot_gap(finished, key)
@@ -310,23 +312,7 @@ def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
     return f"unknown ({missing} of {total} lack it)" if missing else "unknown"
 
 
-def _total_line(finished: list[dict[str, Any]], pairwise_cost: float = 0.0) -> str:
-    """Systems and judge spend over the runs; a run whose spend is unknown is named, so the
-    total is never a sum that silently counts it as 0."""
-    systems = sum(verdict.spent(r) or 0.0 for r in finished)
-    judge = sum(verdict.judge_spent(r) or 0.0 for r in finished) + pairwise_cost
-    missing = [r["run"] for r in finished if verdict.spent(r) is None]
-    line = (f"\nTotal spent: ${systems + judge:.4f} (systems ${systems:.4f}, judge ${judge:.4f}"
-            + (f", of which the pairwise judge ${pairwise_cost:.4f}" if pairwise_cost else "")
-            + ")")
-    if missing:
-        line += (f"; not counted, their spend unknown (records without cost): "
-                 f"{', '.join(missing)}")
-    return line + ".\n"
-
-
-def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool,
-                pairwise_cost: float = 0.0) -> str:
+def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) -> str:
     note = ("Cost per task counts every task a run ran, errored ones included (their calls "
             "were paid), as if no call had come from the response cache (so a configuration "
             "that reused a neighbour's cached calls does not look free); what was actually "
@@ -348,7 +334,7 @@ def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool,
             for q in (50, 90, 99)),
           _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
           _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
-          _fmt(r.get("loops_mean"), 1)] for r in finished]) + _total_line(finished, pairwise_cost)
+          _fmt(r.get("loops_mean"), 1)] for r in finished])
 
 
 def _taxonomy(finished: list[dict[str, Any]]) -> str:
@@ -517,6 +503,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
+    spend.annotate(rows, runs, target.info.start_time if sweep else None)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}

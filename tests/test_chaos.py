@@ -211,8 +211,9 @@ def test_a_sweep_killed_while_writing_its_report_gets_it_on_the_next_run(tmp_pat
 def test_a_kill_loses_no_spend(tmp_path):
     """One call at a time, killed as the 5th request arrives: the 4 replies before it were
     paid and are in the spend journal, though the task in flight has no record; the re-run
-    answers that task's first call from the cache, so cost_usd_spent_total is every paid reply
-    once, and the part no record counts is cost_usd_unrecorded_total."""
+    answers that task's first call from the cache, so cost_usd_spent_earlier (the killed
+    attempt's) and cost_usd_spent_total (the re-run's) count every paid reply once, and the
+    part no record counts is cost_usd_unrecorded_total."""
     from arag.llm import Prices, Usage
     from tests.conftest import compose_cfg
 
@@ -243,7 +244,10 @@ def test_a_kill_loses_no_spend(tmp_path):
     paid = sum(prices.cost_usd(Usage(**u)) for u in fake.usages)
     (job,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
     metrics = job.data.metrics
-    assert metrics["cost_usd_spent_total"] == pytest.approx(paid, rel=1e-6)
+    # every paid reply once: the killed attempt's apart, as earlier, and this attempt's
+    assert metrics["cost_usd_spent_earlier"] > 0
+    assert metrics["cost_usd_spent_total"] + metrics["cost_usd_spent_earlier"] == \
+        pytest.approx(paid, rel=1e-6)
     assert metrics["cost_usd_unrecorded_total"] > 0  # the calls of the task in flight at the kill
     assert metrics["cost_usd_unrecorded_total"] == pytest.approx(
         paid - metrics["cost_usd_total"], rel=1e-6)
@@ -256,8 +260,8 @@ def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
     """A judged run whose system is the offline model (every request the API sees is the
     judge's), one call at a time, killed as the 6th judge request arrives: the 5 replies
     before it were paid and journaled. The same command continues the run to FINISHED
-    without asking any of them again, and judge_cost_usd_spent_total is every judge reply
-    paid for in both processes, while judge_cost_usd_total is the second process's only."""
+    without asking any of them again: judge_cost_usd_spent_earlier is what the killed
+    process paid, judge_cost_usd_spent_total (and judge_cost_usd_total) the second's."""
     from arag.llm import Prices, Usage
     from tests.conftest import compose_cfg
 
@@ -294,7 +298,10 @@ def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
     (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
     assert run.info.status == "FINISHED" and run.data.tags.get("resumed")
     metrics = run.data.metrics
-    assert metrics["judge_cost_usd_spent_total"] == pytest.approx(sum(costs), rel=1e-6)
+    assert metrics["judge_cost_usd_spent_earlier"] == pytest.approx(sum(costs[:JUDGE_KILL_AT]),
+                                                                    rel=1e-6)
+    assert metrics["judge_cost_usd_spent_total"] == pytest.approx(sum(costs[JUDGE_KILL_AT:]),
+                                                                  rel=1e-6)
     assert metrics["judge_cost_usd_total"] == pytest.approx(sum(costs[JUDGE_KILL_AT:]),
                                                             rel=1e-6)
     assert sum(costs[:JUDGE_KILL_AT]) > 0  # the killed process's part: paid, and counted
