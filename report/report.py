@@ -304,12 +304,19 @@ def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> s
 
 
 def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
-                  digits: int) -> str:
-    """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0 or a dash."""
+                  digits: int, partial_mean: bool = False) -> str:
+    """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0 or a dash;
+    ``partial_mean``: with the mean over the part of the answered tasks that carry it, saying
+    over how many."""
     if value is not None:
         return _fmt(value, digits)
     missing, total = verdict.lacking(sets, run, key)
-    return f"unknown ({missing} of {total} lack it)" if missing else "unknown"
+    notes = [f"{missing} of {total} lack it"] if missing else []
+    partial, n = run.get(f"{key}_answered_mean"), run.get(f"{key}_answered_mean_n")
+    if partial_mean and partial is not None and n:
+        notes.append(f"${partial:.5f} a task over {n:.0f} of {run.get('n_task_ids', 0):.0f} "
+                     "answered tasks, those that carry it")
+    return f"unknown ({'; '.join(notes)})" if notes else "unknown"
 
 
 def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) -> str:
@@ -326,9 +333,9 @@ def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) ->
          "errored: P50 latency (ms)", "cost per coverage point", "mean loops"],
         [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
           int(r.get("n_skipped", 0)),
-          *(_unknown_cell(sets, r, v, "cost_usd", d) for v, d in (
-              (verdict.task_cost(r), 5), (r.get("cost_usd_per_task"), 5),
-              (verdict.spent(r), 4))),
+          *(_unknown_cell(sets, r, v, "cost_usd", d, partial) for v, d, partial in (
+              (verdict.task_cost(r), 5, False), (r.get("cost_usd_per_task"), 5, True),
+              (verdict.spent(r), 4, False))),
           _fmt(verdict.judge_spent(r), 4),
           *(_unknown_cell(sets, r, r.get(f"latency_ms_p{q}"), "latency_ms", 0)
             for q in (50, 90, 99)),

@@ -21,7 +21,7 @@ import pytest
 
 from tests.anthropic_fake import FakeAnthropic, agent_policy, error, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
-from tests.sweep_checks import judge_prompt
+from tests.sweep_checks import judge_prompt, reported_spend
 
 pytestmark = pytest.mark.slow
 KILLS = 6  # each run pays ~15 s of start-up before its first request
@@ -251,6 +251,12 @@ def test_a_kill_loses_no_spend(tmp_path):
     assert metrics["cost_usd_unrecorded_total"] > 0  # the calls of the task in flight at the kill
     assert metrics["cost_usd_unrecorded_total"] == pytest.approx(
         paid - metrics["cost_usd_total"], rel=1e-6)
+    # the resumed sweep's report: new is what the server served it, earlier what it served
+    # the killed sweep (the 4 replies before the kill), each once
+    before = sum(prices.cost_usd(Usage(**u)) for u in fake.usages[:4])
+    reported = reported_spend(tmp_path, 1)
+    assert reported["earlier"] == pytest.approx(before, abs=6e-5)
+    assert reported["new"] == pytest.approx(paid - before, abs=6e-5)
 
 
 JUDGE_KILL_AT = 5  # the 6th judge request: criteria for both dimensions, then scoring

@@ -100,6 +100,20 @@ def test_spend_carried_over_or_reused_is_earlier_never_new_and_unknown_is_never_
     assert "Total spent: unknown" in costs and "$0.0000" not in costs
 
 
+def test_a_cost_mean_over_part_of_the_answered_tasks_is_logged_with_its_n_and_said():
+    from metrics import aggregate
+
+    records = [{**rec(f"t{k}", 4), "cost_usd": 0.01 if k < 15 else None} for k in range(20)]
+    metrics = aggregate(records, [])
+    assert metrics["cost_usd_answered_mean"] == pytest.approx(0.01)
+    assert metrics["cost_usd_answered_mean_n"] == 15 and metrics["n_task_ids"] == 20
+    assert "cost_usd_total" not in metrics  # a total over 15 of 20 would be made up
+    assert "geval_coverage_mean_n" not in metrics  # every answered task has a score
+    rows = [row("a", **metrics, cost_usd_total=None)]
+    costs = section(build_report(rows, {"a": records}, "t")[0], "Cost and latency")
+    assert "$0.01000 a task over 15 of 20 answered tasks, those that carry it" in costs
+
+
 def test_a_run_that_failed_before_logging_its_spend_is_read_from_its_journal(tmp_path):
     from arag.llm.base import Usage
     from arag.llm.cache import SpendJournal
