@@ -272,6 +272,10 @@ def _data_clause(digest: str, rows: list[dict[str, Any]], named: bool) -> str:
     first = rows[0]
     asked = verdict.tasks_asked(first) if first.get("n_tasks") is not None else None
     size = f"{_count(first.get('n_documents'))} documents, {_count(asked)} tasks"
+    repeats = int(first.get("repeats") or 1)
+    if repeats > 1 and asked is not None:  # n_tasks counts answers: K per task
+        size = (f"{_count(first.get('n_documents'))} documents, {_count(asked / repeats)} "
+                f"tasks, {_count(asked)} answers ({repeats} per task)")
     which = f"{', '.join(r['run'] for r in rows)}: " if named else ""
     held = f"dataset digest `{digest}`" if digest else \
         "dataset digest unknown (logged before runs recorded one)"

@@ -128,3 +128,21 @@ def test_a_config_is_read_once_typed_and_each_reader_gets_its_own_copy(make_cfg,
     assert len(checked) == 1 and second.config.retrieval.top_k == 7
     settings_module.read(make_cfg("system=naive", "retrieval.top_k=8"))
     assert len(checked) == 2
+
+
+@pytest.mark.parametrize("mode, swept", [("RUN", []), ("MULTIRUN", ["judge", "judge.base_url"])])
+def test_a_run_label_never_carries_an_endpoint_url(mode, swept):
+    from types import SimpleNamespace
+
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from runners.naming import job_run_name
+
+    cfg = OmegaConf.create({"system": {"kind": "naive", "name": "naive"},
+                            "judge": {"base_url": "http://127.0.0.1:8123"}})
+    hc = SimpleNamespace(mode=getattr(RunMode, mode), runtime=SimpleNamespace(
+        choices={"judge": "claude-haiku-4-5"}), overrides=SimpleNamespace(task=[
+            "system=naive", "judge=claude-haiku-4-5", "judge.base_url=http://127.0.0.1:8123"]))
+    name = job_run_name(cfg, hc, swept)
+    assert name == "naive judge=claude-haiku-4-5" and "http" not in name

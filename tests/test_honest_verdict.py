@@ -189,7 +189,7 @@ def test_a_judge_that_ran_gets_its_section_whatever_it_scored():
 def test_resumed_latencies_are_labelled():
     records = {"a": [rec("t0", 4)], "b": [rec("t0", 3)]}
     text, _ = build_report([row("a", n_resumed=1.0, n_tasks=1.0), row("b")], records, "t")
-    assert "Latency from an earlier run: a (1 of 1 tasks)" in text
+    assert "Latency from an earlier run: a (1 of 1 answers)" in text
 
 
 def test_an_unreadable_judge_field_on_most_tasks_fails_the_run():

@@ -247,6 +247,17 @@ def test_the_report_states_k_the_projection_and_an_unstable_winner():
     assert "| arag − naive | 8 | 3 |" in repeats
 
 
+def test_a_pair_too_few_to_test_whose_ci_excludes_0_still_warns_of_an_unstable_winner():
+    from report.report import build_report
+
+    arag = _answers({f"t{i}": [4, 1, 4] for i in range(4)})  # 4 tasks: too few to test
+    naive = _answers({f"t{i}": [2, 2, 2] for i in range(4)})
+    text, _ = build_report([_row("arag"), _row("naive")], {"arag": arag, "naive": naive}, "t")
+    finding = text.split("## Key finding\n", 1)[1].split("\n## ", 1)[0]
+    assert "95% CI [1.000, 1.000]" in finding and "**too few to test**" in finding
+    assert "**The winner is not stable across repeats**: arag leads in 2 of 3" in finding
+
+
 def test_repeats_that_cannot_vary_are_named_in_a_caveat():
     from report.report import build_report
 
