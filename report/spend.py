@@ -4,8 +4,9 @@ A run logs what its own attempt paid (``cost_usd_spent_total``, ``judge_cost_usd
 from the spend journals as each call returned) apart from what earlier attempts paid for
 the answers it carries over (``..._spent_earlier``). A sweep's total then says:
 
-* **new**: paid by this sweep, over the runs it ran (a run it reused unchanged from an
-  earlier sweep ran before it started: nothing of it is new), plus its pairwise judge;
+* **new**: paid this time, by this sweep (or run) over the runs it ran (a run it reused
+  unchanged from an earlier sweep ran before it started: nothing of it is new), plus its
+  pairwise judge;
 * **earlier**: paid before, by earlier sweeps or killed attempts, for the answers this one
   carries over or reuses: counted there, never added to the new figure;
 * **reused**: what the replies served by the response cache cost when they were first
@@ -72,7 +73,7 @@ def total_line(rows: list[Row], pairwise_new: float = 0.0, pairwise_earlier: flo
                 f"spend journal): {', '.join(missing)}.\n")
     sys_new, judge_new = sum(s[0] for s in systems), sum(j[0] for j in judges) + pairwise_new
     earlier = (sum(s[1] for s in systems) + sum(j[1] for j in judges) + pairwise_earlier)
-    line = (f"\nTotal spent: ${sys_new + judge_new:.4f} new, paid by this sweep (systems "
+    line = (f"\nTotal spent: ${sys_new + judge_new:.4f} new, paid this time (systems "
             f"${sys_new:.4f}, judge ${judge_new:.4f}"
             + (f", of which the pairwise judge ${pairwise_new:.4f}" if pairwise_new else "")
             + ")")

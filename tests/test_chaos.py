@@ -313,4 +313,6 @@ def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
     assert sum(costs[:JUDGE_KILL_AT]) > 0  # the killed process's part: paid, and counted
     report = Path(client_for(tmp_path).download_artifacts(run.info.run_id, "report.md",
                                                           str(tmp_path / "report")))
-    assert f"judge ${sum(costs):.4f})" in report.read_text()  # the report's total spent
+    total = next(x for x in report.read_text().splitlines() if x.startswith("Total spent"))
+    assert f"judge ${sum(costs[JUDGE_KILL_AT:]):.4f})" in total  # paid by the resumed attempt
+    assert f"earlier: ${sum(costs[:JUDGE_KILL_AT]):.4f}" in total  # by the killed one, once

@@ -54,7 +54,7 @@ def test_judge_cost_is_in_the_report_total_and_the_finding():
             costed("b", 0.05, 0.05, judge_cost_usd_total=0.305)]
     text, _ = build_report(rows, records, "t")
     costs = section(text, "Cost and latency")
-    assert "Total spent: $1.3050 new, paid by this sweep (systems $0.6000, judge $0.7050)" \
+    assert "Total spent: $1.3050 new, paid this time (systems $0.6000, judge $0.7050)" \
         in costs
     assert "| 0.4000 |" in costs  # each run's judge cost in its row
     assert "The judge cost $0.7050 in all" in section(text, "Key finding")
@@ -70,7 +70,7 @@ def test_spend_is_what_was_paid_over_every_attempt_where_it_was_journaled():
             costed("b", 0.05, 0.05, judge_cost_usd_total=0.2)]
     text, _ = build_report(rows, records, "t")
     costs = section(text, "Cost and latency")
-    assert "Total spent: $1.2000 new, paid by this sweep (systems $0.7000, judge $0.5000)" \
+    assert "Total spent: $1.2000 new, paid this time (systems $0.7000, judge $0.5000)" \
         in costs
     assert "| 0.5000 | 0.3000 |" in costs  # run a: spent, judge cost
     assert "The judge cost $0.5000 in all" in section(text, "Key finding")
@@ -91,7 +91,7 @@ def test_spend_carried_over_or_reused_is_earlier_never_new_and_unknown_is_never_
     cached = costed("c", 0.0, 0.02, cost_usd_spent_total=0.0, cost_usd_uncached_total=0.08)
     text, _ = build_report([resumed, reused, cached], {**records, "c": records["b"]}, "t")
     costs = section(text, "Cost and latency")
-    assert "Total spent: $0.2500 new, paid by this sweep (systems $0.2000, judge $0.0500)" \
+    assert "Total spent: $0.2500 new, paid this time (systems $0.2000, judge $0.0500)" \
         in costs
     assert "earlier: $0.8100, paid by earlier sweeps or attempts" in costs
     assert "reused from the response cache: $0.0800" in costs
