@@ -15,7 +15,9 @@ percentiles (answered tasks; errored tasks' latency apart, ``latency_ms_errors_p
 ``_max``), cost totals and ``cost_usd_per_task`` (the total over every task the system ran,
 errored ones included: their calls were paid; ``cost_usd_uncached_per_task`` the same as if
 no call had come from the response cache; the mean over answered tasks only is
-``cost_usd_answered_mean``), counts, and what each scorer adds (``Scorer.aggregate``: e.g.
+``cost_usd_answered_mean``; a mean over only part of the answered tasks, those that carry
+the field, is logged with its n as ``<field>_mean_n``, e.g. ``cost_usd_answered_mean_n``),
+counts, and what each scorer adds (``Scorer.aggregate``: e.g.
 judge parse failures, error-taxonomy rates, cost per coverage point).
 """
 
@@ -142,8 +144,12 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
     metrics["n_repeats"] = float(max(tasks.values(), default=0))
     numeric = _numeric_fields(answered)
     by_task = [{**r, "id": t} for r, t in zip(answered, _task_ids(answered), strict=True)]
+    n_answered_tasks = len({r["id"] for r in by_task})
     for key in sorted(numeric):
-        metrics[f"{key}_mean"] = float(np.mean(list(task_means(by_task, key).values())))
+        means = task_means(by_task, key)
+        metrics[f"{key}_mean"] = float(np.mean(list(means.values())))
+        if len(means) < n_answered_tasks:  # a mean over part of the answered tasks says so
+            metrics[f"{key}_mean_n"] = float(len(means))
         if key in declared:
             metrics.update(_declared_aggregates(by_task, declared[key]))
     latencies = numeric.get("latency_ms", [])
@@ -160,6 +166,8 @@ def aggregate(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None = 
     for name in ("cost_usd", "cost_usd_uncached"):
         if f"{name}_mean" in metrics:
             metrics[f"{name}_answered_mean"] = metrics.pop(f"{name}_mean")
+            if f"{name}_mean_n" in metrics:
+                metrics[f"{name}_answered_mean_n"] = metrics.pop(f"{name}_mean_n")
     reached = [r["max_loops_reached"] for r in answered  # None: the record does not say
                if r.get("max_loops_reached") is not None]
     if reached:

@@ -12,7 +12,9 @@ unreadable or failed judge reply); such tasks are counted (``<signal>_no_value``
 unreadable replies apart (``<signal>_unreadable``), never given a score.
 
 Per signal the run logs ``<signal>_balanced_accuracy`` with a bootstrap 95% CI over tasks,
-``<signal>_auc_roc`` (from the values, where the signal is graded and both labels occur),
+``<signal>_auc_roc`` on the same items (where the signal is graded and both labels occur;
+an item with no value ranks as the most consistent, as the decision passes it) and, where
+some items have no value, ``<signal>_auc_roc_valued`` on those with one (``_n`` beside),
 ``<signal>_recall_<edit type>`` (the share of the inconsistent tasks with that edit the
 signal flags), ``<signal>_n`` and ``<signal>_threshold``; on an evaluation split also the
 threshold that would have done best there (``<signal>_threshold_best``). Each task and
@@ -113,9 +115,7 @@ def signal_metrics(judged: Judged, edits: list[list[str]], split: str | None,
         ci = balanced_accuracy_ci(labels, decisions)
         if ci is not None:
             out[f"{s}_balanced_accuracy_ci_low"], out[f"{s}_balanced_accuracy_ci_high"] = ci
-    valued = [(v, y) for v, y in zip(judged.values, labels, strict=True) if v is not None]
-    if len({v for v, _ in valued}) > 2 and len({y for _, y in valued}) == 2:
-        out[f"{s}_auc_roc"] = float(roc_auc_score([y for _, y in valued], [v for v, _ in valued]))
+    out.update(_auc(judged, roc_auc_score))
     for edit in sorted({e for es in edits for e in es}):
         flagged = [d == 0 for d, y, es in zip(decisions, labels, edits, strict=True)
                    if y == 0 and edit in es]
@@ -125,6 +125,25 @@ def signal_metrics(judged: Judged, edits: list[list[str]], split: str | None,
         best = best_threshold(judged)
         if best is not None:
             out[f"{s}_threshold_best"] = best
+    return out
+
+
+def _auc(judged: Judged, roc_auc_score: Any) -> dict[str, float]:
+    """``<signal>_auc_roc`` on the items balanced accuracy counts, every item: one with no
+    value ranks above every value, as the decision passes it; ``_auc_roc_valued`` (with its
+    ``_n``) on the items with a value, where some have none. Only for a graded signal (more
+    than two values) on items of both labels."""
+    s, labels = judged.signal, judged.labels
+    valued = [(v, y) for v, y in zip(judged.values, labels, strict=True) if v is not None]
+    if len({v for v, _ in valued}) <= 2 or len(set(labels)) < 2:
+        return {}
+    top = max(v for v, _ in valued) + 1.0
+    out = {f"{s}_auc_roc": float(roc_auc_score(labels, [top if v is None else v
+                                                        for v in judged.values]))}
+    if len(valued) < len(labels) and len({y for _, y in valued}) == 2:
+        out[f"{s}_auc_roc_valued"] = float(roc_auc_score([y for _, y in valued],
+                                                         [v for v, _ in valued]))
+        out[f"{s}_auc_roc_valued_n"] = float(len(valued))
     return out
 
 

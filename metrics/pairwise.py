@@ -468,8 +468,8 @@ class Strength:
 def bradley_terry(found: list[Outcome], resamples: int = BT_RESAMPLES, seed: int = 0
                   ) -> list[Strength]:
     """Best first: strengths fitted by ``choix`` (ILSR) to every resolved (task, repeat)
-    outcome of one judge and dimension (a tie counts as one win each way, i.e. half a
-    win), with 95% percentile-bootstrap CIs over tasks; empty below three runs."""
+    outcome of one judge and dimension (a tie counts as half a win each way), with 95%
+    percentile-bootstrap CIs over tasks; empty below three runs."""
     runs = sorted({o.pair.a for o in found} | {o.pair.b for o in found})
     decided = [o for o in found if o.winner is not None]
     if len(runs) < 3 or not decided:
@@ -491,6 +491,9 @@ def bradley_terry(found: list[Outcome], resamples: int = BT_RESAMPLES, seed: int
 
 
 def _bt_fit(n: int, found: list[Outcome], index: dict[str, int]) -> np.ndarray:
+    """Strengths, centred on 0. choix takes no ties and no weights, so each outcome enters
+    as two comparisons: a win as two wins, a tie as one win each way, so that a tie weighs
+    half a win each way (the weighted Bradley-Terry likelihood, up to the regularisation)."""
     import choix
 
     data = []
@@ -499,7 +502,7 @@ def _bt_fit(n: int, found: list[Outcome], index: dict[str, int]) -> np.ndarray:
         if o.winner == "tie":
             data += [(a, b), (b, a)]
         else:
-            data.append((a, b) if o.winner == o.pair.a else (b, a))
+            data += [(a, b) if o.winner == o.pair.a else (b, a)] * 2
     params = np.asarray(choix.ilsr_pairwise(n, data, alpha=BT_ALPHA), dtype=float)
     return params - params.mean()
 

@@ -9,10 +9,15 @@ variance comes from, how the CI would narrow, and whether a verdict holds across
   of the judge's sample variance over its samples divided by their number, the variance of
   the averaged score that the judge alone adds). With one repeat the within-task spread is
   unknown (None), never 0.
-* ``projected_narrowing``: the normal 95% CI half-width of a mean over n tasks,
-  ``1.96 * sqrt(V / n)`` with V the observed variance of the task means (``between + within /
-  K``), and what more tasks (n grows) or more repeats (the ``within / K`` part shrinks) would
-  make of it: the "more tasks or more repeats" sentence of the report.
+* ``projected_narrowing``: the normal-approximation 95% CI half-width of a mean over n
+  tasks from the variance split, ``1.96 * sqrt((between + within / K) / n)``, and what more
+  tasks (n grows) or more repeats would make of it. Repeats shrink only the within-task
+  part (``within / K`` becomes ``within / (K + r)``); the between-task part stays, so the
+  half-width never falls below ``1.96 * sqrt(between / n)`` however many repeats. Where the
+  observed variance of the task means is below ``within / K`` (few tasks), the between part
+  is estimated as 0 and the split's half-width is wider than the observed spread alone
+  gives: the projection rests on the split, never on a negative variance. It is not the
+  key finding's bootstrap CI, and the report names it apart.
 * ``stability_share``: of the tasks two systems both answered K >= 2 times, the share whose
   winner (a's repeat r against b's repeat r; a tie is an outcome too) is the same in at least
   ``STABLE_SHARE`` of the repeats.
@@ -106,7 +111,8 @@ def ci_half_width(of_means: float, n_tasks: int) -> float:
 
 @dataclass(frozen=True)
 class Projection:
-    """How a CI's half-width would change: now, with more repeats, with more tasks."""
+    """The normal-approximation CI's half-width from the variance split: now, with more
+    repeats, with more tasks."""
 
     now: float
     more_repeats: float
@@ -115,23 +121,34 @@ class Projection:
     added_tasks: int
 
     def sentence(self, what: str) -> str:
-        return (f"{self.added_repeats} more repeats would narrow the {what} CI by about "
-                f"{self.now - self.more_repeats:.3f} (half-width {self.now:.3f} -> "
-                f"{self.more_repeats:.3f}); {self.added_tasks} more tasks by about "
-                f"{self.now - self.more_tasks:.3f} (-> {self.more_tasks:.3f}).")
+        return (f"The normal-approximation 95% CI of the {what} difference (from the variance "
+                f"split: (between tasks + within task / K) over the tasks; not the key "
+                f"finding's bootstrap CI) has half-width {_width(self.now)}: "
+                f"{self.added_repeats} more repeats would narrow it to "
+                f"{_width(self.more_repeats)}, {self.added_tasks} more tasks to "
+                f"{_width(self.more_tasks)}.")
+
+
+def _width(value: float) -> str:
+    """A half-width as printed: never 0.000 for a width that is not 0."""
+    return f"{value:.3f}" if round(value, 3) > 0 else "< 0.001"
 
 
 def projected_narrowing(parts: Components, added_repeats: int = 5, added_tasks: int = 100
                         ) -> Projection | None:
-    """What ``added_repeats`` more repeats or ``added_tasks`` more tasks would do to the CI
-    of these components; None when the within-task spread is unknown (one repeat)."""
-    if parts.of_means is None or parts.within_task is None:
+    """What ``added_repeats`` more repeats or ``added_tasks`` more tasks would do to the
+    normal-approximation CI of these components; None when the within-task spread is
+    unknown (one repeat) or nothing varies (a width of 0 is no CI to narrow)."""
+    if parts.between_tasks is None or parts.within_task is None:
         return None
-    v, w, n, k = parts.of_means, parts.within_task, parts.n_tasks, parts.repeats
-    # more repeats shrink only the within / K part of the task means' variance
-    fewer = v - w / k + w / (k + added_repeats)
-    return Projection(ci_half_width(v, n), ci_half_width(fewer, n),
-                      ci_half_width(v, n + added_tasks), added_repeats, added_tasks)
+    between, within = parts.between_tasks, parts.within_task
+    n, k = parts.n_tasks, max(1, parts.repeats)
+    if between + within == 0:
+        return None
+    return Projection(ci_half_width(between + within / k, n),
+                      ci_half_width(between + within / (k + added_repeats), n),
+                      ci_half_width(between + within / k, n + added_tasks),
+                      added_repeats, added_tasks)
 
 
 def difference_components(first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]],

@@ -22,15 +22,20 @@ the comparison can be recomputed from those artifacts.
    when its difference exceeds ``FLIP_SHARE`` of the metric's spread (max minus min of
    the pair's per-task values). Cost, latency and tokens per task: the same paired
    differences, not corrected (no decision rests on them).
-4. **Regression** (``report.fail_on=[metric:margin, ...]``, a non-inferiority test): the
-   candidate regressed on a metric for a system when the paired 95% CI of its advantage
-   (candidate minus baseline, signed so that positive is better) lies entirely below
-   ``-margin``: even its most favourable plausible value is worse than the margin allows.
-   A rule that cannot be tested (too few pairs, metric not comparable) is ``untested``.
+4. **The gate** (``report.fail_on=[metric:margin, ...]``, a non-inferiority test), per
+   rule and system, on the paired 95% CI of the candidate's advantage (candidate minus
+   baseline, signed so that positive is better): **pass** when the CI's worse bound lies
+   within the margin (at least ``-margin``), **regression** when the whole CI lies beyond
+   it (its better bound below ``-margin``), **inconclusive** otherwise: the data allow a
+   drop beyond the margin but do not show one. An inconclusive rule says how many tasks
+   would likely settle it; ``report.on_inconclusive`` (``fail``, the default, or ``pass``)
+   decides what it does to the exit status. A rule that cannot be tested (too few pairs,
+   metric not comparable) is ``untested``.
 """
 
 from __future__ import annotations
 
+import math
 import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -67,20 +72,32 @@ class Rule:
     margin: float
 
 
+MAX_MARGIN = 1e6  # a margin beyond any metric's scale (scores, ms, tokens): a gate that never fails
+
+
 def parse_rules(specs: Iterable[str], key: str = "report.fail_on") -> list[Rule]:
-    """``["rouge2_f1:0.01", ...]`` -> rules; a malformed entry names the key and the fix."""
-    rules = []
+    """``["rouge2_f1:0.01", ...]`` -> rules; a malformed entry (a margin that is not a
+    finite number from 0 to ``MAX_MARGIN``), or a second rule for one metric, names the key
+    and the fix."""
+    rules: dict[str, Rule] = {}
     for spec in specs:
-        metric, sep, margin = str(spec).partition(":")
+        metric, sep, margin = (part.strip() for part in str(spec).partition(":"))
         try:
             value = float(margin)
         except ValueError:
-            value = -1.0
-        if not sep or not metric.strip() or value < 0:
+            value = math.nan
+        if not sep or not metric or not 0 <= value <= MAX_MARGIN:  # NaN fails every compare
             raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <metric>:<margin> "
-                              f"with a margin >= 0. Fix: {_example(key, 'rouge2_f1:0.01')}")
-        rules.append(Rule(metric.strip(), value))
-    return rules
+                              f"with a finite margin from 0 to {MAX_MARGIN:g} in the metric's "
+                              f"units (nan, inf or a huge margin makes a gate that can never "
+                              f"fail). Fix: {_example(key, 'rouge2_f1:0.01')}")
+        if metric in rules:
+            raise ConfigError(f"{key} has two rules for {metric!r} (margins "
+                              f"{rules[metric].margin:g} and {value:g}): a metric is held to "
+                              f"one margin. Fix: keep one, e.g. "
+                              f"{_example(key, f'{metric}:{min(value, rules[metric].margin):g}')}")
+        rules[metric] = Rule(metric, value)
+    return list(rules.values())
 
 
 def parse_map(specs: Iterable[str], key: str = "report.baseline_map") -> dict[str, str]:
@@ -109,6 +126,7 @@ class Options:
     decide_on: list[str] = field(default_factory=list)
     min_overlap: float = 0.9
     mapping: dict[str, str] = field(default_factory=dict)  # candidate run -> baseline run
+    on_inconclusive: str = "fail"  # what an inconclusive gate does: "fail" or "pass"
 
 
 @dataclass
@@ -316,14 +334,30 @@ def flips(ids: list[str], b_vals: list[float], c_vals: list[float], key: str,
     return sorted(out, key=lambda f: policy.advantage(f["diff"], key))
 
 
-def regression(metric_stats: dict[str, Any], rule: Rule, key: str) -> bool:
-    """The non-inferiority rule: the whole paired 95% CI of the candidate's advantage lies
-    below ``-margin``."""
-    if metric_stats.get("diff") is None:
-        return False
+def gate(metric_stats: dict[str, Any], rule: Rule, key: str) -> dict[str, Any]:
+    """The non-inferiority test of one rule on one metric's paired CI: the outcome
+    (``pass``, ``regression`` or ``inconclusive``), the CI of the advantage (positive is
+    better) and, when inconclusive, about how many tasks would settle it."""
     low, high = metric_stats["ci_low"], metric_stats["ci_high"]
-    best_case = high if policy.higher_is_better(key) else -low
-    return bool(best_case < -rule.margin)
+    sign = 1.0 if policy.higher_is_better(key) else -1.0
+    worst, best = sorted((sign * low, sign * high))
+    outcome = ("pass" if worst >= -rule.margin else
+               "regression" if best < -rule.margin else "inconclusive")
+    out: dict[str, Any] = {"outcome": outcome, "advantage_ci": [worst, best]}
+    if outcome == "inconclusive":
+        out["tasks_to_settle"] = tasks_to_settle(metric_stats["n"], sign * metric_stats["diff"],
+                                                 (best - worst) / 2, rule.margin)
+    return out
+
+
+def tasks_to_settle(n: int, advantage: float, half_width: float, margin: float) -> int | None:
+    """About how many paired tasks would put the whole CI on one side of ``-margin``, were
+    the mean advantage to hold and the CI to narrow as 1/sqrt(n); None when the mean lies
+    on the margin (no number of tasks settles it)."""
+    gap = abs(advantage + margin)
+    if gap == 0:
+        return None
+    return max(n + 1, math.ceil(n * (half_width / gap) ** 2))
 
 
 def trace_links(run: Any) -> dict[str, str]:
@@ -367,23 +401,35 @@ def apply_holm(systems: list[dict[str, Any]]) -> None:
         cell["p_holm"] = adjusted
 
 
-def decide(systems: list[dict[str, Any]], rules: list[Rule]) -> tuple[list[dict[str, Any]],
-                                                                       list[dict[str, Any]]]:
-    """(regressions, untested rules), one entry per rule and system."""
-    regressed, untested = [], []
+def decide(systems: list[dict[str, Any]], rules: list[Rule]) -> dict[str, list[dict[str, Any]]]:
+    """Each rule on each system, by outcome: ``regression``, ``inconclusive``, ``pass`` and
+    ``untested`` (the rule could not be tested, saying why)."""
+    found: dict[str, list[dict[str, Any]]] = {
+        "regression": [], "inconclusive": [], "pass": [], "untested": []}
     for rule in rules:
         for s in systems:
             cell = s["metrics"].get(rule.metric)
             why = (s["not_comparable"].get(rule.metric) if cell is None
                    else cell.get("untested"))
             if why or cell is None:
-                untested.append({"system": s["system"], "metric": rule.metric,
-                                 "why": why or "no scores"})
-            elif regression(cell, rule, rule.metric):
-                regressed.append({"system": s["system"], "metric": rule.metric,
-                                  "margin": rule.margin, "diff": cell["diff"],
-                                  "ci_low": cell["ci_low"], "ci_high": cell["ci_high"]})
-    return regressed, untested
+                found["untested"].append({"system": s["system"], "metric": rule.metric,
+                                          "why": why or "no scores"})
+                continue
+            result = gate(cell, rule, rule.metric)
+            found[result.pop("outcome")].append(
+                {"system": s["system"], "metric": rule.metric, "margin": rule.margin,
+                 "n": cell["n"], "diff": cell["diff"], "ci_low": cell["ci_low"],
+                 "ci_high": cell["ci_high"], **result})
+    return found
+
+
+def decision(found: dict[str, list[dict[str, Any]]]) -> str:
+    """The comparison's one word: a regression outweighs a rule not tested, which outweighs
+    an inconclusive one."""
+    if found["regression"]:
+        return "regressed"
+    return "untested" if found["untested"] else \
+        "inconclusive" if found["inconclusive"] else "passed"
 
 
 def compare(baseline: Sweep, candidate: Sweep, options: Options) -> dict[str, Any]:
@@ -401,13 +447,14 @@ def compare(baseline: Sweep, candidate: Sweep, options: Options) -> dict[str, An
     owners = {m.name: s for s in default_scorers() for m in s.metrics}
     systems = [compare_pair(baseline, candidate, p, metrics, owners) for p in pairs]
     apply_holm(systems)
-    regressed, untested = decide(systems, options.rules)
-    decision = "regressed" if regressed else "untested" if untested else "passed"
+    found = decide(systems, options.rules)
     return {"baseline": baseline.describe(), "candidate": candidate.describe(),
             "data": data, "tasks": overlap, "metrics": metrics, "flip_share": FLIP_SHARE,
             "rules": [{"metric": r.metric, "margin": r.margin} for r in options.rules],
             "systems": systems, "only_in_baseline": only_b, "only_in_candidate": only_c,
-            "regressions": regressed, "untested": untested, "decision": decision}
+            "regressions": found["regression"], "inconclusive": found["inconclusive"],
+            "passed": found["pass"], "untested": found["untested"],
+            "decision": decision(found), "on_inconclusive": options.on_inconclusive}
 
 
 def run_comparison(client: Any, baseline_ref: str, candidate_ref: str, options: Options

@@ -3,8 +3,9 @@ sweep's artifacts, tags and description, the console lines, and the exit status.
 
     python -m report compare <baseline> <candidate> [--fail-on rouge2_f1:0.01 ...]
 
-Exit status (the same for ``report.baseline`` on a sweep): 0 no regression, 3 a
-regression (``REGRESSION_EXIT``), 2 the comparison was refused or a rule could not be
+Exit status (the same for ``report.baseline`` on a sweep): 0 every rule passed, 3 a
+regression (``REGRESSION_EXIT``), 4 a rule inconclusive (``INCONCLUSIVE_EXIT``; 0 with
+``report.on_inconclusive=pass``), 2 the comparison was refused or a rule could not be
 tested (the message says why), 1 a crash.
 """
 
@@ -33,7 +34,10 @@ from tracking.sweeps import SweepNotFound, mark_compared, set_description_sectio
 
 REGRESSION_EXIT = 3  # a regression: distinct from a crash (1) and from bad input (2)
 REFUSED_EXIT = 2
-EXIT_STATUS = {"passed": 0, "untested": REFUSED_EXIT, "regressed": REGRESSION_EXIT}
+INCONCLUSIVE_EXIT = 4  # the data neither show a regression nor rule one out
+EXIT_STATUS = {"passed": 0, "untested": REFUSED_EXIT, "regressed": REGRESSION_EXIT,
+               "inconclusive": INCONCLUSIVE_EXIT}
+ON_INCONCLUSIVE = ("fail", "pass")
 SECTION = "## Against the baseline"
 
 
@@ -45,25 +49,53 @@ def _p(value: float | None) -> str:
     return "too few to test" if value is None else f"{value:.3g}"
 
 
+def exit_status(comparison: dict[str, Any]) -> int:
+    """The command's exit status for a comparison: an inconclusive gate fails it unless
+    ``report.on_inconclusive=pass``."""
+    if comparison["decision"] == "inconclusive" and comparison["on_inconclusive"] == "pass":
+        return 0
+    return EXIT_STATUS[comparison["decision"]]
+
+
 def outcome(comparison: dict[str, Any]) -> str:
     """What was decided, in lines a CI log shows: each regression with its system, metric
-    and amount; else what was tested."""
+    and amount; each rule not tested; each inconclusive rule with its CI, margin and the
+    tasks that would settle it; else what passed."""
     base = comparison["baseline"]
     against = f"baseline sweep {base['name']!r} ({base['run_id']})"
-    if comparison["regressions"]:
-        return "\n".join(
-            f"REGRESSION: {r['system']} is worse on {r['metric']} by {-r['diff']:.4f} "
-            f"(candidate minus baseline {r['diff']:+.4f}, 95% CI [{r['ci_low']:+.4f}, "
-            f"{r['ci_high']:+.4f}], beyond the margin {r['margin']:g}) against {against}"
-            for r in comparison["regressions"])
-    if comparison["untested"]:
-        return "\n".join(f"NOT TESTED: {u['system']} on {u['metric']} against {against}: "
-                         f"{u['why']}" for u in comparison["untested"])
+    lines = [f"REGRESSION: {r['system']} is worse on {r['metric']} by {-r['diff']:.4f} "
+             f"(candidate minus baseline {r['diff']:+.4f}, 95% CI [{r['ci_low']:+.4f}, "
+             f"{r['ci_high']:+.4f}], wholly beyond the margin {r['margin']:g}) against "
+             f"{against}" for r in comparison["regressions"]]
+    lines += [f"NOT TESTED: {u['system']} on {u['metric']} against {against}: {u['why']}"
+              for u in comparison["untested"]]
+    lines += [_inconclusive_line(i, against, comparison["on_inconclusive"])
+              for i in comparison.get("inconclusive", [])]
+    if lines:
+        return "\n".join(lines)
     rules = ", ".join(f"{r['metric']} (margin {r['margin']:g})" for r in comparison["rules"])
     systems = ", ".join(s["system"] for s in comparison["systems"])
-    tested = f"tested {rules} on {systems}" if rules else \
-        f"no report.fail_on rule: compared {', '.join(comparison['metrics'])} on {systems}"
+    tested = (f"tested {rules} on {systems}: every 95% CI's worse bound lies within its "
+              "margin" if rules else
+              f"no report.fail_on rule: compared {', '.join(comparison['metrics'])} on "
+              f"{systems}")
     return f"No regression against {against}: {tested}."
+
+
+def _inconclusive_line(rule: dict[str, Any], against: str, on_inconclusive: str) -> str:
+    low, high = rule["advantage_ci"]
+    need = rule["tasks_to_settle"]
+    settle = (f"about {need} paired tasks (now {rule['n']}) would likely settle it, were the "
+              "mean difference to hold" if need is not None else
+              "its mean lies on the margin, so more tasks alone would not settle it")
+    effect = ("report.on_inconclusive=pass: the command does not fail on it"
+              if on_inconclusive == "pass" else
+              "this fails the command (report.on_inconclusive=fail)")
+    return (f"INCONCLUSIVE: {rule['system']} on {rule['metric']} against {against}: the 95% "
+            f"CI of its advantage (candidate minus baseline, positive is better) is "
+            f"[{low:+.4f}, {high:+.4f}], the margin {rule['margin']:g}: the data allow a "
+            f"drop beyond the margin but do not show one; {settle}. Widen the margin, add "
+            f"tasks or repeats; {effect}")
 
 
 def markdown(comparison: dict[str, Any]) -> str:
@@ -165,7 +197,8 @@ def options_from(report_cfg: Any) -> Options:
     """The comparison's options from the ``report`` config node."""
     return Options(rules=parse_rules(report_cfg.fail_on), decide_on=list(report_cfg.decide_on),
                    min_overlap=float(report_cfg.min_overlap),
-                   mapping=parse_map(report_cfg.baseline_map))
+                   mapping=parse_map(report_cfg.baseline_map),
+                   on_inconclusive=str(report_cfg.on_inconclusive))
 
 
 def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options
@@ -177,14 +210,15 @@ def compare_and_publish(client: Any, baseline: str, candidate: str, options: Opt
     except (NotComparable, SweepNotFound) as exc:
         return REFUSED_EXIT, f"baseline comparison refused: {exc}"
     publish(client, comparison)
-    return EXIT_STATUS[comparison["decision"]], outcome(comparison)
+    return exit_status(comparison), outcome(comparison)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m report compare",
         description="Compare a finished sweep (candidate) with a baseline sweep, task by task; "
-                    "exit 3 on a regression under --fail-on, 2 when refused, 0 otherwise.")
+                    "exit 3 on a regression under --fail-on, 4 when a rule is inconclusive "
+                    "(unless --on-inconclusive pass), 2 when refused, 0 otherwise.")
     parser.add_argument("baseline", help="parent run id, sweep name, or <tag>=<value>")
     parser.add_argument("candidate", help="parent run id, sweep name, or <tag>=<value>")
     parser.add_argument("--fail-on", nargs="*", default=[], metavar="METRIC:MARGIN")
@@ -192,13 +226,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-overlap", type=float, default=Options.min_overlap)
     parser.add_argument("--map", nargs="*", default=[], metavar="CANDIDATE=BASELINE",
                         help="candidate run name = baseline run name")
+    parser.add_argument("--on-inconclusive", choices=ON_INCONCLUSIVE, default="fail",
+                        help="what a rule whose CI straddles the margin does to the exit "
+                             "status (default: fail)")
     parser.add_argument("--tracking-uri", default=default_tracking_uri(),
                         help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
                              "sqlite:///mlruns/mlflow.db)")
     args = parser.parse_args(argv)
     try:
         options = Options(rules=parse_rules(args.fail_on, "--fail-on"), decide_on=args.decide_on,
-                          min_overlap=args.min_overlap, mapping=parse_map(args.map, "--map"))
+                          min_overlap=args.min_overlap, mapping=parse_map(args.map, "--map"),
+                          on_inconclusive=args.on_inconclusive)
     except ConfigError as exc:
         parser.error(str(exc))
     import mlflow

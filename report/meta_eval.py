@@ -31,7 +31,11 @@ def _signal_row(row: Row, signal: str) -> list[Any]:
     ba = row.get(signal + SUFFIX)
     lo, hi = row.get(f"{signal}{SUFFIX}_ci_low"), row.get(f"{signal}{SUFFIX}_ci_high")
     ci = f" [{_pct(lo)}, {_pct(hi)}]" if lo is not None else ""
-    return [f"`{signal}`", _pct(ba) + ci, fmt(row.get(f"{signal}_auc_roc")),
+    valued, n_valued = row.get(f"{signal}_auc_roc_valued"), row.get(f"{signal}_auc_roc_valued_n")
+    auc = fmt(row.get(f"{signal}_auc_roc")) + (
+        f" ({fmt(valued)} on the {n_valued:.0f} items with a value)" if valued is not None
+        else "")
+    return [f"`{signal}`", _pct(ba) + ci, auc,
             *(_pct(row.get(f"{signal}_recall_{e}")) for e in EDITS),
             fmt(row.get(f"{signal}_threshold"), 2), int(row.get(f"{signal}_n") or 0),
             int(row.get(f"{signal}_no_value") or 0), int(row.get(f"{signal}_unreadable") or 0)]
@@ -110,8 +114,10 @@ def meta_section(rows: list[Row]) -> str:
             f"## Agreement with people: {row['run']}\n\n"
             "Each faithfulness signal against the human labels of SummEdits (Laban et al. "
             "2023): balanced accuracy with a bootstrap 95% CI over items, AUC-ROC where the "
-            "signal is graded, and per edit type the share of inconsistent summaries it "
-            "flags. A signal decides \"consistent\" at or above its threshold "
+            "signal is graded (on the same items: one with no value ranks as the most "
+            "consistent; in brackets, on the items with a value only), and per edit type "
+            "the share of inconsistent summaries it flags. A signal decides "
+            "\"consistent\" at or above its threshold "
             "(`metrics.meta_eval.thresholds`, chosen on evaluation splits only); a task where "
             "it has no value (no number to check, an unreadable judge reply) counts as "
             "\"consistent\" and is counted under *no value*. Published rows: SummEdits "

@@ -1,5 +1,6 @@
 """The pairwise judge in the sweep report: its section, its sentence in the key finding
-(beside the absolute scores, saying when the two disagree) and its verdicts in
+(beside the absolute scores' paired difference, each saying what it shows: a preference is
+"beats" only when its sign test is significant) and its verdicts in
 compare.html. Every figure is recomputed from the parent run's ``pairwise.jsonl``
 (``metrics.pairwise.summarize``), so a rebuilt report shows the same numbers.
 """
@@ -12,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from metrics.aggregate import task_means
 from metrics.pairwise import ARTIFACT, PairFigures, Summary, outcomes, summarize
+from metrics.stats import ALPHA, Paired, paired_difference
 from report import policy
 from report.verdict import fmt, table
 
@@ -29,9 +29,10 @@ class PairwiseView:
 
     rows: list[dict[str, Any]]  # pairwise.jsonl
     skipped: str  # why nothing was judged ("" when it was)
-    cost_usd: float  # what the pairwise judge calls were paid, over every attempt
+    cost_usd: float  # what the pairwise judge calls were paid by this sweep's judging
     calls: int
     cached_calls: int
+    cost_usd_earlier: float = 0.0  # paid by an earlier attempt of the same sweep run
 
     @property
     def summary(self) -> Summary | None:
@@ -53,7 +54,8 @@ def read(client: Any, run: Any, folder: Path) -> PairwiseView | None:
     return PairwiseView(rows, skipped, float(metrics.get("pairwise_judge_cost_usd_spent_total")
                                              or metrics.get("pairwise_judge_cost_usd_total") or 0.0),
                         int(metrics.get("pairwise_judge_calls") or 0),
-                        int(metrics.get("pairwise_judge_cached_calls") or 0))
+                        int(metrics.get("pairwise_judge_cached_calls") or 0),
+                        float(metrics.get("pairwise_judge_cost_usd_spent_earlier") or 0.0))
 
 
 def section(view: PairwiseView) -> str:
@@ -126,7 +128,8 @@ def _share(value: float | None) -> str:
 def finding(view: PairwiseView | None, rows: list[dict[str, Any]],
             records: dict[str, list[dict[str, Any]]], key: str) -> str:
     """The key finding's pairwise sentences: per pair, the judge's preference on one
-    dimension beside the absolute scores on ``key``, and whether the two disagree."""
+    dimension beside the absolute scores' paired difference on ``key``, each saying what it
+    shows."""
     if view is None:
         return ""
     summary = view.summary
@@ -172,33 +175,42 @@ def length_warning(f: PairFigures) -> str:
     return said
 
 
-def _pair_sentence(f: PairFigures, advantage: float | None, key: str) -> str:
+def _pair_sentence(f: PairFigures, absolute: Paired | None, key: str) -> str:
     if not f.n_tasks:
         return f"Pairwise judge ({f.dimension}), {f.pair.name}: no task judged."
     ci = f" [{f.win_rate_ci[0]:.2f}, {f.win_rate_ci[1]:.2f}]" if f.win_rate_ci else ""
-    p = f"; sign test p={f.sign_test_p:.3g}" if f.sign_test_p is not None else ""
-    said = (f"Pairwise judge ({f.dimension}): {f.pair.a} beats {f.pair.b} on {f.wins} of "
-            f"{f.n_tasks} tasks (win rate {f.win_rate:.2f}{ci}; {f.ties} ties, {f.losses} "
-            f"losses{p})")
-    if advantage is None:
+    p = f", sign test p={f.sign_test_p:.3g}" if f.sign_test_p is not None else ""
+    said = (f"Pairwise judge ({f.dimension}), {f.pair.name}: {_preference(f)}; {f.pair.a} "
+            f"wins {f.wins} of {f.n_tasks} tasks (win rate {f.win_rate:.2f}{ci}; {f.ties} "
+            f"ties, {f.losses} losses{p})")
+    if absolute is None:
         return f"{said}; the absolute scores (`{key}`) have no pair to compare."
-    absolute = f.pair.a if advantage > 0 else f.pair.b if advantage < 0 else None
-    shown = f"`{key}` {f.pair.a} minus {f.pair.b}: {advantage:+.3f} by its direction"
-    if f.winner is None or absolute is None:
-        return f"{said}; absolute scores ({shown})."
-    if f.winner == absolute:
-        return f"{said}; the absolute scores agree ({shown})."
-    return (f"{said}; **the absolute scores disagree**: they favour {absolute} ({shown}).")
+    low, high = sorted(policy.advantage(x, key) for x in (absolute.ci_low, absolute.ci_high))
+    shown = (f"`{key}`, {f.pair.a} minus {f.pair.b} by its direction: "
+             f"{policy.advantage(absolute.mean_diff, key):+.3f}, 95% CI [{low:+.3f}, "
+             f"{high:+.3f}]")
+    unsettled = ", a difference its CI does not tell from 0" if low <= 0 <= high else ""
+    return f"{said}. The absolute scores, a separate measure: {shown}{unsettled}."
+
+
+def _preference(f: PairFigures) -> str:
+    """The judge's preference in words as strong as its sign test: "beats" only below
+    ``ALPHA``."""
+    if f.winner is None:
+        return "no preference (as many wins as losses)"
+    other = f.pair.b if f.winner == f.pair.a else f.pair.a
+    if f.sign_test_p is not None and f.sign_test_p < ALPHA:
+        return f"{f.winner} beats {other}"
+    return f"{f.winner} ahead of {other}, not significant"
 
 
 def _absolute(by_run: dict[str, list[dict[str, Any]]], f: PairFigures, key: str
-              ) -> float | None:
-    """The mean advantage of the pair's first run on ``key`` over the tasks both scored."""
+              ) -> Paired | None:
+    """The paired difference (first run minus second) on ``key`` over the tasks both
+    scored (None below two)."""
     mine, theirs = (task_means(by_run.get(run, []), key) for run in (f.pair.a, f.pair.b))
     common = [t for t in mine if t in theirs]
-    if not common:
-        return None
-    return policy.advantage(float(np.mean([mine[t] - theirs[t] for t in common])), key)
+    return paired_difference([mine[t] for t in common], [theirs[t] for t in common])
 
 
 def per_task(view: PairwiseView | None) -> dict[str, str]:

@@ -112,7 +112,8 @@ def _pair_sentence(a: Row, b: Row, key: str, parts: Components, first: list[Reco
     what = f"{a['run']}-{b['run']}"
     projection = projected_narrowing(parts)
     text = (projection.sentence(what) if projection is not None else
-            f"{what}: fewer than two tasks with repeats from both, so no projection.")
+            f"{what}: fewer than two tasks with repeats from both, or no spread at all, so "
+            "no projection.")
     if parts.judge:
         text += (f" The judge's own variance is {fmt(parts.judge, 4)} of the within-task "
                  f"{fmt(parts.within_task, 4)}: more `judge.samples` narrow only that part.")

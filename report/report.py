@@ -36,6 +36,7 @@ from report import (
     plots,
     policy,
     repeats,
+    spend,
     verdict,
 )
 from report.corrected import corrected_answer
@@ -250,8 +251,9 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
-    out.append(_cost_table(sets, finished, judged,
-                           judged_pairs.cost_usd if judged_pairs else 0.0)
+    out.append(_cost_table(sets, finished, judged)
+               + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
+                                          if judged_pairs else ()))
                + latency_cache_note(finished)
                + resumed_latency_note(finished))
     gap = plots.cost_plot_gap(finished, key)
@@ -305,6 +307,10 @@ def _data_clause(digest: str, rows: list[dict[str, Any]], named: bool) -> str:
     first = rows[0]
     asked = verdict.tasks_asked(first) if first.get("n_tasks") is not None else None
     size = f"{_count(first.get('n_documents'))} documents, {_count(asked)} tasks"
+    repeats = int(first.get("repeats") or 1)
+    if repeats > 1 and asked is not None:  # n_tasks counts answers: K per task
+        size = (f"{_count(first.get('n_documents'))} documents, {_count(asked / repeats)} "
+                f"tasks, {_count(asked)} answers ({repeats} per task)")
     which = f"{', '.join(r['run'] for r in rows)}: " if named else ""
     held = f"dataset digest `{digest}`" if digest else \
         "dataset digest unknown (logged before runs recorded one)"
@@ -337,31 +343,22 @@ def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> s
 
 
 def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
-                  digits: int) -> str:
-    """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0 or a dash."""
+                  digits: int, partial_mean: bool = False) -> str:
+    """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0 or a dash;
+    ``partial_mean``: with the mean over the part of the answered tasks that carry it, saying
+    over how many."""
     if value is not None:
         return _fmt(value, digits)
     missing, total = verdict.lacking(sets, run, key)
-    return f"unknown ({missing} of {total} lack it)" if missing else "unknown"
+    notes = [f"{missing} of {total} lack it"] if missing else []
+    partial, n = run.get(f"{key}_answered_mean"), run.get(f"{key}_answered_mean_n")
+    if partial_mean and partial is not None and n:
+        notes.append(f"${partial:.5f} a task over {n:.0f} of {run.get('n_task_ids', 0):.0f} "
+                     "answered tasks, those that carry it")
+    return f"unknown ({'; '.join(notes)})" if notes else "unknown"
 
 
-def _total_line(finished: list[dict[str, Any]], pairwise_cost: float = 0.0) -> str:
-    """Systems and judge spend over the runs; a run whose spend is unknown is named, so the
-    total is never a sum that silently counts it as 0."""
-    systems = sum(verdict.spent(r) or 0.0 for r in finished)
-    judge = sum(verdict.judge_spent(r) or 0.0 for r in finished) + pairwise_cost
-    missing = [r["run"] for r in finished if verdict.spent(r) is None]
-    line = (f"\nTotal spent: ${systems + judge:.4f} (systems ${systems:.4f}, judge ${judge:.4f}"
-            + (f", of which the pairwise judge ${pairwise_cost:.4f}" if pairwise_cost else "")
-            + ")")
-    if missing:
-        line += (f"; not counted, their spend unknown (records without cost): "
-                 f"{', '.join(missing)}")
-    return line + ".\n"
-
-
-def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool,
-                pairwise_cost: float = 0.0) -> str:
+def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) -> str:
     note = ("Cost per task counts every task a run ran, errored ones included (their calls "
             "were paid), as if no call had come from the response cache (so a configuration "
             "that reused a neighbour's cached calls does not look free); what was actually "
@@ -375,15 +372,15 @@ def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool,
          "errored: P50 latency (ms)", "cost per coverage point", "mean loops"],
         [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
           int(r.get("n_skipped", 0)),
-          *(_unknown_cell(sets, r, v, "cost_usd", d) for v, d in (
-              (verdict.task_cost(r), 5), (r.get("cost_usd_per_task"), 5),
-              (verdict.spent(r), 4))),
+          *(_unknown_cell(sets, r, v, "cost_usd", d, partial) for v, d, partial in (
+              (verdict.task_cost(r), 5, False), (r.get("cost_usd_per_task"), 5, True),
+              (verdict.spent(r), 4, False))),
           _fmt(verdict.judge_spent(r), 4),
           *(_unknown_cell(sets, r, r.get(f"latency_ms_p{q}"), "latency_ms", 0)
             for q in (50, 90, 99)),
           _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
           _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
-          _fmt(r.get("loops_mean"), 1)] for r in finished]) + _total_line(finished, pairwise_cost)
+          _fmt(r.get("loops_mean"), 1)] for r in finished])
 
 
 def _taxonomy(finished: list[dict[str, Any]]) -> str:
@@ -590,6 +587,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
+    spend.annotate(rows, runs, target.info.start_time if sweep else None)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}

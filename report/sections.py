@@ -237,21 +237,23 @@ def _length_sentence(sets: TaskSets, key: str, label: str, ids: list[str],
     res = sets.pair(r, w, key, both)
     mine, theirs = (float(np.mean([sets.tables[x["run_id"]][t][key] for t in both]))
                     for x in (r, w))
-    numbers = (f"{r['run']} {mine:.3f} vs {w['run']} {theirs:.3f} on {len(both)} tasks"
-               + (f", difference {res.mean_diff:+.3f} [95% CI {res.ci_low:+.3f}, "
-                  f"{res.ci_high:+.3f}]" if res is not None else ""))
+    numbers = (f"`{key}` {r['run']} {mine:.3f} vs {w['run']} {theirs:.3f} on {len(both)} "
+               "tasks" + (f", difference {res.mean_diff:+.3f} [95% CI {res.ci_low:+.3f}, "
+                          f"{res.ci_high:+.3f}]" if res is not None else ""))
     also = (f"; {w['run']} also skipped {len(skipped)} of {len(ids)} (over its context limit)"
             if skipped else "")
+    ahead = r if policy.advantage(mine - theirs, key) > 0 else w
     if res is None or res.ci_includes_zero:
-        verdict = (f"Retrieval does not clearly add value for {docs}: {numbers}, because "
-                   f"reading only the retrieved chunks and reading the whole document score "
-                   f"alike within the noise of {len(both)} tasks")
-    elif res.mean_diff > 0:
-        verdict = (f"Retrieval adds value for {docs}: {numbers}, because {r['run']}'s chosen "
-                   f"chunks beat reading the whole document on the same tasks")
+        gap = (f"{ahead['run']} is ahead, but the CI includes 0: {len(both)} tasks cannot "
+               "tell the two apart" if mine != theirs else "the two score the same")
+        verdict = f"Retrieval does not clearly add value for {docs} on `{key}`: {numbers}; {gap}"
+    elif ahead is r:
+        verdict = (f"Retrieval adds value for {docs} on `{key}`: {numbers}, because "
+                   f"{r['run']}'s chosen chunks beat reading the whole document on the same "
+                   "tasks")
     else:
-        verdict = (f"Retrieval does not add value for {docs}: {numbers}, because "
-                   f"{w['run']}, reading the whole document, scores higher on the same "
+        verdict = (f"Retrieval does not add value for {docs} on `{key}`: {numbers}, because "
+                   f"{w['run']}, reading the whole document, scores better on the same "
                    "tasks than the chunks retrieval picks")
     # the small-n rule holds for every sentence that generalises (docs/verdict.md)
     small = (f" (small n: {len(both)} tasks are too few to say this of {docs} in general)"
@@ -541,7 +543,7 @@ def resumed_latency_note(rows: list[Row]) -> str:
     resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0]
     if not resumed:
         return ""
-    parts = [f"{r['run']} ({int(r['n_resumed'])} of {int(r.get('n_tasks') or 0)} tasks)"
+    parts = [f"{r['run']} ({int(r['n_resumed'])} of {int(r.get('n_tasks') or 0)} answers)"
              for r in resumed]
     return ("Latency from an earlier run: " + "; ".join(parts) + " were resumed from an "
             "earlier run of the same configuration, so their latencies were measured then, "

@@ -442,7 +442,8 @@ def pair_sentence(sets: TaskSets, decision: Decision | None, a: Row, b: Row, key
                 + stability_note(sets, a, b, key, ids, res.mean_diff) + power)
     if not res.testable:
         return (f"{text}: **too few to test** (only {res.n_untied} pairs differ, at least "
-                f"{MIN_UNTIED} are needed).{power}")
+                f"{MIN_UNTIED} are needed)." + stability_note(sets, a, b, key, ids, res.mean_diff)
+                + power)
     return (f"{text}: **no significant difference** ({decision.why_not()})."
             + stability_note(sets, a, b, key, ids, res.mean_diff) + power)
 

@@ -258,7 +258,7 @@ class MLflowSweepCallback(Callback):
         if report_error:
             log.error("%s", report_error)
             raise SystemExit(1)
-        if self.baseline_exit:  # a regression (3) or a refused comparison (2)
+        if self.baseline_exit:  # a regression (3), inconclusive (4) or refused (2)
             raise SystemExit(self.baseline_exit)
 
     def _close_parent(self, failures: list[dict[str, str]]) -> str | None:

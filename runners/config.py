@@ -104,6 +104,9 @@ class ReportConfig:
     baseline: str | None = None
     # regressions that fail the command: ["<metric>:<margin>", ...] (docs/ci.md)
     fail_on: list[str] = field(default_factory=list)
+    # what a fail_on rule whose CI straddles the margin does to the exit status: "fail"
+    # (a gate the data cannot settle does not pass; docs/ci.md says why) or "pass"
+    on_inconclusive: str = "fail"
     # the baseline comparison is refused below this share of common task ids (common
     # over the larger sweep's tasks)
     min_overlap: float = ranged(0.9, low=0, high=1, must="a share of tasks from 0 to 1")

@@ -75,9 +75,12 @@ def cost_cap_message(run_id: str, metrics: Mapping[str, float], cap: float) -> s
 
 
 def _spent(metrics: Mapping[str, float]) -> float:
-    """What the run paid, as the spend journal has it (the figure the tag and report state);
-    what its records count where nothing was journaled."""
-    return float(metrics.get("cost_usd_spent_total", metrics.get("cost_usd_total", 0.0)))
+    """What was paid for the run's predictions, as the spend journal has it (this attempt
+    and the earlier ones: the figure the cap holds); what its records count where nothing
+    was journaled."""
+    if "cost_usd_spent_total" not in metrics:
+        return float(metrics.get("cost_usd_total", 0.0))
+    return float(metrics["cost_usd_spent_total"] + metrics.get("cost_usd_spent_earlier", 0.0))
 
 
 def error_metrics(predictions: list[Prediction], judge_errors: Mapping[str, int] | None

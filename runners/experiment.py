@@ -99,6 +99,9 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
         "model": model_name(cfg.model.name, job.system_class), "sweep_id": sweep_id or "",
         "config_hash": job.config_hash, "git_commit": track.git_commit(), **reference_tags(cfg),
         "math_threads": str(math_threads()),  # latency depends on it (runners/cores.py)
+        # where the report finds what this attempt paid when the run logged no spend (a
+        # failed run): the journal, and this attempt's name in it
+        track.SPEND_JOURNAL_TAG: str(job.spend_path), track.SPEND_ATTEMPT_TAG: job.attempt,
     }
     resume_id, finished = prior_run(client, experiment_id, job, parent)
     if finished is not None:
@@ -137,15 +140,19 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
 
 
 def spend_metrics(job: Job, predictions: list[Prediction]) -> dict[str, float]:
-    """``cost_usd_spent_total``: every paid call of these predictions, as journaled (the
-    index's chunk contexts included); ``cost_usd_unrecorded_total``: the part no record
-    counts (tasks in flight at a kill, errored tasks predicted again, chunk contexts).
-    None without a journal (nothing was paid for)."""
+    """``cost_usd_spent_total``: what this attempt of the run paid, every call as journaled
+    when it returned (the index's chunk contexts included); ``cost_usd_spent_earlier``: what
+    earlier attempts paid for the predictions this one carries over (a resumed run's
+    answers keep their original cost, counted there and not again);
+    ``cost_usd_unrecorded_total``: the part of both no record counts (tasks in flight at a
+    kill, errored tasks predicted again, chunk contexts). None without a journal (nothing
+    was paid for)."""
     if not job.spend_path.exists():
         return {}
-    spend = SpendJournal(job.spend_path).spend_total()
+    new, earlier = SpendJournal(job.spend_path, job.attempt).spent()
     recorded = sum(p.cost_usd or 0.0 for p in predictions)
-    return {"cost_usd_spent_total": spend, "cost_usd_unrecorded_total": max(0.0, spend - recorded)}
+    return {"cost_usd_spent_total": new, "cost_usd_spent_earlier": earlier,
+            "cost_usd_unrecorded_total": max(0.0, new + earlier - recorded)}
 
 
 def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str

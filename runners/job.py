@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,6 +53,9 @@ class Job:
     system_class: type[System]
     # what the dataset lets a comparison show (dataset_metrics), logged with the run
     dataset_metrics: dict[str, float] = field(default_factory=dict)
+    # names this attempt's lines in the spend journal: what it paid, apart from what
+    # earlier attempts paid for the answers it carries over
+    attempt: str = field(default_factory=lambda: uuid.uuid4().hex, init=False)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
     # runner.max_cost_usd held call by call, once the run's model is ``capped``
     spend_cap: SpendCap | None = field(default=None, init=False, repr=False)
@@ -83,7 +87,7 @@ class Job:
         if model.provider == "offline":
             return model
         return MeteredModel(model, Prices.from_config(self.cfg.model),
-                            SpendJournal(self.spend_path))
+                            SpendJournal(self.spend_path, self.attempt))
 
     def capped(self, model: ChatModel) -> ChatModel:
         """The run's model with every call reserving its cost against

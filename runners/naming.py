@@ -43,7 +43,15 @@ def job_run_name(cfg: DictConfig, hc: Any, swept: list[str],
     else:
         parts = [o for o in hc.overrides.task
                  if not o.startswith(("system=", f"{_FILE_KEY}=", *_PLACES, *_IN_DATA_LABEL))]
-    return " ".join([_system_label(cfg, file_labels), *parts])[:250]
+    return " ".join([_system_label(cfg, file_labels),
+                     *(p for p in parts if not _endpoint(p))])[:250]
+
+
+def _endpoint(part: str) -> bool:
+    """An endpoint (``model.base_url=http://...``): where the model is served, not what the
+    run is, and a URL a run label must not carry into pages and descriptions."""
+    key, _, value = part.partition("=")
+    return key.lstrip("+~").endswith("base_url") or "://" in value
 
 
 def _swept_parts(cfg: DictConfig, swept: list[str], choices: Any) -> list[str]:

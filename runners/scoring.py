@@ -164,9 +164,10 @@ def temperature_sent(model: ChatModel, requested: float) -> str:
 def judge_metrics(judges: dict[str, MeteredModel], spend: SpendJournal) -> dict[str, float]:
     """Judge calls, cached calls and cost over every judge of the run (extra samples and
     the panel included) in this attempt, and each panel judge's own;
-    ``judge_cost_usd_spent_total``: what the judges were paid over every attempt of the
-    run, as journaled when each call returned (calls made before a kill, which this attempt
-    answers from the response cache at no cost, included); ``judge_replies_to_ask_again``:
+    ``judge_cost_usd_spent_total``: what the judges were paid in this attempt, as journaled
+    when each call returned; ``judge_cost_usd_spent_earlier``: what earlier attempts of the
+    run paid (calls made before a kill, which this attempt answers from the response cache
+    at no cost), counted there and not again; ``judge_replies_to_ask_again``:
     replies that could not be read and that the next run of the same command asks again."""
     if not judges:
         return {}
@@ -174,7 +175,8 @@ def judge_metrics(judges: dict[str, MeteredModel], spend: SpendJournal) -> dict[
            TO_ASK_AGAIN: float(sum(j.to_ask_again for j in judges.values())),
            "judge_cached_calls": float(sum(j.cached_calls for j in judges.values())),
            "judge_cost_usd_total": sum(j.cost_usd for j in judges.values()),
-           "judge_cost_usd_spent_total": spend.spend_total()}
+           **dict(zip(("judge_cost_usd_spent_total", "judge_cost_usd_spent_earlier"),
+                      spend.spent(), strict=True))}
     for name, judge in list(judges.items())[1:]:
         out.update({f"panel_{name}_judge_calls": float(judge.calls),
                     f"panel_{name}_judge_cost_usd_total": judge.cost_usd})

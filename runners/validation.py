@@ -21,7 +21,8 @@ from arag.systems import SYSTEMS
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS
 from report import policy
-from report.baseline import parse_map, parse_rules
+from report.baseline import COST_FIELDS, parse_map, parse_rules
+from report.baseline_report import ON_INCONCLUSIVE
 from runners.judges import panel_configs
 from tracking.paths import resolve
 
@@ -80,6 +81,11 @@ def validate_config(cfg: DictConfig) -> None:
         ("report.decide_on", all(m in policy.decidable() for m in cfg.report.decide_on),
          "a list of per-task metric names the scorers declare, from "
          f"{policy.decidable()}", "report.decide_on=[rouge2_f1,geval_faithfulness]"),
+        ("report.decide_on", len(set(cfg.report.decide_on)) == len(cfg.report.decide_on),
+         "a list naming each metric once",
+         "report.decide_on=[" + ",".join(dict.fromkeys(cfg.report.decide_on)) + "]"),
+        ("report.on_inconclusive", cfg.report.on_inconclusive in ON_INCONCLUSIVE,
+         f"one of {', '.join(ON_INCONCLUSIVE)}", "report.on_inconclusive=fail"),
         ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
         ("source_run_id", cfg.mode != "evaluate" or bool(cfg.source_run_id),
          "the id of the MLflow run to re-score when mode=evaluate",
@@ -94,9 +100,21 @@ def validate_config(cfg: DictConfig) -> None:
     check_embedder(cfg.retrieval.embedder)
     check_bertscore_layers(cfg.metrics)
     panel_configs(cfg)  # every judge.panel entry is a judge option that can judge
-    parse_rules(cfg.report.fail_on)  # each report.fail_on entry is <metric>:<margin>
+    check_fail_on(cfg.report.fail_on)
     parse_map(cfg.report.baseline_map)  # each entry pairs two run names
     check_slices(cfg.report)
+
+
+def check_fail_on(specs: Any) -> None:
+    """Each ``report.fail_on`` entry is <metric>:<margin> with a finite margin, one per
+    metric, on a metric the scorers declare (or a per-task cost field): found before any
+    job runs, not when the sweep ends."""
+    known = [*policy.decidable(), *COST_FIELDS]
+    for rule in parse_rules(specs):
+        if rule.metric not in known:
+            raise ConfigError(f"report.fail_on names {rule.metric!r}, a metric no scorer "
+                              f"declares (known: {', '.join(known)}). Fix: "
+                              f"report.fail_on=[rouge2_f1:{rule.margin:g}]")
 
 
 def check_providers(cfg: DictConfig) -> None:

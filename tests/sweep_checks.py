@@ -4,6 +4,7 @@ appears nowhere; and a judge whose every reply the scorers can read."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -43,3 +44,21 @@ def assert_secret_nowhere(tmp: Path, secret: str, *results: subprocess.Completed
     assert leaks == []
     for run in all_runs(tmp):
         assert secret not in str(run.data.params) + str(run.data.tags)
+
+
+def reported_spend(tmp: Path, nth_parent: int) -> dict[str, float]:
+    """The "Total spent" line of the ``nth_parent`` sweep run's report.md (by start time):
+    what it calls new, earlier and reused from the response cache (0 where not said)."""
+    from tests.conftest import client_for
+
+    parents = sorted((r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent"),
+                     key=lambda r: r.info.start_time)
+    run_id = parents[nth_parent].info.run_id
+    folder = tmp / f"report-{run_id}"
+    folder.mkdir(exist_ok=True)
+    text = Path(client_for(tmp).download_artifacts(run_id, "report.md", str(folder))).read_text()
+    line = next(x for x in text.splitlines() if x.startswith("Total spent:"))
+    found = {name: re.search(pattern, line) for name, pattern in (
+        ("new", r"Total spent: \$([\d.]+) new"), ("earlier", r"earlier: \$([\d.]+)"),
+        ("reused", r"reused from the response cache: \$([\d.]+)"))}
+    return {name: float(m.group(1)) if m else 0.0 for name, m in found.items()}

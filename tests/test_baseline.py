@@ -14,7 +14,14 @@ from metrics.aggregate import task_means
 from metrics.stats import paired_difference
 from report import baseline as bl
 from report.baseline import NotComparable, Options, Rule, Sweep, compare, parse_rules
-from report.baseline_report import EXIT_STATUS, REGRESSION_EXIT, markdown, outcome
+from report.baseline_report import (
+    EXIT_STATUS,
+    INCONCLUSIVE_EXIT,
+    REGRESSION_EXIT,
+    exit_status,
+    markdown,
+    outcome,
+)
 
 TASKS = [f"t{i}" for i in range(8)]
 ROUGE = [0.30, 0.25, 0.28, 0.35, 0.22, 0.31, 0.27, 0.33]
@@ -69,16 +76,41 @@ def test_a_lower_score_beyond_the_margin_is_a_regression_naming_system_metric_an
     assert "worse: `t0`" in markdown(result)
 
 
-def test_a_drop_whose_ci_reaches_inside_the_margin_is_not_a_regression():
-    """Non-inferiority: the whole 95% CI must lie beyond the margin, not just the mean."""
+def test_a_drop_whose_ci_reaches_beyond_the_margin_is_inconclusive_not_passed():
+    """Non-inferiority: a CI that allows a drop beyond the margin does not pass, and one
+    that reaches inside it is no regression either: the gate says it cannot tell."""
     drops = [0.0, -0.2, 0.05, -0.1, 0.0, -0.15, 0.02, -0.05]
     base = sweep({"naive": records(ROUGE)})
     cand = sweep({"naive": records([v + d for v, d in zip(ROUGE, drops, strict=True)])})
     result = compare(base, cand, options("rouge2_f1:0.01"))
     cell = result["systems"][0]["metrics"]["rouge2_f1"]
-    assert cell["diff"] < -0.01 and cell["ci_high"] > -0.01
-    assert result["decision"] == "passed"
-    assert "No regression" in outcome(result) and "rouge2_f1 (margin 0.01)" in outcome(result)
+    assert cell["ci_low"] < -0.01 < cell["ci_high"]
+    assert result["decision"] == "inconclusive" and not result["regressions"]
+    assert exit_status(result) == INCONCLUSIVE_EXIT not in (0, 1, 2, REGRESSION_EXIT)
+    [rule] = result["inconclusive"]
+    text = outcome(result)
+    assert text.startswith("INCONCLUSIVE: naive on rouge2_f1") and "No regression" not in text
+    assert f"[{cell['ci_low']:+.4f}, {cell['ci_high']:+.4f}]" in text
+    assert "the margin 0.01" in text and f"about {rule['tasks_to_settle']} paired tasks" in text
+    relaxed = compare(base, cand, options("rouge2_f1:0.01", on_inconclusive="pass"))
+    assert exit_status(relaxed) == 0 and "does not fail on it" in outcome(relaxed)
+
+
+def test_a_ci_within_the_margin_passes_and_one_wholly_beyond_it_regresses():
+    """The issue's case: a CI of [-0.043, +0.050] against a margin of 0.01 is not a pass;
+    the same CI against a margin of 0.05 is."""
+    cell = {"n": 20, "diff": 0.0035, "ci_low": -0.043, "ci_high": 0.050}
+    assert bl.gate(cell, Rule("rouge2_f1", 0.01), "rouge2_f1")["outcome"] == "inconclusive"
+    assert bl.gate(cell, Rule("rouge2_f1", 0.05), "rouge2_f1")["outcome"] == "pass"
+    below = {"n": 20, "diff": -0.08, "ci_low": -0.1, "ci_high": -0.06}
+    assert bl.gate(below, Rule("rouge2_f1", 0.05), "rouge2_f1")["outcome"] == "regression"
+
+
+def test_the_tasks_that_would_settle_a_gate_follow_the_ci_narrowing_as_one_over_sqrt_n():
+    # mean advantage +0.0035, half-width 0.0465, margin 0.01: the CI's worse bound reaches
+    # -0.01 when the half-width is 0.0135, i.e. n * (0.0465 / 0.0135)^2 = 237.3 tasks
+    assert bl.tasks_to_settle(20, 0.0035, 0.0465, 0.01) == 238
+    assert bl.tasks_to_settle(20, -0.01, 0.05, 0.01) is None  # the mean on the margin
 
 
 def test_lower_is_better_metrics_regress_when_they_rise(monkeypatch):
@@ -185,10 +217,17 @@ def test_p_values_are_holm_adjusted_over_metrics_and_systems():
     assert all(c["p_holm"] == pytest.approx(min(1.0, 2 * c["p"])) for c in tested)
 
 
-@pytest.mark.parametrize("spec", ["rouge2_f1", "rouge2_f1:x", ":0.1", "rouge2_f1:-1"])
+@pytest.mark.parametrize("spec", ["rouge2_f1", "rouge2_f1:x", ":0.1", "rouge2_f1:-1",
+                                  "rouge2_f1:nan", "rouge2_f1:inf", "rouge2_f1:1e308"])
 def test_a_malformed_fail_on_entry_names_the_key_and_the_fix(spec):
     with pytest.raises(ConfigError, match=r"report.fail_on entry .* Fix: report.fail_on="):
         parse_rules([spec])
+
+
+def test_two_rules_for_one_metric_are_refused_naming_both_margins():
+    with pytest.raises(ConfigError, match=r"two rules for 'rouge2_f1' \(margins 0.01 and 0.2\)"
+                       r".*Fix: keep one, e.g. report.fail_on=\[rouge2_f1:0.01\]"):
+        parse_rules(["rouge2_f1:0.01", "rouge2_f1:0.2"])
 
 
 def test_rules_parse():

@@ -91,7 +91,9 @@ def test_an_entry_of_the_wrong_shape_is_asked_again_never_fatal(tmp_path, caplog
     [entry] = entries(tmp_path)
     data = json.loads(entry.read_text())
     data[field] = value
-    data.pop("sha256")  # as an older entry, or one rewritten by hand: only its shape is wrong
+    data.pop("sha256")  # re-stamped as by hand: only its shape is wrong
+    data["sha256"] = hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False)
+                                    .encode()).hexdigest()
     entry.write_text(json.dumps(data))
     with caplog.at_level(logging.WARNING, logger="arag.llm.cache"):
         reply = CachedModel(ScriptedModel(["second"]), tmp_path).complete(SYSTEM, MESSAGES)
@@ -99,15 +101,23 @@ def test_an_entry_of_the_wrong_shape_is_asked_again_never_fatal(tmp_path, caplog
     assert "damaged" in caplog.text
 
 
-def test_an_entry_from_before_checksums_is_served_and_gains_one(tmp_path):
-    CachedModel(ScriptedModel(["kept"]), tmp_path).complete(SYSTEM, MESSAGES)
+def test_an_entry_whose_checksum_was_deleted_with_an_edit_is_never_served_nor_restamped(
+        tmp_path, caplog):
+    CachedModel(ScriptedModel(["revenue rose 5%"]), tmp_path).complete(SYSTEM, MESSAGES)
     [entry] = entries(tmp_path)
     data = json.loads(entry.read_text())
     data.pop("sha256")
+    data["content"][0]["text"] = "revenue rose 50%"  # poisoned, its checksum removed
     entry.write_text(json.dumps(data))
-    reply = CachedModel(ScriptedModel([]), tmp_path).complete(SYSTEM, MESSAGES)
-    assert reply.text == "kept" and reply.cached
-    assert "sha256" in json.loads(entry.read_text())
+    reading = CachedModel(ScriptedModel([]), tmp_path, mode="read_only")
+    with caplog.at_level(logging.WARNING, logger="arag.llm.cache"), \
+            pytest.raises(Exception, match="script"):  # not served: the model is asked
+        reading.complete(SYSTEM, MESSAGES)
+    assert "no checksum" in caplog.text and str(entry) in caplog.text
+    assert "sha256" not in json.loads(entry.read_text())  # never stamped as trusted
+    reply = CachedModel(ScriptedModel(["revenue rose 5%"]), tmp_path).complete(SYSTEM, MESSAGES)
+    assert reply.text == "revenue rose 5%" and not reply.cached  # asked again, written anew
+    assert CachedModel(ScriptedModel([]), tmp_path).complete(SYSTEM, MESSAGES).cached
 
 
 # --- end to end: a cached sweep re-run against another server ----------------------------

@@ -21,7 +21,7 @@ import pytest
 
 from tests.anthropic_fake import FakeAnthropic, agent_policy, error, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
-from tests.sweep_checks import judge_prompt
+from tests.sweep_checks import judge_prompt, reported_spend
 
 pytestmark = pytest.mark.slow
 KILLS = 6  # each run pays ~15 s of start-up before its first request
@@ -211,8 +211,9 @@ def test_a_sweep_killed_while_writing_its_report_gets_it_on_the_next_run(tmp_pat
 def test_a_kill_loses_no_spend(tmp_path):
     """One call at a time, killed as the 5th request arrives: the 4 replies before it were
     paid and are in the spend journal, though the task in flight has no record; the re-run
-    answers that task's first call from the cache, so cost_usd_spent_total is every paid reply
-    once, and the part no record counts is cost_usd_unrecorded_total."""
+    answers that task's first call from the cache, so cost_usd_spent_earlier (the killed
+    attempt's) and cost_usd_spent_total (the re-run's) count every paid reply once, and the
+    part no record counts is cost_usd_unrecorded_total."""
     from arag.llm import Prices, Usage
     from tests.conftest import compose_cfg
 
@@ -243,10 +244,19 @@ def test_a_kill_loses_no_spend(tmp_path):
     paid = sum(prices.cost_usd(Usage(**u)) for u in fake.usages)
     (job,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
     metrics = job.data.metrics
-    assert metrics["cost_usd_spent_total"] == pytest.approx(paid, rel=1e-6)
+    # every paid reply once: the killed attempt's apart, as earlier, and this attempt's
+    assert metrics["cost_usd_spent_earlier"] > 0
+    assert metrics["cost_usd_spent_total"] + metrics["cost_usd_spent_earlier"] == \
+        pytest.approx(paid, rel=1e-6)
     assert metrics["cost_usd_unrecorded_total"] > 0  # the calls of the task in flight at the kill
     assert metrics["cost_usd_unrecorded_total"] == pytest.approx(
         paid - metrics["cost_usd_total"], rel=1e-6)
+    # the resumed sweep's report: new is what the server served it, earlier what it served
+    # the killed sweep (the 4 replies before the kill), each once
+    before = sum(prices.cost_usd(Usage(**u)) for u in fake.usages[:4])
+    reported = reported_spend(tmp_path, 1)
+    assert reported["earlier"] == pytest.approx(before, abs=6e-5)
+    assert reported["new"] == pytest.approx(paid - before, abs=6e-5)
 
 
 JUDGE_KILL_AT = 5  # the 6th judge request: criteria for both dimensions, then scoring
@@ -256,8 +266,8 @@ def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
     """A judged run whose system is the offline model (every request the API sees is the
     judge's), one call at a time, killed as the 6th judge request arrives: the 5 replies
     before it were paid and journaled. The same command continues the run to FINISHED
-    without asking any of them again, and judge_cost_usd_spent_total is every judge reply
-    paid for in both processes, while judge_cost_usd_total is the second process's only."""
+    without asking any of them again: judge_cost_usd_spent_earlier is what the killed
+    process paid, judge_cost_usd_spent_total (and judge_cost_usd_total) the second's."""
     from arag.llm import Prices, Usage
     from tests.conftest import compose_cfg
 
@@ -294,10 +304,15 @@ def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
     (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
     assert run.info.status == "FINISHED" and run.data.tags.get("resumed")
     metrics = run.data.metrics
-    assert metrics["judge_cost_usd_spent_total"] == pytest.approx(sum(costs), rel=1e-6)
+    assert metrics["judge_cost_usd_spent_earlier"] == pytest.approx(sum(costs[:JUDGE_KILL_AT]),
+                                                                    rel=1e-6)
+    assert metrics["judge_cost_usd_spent_total"] == pytest.approx(sum(costs[JUDGE_KILL_AT:]),
+                                                                  rel=1e-6)
     assert metrics["judge_cost_usd_total"] == pytest.approx(sum(costs[JUDGE_KILL_AT:]),
                                                             rel=1e-6)
     assert sum(costs[:JUDGE_KILL_AT]) > 0  # the killed process's part: paid, and counted
     report = Path(client_for(tmp_path).download_artifacts(run.info.run_id, "report.md",
                                                           str(tmp_path / "report")))
-    assert f"judge ${sum(costs):.4f})" in report.read_text()  # the report's total spent
+    total = next(x for x in report.read_text().splitlines() if x.startswith("Total spent"))
+    assert f"judge ${sum(costs[JUDGE_KILL_AT:]):.4f})" in total  # paid by the resumed attempt
+    assert f"earlier: ${sum(costs[:JUDGE_KILL_AT]):.4f}" in total  # by the killed one, once

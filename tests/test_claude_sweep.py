@@ -16,9 +16,14 @@ from pathlib import Path
 import pytest
 
 from arag.citations import strip_citations
-from tests.anthropic_fake import UNCITED, FakeAnthropic, agent_policy, error
+from tests.anthropic_fake import UNCITED, FakeAnthropic, agent_policy, error, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
-from tests.sweep_checks import assert_rerun_was_free, assert_secret_nowhere
+from tests.sweep_checks import (
+    assert_rerun_was_free,
+    assert_secret_nowhere,
+    judge_prompt,
+    reported_spend,
+)
 
 pytestmark = pytest.mark.slow
 MARKER = "sk-ant-MARKER-7f3a9c-never-log-me"
@@ -36,21 +41,40 @@ def sweep(tmp, url, *extra):
                           stdin=subprocess.DEVNULL)
 
 
+def answers_and_judges(request: dict, n: int):
+    """The agent's replies, a readable reply to each G-Eval prompt, "Winner: A" to each
+    pairwise one."""
+    prompt = request["messages"][-1]["content"]
+    if isinstance(prompt, str) and not request.get("tools"):
+        if "Summary A:" in prompt:
+            return text_reply("Comparing both.\nWinner: A", request)
+        if judge_prompt(request):
+            return text_reply(judge_prompt(request), request)
+    return POLICY(request, n)
+
+
+POLICY = agent_policy(cite=True)
+
+
 @pytest.fixture(scope="module")
 def claude_sweep(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("claude")
-    with FakeAnthropic(agent_policy(cite=True)) as fake:
+    with FakeAnthropic(answers_and_judges) as fake:
         fake.queue = [error(429, "rate_limit_error", "slow down", {"retry-after": "0"})]
         first = sweep(tmp, fake.url)
         n_first = len(fake.requests)
         usages = list(fake.usages)
         again = sweep(tmp, fake.url, "runner.rerun=true")
         n_again = len(fake.requests) - n_first
-    return tmp, first, again, usages, n_first, n_again
+        # the same answers judged, pairwise too: the systems' answers come from the cache
+        judged = sweep(tmp, fake.url, "judge=claude-haiku-4-5", f"judge.base_url={fake.url}",
+                       "judge.pairwise=true", "metrics.scorers=[rouge,geval]")
+        judged_usages = list(fake.usages[len(usages):])
+    return tmp, first, again, usages, n_first, n_again, judged, judged_usages
 
 
 def test_claude_sweep_finishes_with_exact_cost(claude_sweep):
-    tmp, first, _, usages, n_first, _ = claude_sweep
+    tmp, first, _, usages, n_first, *_ = claude_sweep
     assert first.returncode == 0, first.stderr[-3000:]
     children = [r for r in all_runs(tmp) if r.data.tags.get("system")
                 and r.data.tags.get("mlflow.parentRunId")]
@@ -66,13 +90,35 @@ def test_claude_sweep_finishes_with_exact_cost(claude_sweep):
 
 
 def test_rerun_is_served_by_the_response_cache_without_any_request(claude_sweep):
-    tmp, _, again, _, _, n_again = claude_sweep
+    tmp, _, again, _, _, n_again, *_ = claude_sweep
     assert_rerun_was_free(tmp, again, n_again)
 
 
+def _paid(usages: list[dict]) -> float:
+    return sum(sum(u.get(k, 0) * p for k, p in HAIKU.items()) for u in usages) / 1e6
+
+
+def test_each_sweeps_new_spend_is_what_the_server_served_it_and_nothing_twice(claude_sweep):
+    """Reconciled with the fake server's request log: the first sweep's new spend is every
+    reply it was served; the cached re-run paid nothing new and shows what its cached
+    replies first cost as reused; the judged re-run's new spend is its judge calls alone."""
+    tmp, first, again, usages, _, _, judged, judged_usages = claude_sweep
+    assert judged.returncode == 0, judged.stderr[-3000:]
+    assert judged_usages  # the judge and the pairwise judge were asked
+    reports = [reported_spend(tmp, i) for i in range(3)]
+    assert reports[0]["new"] == pytest.approx(_paid(usages), abs=6e-5)
+    assert reports[0]["earlier"] == 0.0
+    assert reports[1]["new"] == 0.0  # no request was sent: nothing new was paid
+    assert reports[1]["reused"] == pytest.approx(_paid(usages), abs=6e-5)
+    assert reports[2]["new"] == pytest.approx(_paid(judged_usages), abs=6e-5)
+    # summed over the sweeps, "new" is the request log's total: nothing counted twice
+    assert sum(r["new"] for r in reports) == pytest.approx(_paid(usages + judged_usages),
+                                                           abs=2e-4)
+
+
 def test_the_api_key_appears_nowhere(claude_sweep):
-    tmp, first, again, *_ = claude_sweep
-    assert_secret_nowhere(tmp, MARKER, first, again)
+    tmp, first, again, *_, judged, _ = claude_sweep
+    assert_secret_nowhere(tmp, MARKER, first, again, judged)
 
 
 def test_citations_are_scored_per_claim_and_stripped_before_rouge(claude_sweep):

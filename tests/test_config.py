@@ -67,6 +67,23 @@ def test_invalid_values_name_key_and_fix(make_cfg, override, key):
     assert f"{key}=" in str(err.value) and "Fix:" in str(err.value)
 
 
+@pytest.mark.parametrize("override,says", [
+    ("report.fail_on=[rouge_2:0.01]", "report.fail_on names 'rouge_2', a metric no scorer "
+                                      "declares"),
+    ("report.fail_on=[rouge2_f1:nan]", "a finite margin"),
+    ("report.fail_on=[rouge2_f1:0.01,rouge2_f1:0.2]", "two rules for 'rouge2_f1'"),
+    ("report.decide_on=[rouge2_f1,rouge2_f1]", "report.decide_on=['rouge2_f1', 'rouge2_f1'] "
+                                               "is invalid: it must be a list naming each "
+                                               "metric once. Fix: report.decide_on=[rouge2_f1]"),
+    ("report.on_inconclusive=maybe", "report.on_inconclusive='maybe' is invalid"),
+])
+def test_a_gate_that_could_never_fail_or_contradicts_itself_is_refused_before_any_run(
+        make_cfg, override, says):
+    with pytest.raises(ConfigError) as err:
+        validate_config(make_cfg(override))
+    assert says in str(err.value) and "Fix:" in str(err.value)
+
+
 def test_config_hash_ignores_cosmetic_keys_but_not_what_changes_results(make_cfg):
     base = make_cfg()
     assert config_hash(base) == config_hash(make_cfg("runner.concurrency=16"))
@@ -111,3 +128,21 @@ def test_a_config_is_read_once_typed_and_each_reader_gets_its_own_copy(make_cfg,
     assert len(checked) == 1 and second.config.retrieval.top_k == 7
     settings_module.read(make_cfg("system=naive", "retrieval.top_k=8"))
     assert len(checked) == 2
+
+
+@pytest.mark.parametrize("mode, swept", [("RUN", []), ("MULTIRUN", ["judge", "judge.base_url"])])
+def test_a_run_label_never_carries_an_endpoint_url(mode, swept):
+    from types import SimpleNamespace
+
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    from runners.naming import job_run_name
+
+    cfg = OmegaConf.create({"system": {"kind": "naive", "name": "naive"},
+                            "judge": {"base_url": "http://127.0.0.1:8123"}})
+    hc = SimpleNamespace(mode=getattr(RunMode, mode), runtime=SimpleNamespace(
+        choices={"judge": "claude-haiku-4-5"}), overrides=SimpleNamespace(task=[
+            "system=naive", "judge=claude-haiku-4-5", "judge.base_url=http://127.0.0.1:8123"]))
+    name = job_run_name(cfg, hc, swept)
+    assert name == "naive judge=claude-haiku-4-5" and "http" not in name

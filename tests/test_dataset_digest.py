@@ -111,6 +111,8 @@ def test_the_report_states_the_data_and_when_runs_read_different_data():
     mixed = data_line([{**row, "run": "arag"}, {**row, "run": "naive", "dataset_digest": "d2"}])
     assert "read different data" in mixed and "arag: `my_calls`, dataset digest `d1`" in mixed
     assert "naive: `my_calls`, dataset digest `d2`" in mixed
+    repeated = data_line([{**row, "run": "arag", "n_tasks": 18.0, "repeats": 3}])
+    assert "(2 documents, 6 tasks, 18 answers (3 per task))" in repeated  # never "18 tasks"
     old = data_line([{"run": "arag", "dataset": "x", "n_tasks": 3.0}])
     assert "digest unknown" in old and "unknown documents" in old
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
+
 from arag.records import Prediction, Task
 from metrics.base import Scores, ScoringItem
 from metrics.geval import _flag_premature_stop
@@ -52,7 +54,8 @@ def test_judge_cost_is_in_the_report_total_and_the_finding():
             costed("b", 0.05, 0.05, judge_cost_usd_total=0.305)]
     text, _ = build_report(rows, records, "t")
     costs = section(text, "Cost and latency")
-    assert "Total spent: $1.3050 (systems $0.6000, judge $0.7050)" in costs
+    assert "Total spent: $1.3050 new, paid this time (systems $0.6000, judge $0.7050)" \
+        in costs
     assert "| 0.4000 |" in costs  # each run's judge cost in its row
     assert "The judge cost $0.7050 in all" in section(text, "Key finding")
 
@@ -67,12 +70,66 @@ def test_spend_is_what_was_paid_over_every_attempt_where_it_was_journaled():
             costed("b", 0.05, 0.05, judge_cost_usd_total=0.2)]
     text, _ = build_report(rows, records, "t")
     costs = section(text, "Cost and latency")
-    assert "Total spent: $1.2000 (systems $0.7000, judge $0.5000)" in costs
+    assert "Total spent: $1.2000 new, paid this time (systems $0.7000, judge $0.5000)" \
+        in costs
     assert "| 0.5000 | 0.3000 |" in costs  # run a: spent, judge cost
     assert "The judge cost $0.5000 in all" in section(text, "Key finding")
     heads = console.headline_metrics({"judge_cost_usd_total": 0.1,
                                       "judge_cost_usd_spent_total": 0.3})
     assert heads == {"headline/judge_cost_usd_spent_total": 0.3}
+
+
+def test_spend_carried_over_or_reused_is_earlier_never_new_and_unknown_is_never_zero():
+    """A resumed run's killed attempt, a run reused from an earlier sweep and replies served
+    by the response cache each keep their original cost, shown apart from what this sweep
+    paid; with no known spend at all the total is "unknown", not $0."""
+    records = {"a": [rec(f"t{k}", 4) for k in range(3)], "b": [rec(f"t{k}", 3) for k in range(3)]}
+    resumed = costed("a", 0.1, 0.1, cost_usd_spent_total=0.2, cost_usd_spent_earlier=0.3,
+                     judge_cost_usd_spent_total=0.05, judge_cost_usd_spent_earlier=0.01)
+    reused = costed("b", 0.05, 0.05, cost_usd_spent_total=0.4, judge_cost_usd_spent_total=0.1,
+                    reused_run=True)
+    cached = costed("c", 0.0, 0.02, cost_usd_spent_total=0.0, cost_usd_uncached_total=0.08)
+    text, _ = build_report([resumed, reused, cached], {**records, "c": records["b"]}, "t")
+    costs = section(text, "Cost and latency")
+    assert "Total spent: $0.2500 new, paid this time (systems $0.2000, judge $0.0500)" \
+        in costs
+    assert "earlier: $0.8100, paid by earlier sweeps or attempts" in costs
+    assert "reused from the response cache: $0.0800" in costs
+    unknown = [row(n, cost_usd_total=None) for n in ("a", "b")]
+    costs = section(build_report(unknown, records, "t")[0], "Cost and latency")
+    assert "Total spent: unknown" in costs and "$0.0000" not in costs
+
+
+def test_a_cost_mean_over_part_of_the_answered_tasks_is_logged_with_its_n_and_said():
+    from metrics import aggregate
+
+    records = [{**rec(f"t{k}", 4), "cost_usd": 0.01 if k < 15 else None} for k in range(20)]
+    metrics = aggregate(records, [])
+    assert metrics["cost_usd_answered_mean"] == pytest.approx(0.01)
+    assert metrics["cost_usd_answered_mean_n"] == 15 and metrics["n_task_ids"] == 20
+    assert "cost_usd_total" not in metrics  # a total over 15 of 20 would be made up
+    assert "geval_coverage_mean_n" not in metrics  # every answered task has a score
+    rows = [row("a", **metrics, cost_usd_total=None)]
+    costs = section(build_report(rows, {"a": records}, "t")[0], "Cost and latency")
+    assert "$0.01000 a task over 15 of 20 answered tasks, those that carry it" in costs
+
+
+def test_a_run_that_failed_before_logging_its_spend_is_read_from_its_journal(tmp_path):
+    from arag.llm.base import Usage
+    from arag.llm.cache import SpendJournal
+    from report.spend import annotate
+
+    journal = SpendJournal(tmp_path / "spend.jsonl", attempt="now")
+    SpendJournal(journal.path, attempt="killed").record(0.004, Usage(10, 5))
+    for _ in range(8):
+        journal.record(0.0015825, Usage(100, 20))
+    failed = SimpleNamespace(info=SimpleNamespace(run_id="r", end_time=2, status="FAILED"),
+                             data=SimpleNamespace(tags={"spend_journal": str(journal.path),
+                                                        "spend_attempt": "now"}))
+    rows = [{"run": "naive", "run_id": "r"}]
+    annotate(rows, [failed], started=1)
+    assert rows[0]["cost_usd_spent_total"] == pytest.approx(0.01266)
+    assert rows[0]["cost_usd_spent_earlier"] == pytest.approx(0.004)
 
 
 def test_a_bound_is_shown_as_a_bound_and_never_named_the_winner():
@@ -132,7 +189,7 @@ def test_a_judge_that_ran_gets_its_section_whatever_it_scored():
 def test_resumed_latencies_are_labelled():
     records = {"a": [rec("t0", 4)], "b": [rec("t0", 3)]}
     text, _ = build_report([row("a", n_resumed=1.0, n_tasks=1.0), row("b")], records, "t")
-    assert "Latency from an earlier run: a (1 of 1 tasks)" in text
+    assert "Latency from an earlier run: a (1 of 1 answers)" in text
 
 
 def test_an_unreadable_judge_field_on_most_tasks_fails_the_run():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+import numpy as np
 import pytest
 
 from arag.llm.base import ChatModel, Completion, Usage
@@ -186,7 +187,7 @@ def test_with_the_offline_model_as_judge_nothing_is_asked_and_the_run_says_why(m
     assert not client.list_artifacts(run.info.run_id)
 
 
-def test_the_key_finding_states_the_preference_beside_the_absolute_scores_and_their_disagreement():
+def test_the_key_finding_states_the_preference_and_the_absolute_scores_each_as_they_show():
     from report.pairwise import PairwiseView, finding, per_task, section
 
     pairs = [Pair("arag", "naive"), Pair("arag", "stuffing")]
@@ -197,10 +198,13 @@ def test_the_key_finding_states_the_preference_beside_the_absolute_scores_and_th
     records = {f"id-{s}": [{"id": f"t{i}", "geval_coverage": v} for i in range(8)]
                for s, v in scores.items()}
     text = finding(view, runs, records, "geval_coverage")
-    naive, stuffing = text.split("Pairwise judge (overall): ")[1:3]
-    assert naive.startswith("arag beats naive on 8 of 8 tasks")
-    assert "**the absolute scores disagree**: they favour naive" in naive
-    assert stuffing.startswith("arag beats stuffing") and "the absolute scores agree" in stuffing
+    naive, stuffing = text.split("Pairwise judge (overall), ")[1:3]
+    assert naive.startswith("arag vs naive: arag beats naive; arag wins 8 of 8 tasks")
+    assert "sign test p=0.00781" in naive  # 2 / 2^8: significant, so "beats"
+    assert ("The absolute scores, a separate measure: `geval_coverage`, arag minus naive by "
+            "its direction: -1.000, 95% CI [-1.000, -1.000].") in naive
+    assert stuffing.startswith("arag vs stuffing: arag beats stuffing")
+    assert "agree" not in text
     assert "Bradley-Terry ranking on overall" in section(view)
     assert "arag vs naive (overall): <b>arag</b>" in per_task(view)["t0"]
     skipped = PairwiseView([], "judge=offline: the offline model is not a judge", 0.0, 0, 0)
@@ -344,3 +348,52 @@ def test_a_judge_preferring_the_longer_answer_is_length_controlled_to_near_half_
     text = finding(PairwiseView(rows, "", 0.0, len(rows), 0), runs, {}, "geval_coverage")
     assert "**Warning: the pairwise judge may prefer length:**" in text
     assert "arag's answers are systematically longer" in text
+
+
+def _outcomes(pair: Pair, winners: list[str]) -> list:
+    from metrics.pairwise import Outcome
+
+    return [Outcome("j", pair, "overall", f"t{i}", 0, "decided", w, [])
+            for i, w in enumerate(winners)]
+
+
+def test_a_preference_below_significance_is_ahead_not_significant_and_never_beats():
+    from metrics.pairwise import pair_figures
+    from report.pairwise import _pair_sentence
+
+    pair = Pair("arag", "naive")
+    figures = pair_figures(_outcomes(pair, ["arag", "arag", "arag", "naive", "tie", "tie"]))
+    assert figures.sign_test_p == pytest.approx(0.625)
+    text = _pair_sentence(figures, None, "geval_coverage")
+    assert "arag ahead of naive, not significant" in text and "beats" not in text
+    behind = pair_figures(_outcomes(pair, ["naive", "naive", "arag"]))
+    assert "naive ahead of arag, not significant" in _pair_sentence(behind, None, "x")
+
+
+def test_bradley_terry_counts_a_tie_as_half_a_win_each_way_as_a_plain_likelihood_fit_does():
+    """The weighted Bradley-Terry log-likelihood (a win weight 1, a tie 1/2 each way),
+    maximised by scipy with no regularisation, against the fitted strengths."""
+    from scipy.optimize import minimize
+
+    from metrics.pairwise import bradley_terry
+
+    plan_ = {Pair("a", "b"): ["a"] * 3 + ["b"] + ["tie"] * 4,
+             Pair("b", "c"): ["b"] * 3 + ["c"] * 2 + ["tie"] * 2,
+             Pair("a", "c"): ["a"] * 4 + ["c"] + ["tie"] * 3}
+    found = [o for pair, winners in plan_.items() for o in _outcomes(pair, winners)]
+    runs = ["a", "b", "c"]
+
+    def negative_log_likelihood(theta):
+        total = 0.0
+        for pair, winners in plan_.items():
+            i, j = runs.index(pair.a), runs.index(pair.b)
+            p_a = 1 / (1 + np.exp(theta[j] - theta[i]))
+            for w in winners:
+                share = 0.5 if w == "tie" else float(w == pair.a)
+                total -= share * np.log(p_a) + (1 - share) * np.log(1 - p_a)
+        return total
+
+    plain = minimize(negative_log_likelihood, np.zeros(3)).x
+    plain -= plain.mean()
+    fitted = {s.run: s.strength for s in bradley_terry(found, resamples=2)}
+    assert [fitted[r] for r in runs] == pytest.approx(list(plain), abs=0.02)

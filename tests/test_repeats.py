@@ -179,7 +179,45 @@ def test_the_variance_split_recovers_tasks_generation_and_judge():
     assert more.more_repeats == pytest.approx(z * ((5 / 3 - within / 4 + within / 9) / 4) ** 0.5,
                                               rel=1e-5)
     assert more.more_tasks == pytest.approx(z * (5 / 3 / 104) ** 0.5, rel=1e-5)
-    assert "5 more repeats would narrow the x CI by about" in more.sentence("x")
+    assert "5 more repeats would narrow it to" in more.sentence("x")
+
+
+# The issue's case: 6 tasks answered 3 times (18 answers), judge scores 1-5; three pairs
+# whose task means differ less than their repeats do, so the between-task part is estimated
+# as 0. Hand computation: 1.96 * sqrt((0 + within / 8) / 6) with within 19/6, 89/18, 67/9.
+ISSUE_PAIRS = [(19 / 6, 0.503), (89 / 18, 0.629), (67 / 9, 0.772)]
+
+
+@pytest.mark.parametrize("within, by_hand", ISSUE_PAIRS)
+def test_more_repeats_shrink_only_the_within_task_part_as_computed_by_hand(within, by_hand):
+    from metrics.repeats import Components, projected_narrowing
+
+    observed = 0.0742  # variance of the 6 task means: a half-width of 0.218, below within / 3
+    parts = Components(0.0, within, None, 6, 3, observed)
+    more = projected_narrowing(parts)
+    assert round(more.more_repeats, 3) == by_hand
+    assert more.more_repeats < more.now  # repeats narrow, never widen
+    assert more.more_repeats > 1.959964 * (0.0 / 6) ** 0.5  # the between part would stay
+    assert "0.000" not in more.sentence("a-b")
+
+
+def test_a_pair_whose_task_means_agree_gets_widths_from_its_split_never_zero():
+    from metrics.repeats import difference_components, projected_narrowing
+
+    # every task's difference has mean 1 over its 3 repeats: the task means do not vary,
+    # the repeats do (within-task variance 19/6)
+    diffs = [[3, 0, 0], [0, 3, 0], [-1, 2, 2], [2, 2, -1], [4, -1, 0], [1, 1, 1]]
+    first = _answers({f"t{i}": [2 + d for d in ds] for i, ds in enumerate(diffs)})
+    second = _answers({f"t{i}": [2, 2, 2] for i in range(6)})
+    parts = difference_components(first, second, "geval_coverage")
+    assert (parts.between_tasks, parts.n_tasks, parts.repeats) == (0.0, 6, 3)
+    assert parts.within_task == pytest.approx(19 / 6)
+    more = projected_narrowing(parts)
+    assert round(more.now, 3) == 0.822 and round(more.more_repeats, 3) == 0.503
+    assert round(more.more_tasks, 3) == round(1.959964 * (19 / 18 / 106) ** 0.5, 3)
+    text = more.sentence("arag-naive")
+    assert "normal-approximation 95% CI" in text and "not the key finding's bootstrap CI" in text
+    assert "0.000" not in text
 
 
 def test_stability_share_and_pass_all():
@@ -214,9 +252,22 @@ def test_the_report_states_k_the_projection_and_an_unstable_winner():
     assert "**The winner is not stable across repeats**: arag leads in 2 of 3" in finding
     repeats = text.split("## Repeats\n", 1)[1]
     assert "**K=3 times**" in repeats
-    assert re.search(r"5 more repeats would narrow the arag-naive CI by about \d\.\d{3}"
-                     r".*100 more tasks by about \d\.\d{3}", repeats)
+    assert re.search(r"normal-approximation 95% CI of the arag-naive difference .* half-width "
+                     r"0\.693: 5 more repeats would narrow it to 0\.424, 100 more tasks to "
+                     r"\d\.\d{3}", repeats)
+    assert not re.search(r"(half-width|narrow it to|tasks to) 0\.000", repeats)
     assert "| arag − naive | 8 | 3 |" in repeats
+
+
+def test_a_pair_too_few_to_test_whose_ci_excludes_0_still_warns_of_an_unstable_winner():
+    from report.report import build_report
+
+    arag = _answers({f"t{i}": [4, 1, 4] for i in range(4)})  # 4 tasks: too few to test
+    naive = _answers({f"t{i}": [2, 2, 2] for i in range(4)})
+    text, _ = build_report([_row("arag"), _row("naive")], {"arag": arag, "naive": naive}, "t")
+    finding = text.split("## Key finding\n", 1)[1].split("\n## ", 1)[0]
+    assert "95% CI [1.000, 1.000]" in finding and "**too few to test**" in finding
+    assert "**The winner is not stable across repeats**: arag leads in 2 of 3" in finding
 
 
 def test_repeats_that_cannot_vary_are_named_in_a_caveat():

@@ -146,6 +146,24 @@ def test_balanced_accuracy_recall_and_decisions_of_a_hand_computed_example():
     assert all(i["decision"] in (0, 1) for i in items)
 
 
+def test_auc_and_balanced_accuracy_are_on_the_same_items_and_the_valued_auc_says_its_n():
+    """Items with no value are decided consistent for balanced accuracy: the AUC ranks them
+    as the most consistent too (6.5 of 9 positive-negative pairs in order), and the AUC on
+    the valued items alone (1.0 here) is logged apart with its n."""
+    from metrics.meta_eval import Judged, signal_metrics
+    from report.meta_eval import meta_section
+
+    judged = Judged("numeric_precision", list("abcdef"), [0.2, 0.5, None, 0.9, 1.0, None],
+                    [0, 0, 0, 1, 1, 1], 1.0)
+    out = signal_metrics(judged, [[]] * 6, None, 0)
+    assert out["numeric_precision_n"] == 6
+    assert out["numeric_precision_auc_roc"] == pytest.approx(6.5 / 9)
+    assert out["numeric_precision_auc_roc_valued"] == 1.0
+    assert out["numeric_precision_auc_roc_valued_n"] == 4
+    row = {"run": "r", **out, "dataset_domain": "ectsum", "dataset_split": "evaluation"}
+    assert "0.722 (1.000 on the 4 items with a value)" in meta_section([row])
+
+
 def test_a_dataset_without_human_labels_adds_no_meta_metrics():
     records = [{"id": "a", "human_label": None, "factcheck": 1.0}]
     assert MetaEvalScorer().aggregate([], records) == {}

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 PARENT_FILE = "mlflow_parent.json"
 FAILED_JOBS_FILE = "failed_jobs.jsonl"
 REUSED_RUNS_FILE = "reused_runs.jsonl"
+# a job run's tags: its predictions' spend journal, and the name of the attempt that last
+# wrote to it (what a run that failed before logging its spend paid is read there)
+SPEND_JOURNAL_TAG = "spend_journal"
+SPEND_ATTEMPT_TAG = "spend_attempt"
 # MLflow's own run links carry the tracking URI as given; our console prints redacted ones
 SILENCE_RUN_LINKS = "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"
 SYNC_TRACES = ("MLFLOW_ENABLE_ASYNC_TRACE_LOGGING", "false")

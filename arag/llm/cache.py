@@ -9,8 +9,10 @@ it (``ChatModel.reply_settings``: a temperature left out). One JSON file per ent
 its content. A hit returns the same completion marked ``cached=True`` (it costs nothing;
 ``cost_usd_uncached`` keeps what it would have cost). An entry whose checksum or schema
 does not hold (an edit, even of the same size; a field of the wrong type) is logged as a
-warning, never served, asked again and overwritten. An entry written before entries
-carried a checksum is served once its schema holds, and gains its checksum then. Modes:
+warning, never served, asked again and overwritten. An entry without a checksum (one
+written before entries carried one, or one whose checksum was deleted along with an edit)
+is treated the same: its text cannot be told from an edit, so it is never served nor
+stamped, and the request is asked again (paid once more) and written anew. Modes:
 ``read_write``, ``read_only`` (never writes), ``off`` (not used at all).
 
 A judge reply its scorer could not read is marked in its entry (``note_unreadable``) with
@@ -39,6 +41,7 @@ import json
 import logging
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -340,7 +343,9 @@ class CachedModel(WrappedModel):
             if not isinstance(data, dict):
                 raise ValueError("not a JSON object")
             checksum = data.pop(CHECKSUM, None)
-            if checksum is not None and checksum != _checksum(data):
+            if checksum is None:  # deleted with an edit, or written before checksums
+                raise ValueError("it carries no checksum, so an edit cannot be ruled out")
+            if checksum != _checksum(data):
                 raise ValueError("its checksum does not match its content")
             completion = stored_completion(data)
             completion.meta.update(_marks(data))
@@ -348,8 +353,6 @@ class CachedModel(WrappedModel):
             log.warning("response cache entry %s is damaged (%s); asking the model again",
                         path, exc)
             return None
-        if checksum is None and self.mode == "read_write":
-            self._write(path, completion)  # an entry from before checksums gains one
         return completion
 
     def _write(self, path: Path, completion: Completion, asked_before: int = 0,
@@ -427,15 +430,22 @@ def stored_completion(data: dict[str, Any]) -> Completion:
 class SpendJournal:
     """An append-only log of every paid call, one JSON line written as the call returns:
     the spend of calls whose task never got a record (a kill, a retried error) is still
-    counted (``spend_total``)."""
+    counted (``spend_total``). Each line names the attempt that paid it (``attempt``: one
+    per journal object unless given), so an attempt tells what it paid (``spent``: new)
+    from what earlier attempts paid for the answers it carries over (earlier).
 
-    def __init__(self, path: Path):
+    A call killed mid-flight is not in the journal: its line is written only once the reply
+    came back (the provider may still bill it); a line torn by a kill is not counted."""
+
+    def __init__(self, path: Path, attempt: str | None = None):
         self.path = path
+        self.attempt = attempt or uuid.uuid4().hex
         self._lock = threading.Lock()
 
     def record(self, cost_usd: float, usage: Usage) -> None:
         line = json.dumps({"cost_usd": round(cost_usd, 10), "input_tokens": usage.input_tokens,
-                           "output_tokens": usage.output_tokens, "at": round(time.time(), 3)})
+                           "output_tokens": usage.output_tokens, "at": round(time.time(), 3),
+                           "attempt": self.attempt})
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # one whole line or none; a full disk raises naming the journal
@@ -443,15 +453,27 @@ class SpendJournal:
 
     def spend_total(self) -> float:
         """USD over every intact line (a line torn by a kill is not a call that returned)."""
-        if not self.path.exists():
-            return 0.0
-        total = 0.0
-        for line in self.path.read_text(encoding="utf-8").splitlines():
+        new, earlier = self.spent()
+        return new + earlier
+
+    def spent(self) -> tuple[float, float]:
+        """(USD this attempt paid, USD earlier attempts paid), over the intact lines."""
+        new = earlier = 0.0
+        for line in _journal_lines(self.path):
             try:
-                total += float(json.loads(line)["cost_usd"])
+                entry = json.loads(line)
+                cost = float(entry["cost_usd"])
             except (ValueError, KeyError, TypeError):
                 continue
-        return total
+            if entry.get("attempt") == self.attempt:
+                new += cost
+            else:
+                earlier += cost
+        return new, earlier
+
+
+def _journal_lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines() if path.exists() else []
 
 
 class MeteredModel(WrappedModel):
