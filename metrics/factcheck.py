@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
-from metrics.numeric import quantities
+from metrics.numeric import SOURCES_KEPT, Quantity, quantities, source_quantities
 
 # direction axis -> (up words, down words); a word is matched by its stem (prefix)
 DIRECTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
@@ -70,14 +71,40 @@ def sentences(text: str) -> list[str]:
     return [s for s in SENTENCE.split(text) if s.strip()]
 
 
+@dataclass(frozen=True)
+class Source:
+    """What the checks look up in a source, computed once per source text: a sweep checks
+    each system's summary of a task against the same document (``source_index``)."""
+
+    quantities: tuple[Quantity, ...]
+    lowered: str  # case and whitespace folded, for names
+    lowered_unhyphenated: str  # and hyphens as spaces, for period phrases
+    sentence_quantities: tuple[tuple[Quantity, ...], ...]
+    sentence_directions: tuple[frozenset[tuple[str, int]], ...]
+    directions: frozenset[tuple[str, int]]  # of every sentence
+    negated: frozenset[str]
+
+
+@lru_cache(maxsize=SOURCES_KEPT)
+def source_index(source: str) -> Source:
+    parts = sentences(source)
+    lowered = " ".join(source.lower().split())
+    each = tuple(frozenset(_directions(s)) for s in parts)
+    return Source(quantities=source_quantities(source), lowered=lowered,
+                  lowered_unhyphenated=lowered.replace("-", " "),
+                  sentence_quantities=tuple(tuple(quantities(s)) for s in parts),
+                  sentence_directions=each, directions=frozenset().union(*each),
+                  negated=frozenset(_negated(source)))
+
+
 def figure_statements(summary: str, source: str) -> list[Statement]:
-    found = quantities(source)
+    found = source_index(source).quantities
     return [Statement("figure", f"{q.value:g} ({q.kind})", any(q.matches(h) for h in found))
             for q in quantities(summary)]
 
 
 def entity_statements(summary: str, source: str) -> list[Statement]:
-    lowered = " ".join(source.lower().split())
+    index = source_index(source)
     out = []
     for sentence in sentences(summary):
         first = WORD.search(sentence)
@@ -85,11 +112,12 @@ def entity_statements(summary: str, source: str) -> list[Statement]:
             if first is not None and m.start() == first.start() and m.group().isalpha() \
                     and m.group()[1:].islower():
                 continue  # an ordinary word opening the sentence
-            out.append(Statement("entity", m.group(), _has_word(lowered, m.group().lower())))
+            out.append(Statement("entity", m.group(), _has_word(index.lowered,
+                                                                 m.group().lower())))
         for m in PERIOD.finditer(sentence):
             phrase = " ".join(m.group().lower().replace("-", " ").split())
             out.append(Statement("entity", m.group(),
-                                 _has_word(lowered.replace("-", " "), phrase)))
+                                 _has_word(index.lowered_unhyphenated, phrase)))
     return out
 
 
@@ -97,6 +125,7 @@ def _has_word(text: str, word: str) -> bool:
     return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text) is not None
 
 
+@lru_cache(maxsize=65536)  # a transcript's words repeat: each is looked up once
 def direction_of(word: str) -> tuple[str, int] | None:
     """(axis, +1 up / -1 down) of a direction word, or None."""
     w = word.lower()
@@ -116,15 +145,15 @@ def _directions(sentence: str) -> set[tuple[str, int]]:
 
 
 def direction_statements(summary: str, source: str) -> list[Statement]:
-    source_sentences = sentences(source)
-    everywhere = set().union(*(_directions(s) for s in source_sentences)) \
-        if source_sentences else set()
+    index = source_index(source)
+    everywhere = index.directions
     out = []
     for sentence in (c for s in sentences(summary) for c in CLAUSE.split(s)):
         figures = quantities(sentence)
-        near = [s for s in source_sentences
-                if any(f.matches(q) for f in figures for q in quantities(s))]
-        pool = set().union(*(_directions(s) for s in near)) if near else everywhere
+        near = [d for d, found in zip(index.sentence_directions, index.sentence_quantities,
+                                      strict=True)
+                if any(f.matches(q) for f in figures for q in found)]
+        pool = frozenset().union(*near) if near else everywhere
         for axis, sign in sorted(_directions(sentence)):
             word = "up" if sign > 0 else "down"
             found = pool if axis in TIED else everywhere
@@ -144,7 +173,7 @@ def _negated(text: str) -> set[str]:
 
 
 def negation_statements(summary: str, source: str) -> list[Statement]:
-    negated_in_source = _negated(source)
+    negated_in_source = source_index(source).negated
     return [Statement("negation", f"not {word}", word in negated_in_source)
             for word in sorted(_negated(summary))]
 
