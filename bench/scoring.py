@@ -253,13 +253,16 @@ def run_child(work: Path, files: dict[str, Path], split: str) -> dict[str, Any]:
     return figures
 
 
-def _traces_stored(store: Path) -> int:
+def _traces_stored(store: Path) -> str:
+    """How many traces the store holds, and the scores on them (nothing may be dropped)."""
     import mlflow
 
-    client = mlflow.MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
-    experiments = [e.experiment_id for e in client.search_experiments()]
-    return len(mlflow.search_traces(locations=experiments, return_type="list",
-                                    include_spans=False, max_results=100000))
+    mlflow.set_tracking_uri(f"sqlite:///{store}/mlflow.db")
+    experiments = [e.experiment_id for e in mlflow.MlflowClient().search_experiments()]
+    traces = mlflow.search_traces(locations=experiments, return_type="list",
+                                  include_spans=False, max_results=100000)
+    scores = sum(len(t.info.assessments or []) for t in traces)
+    return f"{len(traces)} (with {scores} scores)"
 
 
 def print_table(figures: dict[str, Any], rouge: float, n_pairs: int) -> None:
