@@ -151,8 +151,8 @@ def instrument(clock: StageClock) -> None:
                 or name == "taxonomy_by_system"):
             patch_everywhere(plots, name, clock.wrap("plots", fn))
     for scorer_name, cls in SCORERS.items():  # an inherited score is timed as each scorer's
-        cls.score = clock.wrap(f"scorer {scorer_name}", getattr(cls.score, "__wrapped__",
-                                                                cls.score))
+        timed = clock.wrap(f"scorer {scorer_name}", getattr(cls.score, "__wrapped__", cls.score))
+        cls.score = timed  # type: ignore[method-assign]
     _keep_models()
 
 

@@ -166,12 +166,14 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         "n_answered_again": float(outcome.n_changed),
         **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics,
         **spend_metrics(job, outcome.predictions)})
-    scored = (records, cfg.judge.name, [m.name for m in report_metrics()],
-              {p.id: p.ground_truth for p in outcome.predictions})
-    n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
-                               agentic=system.agentic, assessments=task_assessments(*scored))
+    fields = [m.name for m in report_metrics()]
+    references: dict[str, str | None] = {p.id: p.ground_truth for p in outcome.predictions}
+    n_traces = log_task_traces(
+        tracker.experiment_id, tracker.run_id, outcome.predictions, agentic=system.agentic,
+        assessments=task_assessments(records, cfg.judge.name, fields, references))
     # what a kill left a trace without (new traces were written with theirs)
-    n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, *scored)
+    n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
+                                      cfg.judge.name, fields, references)
     log.info("%s: %d task traces logged with their scores, %d earlier ones completed",
              cfg.system.name, n_traces, n_assessed)
     return metrics, outcome.predictions
