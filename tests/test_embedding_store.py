@@ -203,6 +203,8 @@ def test_torch_gets_the_cores_that_are_not_busy_unless_told(monkeypatch):
         monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.1, 0.1))
         torch.set_num_threads(2)
         assert embedder_module.fit_threads() == 2  # a quiet machine: every core
+        monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 1.0, 0.5))
+        assert embedder_module.fit_threads() == 2  # the load of this process itself
         monkeypatch.setenv("OMP_NUM_THREADS", "2")
         monkeypatch.setattr(os, "getloadavg", lambda: (7.9, 6.0, 5.0))
         assert embedder_module.fit_threads() == 2  # the user's setting is kept

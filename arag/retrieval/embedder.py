@@ -94,7 +94,8 @@ def fit_threads() -> int:
 
     if os.environ.get("OMP_NUM_THREADS"):
         return torch.get_num_threads()
-    free = (os.cpu_count() or 1) - int(os.getloadavg()[0])
+    others = max(0.0, os.getloadavg()[0] - 1.0)  # this process's own work is in the load
+    free = (os.cpu_count() or 1) - int(others)
     threads = max(1, min(torch.get_num_threads(), free))
     if threads != torch.get_num_threads():
         log.info("torch: %d CPU thread(s), the cores not busy now", threads)
