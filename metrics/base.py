@@ -109,6 +109,7 @@ class ScorerEnv:
     panel: dict[str, ChatModel] = field(default_factory=dict)  # further judges, by option name
     cache_dir: Path = Path("data/cache")
     concurrency: int = 4
+    device: str = "auto"  # where models run (retrieval.embedder.device; auto: GPU if any)
 
 
 class Scorer(ABC):

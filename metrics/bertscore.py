@@ -14,6 +14,10 @@ embeddings depend on the text alone, which a cache needs: bert_score pads each b
 longest text, and on this stack padding moves the last bits of the result with the other
 texts of the call (~1e-7 on a score), so a cached reference could not otherwise give the
 score a fresh call gives. Where bert_score pads nothing, the scores are bit-identical.
+
+The model runs on the run's device (``retrieval.embedder.device``: ``auto`` is the GPU
+where torch sees one), in batches that suit it; the token embeddings are kept and matched
+on the CPU, as bert_score matches them there.
 """
 
 from __future__ import annotations
@@ -25,25 +29,33 @@ from collections import OrderedDict, defaultdict
 from functools import lru_cache
 
 from arag import progress
-from arag.retrieval.embedder import filled, length_batches
+from arag.retrieval.embedder import (
+    batch_rows,
+    filled,
+    fit_threads,
+    length_batches,
+    resolve_device,
+)
 
 log = logging.getLogger(__name__)
 REFERENCE_CACHE_BYTES = 512 * 1024 ** 2
-MAX_BATCH_TEXTS = 64  # texts of one token length embedded at once
 
 TokenStats = tuple  # (token embeddings [tokens x dim], idf weights [tokens])
 
 
 class BertScoreModel:
-    """The BERTScore model of one (model path, layer) and its reference cache; thread-safe."""
+    """The BERTScore model of one (model path, layer, device) and its reference cache;
+    thread-safe."""
 
-    def __init__(self, model_path: str, num_layers: int):
+    def __init__(self, model_path: str, num_layers: int, device: str = "cpu"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from bert_score import BERTScorer
 
-        log.info("BERTScore: %s, %d layers", model_path, num_layers)
+        self.device = device
+        self.batch_texts = batch_rows(None, device)  # texts of one token length at once
+        log.info("BERTScore: %s, %d layers, on %s", model_path, num_layers, device)
         with progress.bar("loading BERTScore model", 1, "model") as shown:
-            scorer = BERTScorer(model_type=model_path, num_layers=num_layers, device="cpu")
+            scorer = BERTScorer(model_type=model_path, num_layers=num_layers, device=device)
             shown.update(1)
         self._model = scorer._model
         self._tokenizer = scorer._tokenizer
@@ -99,10 +111,10 @@ class BertScoreModel:
         ids = [sent_encode(self._tokenizer, t) for t in texts]
         out: dict[str, TokenStats] = {}
         with progress.bar("BERTScore", len(texts), "text", show=bool(texts)) as shown:
-            for batch in length_batches([len(i) for i in ids], MAX_BATCH_TEXTS):
+            for batch in length_batches([len(i) for i in ids], self.batch_texts):
                 rows = filled(batch, len(ids[batch[0]]))  # small batches take other kernels
-                x = torch.tensor([ids[i] for i in rows], dtype=torch.long)
-                emb = bert_encode(self._model, x, attention_mask=torch.ones_like(x))
+                x = torch.tensor([ids[i] for i in rows], dtype=torch.long, device=self.device)
+                emb = bert_encode(self._model, x, attention_mask=torch.ones_like(x)).cpu()
                 for j, i in enumerate(batch):
                     idf = torch.tensor([self._idf[t] for t in ids[i]], dtype=torch.float)
                     out[texts[i]] = (emb[j].clone(), idf)
@@ -127,7 +139,13 @@ def _nbytes(value: TokenStats) -> int:
     return sum(t.element_size() * t.nelement() for t in value)
 
 
+def bertscore_model(model_path: str, num_layers: int, device: str = "auto") -> BertScoreModel:
+    """One BERTScore model per process and settings, shared by every job of a sweep;
+    ``device`` as ``retrieval.embedder.device`` (``auto``: the GPU where there is one)."""
+    return _loaded_model(model_path, num_layers, resolve_device(device))
+
+
 @lru_cache(maxsize=4)
-def bertscore_model(model_path: str, num_layers: int) -> BertScoreModel:
-    """One BERTScore model per process and settings, shared by every job of a sweep."""
-    return BertScoreModel(model_path, num_layers)
+def _loaded_model(model_path: str, num_layers: int, device: str) -> BertScoreModel:
+    fit_threads()
+    return BertScoreModel(model_path, num_layers, device)

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
-from metrics.numeric import quantities
+from metrics.numeric import Quantity, quantities, source_quantities
 from metrics.opposites import OPPOSITES
 
 # direction axis -> (up words, down words); a word is matched by its stem (prefix)
@@ -78,7 +78,7 @@ def sentences(text: str) -> list[str]:
 
 
 def figure_statements(summary: str, source: str) -> list[Statement]:
-    found = quantities(source)
+    found = source_quantities(source)
     return [Statement("figure", f"{q.value:g} ({q.kind})", any(q.matches(h) for h in found))
             for q in quantities(summary)]
 
@@ -124,16 +124,35 @@ def _directions(sentence: str) -> frozenset[tuple[str, int]]:
     return frozenset(out)
 
 
+@dataclass(frozen=True)
+class SourceIndex:
+    """What the direction and negation checks read of a source, worked out once however many
+    summaries (or an attribution's claims) are checked against it."""
+
+    sentence_directions: tuple[frozenset[tuple[str, int]], ...]
+    sentence_quantities: tuple[tuple[Quantity, ...], ...]
+    everywhere: frozenset[tuple[str, int]]
+    negated: frozenset[str]
+
+
+@lru_cache(maxsize=256)
+def source_index(source: str) -> SourceIndex:
+    found = sentences(source)
+    directions = tuple(_directions(s) for s in found)
+    return SourceIndex(directions, tuple(tuple(quantities(s)) for s in found),
+                       frozenset().union(*directions), frozenset(_negated(source)))
+
+
 def direction_statements(summary: str, source: str) -> list[Statement]:
-    source_sentences = sentences(source)
-    everywhere = set().union(*(_directions(s) for s in source_sentences)) \
-        if source_sentences else set()
+    index = source_index(source)
+    everywhere = index.everywhere
     out = []
     for sentence in (c for s in sentences(summary) for c in CLAUSE.split(s)):
         figures = quantities(sentence)
-        near = [s for s in source_sentences
-                if any(f.matches(q) for f in figures for q in quantities(s))]
-        pool = set().union(*(_directions(s) for s in near))
+        near = [d for d, found in zip(index.sentence_directions, index.sentence_quantities,
+                                      strict=True)
+                if any(f.matches(q) for f in figures for q in found)]
+        pool = frozenset().union(*near)
         for axis, sign in sorted(_directions(sentence)):
             word = "up" if sign > 0 else "down"
             if axis in TIED and not near:
@@ -156,7 +175,7 @@ def _negated(text: str) -> set[str]:
 
 
 def negation_statements(summary: str, source: str) -> list[Statement]:
-    negated_in_source = _negated(source)
+    negated_in_source = source_index(source).negated
     out = [Statement("negation", f"not {word}", word in negated_in_source)
            for word in sorted(_negated(summary))]
     for sentence in sentences(summary):

@@ -12,7 +12,9 @@ facts and are ignored.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 
@@ -71,7 +73,18 @@ def quantities(text: str) -> list[Quantity]:
     return out
 
 
-def share_found(needles: list[Quantity], haystack: list[Quantity]) -> float | None:
+# sources whose numbers are kept: a sweep scores every system of a task against the same
+# document, job after job, so each document is read once
+SOURCES_KEPT = 1024
+
+
+@lru_cache(maxsize=SOURCES_KEPT)
+def source_quantities(source: str) -> tuple[Quantity, ...]:
+    """``quantities`` of a source, read once however many summaries are checked against it."""
+    return tuple(quantities(source))
+
+
+def share_found(needles: list[Quantity], haystack: Sequence[Quantity]) -> float | None:
     if not needles:
         return None
     return sum(any(n.matches(h) for h in haystack) for n in needles) / len(needles)
@@ -86,7 +99,7 @@ class NumericScorer(PerTaskScorer):
     def score_one(self, item: ScoringItem) -> Scores:
         summary = quantities(item.prediction.predicted or "")
         context = item.context_text
-        precision = share_found(summary, quantities(context)) if context is not None else None
+        precision = share_found(summary, source_quantities(context)) if context is not None else None
         recall = share_found(quantities(item.task.reference), summary)
         s = Scores({"numeric_precision": precision, "numeric_recall": recall})
         if context is None:

@@ -82,12 +82,14 @@ class BertScoreScorer(Scorer):
 
     @classmethod
     def from_config(cls, options: Any, env: ScorerEnv) -> Scorer:
-        return cls(options.model_path, options.num_layers, options.batch_size)
+        return cls(options.model_path, options.num_layers, options.batch_size, env.device)
 
-    def __init__(self, model_path: str | None, num_layers: int, batch_size: int = 32):
+    def __init__(self, model_path: str | None, num_layers: int, batch_size: int = 32,
+                 device: str = "auto"):
         self.model_path = resolve_embedder_path(model_path)
         self.num_layers = num_layers
         self.batch_size = batch_size
+        self.device = device
 
     def provenance(self) -> dict[str, str]:
         return {"bertscore_model_path_used": str(self.model_path),
@@ -104,7 +106,7 @@ class BertScoreScorer(Scorer):
                 todo.append((s, item))
         if not todo:
             return out
-        model = bertscore_model(self.model_path, self.num_layers)
+        model = bertscore_model(self.model_path, self.num_layers, self.device)
         cands = [i.prediction.predicted or "" for _, i in todo]  # answered: never empty
         refs = [i.task.reference for _, i in todo]
         p, r, f = model.score(cands, refs, self.batch_size)

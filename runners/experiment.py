@@ -60,7 +60,7 @@ from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.storage import TrackingServerGone, check_storage, storage_errors
-from tracking.traces import log_task_assessments, log_task_traces
+from tracking.traces import log_task_assessments, log_task_traces, task_assessments
 
 log = logging.getLogger(__name__)
 SUMMARY = ("n_tasks", "n_errors", "rouge2_f1_mean", "bertscore_f1_mean", "retrieval_recall_mean",
@@ -177,14 +177,17 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         "n_answered_again": float(outcome.n_changed),
         **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics,
         **spend_metrics(job, outcome.predictions)}, features)
-    n_traces = log_task_traces(tracker.experiment_id, tracker.run_id, outcome.predictions,
-                               agentic=system.agentic,
-                               tags={t: f.values for t, f in features.items()})
+    fields = [m.name for m in report_metrics()]
+    references: dict[str, str | None] = {p.id: p.ground_truth for p in outcome.predictions}
+    n_traces = log_task_traces(
+        tracker.experiment_id, tracker.run_id, outcome.predictions, agentic=system.agentic,
+        tags={t: f.values for t, f in features.items()},
+        assessments=task_assessments(records, cfg.judge.name, fields, references))
+    # what a kill left a trace without (new traces were written with theirs)
     n_assessed = log_task_assessments(tracker.experiment_id, tracker.run_id, records,
-                                      cfg.judge.name, [m.name for m in report_metrics()],
-                                      {p.id: p.ground_truth for p in outcome.predictions})
-    log.info("%s: %d task traces logged, %d given their scores", cfg.system.name, n_traces,
-             n_assessed)
+                                      cfg.judge.name, fields, references)
+    log.info("%s: %d task traces logged with their scores, %d earlier ones completed",
+             cfg.system.name, n_traces, n_assessed)
     return metrics, outcome.predictions
 
 

@@ -271,7 +271,8 @@ def make_scorers(settings: Settings, journal: SpendJournal | None = None
                     judge_id=f"{cfg.judge.provider}/{cfg.judge.model_id}",
                     judge_batch=cfg.judge.batch, judge_samples=cfg.judge.samples,
                     panel=dict(panel),
-                    cache_dir=resolve(cfg.cache.dir), concurrency=cfg.runner.concurrency)
+                    cache_dir=resolve(cfg.cache.dir), concurrency=cfg.runner.concurrency,
+                    device=str(cfg.retrieval.embedder.device))
     judges = {cfg.judge.name: judge, **panel} if judge is not None else {}
     return build_scorers(cfg.metrics, env), judges
 

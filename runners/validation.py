@@ -148,7 +148,8 @@ def check_embedder(embedder: DictConfig) -> None:
     device = str(embedder.device)
     if not _device_available(device):
         raise ConfigError(f"retrieval.embedder.device={device!r} is not available on this "
-                          "machine. Fix: retrieval.embedder.device=cpu")
+                          "machine. Fix: retrieval.embedder.device=cpu, or auto (the GPU "
+                          "where there is one, else the CPU)")
     try:  # bf16 where the CPU has no bfloat16 instructions
         check_precision(str(embedder.precision.value))
     except ValueError as exc:
@@ -174,7 +175,7 @@ def check_bertscore_layers(metrics: DictConfig) -> None:
 
 def _device_available(device: str) -> bool:
     kind, _, index = device.partition(":")
-    if kind == "cpu":
+    if kind in ("cpu", "auto"):  # auto: the GPU where there is one, else the CPU
         return True  # without importing torch: seconds a warm run need not pay
     import torch
 

@@ -168,3 +168,45 @@ def test_bf16_vectors_are_close_to_fp32_and_stored_apart(make_cfg, tmp_path, min
     cos = (index.faiss.reconstruct_n(0, index.n_vectors) * full).sum(axis=1)
     assert cos.min() > 0.999
     assert len({p.parent.name for p in _shards(tmp_path / "cache")}) == 1
+
+
+def test_vectors_are_the_same_bits_on_one_thread_or_two(minilm):
+    """``fit_threads`` may give torch fewer threads on a busy machine: the stored vectors
+    must not depend on it."""
+    import torch
+
+    texts = ["Revenue rose 8% to $1.2 billion.", "We expect margins to expand next year.",
+             "Free cash flow was $310 million.", "Guidance is unchanged."]
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = minilm.encode(texts)
+        torch.set_num_threads(2)
+        two = minilm.encode(texts)
+    finally:
+        torch.set_num_threads(before)
+    assert np.array_equal(one, two)
+
+
+def test_torch_gets_the_cores_that_are_not_busy_unless_told(monkeypatch):
+    import os
+
+    import torch
+
+    before = torch.get_num_threads()
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (7.9, 6.0, 5.0))
+    try:
+        torch.set_num_threads(2)
+        assert embedder_module.fit_threads() == 1 == torch.get_num_threads()
+        monkeypatch.setattr(os, "getloadavg", lambda: (0.2, 0.1, 0.1))
+        torch.set_num_threads(2)
+        assert embedder_module.fit_threads() == 2  # a quiet machine: every core
+        monkeypatch.setattr(os, "getloadavg", lambda: (1.6, 1.0, 0.5))
+        assert embedder_module.fit_threads() == 2  # the load of this process itself
+        monkeypatch.setenv("OMP_NUM_THREADS", "2")
+        monkeypatch.setattr(os, "getloadavg", lambda: (7.9, 6.0, 5.0))
+        assert embedder_module.fit_threads() == 2  # the user's setting is kept
+    finally:
+        torch.set_num_threads(before)

@@ -122,3 +122,33 @@ def test_traces_the_export_queue_drops_are_logged_again(run, monkeypatch, caplog
         sorted(p.id for p in predictions)
     monkeypatch.undo()
     mlflow.tracing.reset()
+
+
+def test_new_traces_are_written_with_their_scores_not_a_store_write_per_score(run,
+                                                                              monkeypatch):
+    """A run's traces carry every score and the reference when written: the store gets no
+    write per score (MLflow's ``create_assessment``), and completing them adds nothing."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    from tracking.traces import task_assessments
+
+    experiment_id, run_id = run
+    predictions = [_prediction("t1"), _prediction("t2"), _prediction("t2", repeat=1)]
+    records = [_record(p.id, p.repeat) for p in predictions]
+    references = {p.id: p.ground_truth for p in predictions}
+    writes = []
+    create = SqlAlchemyStore.create_assessment
+    monkeypatch.setattr(SqlAlchemyStore, "create_assessment",
+                        lambda self, a: writes.append(a.name) or create(self, a))
+    assert log_task_traces(experiment_id, run_id, predictions, assessments=task_assessments(
+        records, JUDGE, FIELDS, references)) == 3
+    want = Counter({"expected_response": 1, "rouge2_f1": 1, "rougeL_f1": 1,
+                    "geval_faithfulness": 1, "error_codes": 1})
+    assert list(_names(experiment_id, run_id).values()) == [want] * 3
+    assert writes == []
+    assert log_task_assessments(experiment_id, run_id, records, JUDGE, FIELDS, references) == 0
+    judged = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
+                                  include_spans=False)[0].info.assessments
+    faithfulness = next(a for a in judged if a.name == "geval_faithfulness")
+    assert (faithfulness.value, faithfulness.rationale, faithfulness.source.source_id) == \
+        (4.0, "supported", JUDGE)

@@ -35,14 +35,18 @@ def _ns(pred: Prediction, ms: float) -> int:
     return int((pred.started_at + ms / 1000.0) * 1e9)
 
 
+Assessments = dict[str, list[tuple[str, dict[str, Any]]]]  # answer key -> (name, kwargs)
+
+
 def log_task_traces(experiment_id: str, run_id: str, predictions: list[Prediction],
-                    agentic: bool = False, tags: Mapping[str, Mapping[str, Any]] | None = None
-                    ) -> int:
+                    agentic: bool = False, tags: Mapping[str, Mapping[str, Any]] | None = None,
+                    assessments: Assessments | None = None) -> int:
     """One trace per task of the run; a task whose prediction already has its trace is left
     alone (a continued run), one whose prediction changed (a retried error) gets a new trace
     in place of the old. ``tags``: task id -> its document features, set as trace tags so
-    the MLflow UI filters traces by them (a null feature is not set). Returns the number of
-    traces written."""
+    the MLflow UI filters traces by them (a null feature is not set). ``assessments``
+    (``task_assessments``): the scores each new trace is written with, in the trace's own
+    transaction rather than one per score. Returns the number of traces written."""
     import mlflow
 
     existing = _existing_traces(experiment_id, run_id)
@@ -54,13 +58,15 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
             old = existing.get(pred.answer_key)
             if old is not None:
                 stale.append(old[0])
-            _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic, (tags or {}).get(pred.id))
+            _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic,
+                       (tags or {}).get(pred.id), assessments)
             count += 1
             shown.update(1)
     _flush()
     lost = _not_stored(experiment_id, run_id, todo)
     for pred in lost:  # a full export queue drops a trace with a warning only: once more,
-        _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic, (tags or {}).get(pred.id))
+        _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic,
+                   (tags or {}).get(pred.id), assessments)
         _flush()  # one at a time, so the queue is empty for each
     if lost:
         still = _not_stored(experiment_id, run_id, lost)
@@ -109,13 +115,12 @@ def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str
                                   return_type="list", include_spans=False)
     by_answer = {_trace_key(t.info.trace_metadata): t for t in traces}
     todo = []
-    for record in records:
-        trace = by_answer.get(answer_key(record["id"], record.get("repeat") or 0))
+    for key, wanted in task_assessments(records, judge, fields, references).items():
+        trace = by_answer.get(key)
         if trace is None:
             continue
         held = {a.name for a in trace.info.assessments or []}
-        missing = [(n, kw) for n, kw in _assessments(record, fields, judge, references)
-                   if n not in held]
+        missing = [(n, kw) for n, kw in wanted if n not in held]
         if missing:
             todo.append((trace.info.trace_id, missing))
     with progress.bar("scores on traces", len(todo), "trace", show=bool(todo)) as shown:
@@ -128,6 +133,35 @@ def log_task_assessments(experiment_id: str, run_id: str, records: list[dict[str
 
 
 EXPECTED = "expected_response"  # the reference summary on a trace (an expectation)
+
+
+def task_assessments(records: list[dict[str, Any]], judge: str, fields: list[str],
+                     references: dict[str, str | None] | None = None) -> Assessments:
+    """Every assessment each answer's trace should carry (``log_task_assessments``), by
+    answer key (``Prediction.answer_key``)."""
+    return {answer_key(r["id"], r.get("repeat") or 0): _assessments(r, fields, judge, references)
+            for r in records}
+
+
+def _assessment(trace_id: str, name: str, kwargs: dict[str, Any]) -> Any:
+    """The entity ``mlflow.log_expectation`` / ``mlflow.log_feedback`` would log."""
+    from mlflow.entities import Expectation, Feedback
+
+    made = Expectation if name == EXPECTED else Feedback
+    return made(name=name, trace_id=trace_id, **kwargs)
+
+
+def _attach(trace_id: str, assessments: list[tuple[str, dict[str, Any]]]) -> None:
+    """Assessments held by a trace still being built, so MLflow's exporter writes them with
+    the trace (``start_trace`` stores ``TraceInfo.assessments`` in its transaction). This
+    is what ``mlflow.log_feedback`` itself does for the active trace; a trace started
+    without a context is not the active one, so it is done here the same way."""
+    from mlflow.tracing.trace_manager import InMemoryTraceManager
+
+    with InMemoryTraceManager.get_instance().get_trace(trace_id) as trace:
+        if trace is None:  # tracing disabled: nothing will be exported
+            return
+        trace.info.assessments.extend(_assessment(trace_id, n, kw) for n, kw in assessments)
 
 
 def _assessments(record: dict[str, Any], fields: list[str], judge: str,
@@ -199,7 +233,8 @@ def _trace_key(meta: dict[str, str]) -> str:
 
 
 def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
-               agentic: bool, features: Mapping[str, Any] | None = None) -> None:
+               agentic: bool, features: Mapping[str, Any] | None = None,
+               assessments: Assessments | None = None) -> None:
     import mlflow
     from mlflow.entities import SpanType
 
@@ -226,6 +261,8 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
                          "max_loops_reached": pred.max_loops_reached})
     if pred.error:
         root.set_status("ERROR")
+    if assessments and assessments.get(pred.answer_key):
+        _attach(root.trace_id, assessments[pred.answer_key])
     root.end(end_time_ns=int((started + (pred.latency_ms or 0.0) / 1000.0) * 1e9))
 
 

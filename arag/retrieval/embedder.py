@@ -1,4 +1,5 @@
-"""Sentence embeddings on the CPU from the MiniLM model packaged on PyPI (no model hub).
+"""Sentence embeddings from the MiniLM model packaged on PyPI (no model hub), on the GPU
+when torch sees one (``retrieval.embedder.device=auto``), else on the CPU.
 
 Batches are formed by token count: every batch holds sentences of one token length, so
 nothing is padded and no work is wasted on padding (sentence-transformers sorts by
@@ -18,6 +19,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import threading
 from collections import defaultdict
 from collections.abc import Iterator
@@ -50,6 +52,55 @@ def packaged_minilm_path() -> str:
 
 def resolve_embedder_path(path: str | None) -> str:
     return path or packaged_minilm_path()
+
+
+BATCH_ROWS = {"cpu": 64, "gpu": 512}  # sentences a batch, when not configured
+AUTO = "auto"
+
+
+@lru_cache(maxsize=8)
+def resolve_device(device: str) -> str:
+    """The device ``auto`` stands for: the GPU when torch sees CUDA, else the CPU; any other
+    name as given. Without an NVIDIA driver the answer is the CPU without importing torch
+    (seconds a warm run need not pay)."""
+    if device != AUTO:
+        return device
+    if not (Path("/proc/driver/nvidia/version").exists() or shutil.which("nvidia-smi")):
+        return "cpu"
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def device_kind(device: str) -> str:
+    """``cpu``, or the kind of accelerator (``cuda``, ``mps``) of a resolved device."""
+    return device.partition(":")[0]
+
+
+def batch_rows(batch_size: int | None, device: str) -> int:
+    """The configured batch, or the one that suits the device (a GPU takes wide batches)."""
+    if batch_size is not None:
+        return batch_size
+    return BATCH_ROWS["cpu" if device_kind(device) == "cpu" else "gpu"]
+
+
+def fit_threads() -> int:
+    """Give torch's CPU work the cores that are not already busy (at least one), unless
+    ``OMP_NUM_THREADS`` says how many. On a machine whose cores are all taken, torch's
+    threads wait on each other at every step: BERTScore ran 7x slower with 2 threads than
+    with 1 on 2 busy cores (bench/README.md). The vectors are the same bits with any count
+    (tests/test_embedding_store.py). Returns the count set."""
+    import torch
+
+    if os.environ.get("OMP_NUM_THREADS"):
+        return torch.get_num_threads()
+    others = max(0.0, os.getloadavg()[0] - 1.0)  # this process's own work is in the load
+    free = (os.cpu_count() or 1) - int(others)
+    threads = max(1, min(torch.get_num_threads(), free))
+    if threads != torch.get_num_threads():
+        log.info("torch: %d CPU thread(s), the cores not busy now", threads)
+        torch.set_num_threads(threads)
+    return threads
 
 
 def cpu_has_bf16() -> bool:
@@ -129,11 +180,13 @@ class Embedder:
                 files[name] = hashlib.sha256(file.read_bytes()).hexdigest()
         weights = {f.name: f.stat().st_size for f in folder.glob("*.safetensors")}
         weights |= {f.name: f.stat().st_size for f in folder.glob("*.bin")}
+        kind = device_kind(self.device)
+        on = [] if kind == "cpu" else [kind]  # other last bits; CPU stores keep their names
         digest = hashlib.sha256(json.dumps(
             [folder.name, files, weights, self._model.max_seq_length, self.dim,
-             self.precision], sort_keys=True).encode()).hexdigest()[:12]
+             self.precision, *on], sort_keys=True).encode()).hexdigest()[:12]
         name = re.sub(r"[^A-Za-z0-9_.-]+", "_", folder.name)
-        return f"{name}-{self.precision}-{digest}"
+        return "-".join([name, self.precision, *on, digest])
 
     def token_lengths(self, texts: list[str]) -> list[int]:
         """Tokens each text is embedded with (special tokens included, after truncation)."""
@@ -167,16 +220,24 @@ class Embedder:
         import torch
 
         if self.precision == "bf16":
-            return torch.autocast("cpu", dtype=torch.bfloat16)
+            return torch.autocast(device_kind(self.device), dtype=torch.bfloat16)
         return nullcontext()
 
 
-@lru_cache(maxsize=4)
-def get_embedder(path: str | None, batch_size: int = 64, device: str = "cpu",
+def get_embedder(path: str | None, batch_size: int | None = None, device: str = AUTO,
                  precision: str = "fp32") -> Embedder:
-    """One loaded model per process, shared by every run of an in-process sweep."""
-    resolved = resolve_embedder_path(path)
-    log.info("loading embedder from %s (%s)", resolved, precision)
+    """One loaded model per process, shared by every run of an in-process sweep; ``device``
+    ``auto`` and an unset ``batch_size`` are resolved for this machine."""
+    on = resolve_device(device)
+    return _loaded_embedder(resolve_embedder_path(path), batch_rows(batch_size, on), on,
+                            precision)
+
+
+@lru_cache(maxsize=4)
+def _loaded_embedder(resolved: str, batch_size: int, device: str, precision: str) -> Embedder:
+    log.info("loading embedder from %s (%s, %s, batches of %d)", resolved, precision, device,
+             batch_size)
+    fit_threads()
     with _progress.bar("loading embedder", 1, "model") as shown:
         embedder = Embedder(resolved, batch_size, device, precision)
         shown.update(1)

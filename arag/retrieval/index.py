@@ -37,7 +37,13 @@ from arag.files import sha256_file
 from arag.records import Chunk, Corpus, content_hash
 from arag.retrieval.chunk_context import contexts_key
 from arag.retrieval.chunking import chunk_document
-from arag.retrieval.embedder import Embedder, get_embedder, resolve_embedder_path
+from arag.retrieval.embedder import (
+    Embedder,
+    device_kind,
+    get_embedder,
+    resolve_device,
+    resolve_embedder_path,
+)
 from arag.retrieval.store import EmbeddingStore, text_key
 
 log = logging.getLogger(__name__)
@@ -217,6 +223,9 @@ def index_key(corpus: Corpus, retrieval_cfg, contexts: dict[str, str] | None = N
     precision = option_value(emb.precision)
     if precision != "fp32":  # other vectors; fp32 indexes keep the keys they had
         parts.append(f"precision={precision}")
+    kind = device_kind(resolve_device(str(emb.device)))
+    if kind != "cpu":  # other last bits; CPU indexes keep the keys they had
+        parts.append(f"device={kind}")
     if contexts:  # written by a model: other texts are embedded
         parts.append(f"llm_context={contexts_key(contexts)}")
     return content_hash(*parts)
