@@ -16,6 +16,9 @@ as its comparisons are settled, with the family's error rate still at most ``ALP
   Holm's step-down has no anytime-valid form that is simpler), and a state: decided (the
   sequence excludes 0), equivalent (it lies within +-margin) or open.
 * ``stop_reason``: the stopping rule the sweep applies after each look.
+* ``paired``: a comparison from two runs' records: each task's mean over its repeats (a
+  task counts once, whatever ``runner.repeats``), first minus second, in the order the
+  tasks were run (the sequence depends on the order; the tasks both runs scored).
 
 Why not a library: ``confseq`` 0.0.11 ships only a source archive whose build needs the
 Boost C++ headers and CMake, its betting module imports ``matplotlib``/``multiprocess`` and
@@ -34,6 +37,8 @@ from enum import Enum
 
 import numpy as np
 
+from metrics.aggregate import task_means
+from metrics.base import Metric
 from metrics.stats import ALPHA
 
 GRID = 1000  # candidate means on [0, 1]: the sequence's resolution is 1/GRID of the range
@@ -98,6 +103,22 @@ def difference_cs(differences: Sequence[float] | np.ndarray, width: float, alpha
     return (2 * lows - 1) * width, (2 * highs - 1) * width
 
 
+def margin_for(metric: Metric, given: float | None = None) -> float:
+    """The equivalence margin of ``metric``: ``given`` (``report.equivalence_margin``), or
+    ``DEFAULT_MARGIN_SHARE`` of its declared range."""
+    if given is not None:
+        return given
+    low, high = bounds_of(metric)
+    return DEFAULT_MARGIN_SHARE * (high - low)
+
+
+def bounds_of(metric: Metric) -> tuple[float, float]:
+    if metric.bounds is None:
+        raise ValueError(f"{metric.name} declares no bounds: an anytime-valid interval needs "
+                         "the range its values lie in")
+    return metric.bounds
+
+
 class State(str, Enum):
     decided = "decided"  # the sequence excludes 0: the sign of the difference is known
     equivalent = "equivalent"  # the sequence lies within +-margin: no difference worth having
@@ -114,6 +135,17 @@ class Comparison:
     differences: tuple[float, ...]
     width: float  # of the metric's declared range
     margin: float  # equivalence margin, in the metric's units
+
+
+def paired(metric: Metric, first: tuple[str, Sequence[dict]], second: tuple[str, Sequence[dict]],
+           order: Sequence[str], margin: float | None = None) -> Comparison:
+    """``first`` minus ``second`` (each ``(label, eval records)``) on ``metric``, task by
+    task in ``order``, over the tasks both scored."""
+    low, high = bounds_of(metric)
+    a, b = task_means(first[1], metric.name), task_means(second[1], metric.name)
+    differences = tuple(a[t] - b[t] for t in order if t in a and t in b)
+    return Comparison(metric.name, first[0], second[0], differences, high - low,
+                      margin_for(metric, margin))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from metrics.base import Metric
 from metrics.sequential import (
     Comparison,
     State,
@@ -13,8 +14,11 @@ from metrics.sequential import (
     compare,
     difference_cs,
     first_settled,
+    margin_for,
+    paired,
     stop_reason,
 )
+from tests.conftest import SHARED
 
 
 def test_the_sequence_covers_the_true_mean_at_every_time_in_at_least_95_percent_of_runs():
@@ -114,3 +118,46 @@ def test_the_stop_says_why():
     assert stop_reason(open_look, 40, 495, cost_capped=True) == Stop.cost_cap
     assert stop_reason(open_look, 100, 495, max_tasks=100) == Stop.max_tasks
     assert stop_reason(open_look, 495, 495) == Stop.tasks_out
+
+
+ROUGE2 = Metric("rouge2_f1", bounds=(0.0, 1.0))
+ECTSUM_VAL = SHARED / "ectsum" / "data" / "final" / "val"
+
+
+def records(scores: dict[str, list[float]]) -> list[dict[str, object]]:
+    return [{"id": task, "repeat": i, "rouge2_f1": s}
+            for task, values in scores.items() for i, s in enumerate(values)]
+
+
+def test_a_pair_is_each_tasks_mean_over_its_repeats_in_the_order_the_tasks_ran():
+    first = records({"t1": [0.5, 0.7], "t2": [0.2, 0.2], "t3": [0.9, 0.9]})
+    second = records({"t2": [0.1, 0.3], "t1": [0.4, 0.4]})  # t3 not scored by the second
+    pair = paired(ROUGE2, ("a", first), ("b", second), order=["t2", "t3", "t1"])
+    assert pair.differences == pytest.approx((0.0, 0.2))
+    assert (pair.width, pair.margin) == (1.0, pytest.approx(0.02))
+
+
+def test_margins_are_the_given_one_or_a_share_of_the_metrics_range():
+    assert margin_for(Metric("geval_coverage", bounds=(1.0, 5.0))) == pytest.approx(0.08)
+    assert margin_for(ROUGE2, 0.01) == 0.01
+    with pytest.raises(ValueError, match="word_count declares no bounds"):
+        margin_for(Metric("word_count"))
+
+
+@pytest.mark.skipif(not ECTSUM_VAL.is_dir(), reason=f"../shared/datasets not present: {ECTSUM_VAL}")
+def test_a_copy_of_the_reference_beats_filler_at_the_first_look():
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rouge2"], use_stemmer=True)
+    references = {p.stem: p.read_text() for p in sorted((ECTSUM_VAL / "gt_summaries").glob("*.txt"))[:40]}
+    filler = "The call covered several topics and management thanked everyone for joining."
+
+    def scored(answer) -> list[dict[str, object]]:
+        return records({t: [scorer.score(ref, answer(ref))["rouge2"].fmeasure]
+                        for t, ref in references.items()})
+
+    order = list(references)
+    copy, fill = scored(lambda ref: ref), scored(lambda ref: filler)
+    looks = compare([paired(ROUGE2, ("copy", copy[:20]), ("filler", fill[:20]), order)])
+    assert stop_reason(looks, 20, 249) == Stop.decided
+    assert looks[0].winner == "copy" and looks[0].low > 0.4
