@@ -98,7 +98,11 @@ def difference_cs(differences: Sequence[float] | np.ndarray, width: float, alpha
     ``width`` wide (differences lie in ``[-width, width]``), in the metric's units."""
     if not width > 0:
         raise ValueError("a metric's range must be wider than 0")
-    d = np.clip(np.asarray(differences, dtype=float) / width, -1.0, 1.0)
+    d = np.asarray(differences, dtype=float) / width
+    if np.any(np.abs(d) > 1 + 1e-9):
+        raise ValueError(f"a difference exceeds the metric's range ({width:g} wide): a score "
+                         "lies outside the bounds its metric declares")
+    d = np.clip(d, -1.0, 1.0)  # rounding only
     lows, highs = betting_cs((d + 1) / 2, alpha)
     return (2 * lows - 1) * width, (2 * highs - 1) * width
 
@@ -164,8 +168,9 @@ class Look:
     state: State
 
     @property
-    def winner(self) -> str | None:
-        """The system the interval favours on the raw scale (higher mean), once decided."""
+    def higher(self) -> str | None:
+        """The system with the higher mean, once decided (which is better is the report's
+        policy: a metric may declare lower is better)."""
         if self.state != State.decided:
             return None
         return self.first if self.low > 0 else self.second
