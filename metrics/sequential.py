@@ -30,8 +30,9 @@ same one-step widening), and ``tests/test_sequential.py`` checks its coverage.
 
 from __future__ import annotations
 
+import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
@@ -46,6 +47,13 @@ TRUNCATION = 0.5  # bets are capped at half the capital the candidate mean allow
 # the share of a metric's range within which two systems count as equivalent when
 # ``report.equivalence_margin`` names no margin for it (0.02 of [0, 1]; 0.08 of G-Eval's 1-5)
 DEFAULT_MARGIN_SHARE = 0.02
+
+
+def run_order(task_ids: Iterable[str], seed: int) -> list[str]:
+    """The order a sequential sweep runs its tasks in: by a seeded hash of each id, so any
+    subset of the tasks keeps the order it has in the whole set (a look rebuilt from the
+    records of the tasks that ran pairs them as the sweep did)."""
+    return sorted(set(task_ids), key=lambda t: hashlib.sha256(f"{seed}:{t}".encode()).hexdigest())
 
 
 def _plug_in_bets(x: np.ndarray, alpha: float) -> np.ndarray:

@@ -98,6 +98,10 @@ class MLflowSweepCallback(Callback):
             log.error("report.baseline=%s compares a sweep with a sweep. Fix: run with -m "
                       "(python run.py -m ...)", config.report.baseline)
             raise SystemExit(2)
+        if config.runner.sequential:
+            log.error("runner.sequential=true compares the systems of a sweep. Fix: run with "
+                      "-m and two or more systems (python run.py -m system=arag,naive ...)")
+            raise SystemExit(2)
         if config.report.get("human_labels"):
             log.error("report.human_labels=%s holds a sweep's judge against people's labels. "
                       "Fix: run with -m (python run.py -m ...)", config.report.human_labels)
@@ -128,6 +132,10 @@ class MLflowSweepCallback(Callback):
             if self.human_labels:  # a bad labels file is found before any job is checked
                 read_labels_file(self.human_labels)
             jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
+            if config.runner.sequential and len(jobs) < 2:
+                raise ConfigError("runner.sequential=true stops when the comparisons between "
+                                  "systems are settled, and this sweep has one job. Fix: sweep "
+                                  "two or more, e.g. system=arag,naive")
         except (ConfigError, DatasetError, MissingCredentials, LabelsError) as exc:
             log.error("%s", exc, exc_info=show_trace())
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
