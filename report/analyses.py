@@ -43,3 +43,8 @@ def run_all(inputs: Inputs) -> Analysis:
     for analysis in ANALYSES:
         merged.extend(analysis(inputs))
     return merged
+
+
+from report.sequential import sequential_verdict  # noqa: E402 - registered after Inputs
+
+ANALYSES.append(sequential_verdict)

@@ -63,7 +63,7 @@ class Rounds:
         runs = [track.find_run(self.client, str(parent.get("experiment_id")), s.config_hash)
                 for s in self.settings]
         with tempfile.TemporaryDirectory() as tmp:
-            records = {label: run_records(self.client, run, Path(tmp) / str(i))
+            records = {_label(run, label): run_records(self.client, run, Path(tmp) / str(i))
                        if run is not None else [] for i, (label, run) in
                        enumerate(zip(self.labels, runs, strict=True))}
         metrics = [dict(run.data.metrics) if run is not None else {} for run in runs]
@@ -73,15 +73,16 @@ class Rounds:
                          dict(self.report.equivalence_margin))
         capped = any(run is not None and run.data.tags.get("stopped") for run in runs)
         stop = stop_reason(looks, done, total, self.runner.max_tasks, cost_capped=capped)
-        spend = sum(m.get("cost_usd_total", 0.0) for m in metrics)
+        costs = [m.get("cost_usd_total") for m in metrics]  # None: a run that gives none
+        spend = sum(c for c in costs if c is not None) if None not in costs else None
         row = {"look": len(self.looks) + 1, "tasks": done, "tasks_total": total,
                "spend_usd": spend,
-               "estimated_full_usd": spend * total / done if done else None,
+               "estimated_full_usd": spend * total / done if done and spend is not None else None,
                "stop": stop.value if stop else ("job_failed" if failed else None),
                "comparisons": [look.row() for look in looks]}
         self.looks.append(row)
         self._write(parent.get("run_id"))
-        log.info("look %d after %d of %d tasks ($%.4f): %s", row["look"], done, total, spend,
+        log.info("look %d after %d of %d tasks (spent $%s): %s", row["look"], done, total, spend,
                  "; ".join(f"{lk.metric} {lk.first} - {lk.second} in [{lk.low:.3g}, "
                            f"{lk.high:.3g}] {lk.state.value}" for lk in looks))
         return row
@@ -91,6 +92,11 @@ class Rounds:
         path.write_text("".join(json.dumps(r) + "\n" for r in self.looks), encoding="utf-8")
         if parent_id:  # a killed sweep keeps the looks it made
             self.client.log_artifact(parent_id, str(path))
+
+
+def _label(run: Any, label: str) -> str:
+    """What the report calls the run (tag ``run_label``), so the looks read as it does."""
+    return run.data.tags.get("run_label") or label if run is not None else label
 
 
 def labels(jobs: list[list[str]]) -> list[str]:

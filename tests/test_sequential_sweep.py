@@ -62,3 +62,69 @@ def test_a_finished_run_with_fewer_tasks_than_the_round_goes_on():
     assert _round_grows(run(20.0), job)
     assert not _round_grows(run(40.0), job)
     assert not _round_grows(run(None), job)  # logged before rounds: every task
+
+
+def coin_records(n: int, seed: int, planted: bool) -> dict[str, list[dict]]:
+    """Two systems' rouge1_f1 per task: planted, the first always 1 and the second 0; null,
+    a fair coin per task says which gets 1."""
+    import random
+
+    rng = random.Random(seed)
+    first, second = [], []
+    for i in range(n):
+        win = True if planted else rng.random() < 0.5
+        first.append({"id": f"t{i:03d}", "rouge1_f1": 1.0 if win else 0.0})
+        second.append({"id": f"t{i:03d}", "rouge1_f1": 0.0 if win else 1.0})
+    return {"ref": first, "fill": second}
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_planted_null_is_never_decided_at_any_look(seed):
+    from metrics.sequential import State, Stop, stop_reason
+    from report.sequential import looks_at
+
+    records = coin_records(200, seed, planted=False)
+    for n in range(20, 201, 20):
+        looks = looks_at(records, ["rouge1_f1"], seed, n)
+        assert looks[0].state != State.decided, n
+        assert stop_reason(looks, n, 200) in (None, Stop.tasks_out)
+
+
+def report_inputs(records: dict[str, list[dict]], done: int, total: int, cost: float | None):
+    from report.analyses import Inputs
+
+    rows = [{"run": label, "run_id": label, "status": "FINISHED", "n_tasks_asked": done,
+             "n_tasks_of_data": total, "cost_usd_total": cost,
+             "sequential": {"order_seed": 0, "max_tasks": None}} for label in records]
+    return Inputs(rows, rows, records, None, ["rouge1_f1"], [], {})  # type: ignore[arg-type]
+
+
+def test_a_sweep_that_stopped_early_decides_by_its_intervals_and_says_when():
+    from report.sequential import sequential_verdict
+
+    records = coin_records(20, 0, planted=True)
+    found = sequential_verdict(report_inputs(records, 20, 120, 0.5))
+    key, caveat = found.findings
+    assert key.key and key.text.startswith("Decided after 20 of 120 tasks ($1.00 of an "
+                                           "estimated $6.00)")
+    assert "**ref** is better on `rouge1_f1`" in key.text
+    assert caveat.caveat and "descriptive" in caveat.text
+    assert found.metrics == {"sequential_tasks": 20.0, "sequential_decided": 1.0}
+
+
+def test_a_null_that_ran_out_of_tasks_declares_nothing():
+    from report.sequential import sequential_verdict
+
+    found = sequential_verdict(report_inputs(coin_records(60, 1, planted=False), 60, 60, None))
+    text = found.findings[0].text
+    assert text.startswith("Ran out of tasks after 60 of 60 tasks: undecided")
+    assert "is better" not in text and "undecided" in text
+
+
+def test_a_sweep_that_was_not_sequential_gets_no_sequential_finding():
+    from report.sequential import sequential_verdict
+
+    inputs = report_inputs(coin_records(20, 0, planted=True), 20, 20, None)
+    for row in inputs.rows:
+        row["sequential"] = None
+    assert sequential_verdict(inputs).findings == []
