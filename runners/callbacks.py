@@ -234,7 +234,7 @@ class MLflowSweepCallback(Callback):
             self._compare_with_baseline(run.info.run_id)  # a CI re-run is gated all the same
         if config.runner.dry_run and self.sweep_dir:
             pairwise.estimate_pairs(self.sweep_dir, self.jobs)
-            print(dryrun.sweep_total(self.sweep_dir), flush=True)
+            print(dryrun.sweep_total(self.sweep_dir, config.runner), flush=True)
         if self.baseline_text:
             print(self.baseline_text, flush=True)
         if failures:

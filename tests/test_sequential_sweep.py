@@ -3,6 +3,8 @@ prefix of one seeded order, and a round asking more tasks continues a finished r
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -128,3 +130,67 @@ def test_a_sweep_that_was_not_sequential_gets_no_sequential_finding():
     for row in inputs.rows:
         row["sequential"] = None
     assert sequential_verdict(inputs).findings == []
+
+
+def planted_folder(root: Path, n: int) -> tuple[Path, Path, Path]:
+    """A folder of ``n`` short calls with references, and two pipelines' predictions: one
+    copies each reference, the other answers filler."""
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    tasks = []
+    for i in range(n):
+        reference = f"quarter {i} revenue rose {i + 3} percent on demand for segment {i % 7}."
+        (docs / f"call_{i:02d}.txt").write_text(f"Company {i} reported.\n{reference}\nQ&A.\n")
+        tasks.append({"id": f"t{i:02d}", "doc_ids": [f"call_{i:02d}"],
+                      "question": "Summarize the call.", "reference": reference})
+    (docs / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    ref, fill = root / "ref.jsonl", root / "fill.jsonl"
+    ref.write_text("".join(json.dumps({"id": t["id"], "predicted": t["reference"]}) + "\n"
+                           for t in tasks))
+    fill.write_text("".join(json.dumps({"id": t["id"], "predicted": "lorem ipsum dolor"}) + "\n"
+                            for t in tasks))
+    return docs, ref, fill
+
+
+@pytest.mark.slow
+def test_a_planted_large_difference_stops_early_and_declares_the_winner(tmp_path):
+    from tests.conftest import all_runs, client_for, run_cli
+
+    docs, ref, fill = planted_folder(tmp_path / "data", 40)
+    result = run_cli(tmp_path, "system=external", f"system.predictions={ref},{fill}",
+                     "dataset=folder", f"dataset.root={docs}", "metrics.scorers=[rouge]",
+                     "runner.sequential=true", "runner.batch_size=5",
+                     "report.decide_on=[rouge1_f1]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    runs = all_runs(tmp_path)
+    jobs = [r for r in runs if r.data.tags.get("role") != "sweep_parent"]
+    parent = next(r for r in runs if r.data.tags.get("role") == "sweep_parent")
+    client = client_for(tmp_path)
+    looks = [json.loads(line) for line in Path(client.download_artifacts(
+        parent.info.run_id, "sequential.jsonl", str(tmp_path / "looks"))).read_text().splitlines()]
+    assert looks[-1]["stop"] == "decided" and looks[-1]["tasks"] < 40
+    assert [look["tasks"] for look in looks] == [5 * (i + 1) for i in range(len(looks))]
+    assert all(look["stop"] is None for look in looks[:-1])
+    assert {r.data.metrics["n_tasks"] for r in jobs} == {looks[-1]["tasks"]}  # no task past it
+    report = Path(client.download_artifacts(parent.info.run_id, "report.md",
+                                            str(tmp_path / "report"))).read_text()
+    assert f"Decided after {looks[-1]['tasks']} of 40 tasks" in report
+    assert "**ref** is better on `rouge1_f1`" in report
+    assert f"Decided after {looks[-1]['tasks']} of 40 tasks" in result.stdout  # key finding
+
+
+def test_a_sequential_dry_run_prices_a_range_from_the_first_look_to_the_full_set(tmp_path):
+    from runners import dryrun
+
+    for run, cost in (("arag", 49.0), ("naive", 18.5)):  # 495 tasks each
+        dryrun.record(tmp_path, {"run": run, "calls": 495, "cost_usd": cost,
+                                 "parts": {"system": cost}, "tasks": 495})
+    runner = SimpleNamespace(sequential=True, batch_size=20, max_tasks=None)
+    text = dryrun.sweep_total(tmp_path, runner)
+    assert "estimated cost $67.5000" in text
+    assert "between $2.7273 (stopped at the first look, after 20 of 495 tasks) and $67.5000 " \
+           "(after 495 tasks)" in text
+    runner.max_tasks = 99
+    assert "and $13.5000 (after 99 tasks (runner.max_tasks))" in dryrun.sweep_total(tmp_path, runner)
+    runner.sequential = False
+    assert "sequential" not in dryrun.sweep_total(tmp_path, runner)
