@@ -43,7 +43,7 @@ def settings_of(params: Mapping[str, str]) -> dict[str, Any] | None:
         return None
     max_tasks = params.get("runner.max_tasks")
     return {"order_seed": int(params.get("runner.order_seed") or 0),
-            "max_tasks": int(max_tasks) if max_tasks not in (None, "None") else None}
+            "max_tasks": int(max_tasks) if max_tasks not in (None, "None", "null") else None}
 
 
 def sequential_verdict(inputs: Any) -> Analysis:

@@ -194,3 +194,100 @@ def test_a_sequential_dry_run_prices_a_range_from_the_first_look_to_the_full_set
     assert "and $13.5000 (after 99 tasks (runner.max_tasks))" in dryrun.sweep_total(tmp_path, runner)
     runner.sequential = False
     assert "sequential" not in dryrun.sweep_total(tmp_path, runner)
+
+
+def test_a_runs_sequential_settings_are_read_from_its_params():
+    from report.sequential import settings_of
+
+    assert settings_of({"runner.sequential": "True", "runner.order_seed": "7",
+                        "runner.max_tasks": "null"}) == {"order_seed": 7, "max_tasks": None}
+    assert settings_of({"runner.sequential": "True", "runner.max_tasks": "60"})["max_tasks"] == 60
+    assert settings_of({"runner.sequential": "False"}) is None
+
+
+def recall_folder(root: Path, n: int) -> Path:
+    """``n`` calls of ten one-sentence lines, four of them the gold: a system that reads one
+    chunk finds at most a quarter of the gold, one that reads eight most of it."""
+    import random
+
+    rng = random.Random(0)
+    words = ("revenue margin guidance growth cash dividend segment outlook costs demand "
+             "pricing volume backlog orders churn capex").split()
+    docs = root / "docs"
+    docs.mkdir(parents=True)
+    tasks = []
+    for i in range(n):
+        lines = [" ".join(rng.choice(words) for _ in range(18)) + "." for _ in range(10)]
+        (docs / f"call_{i:02d}.txt").write_text("\n".join(lines) + "\n")
+        gold = sorted(rng.sample(range(1, 11), 4))
+        tasks.append({"id": f"t{i:02d}", "doc_ids": [f"call_{i:02d}"],
+                      "question": "Summarize the call.", "reference": lines[gold[0] - 1],
+                      "gold": [{"line": g} for g in gold]})
+    (docs / "tasks.jsonl").write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    return docs
+
+
+@pytest.mark.slow
+def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requests(tmp_path):
+    """naive with top_k=1 against top_k=8 on retrieval recall, against the fake Anthropic
+    API: killed in its second round, run again, it asks each task once and stops early."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.anthropic_fake import FakeAnthropic
+    from tests.conftest import ROOT, all_runs, client_for, store_overrides
+
+    n = 60
+    docs = recall_folder(tmp_path / "data", n)
+    env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
+
+    def command(fake: FakeAnthropic, run: int) -> list[str]:
+        return [sys.executable, "run.py", "-m", "system=naive", "system.top_k=1,8",
+                "dataset=folder", f"dataset.root={docs}", "model=claude-haiku-4-5",
+                f"model.base_url={fake.url}", "metrics.scorers=[retrieval]",
+                "retrieval.chunk_size=25", "runner.concurrency=1", "cache.mode=off",
+                "runner.sequential=true", "runner.batch_size=5",
+                "report.decide_on=[retrieval_recall]", *store_overrides(tmp_path),
+                f"hydra.sweep.dir={tmp_path}/multirun/{run}"]
+
+    with FakeAnthropic(delay=0.3) as fake:
+        first = subprocess.Popen(command(fake, 0), cwd=ROOT, env=env, start_new_session=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        looks_file = tmp_path / "multirun/0/sequential.jsonl"
+        deadline = time.time() + 300
+        while time.time() < deadline and not (looks_file.exists() and len(fake.requests) > 12):
+            time.sleep(0.2)  # into the second round: its first tasks are asked
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        asked_before = len(fake.requests)
+        assert 10 < asked_before < 20, asked_before  # killed mid-round
+        again = subprocess.run(command(fake, 1), cwd=ROOT, env=env, capture_output=True,
+                               text=True, timeout=600, stdin=subprocess.DEVNULL)
+        requests = len(fake.requests)
+    assert again.returncode == 0, again.stderr[-3000:]
+    client = client_for(tmp_path)
+    runs = all_runs(tmp_path)
+    parent = next(r for r in runs if r.data.tags.get("role") == "sweep_parent"
+                  and r.info.status == "FINISHED")
+    looks = [json.loads(line) for line in Path(client.download_artifacts(
+        parent.info.run_id, "sequential.jsonl", str(tmp_path / "looks"))).read_text().splitlines()]
+    decided = looks[-1]
+    assert decided["stop"] == "decided", looks
+    assert [look["tasks"] for look in looks] == [5 * (i + 1) for i in range(len(looks))]
+    # every task of both systems asked once (one in flight at the kill may be asked again)
+    assert 2 * decided["tasks"] <= requests <= 2 * decided["tasks"] + 1
+    assert requests <= n  # far fewer than the full sweep's 2 * n
+    jobs = [r for r in runs if r.data.tags.get("system") == "naive"]
+    assert len(jobs) == 2
+    for job in jobs:
+        path = client.download_artifacts(job.info.run_id, "predictions.jsonl",
+                                         str(tmp_path / job.info.run_id))
+        ids = [json.loads(line)["id"] for line in Path(path).read_text().splitlines()]
+        assert len(ids) == len(set(ids)) == decided["tasks"]
+    report = Path(client.download_artifacts(parent.info.run_id, "report.md",
+                                            str(tmp_path / "report"))).read_text()
+    assert f"Decided after {decided['tasks']} of {n} tasks ($" in report
+    assert "is better on `retrieval_recall`" in report
