@@ -82,7 +82,8 @@ class Rounds:
                "comparisons": [look.row() for look in looks]}
         self.looks.append(row)
         self._write(parent.get("run_id"))
-        log.info("look %d after %d of %d tasks (spent $%s): %s", row["look"], done, total, spend,
+        log.info("look %d after %d of %d tasks (spent %s): %s", row["look"], done, total,
+                 "unknown" if spend is None else f"${spend:.4f}",
                  "; ".join(f"{lk.metric} {lk.first} - {lk.second} in [{lk.low:.3g}, "
                            f"{lk.high:.3g}] {lk.state.value}" for lk in looks))
         return row

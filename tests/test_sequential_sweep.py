@@ -291,3 +291,14 @@ def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requ
                                             str(tmp_path / "report"))).read_text()
     assert f"Decided after {decided['tasks']} of {n} tasks ($" in report
     assert "is better on `retrieval_recall`" in report
+
+
+def test_a_sweep_stopped_by_the_cost_cap_says_so_and_declares_nothing():
+    from report.sequential import sequential_verdict
+
+    inputs = report_inputs(coin_records(20, 2, planted=False), 20, 120, 0.5)
+    inputs.rows[1]["status"] = "KILLED"  # the cost cap stopped this job's run
+    text = sequential_verdict(inputs).findings[0].text
+    assert text.startswith("Stopped at the cost cap after 20 of 120 tasks ($1.00 of an "
+                           "estimated $6.00): undecided")
+    assert "is better" not in text
