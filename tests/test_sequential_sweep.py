@@ -230,7 +230,8 @@ def recall_folder(root: Path, n: int) -> Path:
 @pytest.mark.slow
 def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requests(tmp_path):
     """naive with top_k=1 against top_k=8 on retrieval recall, against the fake Anthropic
-    API: killed in its second round, run again, it asks each task once and stops early."""
+    API: killed in its second round, run again, it asks each task once and stops early; run
+    once more, it asks nothing."""
     import os
     import signal
     import subprocess
@@ -267,6 +268,10 @@ def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requ
         again = subprocess.run(command(fake, 1), cwd=ROOT, env=env, capture_output=True,
                                text=True, timeout=600, stdin=subprocess.DEVNULL)
         requests = len(fake.requests)
+        finished = subprocess.run(command(fake, 2), cwd=ROOT, env=env, capture_output=True,
+                                  text=True, timeout=600, stdin=subprocess.DEVNULL)
+        assert finished.returncode == 0, finished.stderr[-3000:]
+        assert len(fake.requests) == requests  # a finished sequential sweep asks nothing
     assert again.returncode == 0, again.stderr[-3000:]
     client = client_for(tmp_path)
     runs = all_runs(tmp_path)
