@@ -98,7 +98,7 @@ class MLflowSweepCallback(Callback):
             log.error("report.baseline=%s compares a sweep with a sweep. Fix: run with -m "
                       "(python run.py -m ...)", config.report.baseline)
             raise SystemExit(2)
-        if config.runner.sequential:
+        if config.runner.get("sequential"):
             log.error("runner.sequential=true compares the systems of a sweep. Fix: run with "
                       "-m and two or more systems (python run.py -m system=arag,naive ...)")
             raise SystemExit(2)
@@ -132,7 +132,7 @@ class MLflowSweepCallback(Callback):
             if self.human_labels:  # a bad labels file is found before any job is checked
                 read_labels_file(self.human_labels)
             jobs = check_jobs(job_configs(config), dry_run=bool(config.runner.dry_run))
-            if config.runner.sequential and len(jobs) < 2:
+            if config.runner.get("sequential") and len(jobs) < 2:
                 raise ConfigError("runner.sequential=true stops when the comparisons between "
                                   "systems are settled, and this sweep has one job. Fix: sweep "
                                   "two or more, e.g. system=arag,naive")
