@@ -175,7 +175,7 @@ def prepare(settings: Settings, call_models: bool = True,
 def this_round(tasks: list[Task], runner: Any) -> list[Task]:
     """A sequential sweep's round answers the first ``runner.round_tasks`` of the seeded
     order (the data's digest is of every task, so each round continues the same run)."""
-    if not runner.sequential or runner.round_tasks is None:
+    if not getattr(runner, "sequential", False) or runner.round_tasks is None:
         return tasks
     kept = set(run_order((t.id for t in tasks), runner.order_seed)[:runner.round_tasks])
     return [t for t in tasks if t.id in kept]

@@ -98,7 +98,7 @@ def check_sequential(cfg: DictConfig) -> None:
     sequential sweep decides on named metrics that declare their range (an anytime-valid
     interval needs it)."""
     declared = {m.name: m for m in declared_metrics()}
-    for metric, margin in cfg.report.equivalence_margin.items():
+    for metric, margin in (cfg.report.get("equivalence_margin") or {}).items():
         if metric not in declared:
             raise ConfigError(f"report.equivalence_margin.{metric} names no metric. Fix: one "
                               f"of {policy.decidable()}")
@@ -108,7 +108,7 @@ def check_sequential(cfg: DictConfig) -> None:
                               "must be a finite positive number in the metric's units. Fix: "
                               f"report.equivalence_margin.{metric}=0.02 (or leave it out for "
                               "2% of the metric's range)")
-    if not cfg.runner.sequential:
+    if not cfg.runner.get("sequential"):
         return
     if not cfg.report.decide_on:
         raise ConfigError("runner.sequential=true stops when the comparisons on "
