@@ -46,6 +46,9 @@ class Metric:
     # 1 = correct, 0 = not: with runner.repeats >= 2 the run logs pass^k (every repeat
     # correct, ``<name>_pass_all``)
     passes: bool = False
+    # the range every value lies in; an anytime-valid interval (metrics.sequential) needs
+    # it. None: not declared bounded, so a sequential sweep cannot decide on it
+    bounds: tuple[float, float] | None = None
 
     @property
     def title(self) -> str:

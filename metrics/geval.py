@@ -339,7 +339,8 @@ class GEvalOptions:
 def dimension_metrics(dimensions: list[Dimension]) -> list[Metric]:
     """Per dimension: its score (in the report) and the judge's spread over samples."""
     return [*(Metric(f"geval_{d.name}", f"G-Eval {d.name}", share_at_least=4, bins=LIKERT_BINS,
-                     report=True, compare_priority=_COMPARE_PRIORITY.get(d.name))
+                     report=True, compare_priority=_COMPARE_PRIORITY.get(d.name),
+                     bounds=(1.0, 5.0))
               for d in dimensions),
             *(Metric(f"geval_{d.name}_judge_sd", f"judge SD ({d.name})", histogram=False)
               for d in dimensions),

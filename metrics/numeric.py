@@ -92,8 +92,8 @@ def share_found(needles: list[Quantity], haystack: Sequence[Quantity]) -> float 
 
 @register_scorer("numeric")
 class NumericScorer(PerTaskScorer):
-    metrics = [Metric("numeric_precision", "numeric P", report=True),
-               Metric("numeric_recall", "numeric R", report=True)]
+    metrics = [Metric("numeric_precision", "numeric P", report=True, bounds=(0.0, 1.0)),
+               Metric("numeric_recall", "numeric R", report=True, bounds=(0.0, 1.0))]
     reference_fields = ("numeric_recall",)
 
     def score_one(self, item: ScoringItem) -> Scores:

@@ -30,8 +30,8 @@ class RetrievalScorer(Scorer):
     """Chunks the system used vs chunks holding gold lines; for systems that retrieve."""
 
     metrics = [Metric("retrieval_precision", "retrieval precision", report=True,
-                      compare_priority=5),
-               Metric("retrieval_recall", "retrieval recall", report=True)]
+                      compare_priority=5, bounds=(0.0, 1.0)),
+               Metric("retrieval_recall", "retrieval recall", report=True, bounds=(0.0, 1.0))]
 
     def score(self, items: list[ScoringItem]) -> list[Scores]:
         out = []

@@ -35,10 +35,10 @@ class RougeOptions:
 @register_scorer("rouge")
 class RougeScorer(PerTaskScorer):
     Options = RougeOptions
-    metrics = [Metric("rouge1_f1", "ROUGE-1"),
-               Metric("rouge2_f1", "ROUGE-2", report=True, compare_priority=3),
-               Metric("rougeL_f1", "ROUGE-L"),
-               Metric("rougeLsum_f1", "ROUGE-Lsum")]
+    metrics = [Metric("rouge1_f1", "ROUGE-1", bounds=(0.0, 1.0)),
+               Metric("rouge2_f1", "ROUGE-2", report=True, compare_priority=3, bounds=(0.0, 1.0)),
+               Metric("rougeL_f1", "ROUGE-L", bounds=(0.0, 1.0)),
+               Metric("rougeLsum_f1", "ROUGE-Lsum", bounds=(0.0, 1.0))]
     reference_fields = ("rouge1_f1", "rouge2_f1", "rougeL_f1", "rougeLsum_f1")
 
     @classmethod

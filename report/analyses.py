@@ -53,7 +53,8 @@ from report import attribution  # noqa: E402
 from report.corrected import judge_corrected  # noqa: E402
 from report.factcheck_quote import factcheck_accuracy  # noqa: E402
 from report.self_preference import self_preference  # noqa: E402
+from report.sequential import sequential_verdict  # noqa: E402
 from report.slices import slices_analysis  # noqa: E402
 
-ANALYSES += [slices_analysis, attribution.analysis, judge_corrected, factcheck_accuracy,
+ANALYSES += [sequential_verdict, slices_analysis, attribution.analysis, judge_corrected, factcheck_accuracy,
              self_preference]

@@ -36,6 +36,7 @@ from report import (
     plots,
     policy,
     repeats,
+    sequential,
     spend,
     verdict,
 )
@@ -107,7 +108,8 @@ def _row(run: Any) -> dict[str, Any]:
                dataset_domain=params.get("dataset.options.domain"),
                judge_model_id=params.get("judge.model_id"),
                judge_prompt_version=params.get("judge_prompt_version"),
-               decide_on=json.loads(params.get("report.decide_on") or "[]"))
+               decide_on=json.loads(params.get("report.decide_on") or "[]"),
+               sequential=sequential.settings_of(params))
     return row
 
 

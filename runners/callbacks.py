@@ -107,6 +107,10 @@ class MLflowSweepCallback(Callback):
             log.error("report.baseline=%s compares a sweep with a sweep. Fix: run with -m "
                       "(python run.py -m ...)", config.report.baseline)
             raise SystemExit(2)
+        if config.runner.get("sequential"):
+            log.error("runner.sequential=true compares the systems of a sweep. Fix: run with "
+                      "-m and two or more systems (python run.py -m system=arag,naive ...)")
+            raise SystemExit(2)
         if config.report.get("human_labels"):
             log.error("report.human_labels=%s holds a sweep's judge against people's labels. "
                       "Fix: run with -m (python run.py -m ...)", config.report.human_labels)
@@ -142,6 +146,10 @@ class MLflowSweepCallback(Callback):
             self.file_labels = sweep_labels(configs, swept_keys(list(
                 OmegaConf.select(config, "hydra.overrides.task", default=[]))))
             jobs = check_jobs(configs, dry_run=bool(config.runner.dry_run))
+            if config.runner.get("sequential") and len(jobs) < 2:
+                raise ConfigError("runner.sequential=true stops when the comparisons between "
+                                  "systems are settled, and this sweep has one job. Fix: sweep "
+                                  "two or more, e.g. system=arag,naive")
         except (ConfigError, DatasetError, MissingCredentials, LabelsError) as exc:
             log.error("%s", exc, exc_info=show_trace())
             # Hydra turns callback exceptions into warnings; SystemExit sets the exit code
@@ -247,7 +255,7 @@ class MLflowSweepCallback(Callback):
             self._compare_with_baseline(run.info.run_id)  # a CI re-run is gated all the same
         if config.runner.dry_run and self.sweep_dir:
             pairwise.estimate_pairs(self.sweep_dir, self.jobs)
-            print(dryrun.sweep_total(self.sweep_dir), flush=True)
+            print(dryrun.sweep_total(self.sweep_dir, config.runner), flush=True)
         if self.baseline_text:
             print(self.baseline_text, flush=True)
         if failures:

@@ -73,6 +73,17 @@ class RunnerConfig:
     # from 0; the repeat index is part of each request's cache key)
     repeats: int = ranged(1, low=1, high=MAX_REPEATS,
                           must=f"from 1 to {MAX_REPEATS} (answers per task and system)")
+    # a sweep that runs in rounds and stops as soon as its comparisons on report.decide_on
+    # are decided or futile (anytime-valid intervals, docs/verdict.md); every system answers
+    # the same tasks, in an order fixed by order_seed, batch_size more each round
+    sequential: bool = False
+    order_seed: int = 0
+    batch_size: int = positive(20, "tasks per round of a sequential sweep")
+    # a sequential sweep stops after this many tasks, decided or not; null: every task
+    max_tasks: int | None = positive(None, "tasks at most")
+    # set by the sequential sweep for each round (the first round_tasks of the order); not
+    # part of a run's identity, so every round continues the same run
+    round_tasks: int | None = positive(None, "tasks this round")
 
 
 def metrics_config() -> type:
@@ -126,6 +137,10 @@ class ReportConfig:
     # (every numeric feature is a key, so an override needs no "+"; empty: quantiles)
     slice_edges: dict[str, list[float]] = field(default_factory=lambda: {
         name: [] for name in sorted(NUMERIC)})
+    # a sequential sweep calls two systems equivalent on a metric when its anytime-valid
+    # interval lies within +-margin: {<metric>: <margin in the metric's units>}; a metric
+    # left out gets 2% of its declared range (metrics.sequential.margin_for)
+    equivalence_margin: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

@@ -48,7 +48,7 @@ def dry_run(job: Job, run_name: str | None) -> dict[str, float]:
     if index:  # what the dry run's search cost: loading a cached index or the stand-in
         print(f"{name}: index: {index['index_sentences_embedded']:.0f} sentences embedded, "
               f"{index['index_sentences_reused']:.0f} reused from the cache", flush=True)
-    summary = dryrun.summarize(name, parts)
+    summary = {**dryrun.summarize(name, parts), "tasks": len(job.dataset.tasks)}
     print(dryrun.total_line(f"{name} total", [summary]), flush=True)
     sweep_dir = _sweep_dir()
     if sweep_dir is not None:

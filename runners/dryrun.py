@@ -345,9 +345,30 @@ def total_line(label: str, summaries: list[dict[str, Any]]) -> str:
             f"estimated cost ${sum(s['cost_usd'] for s in summaries):.4f} ({split})")
 
 
-def sweep_total(sweep_dir: Path) -> str:
-    """The sweep's total over every job's summary."""
+def sweep_total(sweep_dir: Path, runner: Any = None) -> str:
+    """The sweep's total over every job's summary; a sequential sweep's as a range."""
     path = sweep_dir / SWEEP_FILE
     rows = [json.loads(line) for line in path.read_text().splitlines() if line] \
         if path.exists() else []
-    return total_line("sweep total", rows)
+    line = total_line("sweep total", rows)
+    if runner is not None and runner.sequential and rows:
+        line += "\n" + sequential_range(rows, runner.batch_size, runner.max_tasks)
+    return line
+
+
+def sequential_range(summaries: list[dict[str, Any]], batch_size: int, max_tasks: int | None
+                     ) -> str:
+    """What a sequential sweep may spend: from its smallest stop (every comparison settled
+    at the first look) to the full set (or ``runner.max_tasks``), each job's estimate
+    scaled by the share of its tasks it would answer (a task costs about the same
+    whenever it runs)."""
+    def spend(tasks: int) -> float:
+        return sum(s["cost_usd"] * min(tasks, s["tasks"]) / s["tasks"]
+                   for s in summaries if s.get("tasks"))
+    total = max(s.get("tasks") or 0 for s in summaries)
+    most = min(total, max_tasks) if max_tasks is not None else total
+    least = min(batch_size, most)
+    cap = " (runner.max_tasks)" if most < total else ""
+    return (f"[dry run] sequential: between ${spend(least):.4f} (stopped at the first look, "
+            f"after {least} of {total} tasks) and ${spend(most):.4f} (after {most} "
+            f"tasks{cap}); where in between depends on how soon the comparisons are settled")

@@ -29,6 +29,9 @@ COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "runner.max_error_rate",
     "runner.max_parse_failure_rate", "judge.reask_unreadable",
+    # a sequential sweep's rounds continue one run; its tasks' answers do not depend on them
+    "runner.sequential", "runner.order_seed", "runner.batch_size", "runner.max_tasks",
+    "runner.round_tasks",
     "tracking", "cache.mode", "report",
     *(f"{node}.{key}" for node in ("model", "judge", "dataset.reference_model")
       for key in _TRANSPORT),

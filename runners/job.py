@@ -8,6 +8,7 @@ import threading
 import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from arag.config import CacheConfig, CacheMode, Scope
 from arag.datasets import Dataset, load_dataset
@@ -17,7 +18,7 @@ from arag.llm.budget import CappedModel, SpendCap
 from arag.llm.cache import CachedModel, MeteredModel, SpendJournal
 from arag.llm.offline import OfflineModel
 from arag.llm.window import WindowedModel, judge_window
-from arag.records import Prediction, content_hash
+from arag.records import Prediction, Task, content_hash
 from arag.retrieval import (
     KeywordStandIn,
     RetrievalSettings,
@@ -31,6 +32,7 @@ from arag.retrieval.chunking import chunk_document
 from arag.systems import SYSTEMS, RunSetup, System, SystemContext
 from metrics import Scorer, ScorerEnv, build_scorers
 from metrics.base import NO_JUDGE
+from metrics.sequential import run_order
 from runners.config import RunConfig
 from runners.settings import Settings
 from runners.validation import ConfigError
@@ -158,18 +160,29 @@ def prepare(settings: Settings, call_models: bool = True,
     dataset = dataset if dataset is not None else load_tasks(cfg, call_models)
     settings = settings.with_dataset(dataset.digest)  # the run is of this data
     system_class = configure_system(cfg, dataset, recorded)
-    tasks = [t for t in dataset.tasks if system_class.answers(t)]
+    tasks = [t for t in this_round(dataset.tasks, cfg.runner) if system_class.answers(t)]
+    n_of_data = len(dataset.tasks)
     if len(tasks) < len(dataset.tasks):
         log.info("system %s answers %d of %d tasks", cfg.system.name, len(tasks),
                  len(dataset.tasks))
     dataset = replace(dataset, tasks=tasks, notes=list(dataset.notes))  # preflight shares it
-    budget = dataset_metrics(dataset, cfg)
+    budget = {**dataset_metrics(dataset, cfg), "n_tasks_asked": float(len(tasks)),
+              "n_tasks_of_data": float(n_of_data)}
     if budget["docs_within_context_budget_share"] > MOST:
         dataset.notes.append(budget_warning(budget))
         log.warning("dataset %s: %s", dataset.name, dataset.notes[-1])
     runs_dir = resolve(cfg.runner.runs_dir)
     return Job(settings, dataset, runs_dir / settings.predictions_hash / "predictions.jsonl",
                system_class, budget)
+
+
+def this_round(tasks: list[Task], runner: Any) -> list[Task]:
+    """A sequential sweep's round answers the first ``runner.round_tasks`` of the seeded
+    order (the data's digest is of every task, so each round continues the same run)."""
+    if not getattr(runner, "sequential", False) or runner.round_tasks is None:
+        return tasks
+    kept = set(run_order((t.id for t in tasks), runner.order_seed)[:runner.round_tasks])
+    return [t for t in tasks if t.id in kept]
 
 
 def configure_system(cfg: RunConfig, dataset: Dataset, recorded: list[Prediction] | None

@@ -33,7 +33,7 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
         return None, None
     if existing is None:
         return None, None
-    if nothing_to_do(existing, cfg.runner):
+    if nothing_to_do(existing, cfg.runner) and not _round_grows(existing, job):
         log.info("%s: this configuration already FINISHED as run %s (config hash %s); nothing "
                  "to do. runner.rerun=true runs it again", cfg.system.name,
                  existing.info.run_id, job.config_hash)
@@ -47,6 +47,13 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
              f"; asking the judge again for {unread} unreadable replies" if unread else "")
     track.close_orphaned_parent(client, existing, (parent or {}).get("run_id"))
     return existing.info.run_id, None
+
+
+def _round_grows(run: Any, job: Job) -> bool:
+    """A sequential sweep's round asks more tasks than its run FINISHED with: it goes on.
+    (A run logged without ``n_tasks_asked`` answered every task.)"""
+    asked = run.data.metrics.get("n_tasks_asked")
+    return asked is not None and asked < len(job.dataset.tasks)
 
 
 def nothing_to_do(run: Any, runner: Any) -> bool:

@@ -19,7 +19,7 @@ from arag.retrieval import check_precision
 from arag.retrieval.embedder import resolve_embedder_path
 from arag.systems import SYSTEMS
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
-from metrics import SCORERS
+from metrics import SCORERS, declared_metrics
 from report import policy
 from report.baseline import COST_FIELDS, parse_map, parse_rules
 from report.baseline_report import ON_INCONCLUSIVE
@@ -103,6 +103,7 @@ def validate_config(cfg: DictConfig) -> None:
     check_fail_on(cfg.report.fail_on)
     parse_map(cfg.report.baseline_map)  # each entry pairs two run names
     check_slices(cfg.report)
+    check_sequential(cfg)
 
 
 def check_fail_on(specs: Any) -> None:
@@ -115,6 +116,36 @@ def check_fail_on(specs: Any) -> None:
             raise ConfigError(f"report.fail_on names {rule.metric!r}, a metric no scorer "
                               f"declares (known: {', '.join(known)}). Fix: "
                               f"report.fail_on=[rouge2_f1:{rule.margin:g}]")
+
+
+def check_sequential(cfg: DictConfig) -> None:
+    """``report.equivalence_margin`` holds finite positive margins of known metrics; a
+    sequential sweep decides on named metrics that declare their range (an anytime-valid
+    interval needs it)."""
+    declared = {m.name: m for m in declared_metrics()}
+    for metric, margin in (cfg.report.get("equivalence_margin") or {}).items():
+        if metric not in declared:
+            raise ConfigError(f"report.equivalence_margin.{metric} names no metric. Fix: one "
+                              f"of {policy.decidable()}")
+        if isinstance(margin, bool) or not isinstance(margin, int | float) \
+                or not math.isfinite(margin) or margin <= 0:
+            raise ConfigError(f"report.equivalence_margin.{metric}={margin!r} is invalid: it "
+                              "must be a finite positive number in the metric's units. Fix: "
+                              f"report.equivalence_margin.{metric}=0.02 (or leave it out for "
+                              "2% of the metric's range)")
+    if not cfg.runner.get("sequential"):
+        return
+    if not cfg.report.decide_on:
+        raise ConfigError("runner.sequential=true stops when the comparisons on "
+                          "report.decide_on are settled, and report.decide_on is empty. Fix: "
+                          "report.decide_on=[rouge2_f1] (a metric with a declared range)")
+    unbounded = [m for m in cfg.report.decide_on if declared[m].bounds is None]
+    if unbounded:
+        bounded = sorted(n for n, m in declared.items() if m.bounds is not None)
+        raise ConfigError(f"report.decide_on={_shown(cfg.report.decide_on)} is invalid with "
+                          f"runner.sequential=true: {', '.join(unbounded)} declares no range, "
+                          "and an anytime-valid interval needs one. Fix: decide on metrics "
+                          f"from {bounded}")
 
 
 def check_providers(cfg: DictConfig) -> None:

@@ -162,6 +162,10 @@ def test_scorer_contract(name, make_cfg):
             if value is None and field in scorer.fields:
                 assert scores.null_reasons.get(field), f"{name}: {field} is null without a reason"
     assert all(skipped.values[f] is None for f in scorer.fields)
+    for metric in scorer.metrics:  # what a sequential sweep's intervals rely on
+        value = answered.values.get(metric.name)
+        if metric.bounds is not None and value is not None:
+            assert metric.bounds[0] <= value <= metric.bounds[1], f"{metric.name} outside its bounds"
     records = [{"id": "t", **answered.values}]
     assert all(isinstance(v, float) for v in scorer.aggregate(records, records).values())
     json.dumps(scorer.artifacts())
