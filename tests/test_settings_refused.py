@@ -15,7 +15,7 @@ REFUSED = {
     "model.context_limit=0": "Fix: model.context_limit=200000",
     "model.requests_per_minute=0": "Fix: model.requests_per_minute=null",
     "model.tokens_per_minute=0": "Fix: model.tokens_per_minute=null",
-    "retrieval.embedder.batch_size=0": "Fix: retrieval.embedder.batch_size=64",
+    "retrieval.embedder.batch_size=0": "Fix: retrieval.embedder.batch_size=null",
     "model.max_retries=-1": "Fix: model.max_retries=6",
     "model.timeout_s=0": "Fix: model.timeout_s=120.0",
     "system.max_tokens=-1": "Fix: system.max_tokens=1024",
