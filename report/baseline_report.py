@@ -28,6 +28,7 @@ from report.baseline import (
     parse_rules,
     run_comparison,
 )
+from report.report import add_sections_to_html
 from report.verdict import fmt, table
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
 from tracking.sweeps import SweepNotFound, mark_compared, set_description_section
@@ -201,15 +202,19 @@ def options_from(report_cfg: Any) -> Options:
                    on_inconclusive=str(report_cfg.on_inconclusive))
 
 
-def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options
-                        ) -> tuple[int, str]:
-    """(exit status, what to print): the comparison logged on the candidate, or the reason
-    it was refused (nothing logged)."""
+def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options,
+                        record: bool = True) -> tuple[int, str]:
+    """(exit status, what to print): the comparison, logged on the candidate when
+    ``record`` (its report.md and report.html, the description, the tags), or the reason it
+    was refused (nothing logged). Without ``record`` nothing in the store changes: a what-if
+    comparison never rewrites a stored sweep."""
     try:
         comparison = run_comparison(client, baseline, candidate, options)
     except (NotComparable, SweepNotFound) as exc:
         return REFUSED_EXIT, f"baseline comparison refused: {exc}"
-    publish(client, comparison)
+    if record:
+        publish(client, comparison)
+        add_sections_to_html(client, comparison["candidate"]["run_id"])
     return exit_status(comparison), outcome(comparison)
 
 
@@ -229,6 +234,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--on-inconclusive", choices=ON_INCONCLUSIVE, default="fail",
                         help="what a rule whose CI straddles the margin does to the exit "
                              "status (default: fail)")
+    parser.add_argument("--record", action="store_true",
+                        help="log the comparison on the candidate sweep (baseline_comparison."
+                             "json, the section of report.md and report.html, its description "
+                             "and tags); without it nothing in the store is changed")
     parser.add_argument("--tracking-uri", default=default_tracking_uri(),
                         help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
                              "sqlite:///mlruns/mlflow.db)")
@@ -247,7 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     print(store_line(args.tracking_uri, uri), file=sys.stderr)
     mlflow.set_tracking_uri(uri)  # traces are found through the fluent API
     client = MlflowClient(tracking_uri=uri)
-    status, text = compare_and_publish(client, args.baseline, args.candidate, options)
+    status, text = compare_and_publish(client, args.baseline, args.candidate, options,
+                                       record=args.record)
     print(text)
+    if not args.record:
+        print("(not recorded on the candidate sweep: add --record to log it there)",
+              file=sys.stderr)
     return status
 

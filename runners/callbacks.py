@@ -43,7 +43,6 @@ from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import (
     REPORT_OPTIONS_TAG,
-    add_sections_to_html,
     options_key,
     write_sweep_report,
 )
@@ -316,7 +315,6 @@ class MLflowSweepCallback(Callback):
         try:
             self.baseline_exit, self.baseline_text = compare_and_publish(
                 self.client, str(self.report_cfg.baseline), run_id, options_from(self.report_cfg))
-            add_sections_to_html(self.client, run_id)  # the console points to report.html
         except Exception as exc:  # noqa: BLE001 - the sweep's own results stand; exit 1
             log.exception("could not compare the sweep with its baseline")
             self.client.set_tag(run_id, "baseline_error",
