@@ -193,7 +193,8 @@ def test_cost_and_latency_the_records_lack_are_unknown_everywhere_never_zero():
            "records lack it))" in finding
     costs = section(text, "Cost and latency")
     assert "| arag | 4 | 0 | 0 | unknown (4 of 4 lack it) | unknown (4 of 4 lack it) |" in costs
-    assert "not counted, their spend unknown (records without cost): arag, naive" in costs
+    assert ("Total spent: unknown (no run's spend is known: records without cost, no spend "
+            "journal): arag, naive." in costs)  # never $0
     result = ReportResult("p", "1", rows, records, "rouge2_f1", "file:///r", data["finding"],
                           keys=["rouge2_f1"], decided=data["decided"], answer=data["answer"])
     terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db")
