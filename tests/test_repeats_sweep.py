@@ -66,7 +66,9 @@ def test_repeats_are_really_asked_once_each_and_reported(tmp_path):
     parent = client_for(store).get_run(children[0].data.tags["mlflow.parentRunId"])
     report = Path(client_for(store).download_artifacts(parent.info.run_id, "report.md",
                                                        str(tmp_path))).read_text()
-    assert "**K=4 times**" in report and "5 more repeats would narrow it to" in report
+    assert "**K=4 times**" in report
+    # the projection, or why there is none (too few tasks or no spread to split)
+    assert "5 more repeats would narrow it to" in report or "so no projection" in report
     # Haiku's requests carry no temperature (its default of 1 applies): repeats can vary
     assert "cannot vary" not in report and "| naive | 2 | 4 |" in report
     assert "stability/naive vs stuffing" in parent.data.metrics
