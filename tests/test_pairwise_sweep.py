@@ -123,11 +123,11 @@ def test_pairwise_sweep_with_a_hidden_preference_and_a_planted_position_bias(tmp
                                                 str(folder))).read_text()
         assert "## Pairwise judge" in report and "Bradley-Terry ranking on overall" in report
         # the preference in words as strong as its sign test ("beats" only at p < 0.05)
-        stated = re.search(r"Pairwise judge \(overall\), arag vs naive: arag (beats naive|"
-                           r"ahead of naive, not significant); .*sign test p=([0-9.e-]+)\)",
-                           report)
+        stated = re.search(r"Pairwise judge \(overall\), arag vs naive: (no preference|\w+ "
+                           r"beats \w+|\w+ ahead of \w+, not significant)[^.]*sign test "
+                           r"p=([0-9.e-]+)\)", report)
         assert stated is not None, report
-        assert (stated.group(1) == "beats naive") == (float(stated.group(2)) < 0.05)
+        assert ("beats" in stated.group(1)) == (float(stated.group(2)) < 0.05)
         assert "of which the pairwise judge $" in report
         rows = [json.loads(x) for x in Path(client.download_artifacts(
             parent.info.run_id, "pairwise.jsonl", str(folder))).read_text().splitlines()]
