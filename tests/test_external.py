@@ -403,7 +403,7 @@ def test_a_pipelines_predictions_swept_with_arag_and_naive_score_as_computed_fro
               "model_calls": 0, "model_calls_cached": 0, "n_tasks_missing": 0,
               "n_contexts": n_contexts, "n_tasks_without_context": 0, "n_records_ignored": 0,
               "n_contexts_outside_dataset": 0, "n_empty_answers": 0, "n_foreign_traces": 0,
-              "n_records_past_limit": 0,
+              "n_records_past_limit": 0, "n_tasks_asked": 6, "n_tasks_of_data": 6,
               "n_contexts_unmapped": sum(k["unmapped"] for k in known.values()),
               "cost_usd_total": sum(costs), "cost_usd_per_task": sum(costs) / 6,
               "max_loops_reached_rate": 0.0,

@@ -124,7 +124,7 @@ def test_pairwise_sweep_with_a_hidden_preference_and_a_planted_position_bias(tmp
         assert "## Pairwise judge" in report and "Bradley-Terry ranking on overall" in report
         # the preference in words as strong as its sign test ("beats" only at p < 0.05)
         stated = re.search(r"Pairwise judge \(overall\), arag vs naive: (no preference|\w+ "
-                           r"beats \w+|\w+ ahead of \w+, not significant)[^.]*sign test "
+                           r"beats \w+|\w+ ahead of \w+, not significant)[^\n]*?sign test "
                            r"p=([0-9.e-]+)\)", report)
         assert stated is not None, report
         assert ("beats" in stated.group(1)) == (float(stated.group(2)) < 0.05)
