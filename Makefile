@@ -34,10 +34,10 @@ chromium:
 run: $(STAMP)
 	$(BIN)/python run.py -m system=arag,naive,stuffing dataset=sample
 
-# the fast suite (4.5 minutes on 2 cores with nothing else running, 9-15 shared); with CI
-# set, or `make test-all`, the slow end-to-end sweeps too (.ci/run runs them on both cores
-# with -n 2, a math thread per worker: 28 minutes on this 2-core machine, 2026-11-27, 974
-# passed, nothing else running; 30 for all of .ci/run from a fresh clone, Chromium installed)
+# the fast suite (~10 minutes on 2 cores, 2026-11-27, measured while other runs shared the
+# machine); with CI set, or `make test-all`, the slow end-to-end sweeps too (.ci/run runs them
+# on both cores with -n 2, a math thread per worker: 53 minutes on this 2-core machine,
+# 2026-11-27, 1,142 tests from a fresh clone)
 test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
