@@ -65,13 +65,15 @@ class Analysis:
     run_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # child id -> ...
 
     def extend(self, other: Analysis) -> None:
-        self.findings += other.findings
+        # new lists, not in place: a list the caller handed in (``Analysis(findings=...)``)
+        # is never changed under it
+        self.findings = [*self.findings, *other.findings]
         for run_id, metrics in other.run_metrics.items():
             self.run_metrics.setdefault(run_id, {}).update(metrics)
         for name, rows in other.artifacts.items():
             self.artifacts.setdefault(name, []).extend(rows)
         self.metrics.update(other.metrics)
-        self.plots += other.plots
+        self.plots = [*self.plots, *other.plots]
 
 
 def _cell(value: Any) -> str:

@@ -209,7 +209,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
     meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
-    analysis = findings.Analysis(findings=list(meta))
+    analysis = findings.Analysis(findings=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [])))
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
