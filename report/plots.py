@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import numpy as np
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -28,14 +29,28 @@ def compared() -> list[str]:
     return [f"{m.name}_mean" for m in report_metrics()]
 
 
-def _save(fig: Any, path: Path) -> Path:
-    fig.tight_layout()
+def _save(fig: Any, path: Path, laid_out: bool = False) -> Path:
+    if not laid_out:
+        fig.tight_layout()
     # the layout is set: without this, savefig lays the figure out and draws it once more
     # before drawing it for the file (the same pixels, ~30% of a plot's time)
     fig.set_layout_engine("none")
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def _grid(rows: int, cols: int, panel: tuple[float, float], top: float = 0.35,
+          bottom: float = 0.45) -> tuple[Any, Any]:
+    """A grid of panels with margins fixed in inches. ``tight_layout`` measures every tick
+    label of every panel to place them: on a run's 36 score histograms that was half the
+    plot's time; panels of one size need no measuring (``top``/``bottom``: inches kept for
+    a title above and tick labels below)."""
+    width, height = panel[0] * cols, panel[1] * rows + top + bottom
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
+    fig.subplots_adjust(left=0.55 / width, right=1 - 0.15 / width, top=1 - top / height,
+                        bottom=bottom / height, wspace=0.35, hspace=0.45)
+    return fig, axes
 
 
 def _histogram_metrics(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None
@@ -61,16 +76,20 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
     if present:
         cols = min(HISTOGRAM_COLUMNS, len(present))
         rows = -(-len(present) // cols)
-        fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 2.8 * rows), squeeze=False)
+        fig, axes = _grid(rows, cols, (3.2, 2.8), top=0.3, bottom=0.3)
         for ax in axes.flat[len(present):]:
             ax.set_visible(False)
         for ax, metric in zip(axes.flat, present, strict=False):
             values = [r[metric.name] for r in records if r.get(metric.name) is not None]
-            ax.hist(values, bins=list(metric.bins) if metric.bins else 10, color=BLUE,
-                    edgecolor="white")
+            # one outline a panel, white lines between the bins: hist's patch a bin drew
+            # the same picture at a third of the speed
+            counts, edges = np.histogram(values, bins=list(metric.bins) if metric.bins else 10)
+            ax.stairs(counts, edges, fill=True, color=BLUE)
+            ax.vlines(edges[1:-1], 0, np.maximum(counts[:-1], counts[1:]), color="white",
+                      linewidth=1)
             ax.set_title(f"{metric.name} (n={len(values)})", fontsize=9)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of tasks
-        plots.append(_save(fig, folder / "score_histograms.png"))
+        plots.append(_save(fig, folder / "score_histograms.png", laid_out=True))
     assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
     if assessed:
         fig, ax = plt.subplots(figsize=(5, 3))

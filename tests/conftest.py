@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 import runners.config  # noqa: F401  (registers the schema)
+from tests import forked
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "datasets"
@@ -146,8 +146,7 @@ def run_cli(tmp: Path, *overrides: str, cache: Path | None = None, sweep: bool =
     # the caller's overrides come last, so they win over the temporary-store defaults
     cmd = [sys.executable, "run.py"] + (["-m"] if sweep else []) + store_overrides(tmp, cache) \
         + [f"hydra.sweep.dir={sweep_dir}", f"hydra.run.dir={tmp}/outputs"] + list(overrides)
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL, env=env)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=900)
 
 
 def client_for(tmp: Path):

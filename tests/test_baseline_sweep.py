@@ -15,6 +15,7 @@ import pytest
 from metrics.aggregate import task_means
 from metrics.stats import holm, paired_difference
 from report.baseline_report import REFUSED_EXIT, REGRESSION_EXIT
+from tests import forked
 from tests.conftest import ROOT, client_for, run_cli, write_mini_dataset
 
 pytestmark = pytest.mark.slow
@@ -27,9 +28,8 @@ def parent_of(tmp: Path) -> str:
 
 
 def compare_cli(tmp: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "report", "compare", *args,
-                           f"--tracking-uri=sqlite:///{tmp}/mlflow.db"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    return forked.run([sys.executable, "-m", "report", "compare", *args,
+                      f"--tracking-uri=sqlite:///{tmp}/mlflow.db"], cwd=ROOT, timeout=300)
 
 
 def artifact(client, run_id: str, name: str, tmp: Path) -> Path:

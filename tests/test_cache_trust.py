@@ -9,7 +9,6 @@ import hashlib
 import json
 import logging
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 from arag.llm import make_model
 from arag.llm.cache import CachedModel, response_key
 from arag.llm.scripted import ScriptedModel
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import ROOT, store_overrides
 
@@ -129,8 +129,7 @@ def _sweep(tmp: Path, url: str, *extra: str):
            "model=claude-haiku-4-5", f"model.base_url={url}", "model.max_retries=0",
            f"hydra.sweep.dir={tmp}/multirun/{len(list(tmp.glob('multirun/*')))}",
            "metrics.scorers=[rouge]", *extra, *store_overrides(tmp)]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def _predicted(tmp: Path) -> set[str]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, agent_policy, error, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 from tests.sweep_checks import judge_prompt, reported_spend
@@ -71,7 +72,7 @@ def _finished(runs_dir: Path) -> dict[tuple[str, str], int]:
     return done
 
 
-def _kill_after_progress(proc: subprocess.Popen, fake: FakeAnthropic, requests: int,
+def _kill_after_progress(proc: forked.Popen, fake: FakeAnthropic, requests: int,
                          extra_s: float) -> bool:
     """SIGKILL the sweep a random moment after the API has seen `requests` requests in all
     (so the kill lands mid-work however fast or slow this machine is); False if it ended
@@ -101,16 +102,15 @@ def test_killed_at_random_moments_every_task_is_predicted_exactly_once(tmp_path,
         repeated, kills = [], 0
         for _ in range(KILLS):
             finished, seen = _finished(tmp_path / "runs"), len(fake.requests)
-            proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                    start_new_session=True)
+            proc = forked.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                start_new_session=True)
             if _kill_after_progress(proc, fake, seen + rng.randint(1, 3), rng.uniform(0, 0.4)):
                 kills += 1
             repeated += [_task_of(r) for r in fake.requests[seen:] if _task_of(r) in finished]
         faults["rate"] = 0.0  # the last run goes to the end
         finished, seen = _finished(tmp_path / "runs"), len(fake.requests)
-        last = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=600, stdin=subprocess.DEVNULL)
+        last = forked.run(cmd, cwd=ROOT, env=env, timeout=600)
         repeated += [_task_of(r) for r in fake.requests[seen:] if _task_of(r) in finished]
     assert last.returncode == 0, last.stderr[-3000:]
     assert kills >= KILLS // 2  # most runs really were killed mid-way
@@ -140,8 +140,8 @@ def test_two_identical_sweeps_at_once_run_once(tmp_path, shared_cache):
         cmd = _claude_sweep(tmp_path, tmp_path / "cache", fake.url,
                             f"hydra.sweep.dir={tmp_path}/multirun/same")
         env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
-        procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        procs = [forked.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                  for _ in range(2)]
         outs = [p.communicate(timeout=600) for p in procs]
     codes = sorted(p.returncode for p in procs)
@@ -180,15 +180,12 @@ def test_a_sweep_killed_while_writing_its_report_gets_it_on_the_next_run(tmp_pat
                                                                         shared_cache):
     args = ["-m", "system=naive,stuffing", "dataset.limit=2",
             *store_overrides(tmp_path, shared_cache)]
-    killed = subprocess.run([sys.executable, "-c", KILL_IN_REPORT, *args,
-                             f"hydra.sweep.dir={tmp_path}/multirun/0"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=600,
-                            stdin=subprocess.DEVNULL)
+    killed = forked.run([sys.executable, "-c", KILL_IN_REPORT, *args,
+                        f"hydra.sweep.dir={tmp_path}/multirun/0"], cwd=ROOT, timeout=600)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
     (dead,) = [r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent"]
-    again = subprocess.run([sys.executable, "run.py", *args,
-                            f"hydra.sweep.dir={tmp_path}/multirun/1"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    again = forked.run([sys.executable, "run.py", *args,
+                       f"hydra.sweep.dir={tmp_path}/multirun/1"], cwd=ROOT, timeout=600)
     assert again.returncode == 0, again.stderr[-3000:]
     runs = {r.info.run_id: r for r in all_runs(tmp_path)}
     parents = [r for r in runs.values() if r.data.tags.get("role") == "sweep_parent"]
@@ -200,9 +197,8 @@ def test_a_sweep_killed_while_writing_its_report_gets_it_on_the_next_run(tmp_pat
     jobs = [r for r in runs.values() if r.data.tags.get("system")]
     assert len(jobs) == 2 and all(  # the latest sweep run lists both jobs, in the UI too
         j.data.tags["mlflow.parentRunId"] == latest.info.run_id for j in jobs)
-    third = subprocess.run([sys.executable, "run.py", *args,
-                            f"hydra.sweep.dir={tmp_path}/multirun/2"], cwd=ROOT,
-                           capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+    third = forked.run([sys.executable, "run.py", *args,
+                       f"hydra.sweep.dir={tmp_path}/multirun/2"], cwd=ROOT, timeout=600)
     assert third.returncode == 0 and "Nothing new to compare" in third.stdout
     assert latest.info.run_id in third.stdout
     assert len([r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent"]) == 2
@@ -217,7 +213,7 @@ def test_a_kill_loses_no_spend(tmp_path):
     from arag.llm import Prices, Usage
     from tests.conftest import compose_cfg
 
-    victim: dict[str, subprocess.Popen] = {}
+    victim: dict[str, forked.Popen] = {}
     policy = agent_policy()
 
     def kill_at_fifth(request: dict, n: int) -> dict:
@@ -231,14 +227,12 @@ def test_a_kill_loses_no_spend(tmp_path):
         cmd = [*_claude_sweep(tmp_path, tmp_path / "cache", fake.url, "dataset.limit=3",
                               "runner.concurrency=1")]
         cmd[cmd.index("system=arag,stuffing")] = "system=arag"
-        victim["run"] = subprocess.Popen(
+        victim["run"] = forked.Popen(
             [*cmd, f"hydra.sweep.dir={tmp_path}/multirun/0"], cwd=ROOT, env=env,
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True)
         assert victim["run"].wait(timeout=600) == -signal.SIGKILL
-        done = subprocess.run([*cmd, f"hydra.sweep.dir={tmp_path}/multirun/1"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600,
-                              stdin=subprocess.DEVNULL)
+        done = forked.run([*cmd, f"hydra.sweep.dir={tmp_path}/multirun/1"], cwd=ROOT, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     prices = Prices.from_config(compose_cfg(["model=claude-haiku-4-5"]).model)
     paid = sum(prices.cost_usd(Usage(**u)) for u in fake.usages)
@@ -271,7 +265,7 @@ def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
     from arag.llm import Prices, Usage
     from tests.conftest import compose_cfg
 
-    victim: dict[str, subprocess.Popen] = {}
+    victim: dict[str, forked.Popen] = {}
     killed_after: list[int] = []
 
     def kill_while_judging(request: dict, n: int) -> dict:
@@ -287,12 +281,11 @@ def test_a_kill_while_judging_loses_no_judge_spend(tmp_path):
                "judge=claude-haiku-4-5", f"judge.base_url={fake.url}",
                "judge.retry_base_delay_s=0.01", "runner.concurrency=1",
                *store_overrides(tmp_path), f"hydra.run.dir={tmp_path}/out"]
-        victim["run"] = subprocess.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                         start_new_session=True)
+        victim["run"] = forked.Popen(cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     start_new_session=True)
         assert victim["run"].wait(timeout=600) == -signal.SIGKILL
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=600, stdin=subprocess.DEVNULL)
+        done = forked.run(cmd, cwd=ROOT, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     assert killed_after == [JUDGE_KILL_AT]  # every reply before the kill had been answered
     assert all(judge_prompt(r["json"]) for r in fake.requests)  # the judge's, every one

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from arag.citations import strip_citations
+from tests import forked
 from tests.anthropic_fake import UNCITED, FakeAnthropic, agent_policy, error, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 from tests.sweep_checks import (
@@ -37,8 +37,7 @@ def sweep(tmp, url, *extra):
            "dataset.limit=3", "model=claude-haiku-4-5", f"model.base_url={url}",
            "model.max_retries=3", f"hydra.sweep.dir={tmp}/multirun", *extra,
            *store_overrides(tmp)]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def answers_and_judges(request: dict, n: int):
@@ -176,8 +175,7 @@ def test_a_loop_budget_sweep_prices_every_budget_without_the_response_cache(tmp_
                "dataset.limit=2", "max_loops=1,2,3", "model=claude-haiku-4-5",
                f"model.base_url={fake.url}", "runner.concurrency=1",
                f"hydra.sweep.dir={tmp_path}/multirun", *store_overrides(tmp_path)]
-        done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=900, stdin=subprocess.DEVNULL)
+        done = forked.run(cmd, cwd=ROOT, env=env, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     client = client_for(tmp_path)
     parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -21,6 +20,7 @@ from arag.llm.budget import COST_CAP, CappedModel, SpendCap
 from arag.llm.pricing import Prices
 from arag.records import Prediction, Task
 from runners.predict import predict
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, agent_policy
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
@@ -118,9 +118,7 @@ def test_a_capped_agent_run_at_concurrency_8_and_every_figure_of_its_spend(tmp_p
            "runner.concurrency=8", f"runner.max_cost_usd={cap}", "judge=none",
            f"hydra.run.dir={tmp_path}/out", *store_overrides(tmp_path)]
     with FakeAnthropic(agent_policy(rounds=3), delay=0.2) as fake:
-        done = subprocess.run([*cmd, f"model.base_url={fake.url}"], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=600,
-                              stdin=subprocess.DEVNULL)
+        done = forked.run([*cmd, f"model.base_url={fake.url}"], cwd=ROOT, env=env, timeout=600)
         usages = list(fake.usages)
     assert done.returncode != 0 and "stopped by the cost cap" in done.stderr, done.stderr[-3000:]
     prices = Prices(1.0, 5.0, 0.10, 1.25)  # conf/model/claude-haiku-4-5.yaml

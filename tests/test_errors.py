@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import subprocess
 import sys
 import time
 from contextlib import closing
@@ -33,6 +32,7 @@ from runners.errors import has_errors, too_many_errors, zero_stale_counts
 from runners.preflight import job_overrides
 from runners.resume import nothing_to_do
 from runners.validation import ConfigError
+from tests import forked
 from tests.conftest import ROOT, write_mini_dataset
 from tracking.storage import StorageError, check_tracking, prepare_sqlite, probe_server, writable_dir
 
@@ -368,8 +368,7 @@ def test_a_key_set_twice_in_a_sweep_is_an_error_with_the_merged_fix():
 
 
 def test_an_unknown_key_suggests_the_closest_known_key():
-    done = subprocess.run([sys.executable, "run.py", "max_lops=3"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = forked.run([sys.executable, "run.py", "max_lops=3"], cwd=ROOT, timeout=120)
     assert done.returncode != 0
     assert "max_lops is not a config key. Did you mean max_loops? Fix: max_loops=3" \
         in done.stderr
@@ -402,8 +401,7 @@ def test_a_misspelt_group_gets_the_group_fix_not_a_key_inside_it(typo):
 
 
 def test_a_misspelt_group_in_a_sweep_keeps_every_item_of_its_list():
-    done = subprocess.run([sys.executable, "run.py", "-m", "sytem=arag,naiv"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = forked.run([sys.executable, "run.py", "-m", "sytem=arag,naiv"], cwd=ROOT, timeout=120)
     assert done.returncode != 0
     assert "Fix: system=arag,naive" in done.stderr, done.stderr[-2000:]
     assert "system.name" not in done.stderr

@@ -6,7 +6,6 @@ sample to label, as a template and as a page that runs no script from the data."
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from report.label_sample import (
     stratified_sample,
     template_lines,
 )
+from tests import forked
 from tests.conftest import ROOT, store_overrides
 from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
 
@@ -220,10 +220,9 @@ def test_the_sample_is_stratified_by_run_and_score_and_its_page_runs_no_data():
 def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
     bad = tmp_path / "labels.jsonl"
     bad.write_text('{"task_id": "t1"}\n')
-    done = subprocess.run([sys.executable, "run.py", "-m", "system=naive", "dataset=sample",
-                           f"report.human_labels={bad}", *store_overrides(tmp_path),
-                           f"hydra.sweep.dir={tmp_path}/multirun"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    done = forked.run([sys.executable, "run.py", "-m", "system=naive", "dataset=sample",
+                      f"report.human_labels={bad}", *store_overrides(tmp_path),
+                      f"hydra.sweep.dir={tmp_path}/multirun"], cwd=ROOT, timeout=300)
     assert done.returncode == 2
     assert f"{bad}:1: missing system, dimension, score, labeller. Fix:" in done.stderr
     assert not (tmp_path / "runs").exists() and not (tmp_path / "artifacts").exists()

@@ -20,6 +20,7 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
@@ -60,8 +61,7 @@ def _run(tmp: Path, url: str) -> subprocess.CompletedProcess:
            "judge.retry_base_delay_s=0.01", "judge.reask_unreadable=1",
            "runner.max_parse_failure_rate=1", *store_overrides(tmp),
            f"hydra.run.dir={tmp}/out"]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def _graded(requests: list[dict]) -> Counter:

@@ -11,13 +11,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from arag.citations import strip_citations
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
@@ -53,8 +53,7 @@ def cli(tmp: Path, url: str, *args: str):
     cmd = [sys.executable, "run.py", *args, "judge=claude-haiku-4-5", f"judge.base_url={url}",
            "judge.retry_base_delay_s=0.01", *store_overrides(tmp),
            f"hydra.sweep.dir={tmp}/multirun", f"hydra.run.dir={tmp}/out"]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def check_judged_report(tmp: Path, client) -> None:
@@ -70,10 +69,8 @@ def check_judged_report(tmp: Path, client) -> None:
     assert "### A failure" in text and "Judge's reasoning:" in text
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert "plots/error_taxonomy_by_system.png" in plots
-    rebuilt = subprocess.run([sys.executable, "-m", "report.report", parent.info.run_id,
-                              "--tracking-uri", f"sqlite:///{tmp}/mlflow.db"], cwd=ROOT,
-                             capture_output=True, text=True, timeout=300,
-                             stdin=subprocess.DEVNULL)
+    rebuilt = forked.run([sys.executable, "-m", "report.report", parent.info.run_id,
+                         "--tracking-uri", f"sqlite:///{tmp}/mlflow.db"], cwd=ROOT, timeout=300)
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     assert f"report logged to run {parent.info.run_id}" in rebuilt.stdout
     # the rebuilt side-by-side page still links every task to its trace in the same store

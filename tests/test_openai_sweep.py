@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 from tests.openai_fake import (
     VLLM_NO_TOOLS,
@@ -53,8 +54,7 @@ def sweep(tmp: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
            f"judge.base_url={url}", "judge.panel=[gpt-4o-mini]",
            "metrics.scorers=[retrieval,geval]", f"hydra.sweep.dir={tmp}/multirun", *extra,
            *store_overrides(tmp)]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +156,7 @@ def local_sweep(tmp: Path, url: str, served: str) -> subprocess.CompletedProcess
            "dataset.limit=2", "model=openai-compatible", f"model.name={served}",
            f"model.base_url={url}", "metrics.scorers=[retrieval]",
            f"hydra.sweep.dir={tmp}/multirun", *store_overrides(tmp)]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, timeout=600)
 
 
 def test_a_server_without_tools_fails_the_agent_run_with_the_fix_and_the_sweep_goes_on(

@@ -7,13 +7,13 @@ import hashlib
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from arag.citations import strip_citations
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
@@ -48,8 +48,7 @@ def cli(tmp: Path, url: str, *args: str):
            "metrics.scorers=[rouge,length]", "judge=claude-haiku-4-5", "judge.pairwise=true",
            f"judge.base_url={url}", "judge.retry_base_delay_s=0.01", *args,
            *store_overrides(tmp), f"hydra.sweep.dir={tmp}/multirun", f"hydra.run.dir={tmp}/out"]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=900)
 
 
 def parents(tmp: Path) -> list:

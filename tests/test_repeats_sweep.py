@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, agent_policy
 from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
@@ -28,8 +29,7 @@ def sweep(store: Path, url: str, repeats: int) -> subprocess.CompletedProcess:
            "dataset.limit=2", "model=claude-haiku-4-5", f"model.base_url={url}",
            "metrics.scorers=[rouge,length]", f"runner.repeats={repeats}",
            f"hydra.sweep.dir={store}/multirun/{repeats}", *store_overrides(store)]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=600)
 
 
 def _sent(fake: FakeAnthropic, store: Path, repeats: int) -> int:

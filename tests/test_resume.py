@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic
 from tests.conftest import ROOT, all_runs, store_overrides
 
@@ -38,9 +39,9 @@ def test_kill_9_mid_sweep_then_rerun_loses_and_repeats_nothing(tmp_path):
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
     n_tasks = len((ROOT / "data/sample/tasks.jsonl").read_text().splitlines())
     with FakeAnthropic(delay=0.25) as fake:
-        proc = subprocess.Popen(command(tmp_path, fake.url), cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                stdin=subprocess.DEVNULL)
+        proc = forked.Popen(command(tmp_path, fake.url), cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL)
         deadline = time.time() + 240
         while time.time() < deadline and len(logged(tmp_path).get("arag", [])) < 2:
             time.sleep(0.2)
@@ -50,8 +51,7 @@ def test_kill_9_mid_sweep_then_rerun_loses_and_repeats_nothing(tmp_path):
         assert 2 <= len(before["arag"]) < n_tasks, "the kill must land mid-run"
         done_before = set(before["arag"])
         seen = len(fake.requests)
-        again = subprocess.run(command(tmp_path, fake.url), cwd=ROOT, env=env, text=True,
-                               capture_output=True, stdin=subprocess.DEVNULL, timeout=600)
+        again = forked.run(command(tmp_path, fake.url), cwd=ROOT, env=env, timeout=600)
         assert again.returncode == 0, again.stderr[-3000:]
         second = fake.requests[seen:]
     after = logged(tmp_path)
@@ -85,8 +85,7 @@ def test_cost_cap_leaves_the_run_killed_and_a_higher_cap_finishes_it(tmp_path):
                "model=claude-haiku-4-5", f"model.base_url={fake.url}", "runner.concurrency=1",
                f"runner.max_cost_usd={cap}", f"hydra.run.dir={tmp_path}/out",
                *store_overrides(tmp_path)]
-        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=600, stdin=subprocess.DEVNULL)
+        return forked.run(cmd, cwd=ROOT, env=env, timeout=600)
 
     with FakeAnthropic() as fake:
         capped = naive("0.000001")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, agent_policy, error
 from tests.conftest import ROOT, all_runs, run_cli, store_overrides
 
@@ -54,8 +55,7 @@ def _claude_sweep(tmp: Path, url: str, *extra: str):
     cmd = [sys.executable, "run.py", "-m", "system=arag,naive,stuffing", "dataset=sample",
            *CLAUDE, f"model.base_url={url}", f"hydra.sweep.dir={tmp}/multirun/{time.time()}",
            *extra, *store_overrides(tmp)]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=900)
 
 
 def test_twenty_percent_faults_every_task_accounted_for(tmp_path):

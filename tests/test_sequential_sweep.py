@@ -238,6 +238,7 @@ def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requ
     import sys
     import time
 
+    from tests import forked
     from tests.anthropic_fake import FakeAnthropic
     from tests.conftest import ROOT, all_runs, client_for, store_overrides
 
@@ -255,8 +256,8 @@ def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requ
                 f"hydra.sweep.dir={tmp_path}/multirun/{run}"]
 
     with FakeAnthropic(delay=0.3) as fake:
-        first = subprocess.Popen(command(fake, 0), cwd=ROOT, env=env, start_new_session=True,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        first = forked.Popen(command(fake, 0), cwd=ROOT, env=env, start_new_session=True,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         looks_file = tmp_path / "multirun/0/sequential.jsonl"
         deadline = time.time() + 300
         while time.time() < deadline and not (looks_file.exists() and len(fake.requests) > 12):
@@ -265,11 +266,9 @@ def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requ
         first.wait()
         asked_before = len(fake.requests)
         assert 10 < asked_before < 20, asked_before  # killed mid-round
-        again = subprocess.run(command(fake, 1), cwd=ROOT, env=env, capture_output=True,
-                               text=True, timeout=600, stdin=subprocess.DEVNULL)
+        again = forked.run(command(fake, 1), cwd=ROOT, env=env, timeout=600)
         requests = len(fake.requests)
-        finished = subprocess.run(command(fake, 2), cwd=ROOT, env=env, capture_output=True,
-                                  text=True, timeout=600, stdin=subprocess.DEVNULL)
+        finished = forked.run(command(fake, 2), cwd=ROOT, env=env, timeout=600)
         assert finished.returncode == 0, finished.stderr[-3000:]
         assert len(fake.requests) == requests  # a finished sequential sweep asks nothing
     assert again.returncode == 0, again.stderr[-3000:]

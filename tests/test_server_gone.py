@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.conftest import ROOT, store_overrides
 from tracking.storage import SERVER_GONE_BOUND_S
 
@@ -53,7 +54,7 @@ def _stop(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def _sweep(tmp: Path, port: int) -> subprocess.Popen:
+def _sweep(tmp: Path, port: int) -> forked.Popen:
     cmd = [sys.executable, "run.py", "-m", "system=closed_book,stuffing", "dataset=sample",
            "dataset.limit=2", "model=offline", "judge=none", "metrics.scorers=[rouge,length]",
            *store_overrides(tmp, tmp / "cache"),
@@ -61,8 +62,8 @@ def _sweep(tmp: Path, port: int) -> subprocess.Popen:
            f"tracking.artifact_location={tmp}/artifacts", f"hydra.sweep.dir={tmp}/multirun",
            "runner.concurrency=1"]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_HTTP", "HYDRA_"))}
-    return subprocess.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    return forked.Popen(cmd, cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
 
 
 def _answers(tmp: Path) -> dict[Path, list[str]]:

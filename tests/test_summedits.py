@@ -16,6 +16,7 @@ from sklearn.metrics import balanced_accuracy_score
 from arag.datasets import DatasetError, load_dataset
 from metrics.factcheck import statements
 from metrics.meta_eval import MetaEvalScorer
+from tests import forked
 from tests.conftest import ROOT, client_for, run_cli
 
 SHARED = ROOT.parent / "shared" / "datasets" / "summedits"
@@ -264,7 +265,6 @@ def fake_judge(request: dict, n: int) -> dict:
 @pytest.mark.slow
 def test_judge_signals_through_the_sdk_get_figures_and_unreadable_replies_are_counted(tmp_path):
     import os
-    import subprocess
     import sys
 
     from tests.anthropic_fake import FakeAnthropic
@@ -278,13 +278,12 @@ def test_judge_signals_through_the_sdk_get_figures_and_unreadable_replies_are_co
                              "original_summary": "", "edit_types": [] if y else ["antonym_swap"],
                              "split": "test"} for k, (s, y) in enumerate(summaries)])
     with FakeAnthropic(fake_judge) as fake:
-        result = subprocess.run(
+        result = forked.run(
             [sys.executable, "run.py", "dataset=summedits", f"dataset.root={root}",
-             "dataset.split=test", "metrics=faithfulness", "judge=claude-haiku-4-5",
-             f"judge.base_url={fake.url}", "judge.retry_base_delay_s=0.01",
-             *store_overrides(tmp_path), f"hydra.run.dir={tmp_path}/out"],
-            cwd=ROOT, env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"},
-            capture_output=True, text=True, timeout=600, stdin=subprocess.DEVNULL)
+            "dataset.split=test", "metrics=faithfulness", "judge=claude-haiku-4-5",
+            f"judge.base_url={fake.url}", "judge.retry_base_delay_s=0.01",
+            *store_overrides(tmp_path), f"hydra.run.dir={tmp_path}/out"],
+            cwd=ROOT, env={**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     client = client_for(tmp_path)
     run = client.search_runs([e.experiment_id for e in client.search_experiments()])[0]

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests import forked
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import ROOT, all_runs, client_for, compose_cfg, store_overrides
 
@@ -93,8 +94,7 @@ def sweep(tmp: Path, url: str, *extra: str) -> subprocess.CompletedProcess:
            "judge.panel=[claude-sonnet-4-6]", *store_overrides(tmp),
            f"hydra.sweep.dir={tmp}/multirun/{len(list(tmp.glob('multirun/*')))}",
            f"hydra.run.dir={tmp}/out", *extra]
-    return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-                          stdin=subprocess.DEVNULL)
+    return forked.run(cmd, cwd=ROOT, env=env, timeout=900)
 
 
 def recompute_retrieval(eval_path: Path, tasks_path: Path) -> tuple[float, float]:
@@ -229,12 +229,11 @@ def test_a_factual_consistency_unreadable_on_every_task_fails_the_run(tmp_path):
 
     env = {**os.environ, "ANTHROPIC_API_KEY": "sk-ant-test"}
     with FakeAnthropic(judge) as fake:
-        done = subprocess.run(
+        done = forked.run(
             [sys.executable, "run.py", "system=naive", "dataset=sample", "dataset.limit=2",
-             "judge=claude-haiku-4-5", f"judge.base_url={fake.url}", *store_overrides(tmp_path),
-             f"hydra.run.dir={tmp_path}/out"],
-            cwd=ROOT, env=env, capture_output=True, text=True, timeout=900,
-            stdin=subprocess.DEVNULL)
+            "judge=claude-haiku-4-5", f"judge.base_url={fake.url}", *store_overrides(tmp_path),
+            f"hydra.run.dir={tmp_path}/out"],
+            cwd=ROOT, env=env, timeout=900)
     assert done.returncode != 0, done.stdout[-2000:]
     assert "factual_consistency unreadable on 2 of 2 answered tasks" in done.stderr
     (run,) = [r for r in all_runs(tmp_path) if r.data.tags.get("system")]
