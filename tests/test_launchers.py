@@ -1,10 +1,12 @@
 """Hydra launchers running real sweeps: submitit's local executor (jobs as separate
-processes, as on a Slurm node) and, when the optional extra is installed, Ray on a local
-Ray instance the launcher starts. Each sweep: one parent, two FINISHED children."""
+processes, as on a Slurm node) and, when the optional extra is installed, a sequential sweep's
+rounds on a local Ray instance the launcher starts. Each sweep: one parent, two FINISHED
+children."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -36,9 +38,16 @@ def test_submitit_local_sweep(tmp_path, shared_cache):
 
 @pytest.mark.skipif(importlib.util.find_spec("hydra_plugins.hydra_ray_launcher") is None,
                     reason="the Ray launcher is an optional extra: pip install -e '.[ray]'")
-def test_ray_sweep_on_a_local_ray_instance(tmp_path, shared_cache):
+def test_a_sequential_ray_sweep_runs_its_rounds_as_ray_tasks(tmp_path, shared_cache):
+    """runner.sequential=true in rounds of one task: each round launches both jobs on the
+    Ray instance the first round started, and a job continues its run with the next task."""
     done = run_cli(tmp_path, "hydra/launcher=ray", "system=naive,stuffing", "dataset=sample",
-                   "dataset.limit=2", cache=shared_cache)
+                   "dataset.limit=2", "runner.sequential=true", "runner.batch_size=1",
+                   "metrics.scorers=[rouge]", "report.decide_on=[rouge1_f1]", cache=shared_cache)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "Ray Launcher is launching 2 jobs" in done.stderr
+    assert done.stderr.count("Ray Launcher is launching 2 jobs") == 2
+    assert "Ray is already running" in done.stderr  # the second round reuses the instance
     one_parent_two_finished_children(tmp_path)
+    looks = [json.loads(line) for line in
+             next(tmp_path.glob("multirun/*/sequential.jsonl")).read_text().splitlines()]
+    assert [(look["tasks"], look["stop"]) for look in looks] == [(1, None), (2, "tasks_out")]

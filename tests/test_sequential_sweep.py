@@ -154,12 +154,14 @@ def planted_folder(root: Path, n: int) -> tuple[Path, Path, Path]:
 
 @pytest.mark.slow
 def test_a_planted_large_difference_stops_early_and_declares_the_winner(tmp_path):
+    """With ``runner.repeats=2``: each round is whole tasks with both their repeats, and the
+    intervals count tasks, not answers."""
     from tests.conftest import all_runs, client_for, run_cli
 
     docs, ref, fill = planted_folder(tmp_path / "data", 40)
     result = run_cli(tmp_path, "system=external", f"system.predictions={ref},{fill}",
                      "dataset=folder", f"dataset.root={docs}", "metrics.scorers=[rouge]",
-                     "runner.sequential=true", "runner.batch_size=5",
+                     "runner.sequential=true", "runner.batch_size=5", "runner.repeats=2",
                      "report.decide_on=[rouge1_f1]")
     assert result.returncode == 0, result.stderr[-3000:]
     runs = all_runs(tmp_path)
@@ -171,7 +173,19 @@ def test_a_planted_large_difference_stops_early_and_declares_the_winner(tmp_path
     assert looks[-1]["stop"] == "decided" and looks[-1]["tasks"] < 40
     assert [look["tasks"] for look in looks] == [5 * (i + 1) for i in range(len(looks))]
     assert all(look["stop"] is None for look in looks[:-1])
-    assert {r.data.metrics["n_tasks"] for r in jobs} == {looks[-1]["tasks"]}  # no task past it
+    # every look's intervals are over whole tasks, one pair per task whatever its repeats
+    assert all(c["n"] == look["tasks"] for look in looks for c in look["comparisons"])
+    done = looks[-1]["tasks"]
+    for job in jobs:  # no task past the stop; each task of the order with both its repeats
+        # each round's run logged its tasks and answers: every round whole tasks, both repeats
+        history = [[m.value for m in client.get_metric_history(job.info.run_id, key)]
+                   for key in ("n_task_ids", "n_tasks")]
+        assert history == [[look["tasks"] for look in looks], [2 * look["tasks"] for look in looks]]
+        path = client.download_artifacts(job.info.run_id, "predictions.jsonl",
+                                         str(tmp_path / job.info.run_id))
+        answers = [json.loads(line) for line in Path(path).read_text().splitlines()]
+        assert sorted((a["id"], a["repeat"]) for a in answers) == sorted(
+            (t, r) for t in run_order((f"t{i:02d}" for i in range(40)), 0)[:done] for r in (0, 1))
     report = Path(client.download_artifacts(parent.info.run_id, "report.md",
                                             str(tmp_path / "report"))).read_text()
     assert f"Decided after {looks[-1]['tasks']} of 40 tasks" in report
