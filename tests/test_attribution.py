@@ -7,6 +7,7 @@ scores them (the system's declared context, the scorers in their configured orde
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -116,30 +117,43 @@ def test_without_gold_lines_the_reference_sentences_are_the_facts():
     assert [f["status"] for f in r["attribution_facts"]] == ["covered", "retrieved_unused"]
 
 
+CLAIMS = ("Claim: segment 3 revenue $30.5 million | Verdict: verified\n"
+          "Claim: segment 4 revenue $40.5 million | Verdict: unsupported\n"
+          "Claim: margin 77.7% | Verdict: contradicted")
+
+
 class ClaimJudge:
     """Replies to the factual-consistency request as a judge would: one claim verified,
-    one the context does not state (whose figure the reference has), one invented."""
+    one the context does not state (whose figure the reference has), one invented; then
+    ``facts``, its lines on the gold facts."""
 
     name = model_id = "j"
     provider = "fake"
 
-    def __init__(self) -> None:
+    def __init__(self, facts: str = "") -> None:
         self.calls = 0
+        self.facts = facts
 
     def complete(self, system, messages, tools=None, max_tokens=1024, temperature=0.0,
                  tool_choice="auto"):
         from arag.llm import Completion, Usage
         self.calls += 1
-        text = ("Claim: segment 3 revenue $30.5 million | Verdict: verified\n"
-                "Claim: segment 4 revenue $40.5 million | Verdict: unsupported\n"
-                "Claim: margin 77.7% | Verdict: contradicted")
+        text = CLAIMS + ("\n" + self.facts if self.facts else "")
         return Completion([{"type": "text", "text": text}], "end_turn", Usage(100, 20), "j")
 
 
+def judged_scorers(judge) -> list:
+    """factual_consistency then attribution, built as a run builds them."""
+    from metrics import ScorerEnv, build_scorers
+
+    cfg = SimpleNamespace(scorers=["factual_consistency", "attribution"])
+    return build_scorers(cfg, ScorerEnv(judge=judge, judge_id="fake/j"))
+
+
 def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_call():
-    judge = ClaimJudge()
+    judge = ClaimJudge("Fact 1: reflected\nFact 2: not reflected")
     task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
-    scorers = [FactualConsistencyScorer(judge, ""), AttributionScorer()]  # type: ignore[arg-type]
+    scorers = judged_scorers(judge)
     r = scored(task, answer(task, [3], LINES[2]), scorers=scorers)
     assert judge.calls == 1 and r["attribution_method"] == "judge"
     assert [c["status"] for c in r["attribution_claims"]] == ["supported", "from_memory",
@@ -147,10 +161,26 @@ def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_cal
     assert r["attribution_unsupported_rate"] == pytest.approx(1 / 3)
     rows = [json.loads(line) for line in
             scorers[1].artifacts()["attribution.jsonl"].splitlines()]
-    assert {(r["kind"], r["method"]) for r in rows} == {("gold", "text_match"),
-                                                        ("claim", "judge")}
+    assert {(r["kind"], r["method"]) for r in rows} == {("gold", "judge"), ("claim", "judge")}
     assert set(rows[0]) == {"task_id", "system", "repeat", "kind", "text", "status", "chunk_id",
                             "method"}
+
+
+def test_gold_facts_the_judge_leaves_unanswered_are_text_matched_and_the_record_says_why():
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
+    # line 3 read and copied; line 4 read, not copied: the judge answers only fact 2
+    partial = scored(task, answer(task, [3, 4], LINES[2]),
+                     scorers=judged_scorers(ClaimJudge("Fact 2: reflected")))
+    assert [(f["status"], f["method"]) for f in partial["attribution_facts"]] == [
+        ("covered", "text_match"), ("covered", "judge")]
+    assert partial["attribution_facts"][1]["text_match_status"] == "retrieved_unused"
+    assert partial["attribution_method"] == "mixed"
+    assert "answers 1 of the 2 gold facts" in partial["attribution_unjudged"]
+    # a claim check not told attribution follows asks nothing about gold facts
+    alone = scored(task, answer(task, [3], LINES[2]),
+                   scorers=[FactualConsistencyScorer(ClaimJudge(), ""), AttributionScorer()])
+    assert {f["method"] for f in alone["attribution_facts"]} == {"text_match"}
+    assert alone["attribution_unjudged"] is None
 
 
 ECTSUM = SHARED / "ectsum"
@@ -294,3 +324,48 @@ def test_on_a_paginated_filing_each_evidence_page_is_one_fact():
                        chunks={c.chunk_id: c for c in build_chunks(Corpus({"D": filing}), 30, 0)})
     facts = gold_locations(item)
     assert [text.count("\n") + 1 for text, _, _ in facts] == [3, 1]  # page 1: 3 lines; page 3
+
+
+def test_the_judge_decides_which_gold_facts_are_reflected_in_the_claim_check_call(
+        make_cfg, tmp_path, monkeypatch):
+    """The real SDK against the fake Messages API: one request per task lists the gold
+    facts; the judge's 'Fact 1: reflected / Fact 2: not reflected' decides covered versus
+    retrieved-but-unused where text matching would say otherwise; the no-LLM status is
+    kept beside, the run aggregates their agreement, and a re-score is served by the
+    response cache."""
+    from runners.job import make_scorers
+    from runners.settings import read
+    from tests.anthropic_fake import FakeAnthropic, text_reply
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
+    # read both gold lines; the answer paraphrases line 3 without its figures
+    pred = answer(task, [3, 4], "Segment 3 revenue grew strongly from last year.")
+
+    def judge(request: dict, n: int) -> dict:
+        prompt = request["messages"][-1]["content"]
+        assert f"1. {LINES[2]}\n2. {LINES[3]}\n" in prompt and "'Fact <n>: reflected'" in prompt
+        return text_reply("Claim: segment 3 revenue grew | Verdict: verified\n"
+                          "Claim: margin 77.7% | Verdict: contradicted\n"
+                          "Fact 1: reflected\nFact 2: not reflected", request)
+
+    with FakeAnthropic(judge) as fake:
+        cfg = make_cfg("judge=claude-haiku-4-5", f"judge.base_url={fake.url}",
+                       f"cache.dir={tmp_path / 'cache'}",
+                       "metrics.scorers=[factual_consistency,attribution]")
+        records = [scored(task, pred, scorers=make_scorers(read(cfg))[0]) for _ in range(2)]
+        assert len(fake.requests) == 1  # the second scoring: from the response cache
+    r = records[1]
+    assert all(r[k] == records[0][k] for k in r if k.startswith("attribution"))
+    assert r["attribution_method"] == "judge" and r["attribution_unjudged"] is None
+    assert [(f["status"], f["text_match_status"]) for f in r["attribution_facts"]] == [
+        ("covered", "retrieved_unused"), ("retrieved_unused", "retrieved_unused")]
+    assert r["attribution_covered_rate"] == r["attribution_retrieved_unused_rate"] == 0.5
+    assert r["attribution_not_retrieved_rate"] == 0.0 and r["context_utilization"] == 0.5
+    assert [(c["status"], c["text_match_status"]) for c in r["attribution_claims"]] == [
+        ("supported", "supported"), ("unsupported", "unsupported")]
+    run = AttributionScorer().aggregate(records[:1], records[:1])
+    assert (run["attribution_agreement_facts"], run["attribution_agreement_facts_n"]) == (0.5, 2)
+    assert (run["attribution_agreement_claims"], run["attribution_agreement_claims_n"]) == (1, 2)
+    # with no judged fact or claim there is no agreement to report (never a 0)
+    assert AttributionScorer().aggregate([], [planted([3, 4], [3, 4])]) == {}
