@@ -166,6 +166,24 @@ def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_cal
                             "method"}
 
 
+def test_the_report_says_how_often_text_matching_gives_the_judges_status():
+    from report import attribution
+    from report.analyses import Inputs
+    from report.verdict import TaskSets
+
+    task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
+    # line 3 copied (both paths: covered); line 4 read, not copied, yet the judge says reflected
+    r = scored(task, answer(task, [3, 4], LINES[2]),
+               scorers=judged_scorers(ClaimJudge("Fact 1: reflected\nFact 2: reflected")))
+    unjudged = planted([3, 4], [3])
+    runs = [{"run": "naive", "run_id": "n"}, {"run": "stuffing", "run_id": "s"}]
+    found = attribution.analysis(Inputs(runs, runs, {"n": [r], "s": [unjudged]},
+                                        TaskSets(runs, [], {}, ["t1"]), [], []))
+    said = [f.text for f in found.findings if "judge's status" in f.text]
+    assert said == ["naive: text matching gives the judge's status to 1 of 2 gold facts (50%) "
+                    "and 2 of 3 claims (67%) (attribution_agreement_*)."]
+
+
 def test_gold_facts_the_judge_leaves_unanswered_are_text_matched_and_the_record_says_why():
     task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
     # line 3 read and copied; line 4 read, not copied: the judge answers only fact 2
