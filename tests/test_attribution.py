@@ -7,6 +7,7 @@ scores them (the system's declared context, the scorers in their configured orde
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -294,23 +295,23 @@ def test_compare_page_shows_each_tasks_causes_with_the_fact_text():
     assert "not retrieved</b>: " + LINES[2] in cell
 
 
-def test_an_aragpoc_style_trace_of_chunk_reads_is_located_as_the_context_read(tmp_path):
-    """A foreign trace whose chunk_read calls carry the chunk text: those texts are what the
-    pipeline read, so its gold facts get a cause instead of unknown."""
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def test_an_aragpoc_style_trace_of_chunk_reads_is_located_as_the_context_read():
+    """A foreign trace (tests/fixtures/aragpoc_trace.jsonl, every form docs/judging.md
+    accepts) whose read calls carry the chunk text: those texts are what the pipeline read,
+    so its gold facts get a cause instead of unknown; its search hits are not reads."""
     from arag.systems.predictions_file import read_predictions
 
     task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
-    trace = [{"step": 0, "action": "keyword_search", "input": "revenue", "output": "hits"},
-             {"step": 1, "action": "chunk_read", "input": {"chunk_ids": ["their-3"]},
-              "output": [{"chunk_id": "their-3", "text": f"{LINES[2]}\n{LINES[3]}"}]},
-             {"step": 2, "action": "chunk_read", "output": f"{LINES[19]}\n{LINES[20]}"}]
-    path = tmp_path / "theirs.jsonl"
-    path.write_text(json.dumps({"id": "t1", "predicted": LINES[19], "trace": trace}) + "\n")
-    file = read_predictions(path, [task], CORPUS, CHUNKS, allow_missing=False)
+    file = read_predictions(FIXTURES / "aragpoc_trace.jsonl", [task], CORPUS, CHUNKS,
+                            allow_missing=False)
     pred = file.predictions["t1"]
-    assert [c["lines"] for c in pred.contexts] == [[3, 4], [20, 21]]
+    assert [c["lines"] for c in pred.contexts] == [[3, 4], [20, 21], [25], [26]]
     assert file.reads_from_traces == ["t1"]
-    assert scored(task, pred, "external")["attribution_retrieved_unused_rate"] == 1.0
+    r = scored(task, pred, "external")
+    assert r["attribution_retrieved_unused_rate"] == 1.0 and r["claim_recall"] == 1.0
 
 
 def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_report_says_so():
