@@ -22,8 +22,13 @@ statement found in the context read), ``from_memory`` (what the context lacks is
 reference: the model knew it) or ``unsupported`` (a hallucination). With a judge, when
 ``factual_consistency`` ran before this scorer (it is listed first), its claims and
 verdicts are used instead (no second judge call): verified -> supported, otherwise
-from_memory or unsupported as above. ``attribution_method`` names which decided
-(``text_match`` or ``judge``); gold facts are always text-matched.
+from_memory or unsupported as above. The same factual-consistency request lists the gold
+facts (``gold_question``) and the judge's "Fact <n>: reflected / not reflected" lines decide
+which the answer reflects; a fact it gives no line for is text-matched, and
+``attribution_unjudged`` says so. Each fact and claim names its ``method``;
+``attribution_method`` is ``judge``, ``text_match`` or ``mixed``. Where the judge decided,
+the no-LLM status is kept beside (``text_match_status``) and the run logs how often the two
+agree (``attribution_agreement_facts`` / ``_claims``, with ``_n``).
 
 Rates are per task, over the facts (claims) with a known status; docs/judging.md maps them
 onto RAGChecker's names (``claim_recall``, ``context_utilization``).
