@@ -1,5 +1,6 @@
 """Scorers and aggregates. Scorers never call a system; they score its predictions."""
 
+from dataclasses import replace
 from typing import Any
 
 from metrics.aggregate import aggregate, bootstrap_ci
@@ -8,6 +9,7 @@ from metrics.base import SCORERS, Metric, Scorer, ScorerEnv, Scores, ScoringItem
 
 def build_scorers(metrics_cfg: Any, env: ScorerEnv) -> list[Scorer]:
     """The scorers ``metrics.scorers`` names, each from its ``metrics.<name>`` options."""
+    env = replace(env, scorers=tuple(metrics_cfg.scorers))
     return [SCORERS.get(name).from_config(getattr(metrics_cfg, name, None), env)
             for name in metrics_cfg.scorers]
 

@@ -22,8 +22,13 @@ statement found in the context read), ``from_memory`` (what the context lacks is
 reference: the model knew it) or ``unsupported`` (a hallucination). With a judge, when
 ``factual_consistency`` ran before this scorer (it is listed first), its claims and
 verdicts are used instead (no second judge call): verified -> supported, otherwise
-from_memory or unsupported as above. ``attribution_method`` names which decided
-(``text_match`` or ``judge``); gold facts are always text-matched.
+from_memory or unsupported as above. The same factual-consistency request lists the gold
+facts (``gold_question``) and the judge's "Fact <n>: reflected / not reflected" lines decide
+which the answer reflects; a fact it gives no line for is text-matched, and
+``attribution_unjudged`` says so. Each fact and claim names its ``method``;
+``attribution_method`` is ``judge``, ``text_match`` or ``mixed``. Where the judge decided,
+the no-LLM status is kept beside (``text_match_status``) and the run logs how often the two
+agree (``attribution_agreement_facts`` / ``_claims``, with ``_n``).
 
 Rates are per task, over the facts (claims) with a known status; docs/judging.md maps them
 onto RAGChecker's names (``claim_recall``, ``context_utilization``).
@@ -50,7 +55,8 @@ from metrics.numeric import quantities
 
 COVERED, UNUSED, NOT_RETRIEVED, UNKNOWN = "covered", "retrieved_unused", "not_retrieved", "unknown"
 SUPPORTED, UNSUPPORTED, FROM_MEMORY = "supported", "unsupported", "from_memory"
-TEXT_MATCH, JUDGE = "text_match", "judge"
+TEXT_MATCH, JUDGE, MIXED = "text_match", "judge", "mixed"
+GOLD_ASKED = "factual_consistency_gold_facts"  # how many gold facts its request listed
 FACT_RATES = {COVERED: "attribution_covered_rate", NOT_RETRIEVED: "attribution_not_retrieved_rate",
               UNUSED: "attribution_retrieved_unused_rate"}
 CLAIM_RATES = {UNSUPPORTED: "attribution_unsupported_rate",
@@ -59,6 +65,8 @@ CONTEXT_NOT_RECORDED = ("the record does not say what context the system read (n
                         "no retrieved_chunk_ids): its gold facts are unknown")
 NO_GOLD = "the task has no gold facts (no gold lines and no reference)"
 NO_CLAIMS = "the answer states nothing checkable (no figure, name, period, direction or negation)"
+REFLECTED = re.compile(r"^[\s*\-\d.)]*fact\s*(?P<n>\d+)\s*:\s*\**\s*"
+                       r"(?P<verdict>not\s+reflected|reflected)\b", re.IGNORECASE | re.MULTILINE)
 WORD = re.compile(r"[a-z][a-z'-]{3,}")
 STOP = {"that", "this", "with", "from", "have", "were", "which", "will", "would", "their",
         "there", "these", "those", "about", "also", "been", "into", "than", "then", "they",
@@ -71,6 +79,8 @@ class Fact:
     status: str
     in_context: bool | None  # None: the context read is unknown
     chunk_id: str | None  # the chunk holding its gold line (a read one first)
+    method: str = TEXT_MATCH  # who decided whether the answer reflects it
+    text_match_status: str | None = None  # judged: what the no-LLM path says beside it
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,8 @@ class Claim:
     text: str
     status: str
     chunk_id: str | None  # the read chunk that supports it, where one alone does
+    method: str = TEXT_MATCH
+    text_match_status: str | None = None  # judged: the no-LLM status of its text, if checkable
 
 
 def _norm(text: str) -> str:
@@ -130,19 +142,57 @@ def gold_locations(item: ScoringItem) -> list[tuple[str, str, list[str]]]:
     return out
 
 
-def gold_facts(item: ScoringItem, answer: str, context: str | None) -> list[Fact]:
-    read = set(item.prediction.context_chunk_ids)
+def fact_sources(item: ScoringItem) -> list[tuple[str, list[str] | None]]:
+    """Each gold fact's text and the chunks holding it (None: a reference sentence, which
+    has no location), in a fixed order: the judge's numbered list follows it."""
     located = gold_locations(item)
     if located:
-        norm_context = _norm(context) if context is not None else None
-        facts = [(text, None if norm_context is None else _in_context(text, norm_context),
-                  next((c for c in holders if c in read), holders[0] if holders else None))
-                 for text, _, holders in located]
-    else:  # no gold location: the reference's sentences, matched against the context
-        facts = [(s, None if context is None else reflected(s, context), None)
-                 for s in sentences(item.task.reference) if _content_words(s) or quantities(s)]
-    return [Fact(text, _fact_status(reflected(text, answer), in_context), in_context, chunk)
-            for text, in_context, chunk in facts]
+        return [(text, holders) for text, _, holders in located]
+    return [(s, None) for s in sentences(item.task.reference) if _content_words(s) or quantities(s)]
+
+
+def gold_question(item: ScoringItem) -> str | None:
+    """The gold-fact question ``factual_consistency`` appends to its request when
+    attribution follows it (None: the task has no gold facts): one call per task decides
+    "reflected" for every fact."""
+    facts = fact_sources(item)
+    if not facts:
+        return None
+    listed = "\n".join(f"{n}. {' / '.join(text.split(chr(10)))}"
+                       for n, (text, _) in enumerate(facts, 1))
+    return ("Then check which of these gold facts the predicted summary reflects (it states "
+            "the same figures or the same finding; the wording may differ):\n" + listed +
+            "\nAfter the claim lines (or 'Claims: none'), add one line per gold fact, exactly "
+            "'Fact <n>: reflected' or 'Fact <n>: not reflected'.")
+
+
+def parse_reflected(reply: str, n_facts: int) -> dict[int, bool]:
+    """Fact number (from 1) -> whether the judge's reply says the answer reflects it; a
+    fact the reply does not answer is absent."""
+    return {int(m.group("n")): m.group("verdict").lower().startswith("reflected")
+            for m in REFLECTED.finditer(reply) if 1 <= int(m.group("n")) <= n_facts}
+
+
+def gold_facts(item: ScoringItem, answer: str, context: str | None,
+               judged: dict[int, bool] | None = None) -> list[Fact]:
+    """Each gold fact with its status; ``judged``: fact number -> reflected, as the judge
+    said (those facts' ``method`` is ``judge``, their no-LLM status kept beside)."""
+    read = set(item.prediction.context_chunk_ids)
+    norm_context = _norm(context) if context is not None else None
+    out = []
+    for n, (text, holders) in enumerate(fact_sources(item), 1):
+        if holders is not None:
+            in_context = None if norm_context is None else _in_context(text, norm_context)
+            chunk = next((c for c in holders if c in read), holders[0] if holders else None)
+        else:  # no gold location: the reference sentence, matched against the context
+            in_context, chunk = None if context is None else reflected(text, context), None
+        by_text = _fact_status(reflected(text, answer), in_context)
+        if judged is not None and n in judged:
+            out.append(Fact(text, _fact_status(judged[n], in_context), in_context, chunk, JUDGE,
+                            by_text))
+        else:
+            out.append(Fact(text, by_text, in_context, chunk, TEXT_MATCH, None))
+    return out
 
 
 def _in_context(fact: str, norm_context: str) -> bool:
@@ -158,36 +208,47 @@ def _fact_status(in_answer: bool, in_context: bool | None) -> str:
     return UNUSED if in_context else NOT_RETRIEVED
 
 
+def claim_status(item: ScoringItem, claim: str, context: str) -> str | None:
+    """A claim's status on the no-LLM path, or None when it states nothing checkable."""
+    found = statements(claim, context)
+    if not found:
+        return None
+    missing = [n for n, st in enumerate(found) if not st.supported]
+    if not missing:
+        return SUPPORTED
+    in_reference = statements(claim, item.task.reference) if item.task.reference else []
+    known = bool(in_reference) and all(in_reference[n].supported for n in missing)
+    return FROM_MEMORY if known else UNSUPPORTED
+
+
 def text_claims(item: ScoringItem, answer: str, context: str) -> list[Claim]:
     """Each checkable sentence of the answer, checked against the context read, then the
     reference."""
     out = []
     for sentence in sentences(answer):
-        found = statements(sentence, context)
-        if not found:
-            continue
-        missing = [n for n, st in enumerate(found) if not st.supported]
-        if not missing:
-            out.append(Claim(sentence, SUPPORTED, _supporting_chunk(item, sentence)))
-            continue
-        in_reference = statements(sentence, item.task.reference) if item.task.reference else []
-        known = bool(in_reference) and all(in_reference[n].supported for n in missing)
-        out.append(Claim(sentence, FROM_MEMORY if known else UNSUPPORTED, None))
+        status = claim_status(item, sentence, context)
+        if status is not None:
+            chunk = _supporting_chunk(item, sentence) if status == SUPPORTED else None
+            out.append(Claim(sentence, status, chunk))
     return out
 
 
 def judged_claims(item: ScoringItem, verdicts: list[dict[str, str]]) -> list[Claim]:
     """The factual-consistency judge's claims: verified -> supported; the others
-    from_memory when the reference states their figures, else unsupported."""
+    from_memory when the reference states their figures, else unsupported. Each keeps the
+    no-LLM status of its text beside (``claim_status``), where the context is known."""
     reference = quantities(item.task.reference)
     out = []
     for c in verdicts:
+        by_text = (claim_status(item, c["claim"], item.context_text)
+                   if item.context_text is not None else None)
         if c["verdict"] == "verified":
-            out.append(Claim(c["claim"], SUPPORTED, None))
+            out.append(Claim(c["claim"], SUPPORTED, None, JUDGE, by_text))
             continue
         figures = quantities(c["claim"])
         known = bool(figures) and all(any(f.matches(r) for r in reference) for f in figures)
-        out.append(Claim(c["claim"], FROM_MEMORY if known else UNSUPPORTED, None))
+        out.append(Claim(c["claim"], FROM_MEMORY if known else UNSUPPORTED, None, JUDGE,
+                         by_text))
     return out
 
 
@@ -234,24 +295,38 @@ class AttributionScorer(Scorer):
         if why:
             s.null(self.fields, why)
             s.values.update(attribution_facts=None, attribution_claims=None,
-                            attribution_method=None)
+                            attribution_method=None, attribution_unjudged=None)
             return s
         answer = item.prediction.predicted or ""
         context = context_read(item)
-        facts = gold_facts(item, answer, context)
+        judged, unjudged = judged_facts(item)
+        facts = gold_facts(item, answer, context, judged)
         verdicts = item.earlier.get("factual_consistency_claims")
         if verdicts is not None:
-            claims, method = judged_claims(item, verdicts), JUDGE
+            claims = judged_claims(item, verdicts)
         elif item.context_text is not None:
-            claims, method = text_claims(item, answer, item.context_text), TEXT_MATCH
+            claims = text_claims(item, answer, item.context_text)
         else:
-            claims, method = [], TEXT_MATCH
+            claims = []
+        methods = {f.method for f in facts} | {c.method for c in claims}
+        method = JUDGE if methods == {JUDGE} else TEXT_MATCH if JUDGE not in methods else MIXED
         s.values.update(attribution_facts=[asdict(f) for f in facts],
                         attribution_claims=[asdict(c) for c in claims],
-                        attribution_method=method)
+                        attribution_method=method, attribution_unjudged=unjudged)
         self._fact_rates(s, facts, context is None)
         self._claim_rates(s, claims, item)
         return s
+
+    def aggregate(self, answered: list[dict[str, Any]], records: list[dict[str, Any]]
+                  ) -> dict[str, float]:
+        """How often the no-LLM path agrees with the judge, where the judge decided:
+        ``attribution_agreement_<facts|claims>`` and its ``_n`` (absent when none was)."""
+        out: dict[str, float] = {}
+        for kind, (same, n) in agreement(records).items():
+            if n:
+                out[f"attribution_agreement_{kind}"] = same / n
+                out[f"attribution_agreement_{kind}_n"] = float(n)
+        return out
 
     def _fact_rates(self, s: Scores, facts: list[Fact], unknown_context: bool) -> None:
         names = [*FACT_RATES.values(), "claim_recall", "context_utilization"]
@@ -287,14 +362,41 @@ class AttributionScorer(Scorer):
                                              for r in self.rows)} if self.rows else {}
 
 
+def judged_facts(item: ScoringItem) -> tuple[dict[int, bool] | None, str | None]:
+    """Fact number -> reflected, from the factual-consistency reply that asked about the
+    gold facts (None: it did not ask), and why some facts are left to text matching."""
+    asked = item.earlier.get(GOLD_ASKED)
+    reply = item.earlier.get("factual_consistency_reply")
+    if not asked or reply is None:
+        return None, None
+    judged = parse_reflected(reply, asked)
+    if len(judged) == asked:
+        return judged, None
+    return judged, (f"the judge's reply answers {len(judged)} of the {asked} gold facts it was "
+                    "asked about (no 'Fact <n>: reflected' or 'not reflected' line for the "
+                    "rest): those are text-matched")
+
+
+def agreement(records: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """``facts`` and ``claims``: (how many the no-LLM path gives the judge's status, how many
+    the judge decided and the no-LLM path could check), over ``records``."""
+    out = {}
+    for kind in ("facts", "claims"):
+        pairs = [(x["status"], x["text_match_status"]) for r in records
+                 for x in r.get(f"attribution_{kind}") or []
+                 if x.get("method") == JUDGE and x.get("text_match_status") is not None]
+        out[kind] = (sum(a == b for a, b in pairs), len(pairs))
+    return out
+
+
 def artifact_rows(task_id: str, system: str, repeat: int | None, values: dict[str, Any]
                   ) -> list[dict[str, Any]]:
     """The rows of ``attribution.jsonl`` for one record's attribution fields."""
     method = values.get("attribution_method")
     rows = [{"task_id": task_id, "system": system, "repeat": repeat or 0, "kind": "gold",
              "text": f["text"], "status": f["status"], "chunk_id": f["chunk_id"],
-             "method": TEXT_MATCH} for f in values.get("attribution_facts") or []]
+             "method": f.get("method", TEXT_MATCH)} for f in values.get("attribution_facts") or []]
     rows += [{"task_id": task_id, "system": system, "repeat": repeat or 0, "kind": "claim",
               "text": c["text"], "status": c["status"], "chunk_id": c["chunk_id"],
-              "method": method} for c in values.get("attribution_claims") or []]
+              "method": c.get("method", method)} for c in values.get("attribution_claims") or []]
     return rows

@@ -113,6 +113,7 @@ class ScorerEnv:
     cache_dir: Path = Path("data/cache")
     concurrency: int = 4
     device: str = "auto"  # where models run (retrieval.embedder.device; auto: GPU if any)
+    scorers: tuple[str, ...] = ()  # the run's metrics.scorers, in order (build_scorers)
 
 
 class Scorer(ABC):

@@ -3,7 +3,9 @@ unsupported claims, from the ``attribution`` scorer's per-task facts and claims.
 
 Findings: a table and a stacked bar per system (covered / retrieved but unused / not
 retrieved / unknown, and the share of claims unsupported); one key line per system naming
-its main failure cause; for each pair the verdict decided, where the loser's gap lies. The
+its main failure cause; for each pair the verdict decided, where the loser's gap lies; for
+each judged run, how often text matching gives the judge's status (the agreement of the
+no-LLM path with the judged one, over its gold facts and claims). The
 parent run gets ``attribution.jsonl`` (one row per task, system, repeat and fact or claim)
 and, in compare.html, each task's causes with the fact text.
 """
@@ -23,6 +25,7 @@ from metrics.attribution import (
     UNKNOWN,
     UNSUPPORTED,
     UNUSED,
+    agreement,
     artifact_rows,
 )
 from report import plots
@@ -91,7 +94,7 @@ def analysis(inputs: Inputs) -> Analysis:
             for row in artifact_rows(r["id"], run["run"], r.get("repeat"), r)]
     found = [_overview(list(tallies.values())), *_caveats(list(tallies.values())),
              *(_cause(t) for t in tallies.values() if t.main_cause is not None),
-             *_gaps(inputs, tallies)]
+             *_gaps(inputs, tallies), *_agreement(inputs, tallies)]
     return Analysis(findings=found, artifacts={"attribution.jsonl": rows},
                     plots=[partial(plots.attribution_plot, _bars(list(tallies.values())))])
 
@@ -160,6 +163,23 @@ def _gaps(inputs: Inputs, tallies: dict[str, Tally]) -> list[Finding]:
                            {"key": d.key, "loser": loser["run"], "winner": winner["run"],
                             "loser_causes": dict(tallies[loser["run_id"]].facts),
                             "winner_causes": dict(tallies[winner["run_id"]].facts)}, key=True))
+    return out
+
+
+def _agreement(inputs: Inputs, tallies: dict[str, Tally]) -> list[Finding]:
+    """Per judged run: how often the no-LLM path gives the judge's status, by kind."""
+    out = []
+    for run_id, t in tallies.items():
+        found = agreement(inputs.records.get(run_id, []))
+        parts = [f"{same} of {n} {kind.replace('facts', 'gold facts')} ({same / n:.0%})"
+                 for kind, (same, n) in found.items() if n]
+        if parts:
+            out.append(Finding("attribution", SECTION,
+                               f"{t.run}: text matching gives the judge's status to "
+                               + " and ".join(parts) + " (attribution_agreement_*).",
+                               {"run": t.run, **{k: {"agree": a, "n": n,
+                                                     "share": a / n if n else None}
+                                                 for k, (a, n) in found.items()}}))
     return out
 
 
