@@ -234,7 +234,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
-        out.append(length_finding(sets, key))
+        out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -276,7 +276,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         if repeat_text:
             out.append("\n## Repeats\n\n" + repeat_text)
         out.append("\n## Examples chosen from the numbers\n")
-        out.append(examples(sets, key))
+        out.append(verdict.each_dataset(sets, lambda part: examples(part, key)))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
                             "answer": answer, "analysis": analysis}

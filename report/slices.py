@@ -1,7 +1,10 @@
 """The report's "Where each system wins" section (``report.slice_by``): every pair of the
 verdict's family, sliced by each named document feature (``metrics.slices``), and whether
 its difference depends on the feature (the interaction test), said per pair in the key
-finding. Logged on the parent run as ``slices.jsonl`` and ``interaction.jsonl``, with a
+finding. A sweep over several datasets compares its systems within each dataset; slices
+pool a pair's tests of every dataset (``pooled_pairs``: ``arag`` vs ``naive`` over
+``ectsum`` and ``financebench_qfs``), each task still paired only with itself. Logged on
+the parent run as ``slices.jsonl`` and ``interaction.jsonl``, with a
 crossover plot per pair (its paired difference against document length).
 
 Every slice's Wilcoxon p is Holm-adjusted over the whole family of slices x pairs x
@@ -30,13 +33,14 @@ from metrics.stats import ALPHA, MIN_UNTIED
 from report import policy
 from report.findings import Analysis, Finding, Plot, Table
 from report.plots import crossover_plot
-from report.verdict import Decision, TaskSets, is_answered
+from report.verdict import Decision, TaskSets, by_dataset, is_answered
 
 SECTION = "Where each system wins"
 # how a feature is said in a sentence, and the unit of its values
 WORDS = {"document_tokens": ("document length", " tokens"),
          "evidence_position": ("where the gold evidence lies (0 start, 1 end)", ""),
-         "n_documents": ("the number of documents", " documents")}
+         "n_documents": ("the number of documents", " documents"),
+         "dataset": ("the dataset", "")}
 CROSSOVER_FEATURE = "document_tokens"  # what the crossover plot draws the difference against
 
 
@@ -59,40 +63,106 @@ def words(feature: str) -> tuple[str, str]:
 
 
 def feature_values(sets: TaskSets, feature: str) -> dict[str, Any]:
-    """Task id -> the feature's value, from the first record that carries it."""
+    """Task id -> the feature's value, from the first record that carries it (over several
+    datasets, ids are the pooled ones: ``dataset/id``)."""
     values: dict[str, Any] = {}
-    for table in sets.tables.values():
-        for task, record in table.items():
-            if record.get(feature) is not None:
-                values.setdefault(task, record[feature])
+    for name, part in _parts(sets).items():
+        for table in part.tables.values():
+            for task, record in table.items():
+                if record.get(feature) is not None:
+                    values.setdefault(_pooled_id(name, task), record[feature])
     return values
+
+
+def _parts(sets: TaskSets) -> dict[str | None, TaskSets]:
+    """The sweep's task sets by dataset; one dataset: ``{None: sets}`` (ids left as they are)."""
+    parts: dict[str | None, TaskSets] = {name: part for name, part in by_dataset(sets).items()}
+    return parts if len(parts) > 1 else {None: sets}
+
+
+def _pooled_id(dataset: str | None, task: str) -> str:
+    return task if dataset is None else f"{dataset}/{task}"
+
+
+def pooled_label(run: dict[str, Any]) -> str:
+    """A run's label with its dataset left out (``arag dataset=ectsum`` -> ``arag``): what
+    the same system is called on every dataset of the sweep."""
+    return " ".join(w for w in str(run["run"]).split() if not w.startswith("dataset")) \
+        or str(run["run"])
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """One pair of systems on one metric over every dataset of the sweep: the verdict's
+    tests of that pair within each dataset (``decisions``), their tasks pooled under
+    ``dataset/id`` ids, each task still paired only with itself."""
+
+    a: str
+    b: str
+    key: str
+    decisions: list[Decision]
+    datasets: list[str]
+    scores_a: dict[str, float]
+    scores_b: dict[str, float]
+    clusters: dict[str, Any] | None  # pooled id -> (dataset, its document cluster)
+
+
+def pooled_pairs(sets: TaskSets, decided: Sequence[Decision]) -> list[Pooled]:
+    """The sliced tests (``policy.sliced``) of the same pair of systems on the same metric,
+    one per dataset, pooled; one dataset: each test on its own, as it is."""
+    groups: dict[tuple[str, str, str], list[tuple[str | None, TaskSets, Decision]]] = {}
+    parts = _parts(sets)
+    for name, part in parts.items():
+        for d in policy.sliced(decided):
+            if not any(d.first is r for r in part.runs):
+                continue
+            pooled = (pooled_label(d.first), pooled_label(d.second))
+            names = pooled if name is not None and pooled[0] != pooled[1] and not any(
+                other == name for other, _, _ in groups.get((*pooled, d.key), [])) else \
+                (_label(d.first), _label(d.second))
+            groups.setdefault((*names, d.key), []).append((name, part, d))
+    return [_pooled(a, b, key, members) for (a, b, key), members in groups.items()]
+
+
+def _pooled(a: str, b: str, key: str,
+            members: list[tuple[str | None, TaskSets, Decision]]) -> Pooled:
+    scores_a: dict[str, float] = {}
+    scores_b: dict[str, float] = {}
+    clusters: dict[str, Any] = {}
+    known = True
+    for name, part, d in members:
+        ids = part.pair_ids(d.first, d.second, key)
+        ta, tb = part.tables[d.first["run_id"]], part.tables[d.second["run_id"]]
+        scores_a.update({_pooled_id(name, t): float(ta[t][key]) for t in ids})
+        scores_b.update({_pooled_id(name, t): float(tb[t][key]) for t in ids})
+        found = part.clusters(ids)
+        known = known and found is not None
+        clusters.update({_pooled_id(name, t): (name, c)
+                         for t, c in zip(ids, found or [], strict=False)})
+    return Pooled(a, b, key, [d for _, _, d in members],
+                  [str(name) for name, _, _ in members if name is not None],
+                  scores_a, scores_b, clusters if known else None)
 
 
 @dataclass(frozen=True)
 class PairSlices:
-    """One test of the family sliced by one feature."""
+    """One pair of the family (pooled over the sweep's datasets) sliced by one feature."""
 
     feature: str
-    decision: Decision
+    pair: Pooled
     slices: list[Slice]
     test: Interaction | None
     numeric: bool
 
 
-def _scores(sets: TaskSets, run: dict[str, Any], key: str, ids: list[str]) -> dict[str, float]:
-    table = sets.tables[run["run_id"]]
-    return {t: float(table[t][key]) for t in ids}
-
-
-def slice_pair(sets: TaskSets, d: Decision, feature: str, values: Mapping[str, Any],
+def slice_pair(pair: Pooled, feature: str, values: Mapping[str, Any],
                bins: list[Bin]) -> PairSlices:
-    ids = [t for t in sets.pair_ids(d.first, d.second, d.key) if t in values]
-    a, b = _scores(sets, d.first, d.key, ids), _scores(sets, d.second, d.key, ids)
-    found = sets.clusters(ids)
-    clusters = dict(zip(ids, found, strict=True)) if found is not None else None
+    ids = [t for t in pair.scores_a if t in values]
+    a, b = {t: pair.scores_a[t] for t in ids}, {t: pair.scores_b[t] for t in ids}
+    clusters = {t: pair.clusters[t] for t in ids} if pair.clusters is not None else None
     slices = [s for s in (slice_difference(bin_, a, b, clusters) for bin_ in bins) if s]
     test = interaction(values, {t: a[t] - b[t] for t in ids}, clusters)
-    return PairSlices(feature, d, slices, test, is_numeric(values))
+    return PairSlices(feature, pair, slices, test, is_numeric(values))
 
 
 def slices_analysis(inputs: SliceInputs) -> Analysis:
@@ -106,10 +176,11 @@ def slices_analysis(inputs: SliceInputs) -> Analysis:
                                  "slice, so no slices are given.", caveat=True)])
     out = Analysis()
     done: list[PairSlices] = []
+    pairs = pooled_pairs(inputs.sets, inputs.decided)
+    answered = {_pooled_id(name, t) for name, part in _parts(inputs.sets).items()
+                for table in part.tables.values() for t, r in table.items() if is_answered(r)}
     for feature in features:
-        values = {t: v for t, v in feature_values(inputs.sets, feature).items()
-                  if any(is_answered(tb.get(t, {"skipped": True}))
-                         for tb in inputs.sets.tables.values())}
+        values = {t: v for t, v in feature_values(inputs.sets, feature).items() if t in answered}
         if not values:
             out.findings.append(Finding("slice", SECTION, f"No compared task has the feature "
                                         f"`{feature}`, so nothing is sliced by it: its records "
@@ -119,14 +190,22 @@ def slices_analysis(inputs: SliceInputs) -> Analysis:
             continue
         edges = (inputs.options.get("slice_edges") or {}).get(feature) or None
         bins = feature_bins(values, int(inputs.options.get("slice_bins") or 4), edges)
-        done += [slice_pair(inputs.sets, d, feature, values, bins)
-                 for d in policy.sliced(inputs.decided)]
+        done += [slice_pair(pair, feature, values, bins) for pair in pairs]
+    pooled = sorted({n for p in pairs for n in p.datasets})
+    if len(pooled) > 1 and "dataset" not in features:
+        out.findings.append(Finding("slice", SECTION, f"Slices pool {len(pooled)} datasets "
+                                    f"({', '.join(f'`{n}`' for n in pooled)}), each task paired "
+                                    "only with itself; a feature that differs between them "
+                                    "(document length) may stand for the dataset: "
+                                    "`report.slice_by=[...,dataset]` tests that too.",
+                                    {"datasets": pooled}, caveat=True))
     slice_rows, interaction_rows = _rows(done)
     out.artifacts = {"slices.jsonl": slice_rows, "interaction.jsonl": interaction_rows}
     out.findings += _findings(done, interaction_rows, slice_rows, inputs.keys)
+    keyed = policy.keyed_slices(inputs.decided, inputs.keys)
     for p in done:
         if p.feature == CROSSOVER_FEATURE and p.numeric and any(
-                p.decision is d for d in policy.keyed_slices(inputs.decided, inputs.keys)):
+                d is k for d in p.pair.decisions for k in keyed):
             name = plot_name(p)
             out.plots.append(_crossover_plot(p, slice_rows, name))
             out.findings.append(Finding("crossover", SECTION, f"![{name}](plots/{name}.png)"))
@@ -135,7 +214,7 @@ def slices_analysis(inputs: SliceInputs) -> Analysis:
 
 def plot_name(p: PairSlices) -> str:
     """The crossover plot's file name (run labels made safe for a path)."""
-    pair = f"{_label(p.decision.first)}_vs_{_label(p.decision.second)}"
+    pair = f"{p.pair.a}_vs_{p.pair.b}"
     return "crossover_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", pair)
 
 
@@ -147,8 +226,8 @@ def _rows(done: Sequence[PairSlices]) -> tuple[list[dict[str, Any]], list[dict[s
     """The rows of ``slices.jsonl`` and ``interaction.jsonl``, each family Holm-adjusted."""
     slice_rows: list[dict[str, Any]] = [
                   {"feature": p.feature, "bin": s.bin.label, "lo": s.bin.lo, "hi": s.bin.hi,
-                   "a": _label(p.decision.first), "b": _label(p.decision.second),
-                   "metric": p.decision.key, "n": s.n, "mean_a": s.mean_a, "mean_b": s.mean_b,
+                   "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key, "n": s.n,
+                   "mean_a": s.mean_a, "mean_b": s.mean_b,
                    "diff": s.mean_a - s.mean_b,
                    "ci_low": s.paired.ci_low if s.paired else None,
                    "ci_high": s.paired.ci_high if s.paired else None,
@@ -157,8 +236,8 @@ def _rows(done: Sequence[PairSlices]) -> tuple[list[dict[str, Any]], list[dict[s
     for row, adjusted in zip(slice_rows, policy.adjusted([r["p"] for r in slice_rows]),
                              strict=True):
         row["p_adjusted"] = adjusted
-    inter_rows: list[dict[str, Any]] = [{"feature": p.feature, "a": _label(p.decision.first),
-                   "b": _label(p.decision.second), "metric": p.decision.key,
+    inter_rows: list[dict[str, Any]] = [{"feature": p.feature, "a": p.pair.a,
+                   "b": p.pair.b, "metric": p.pair.key,
                    "n": p.test.n if p.test else None,
                    "statistic": p.test.statistic if p.test else None,
                    "p": p.test.p if p.test else None,
@@ -175,7 +254,7 @@ def _findings(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
     for p, row in zip(done, inter_rows, strict=True):
         mine = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == row[
             "metric"] and (r["a"], r["b"]) == (row["a"], row["b"])]
-        key = bool(keys) and p.decision.key == keys[0]
+        key = bool(keys) and p.pair.key == keys[0]
         out.append(Finding("interaction", SECTION, interaction_sentence(p, row),
                            {k: row[k] for k in ("feature", "a", "b", "metric", "n", "statistic",
                                                 "p", "p_adjusted", "test")},
@@ -196,7 +275,10 @@ def interaction_sentence(p: PairSlices, row: dict[str, Any]) -> str:
     """Whether the pair's difference depends on the feature, and where each side leads."""
     a, b = row["a"], row["b"]
     name, unit = words(p.feature)
-    head = f"**{a}** vs **{b}** on `{row['metric']}`: "
+    pooled = p.pair.datasets
+    over = (f" over {len(pooled)} datasets ({', '.join(f'`{n}`' for n in pooled)}; each "
+            "task paired with itself)" if len(pooled) > 1 else "")
+    head = f"**{a}** vs **{b}** on `{row['metric']}`{over}: "
     if p.test is None:
         return (head + f"whether the difference depends on {name} cannot be tested (fewer "
                 f"than {MIN_UNTIED} tasks with a value, or no spread in it or in the "
@@ -227,7 +309,7 @@ def interaction_sentence(p: PairSlices, row: dict[str, Any]) -> str:
 
 
 def _crossover_plot(p: PairSlices, slice_rows: list[dict[str, Any]], name: str) -> Plot:
-    a, b, key = _label(p.decision.first), _label(p.decision.second), p.decision.key
+    a, b, key = p.pair.a, p.pair.b, p.pair.key
     rows = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == key
             and (r["a"], r["b"]) == (a, b)]
 

@@ -26,7 +26,7 @@ verdict (``report.repeats``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -160,6 +160,33 @@ def task_sets(finished: list[Row], records_by_run: dict[str, list[Record]]) -> T
                     {r["run_id"]: records_by_run.get(r["run_id"], []) for r in finished})
 
 
+def dataset_of(run: Row) -> str:
+    """The dataset a run answered (``dataset.name``; "" for a run that does not say)."""
+    return str(run.get("dataset") or "")
+
+
+def by_dataset(sets: TaskSets) -> dict[str, TaskSets]:
+    """The sweep's task sets, one per dataset its runs answered (``dataset_of``): every
+    comparison is made within one, so a task is only ever paired with itself, never with
+    another dataset's task (even one of the same id). One dataset: ``{name: sets}``."""
+    names = list(dict.fromkeys(dataset_of(r) for r in sets.runs + sets.left_out))
+    if len(names) <= 1:
+        return {names[0] if names else "": sets}
+    return {name: task_sets([r for r in sets.runs + sets.left_out if dataset_of(r) == name],
+                            sets.answers) for name in names}
+
+
+def each_dataset(sets: TaskSets, render: Callable[[TaskSets], str]) -> str:
+    """``render`` of the sweep's tasks, or, over several datasets, of each dataset's in turn
+    under its name."""
+    parts = by_dataset(sets)
+    if len(parts) == 1:
+        return render(sets)
+    shown = {name: text for name, part in parts.items() if (text := render(part).strip())}
+    return "\n\n".join(f"**Dataset `{name}`** ({', '.join(r['run'] for r in parts[name].runs)}):"
+                       f"\n{text}" for name, text in shown.items()) + ("\n" if shown else "")
+
+
 @dataclass(frozen=True)
 class Decision:
     """One test of the verdict's family: ``first`` against ``second`` on ``key``, over the
@@ -222,10 +249,11 @@ def compared_pairs(sets: TaskSets, key: str) -> list[tuple[Row, Row]]:
 
 
 def decisions(sets: TaskSets, keys: Sequence[str]) -> list[Decision]:
-    """The verdict's family: each metric of ``keys`` on every compared pair, each pair on
-    the tasks both its runs answered and scored, p-values adjusted over the whole family."""
-    raw = [Decision(key, a, b, sets.pair(a, b, key)) for key in keys
-           for a, b in compared_pairs(sets, key)]
+    """The verdict's family: each metric of ``keys`` on every compared pair of the same
+    dataset (``by_dataset``), each pair on the tasks both its runs answered and scored,
+    p-values adjusted over the whole family (every dataset's tests together)."""
+    raw = [Decision(key, a, b, part.pair(a, b, key)) for part in by_dataset(sets).values()
+           for key in keys for a, b in compared_pairs(part, key)]
     adjusted = policy.adjusted([d.paired.p if d.paired else None for d in raw])
     family = sum(p is not None for p in adjusted)
     return [replace(d, p_adjusted=p, family=max(family, 1)) for d, p in zip(raw, adjusted,
@@ -255,6 +283,11 @@ def answer(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision]) -> 
     nothing was decided and why."""
     if not sets.runs:
         return "Nothing decided: no run answered any task."
+    parts = by_dataset(sets)
+    if len(parts) > 1:  # each dataset's answer, from its own tests
+        return " ".join(f"On `{name}`: " + answer(part, keys, [
+            d for d in decided if any(d.first is r for r in part.runs)])
+            for name, part in parts.items())
     wins = [d for d in decided if d.better is not None]
     if wins:
         named = "; ".join(_win_words(d) for d in wins[:MOST_NAMED])
@@ -302,8 +335,15 @@ def _family_words(decided: Sequence[Decision]) -> str:
 
 def task_set_section(sets: TaskSets) -> str:
     """How many tasks each run answered, and the common set every comparison uses."""
-    lines = [f"There are **{len(sets.common)} tasks every compared run answered** (of "
-             f"{len(sets.all_ids)} in the sweep). Every comparison below (key finding, paired "
+    parts = by_dataset(sets)
+    head = (f"There are **{len(sets.common)} tasks every compared run answered** (of "
+            f"{len(sets.all_ids)} in the sweep)." if len(parts) == 1 else
+            f"The sweep ran on **{len(parts)} datasets**, each compared on its own: a run is "
+            "compared only with the runs of its dataset, task by task, never with another "
+            "dataset's tasks. Tasks every compared run of a dataset answered: " + "; ".join(
+                f"`{name}` **{len(part.common)}** of {len(part.all_ids)}"
+                for name, part in parts.items()) + ".")
+    lines = [f"{head} Every comparison below (key finding, paired "
              "tests, wins and losses, examples, the quality table, the plots, the console and "
              "the parent run's metrics) is made, for each metric, on the tasks every run that "
              "has the metric answered: a metric some runs have no score for at all (stuffing "
@@ -349,6 +389,8 @@ def key_finding(sets: TaskSets, keys: str | Sequence[str],
     if not sets.runs:
         return "No run answered any task: nothing to compare." + _spent_sentence(sets.left_out)
     decided = decisions(sets, keys) if decided is None else decided
+    if len(by_dataset(sets)) > 1:  # each dataset's runs compared among themselves
+        return each_dataset(sets, lambda part: key_finding(part, keys, reasons, decided))
     blocks = [_metric_block(sets, key, reasons.get(key, ""), decided, bounds=i == 0)
               for i, key in enumerate(keys)]
     ranked = policy.contenders([r for r in sets.runs if sets.has(r, keys[0])]) or sets.runs
@@ -673,9 +715,10 @@ def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decisi
 
 def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
     rows = []
-    for a, b in itertools.combinations(sets.runs, 2):
+    for part, (a, b) in ((within, pair) for within in by_dataset(sets).values()
+                         for pair in itertools.combinations(within.runs, 2)):
         d = find(decided, key, a, b)
-        res = d.paired if d is not None else sets.pair(a, b, key)
+        res = d.paired if d is not None else part.pair(a, b, key)
         if res is None:
             continue
         held = d is not None and d.p_adjusted is not None
@@ -694,8 +737,12 @@ def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
 
 def common_rows(sets: TaskSets, metrics: list[str]) -> list[Row]:
     """Each compared run's row with each metric's mean and CI over that metric's common
-    task set (``TaskSets.common_for``) and its n (``<metric>_n``): what the quality table,
-    the comparison plot, the console and the parent run's metrics show."""
+    task set (``TaskSets.common_for``; over several datasets, its own dataset's) and its n
+    (``<metric>_n``): what the quality table, the comparison plot, the console and the
+    parent run's metrics show."""
+    parts = by_dataset(sets)
+    if len(parts) > 1:
+        return [row for part in parts.values() for row in common_rows(part, metrics)]
     out = []
     for r in sets.runs:
         row = {k: v for k, v in r.items() if not k.endswith(("_mean", "_ci_low", "_ci_high"))}

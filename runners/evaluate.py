@@ -23,6 +23,7 @@ from arag.datasets.features import Features, document_tokens, task_features
 from arag.datasets.sections import document_sections
 from arag.records import Chunk, Corpus, Prediction, Task
 from arag.systems import Sources, System
+from arag.systems.builtin import Stuffing
 from metrics import Scorer, ScoringItem
 
 PASSTHROUGH = ("repeat", "loops", "max_loops_reached", "context_budget_reached", "cost_usd",
@@ -76,12 +77,41 @@ def scoring_items(predictions: list[Prediction], tasks: dict[str, Task], corpus:
     ]
 
 
-def dataset_features(dataset: Dataset, fits: Callable[[Task], bool] | None = None
-                     ) -> dict[str, Features]:
+def dataset_features(dataset: Dataset, fits: Callable[[Task], bool] | None = None,
+                     no_window: str | None = None) -> dict[str, Features]:
     """Task id -> its document features; ``fits``: stuffing's skip rule for the run's model
-    (``Stuffing.fits``), None where the run's window is not known."""
+    (``window_rule``), None where the run's window is not known (``no_window`` says why)."""
     return {t.id: task_features(t, dataset.corpus, dataset.name, fits(t) if fits else None,
-                                dataset.task_features.get(t.id)) for t in dataset.tasks}
+                                dataset.task_features.get(t.id), no_window)
+            for t in dataset.tasks}
+
+
+# why fits_context is null for predictions made elsewhere with no model named for them
+PIPELINE_WINDOW_UNKNOWN = (
+    "the predictions were made outside the harness (system=external) and no model is named "
+    "for them, so their model's window is not known; name it: model=<its config, e.g. "
+    "claude-haiku-4-5>, or model=openai-compatible model.context_limit=<tokens>")
+
+
+def window_rule(cfg: Any, system: type[System], corpus: Corpus,
+                count: Callable[[str], int] | None = None
+                ) -> tuple[Callable[[Task], bool] | None, str | None]:
+    """Whether a task's whole documents fit the run's model window, by the rule stuffing
+    skips by (``Stuffing.fits``: its request within ``model.context_limit`` less
+    ``system.max_tokens``), for a run or a re-scoring alike (``count``: the model's token
+    count, where one is built); or None and why, for predictions made elsewhere when the
+    config names no model for them (the offline stand-in is not their model)."""
+    if not system.calls_models and str(cfg.model.provider) == "offline":
+        return None, PIPELINE_WINDOW_UNKNOWN
+    available = int(cfg.model.context_limit) - int(cfg.system.max_tokens)
+    style, length = str(getattr(cfg.summarization_style, "value", cfg.summarization_style)), \
+        int(cfg.target_length)
+
+    def fits(task: Task) -> bool:
+        return Stuffing.request_tokens(task, corpus, style, length,
+                                       *([count] if count else [])) <= available
+
+    return fits, None
 
 
 def evaluate(predictions: list[Prediction], tasks: dict[str, Task], corpus: Corpus,

@@ -27,7 +27,6 @@ from arag.llm.base import MissingCredentials
 from arag.llm.cache import SpendJournal
 from arag.records import Prediction
 from arag.redact import redact_logs
-from arag.systems.builtin import Stuffing
 from report.console import quiet
 from report.policy import report_metrics
 from runners.cores import math_threads
@@ -40,7 +39,7 @@ from runners.errors import (
     show_trace,
     too_many_errors,
 )
-from runners.evaluate import dataset_features
+from runners.evaluate import dataset_features, window_rule
 from runners.job import Job, build_system, cached, prepare
 from runners.naming import job_run_name, progress_label
 from runners.predict import predict
@@ -171,7 +170,8 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         tracker.set_tags({"stopped": outcome.stop_reason, "n_not_run": str(len(outcome.not_run))})
         tracker.end_status = "KILLED"
     # stuffing's skip rule for this run's model and settings, whichever system runs
-    features = dataset_features(job.dataset, lambda task: Stuffing.fits(task, system.ctx))
+    features = dataset_features(job.dataset, *window_rule(
+        cfg, job.system_class, job.dataset.corpus, system.ctx.model.count_tokens))
     metrics, records = score_and_log(job, outcome.predictions, tracker, {
         "n_not_run": float(len(outcome.not_run)), "n_resumed": float(outcome.n_resumed),
         "n_answered_again": float(outcome.n_changed),

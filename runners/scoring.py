@@ -30,7 +30,7 @@ from report.plots import run_plots
 from report.sections import tool_call_caveat
 from runners.config import RunConfig
 from runners.errors import TO_ASK_AGAIN, error_metrics, judge_error_counts, zero_stale_counts
-from runners.evaluate import dataset_features, evaluate
+from runners.evaluate import dataset_features, evaluate, window_rule
 from runners.identity import prompt_versions
 from runners.job import Job, make_scorers, prepare
 from runners.settings import Settings, read
@@ -260,7 +260,11 @@ def rescore(settings: Settings, parent: dict[str, Any] | None = None) -> dict[st
         tracker.log_params(track.flatten(rescoring.tree))
         log_data_identity(tracker, job)
         tracker.log_text(rescoring.yaml, "config.yaml")
+        # the re-scored run's model window, as its run had it (stuffing's skip rule)
+        features = dataset_features(job.dataset, *window_rule(scored, job.system_class,
+                                                              job.dataset.corpus))
         metrics, _ = score_and_log(job, predictions, tracker, {**job.dataset_metrics,
-                                                               **job.system_class.run_metrics})
+                                                               **job.system_class.run_metrics},
+                                   features)
     log.info("re-scored run %s as %s", cfg.source_run_id, tracker.run_id)
     return metrics

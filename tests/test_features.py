@@ -62,3 +62,33 @@ def test_without_the_models_window_fits_context_is_null_with_the_reason(make_cfg
     f = dataset_features(ds)[ds.tasks[0].id]
     assert f.values["fits_context"] is None and "window" in f.null_reasons["fits_context"]
 
+
+
+def test_a_rescoring_knows_the_runs_window_and_external_predictions_say_why_not(make_cfg):
+    """mode=evaluate builds no model: fits_context comes from the config's window by
+    stuffing's rule; predictions made elsewhere with no model named keep it null, saying how
+    to name one."""
+    from runners.evaluate import PIPELINE_WINDOW_UNKNOWN, window_rule
+
+    job = prepare(read(make_cfg("system=stuffing")))
+    needed = sorted(Stuffing.request_tokens(t, job.dataset.corpus, job.cfg.summarization_style
+                                            .value, job.cfg.target_length)
+                    for t in job.dataset.tasks)
+    # a window that holds the shorter half of the documents
+    cfg = make_cfg("system=stuffing", f"model.context_limit="
+                   f"{job.cfg.system.max_tokens + needed[len(needed) // 2 - 1]}")
+    job = prepare(read(cfg))
+    system = build_system(job, make_model(cfg.model))
+    fits, why = window_rule(cfg, job.system_class, job.dataset.corpus)
+    assert fits is not None and why is None
+    said = {t.id: fits(t) for t in job.dataset.tasks}
+    assert said == {t.id: Stuffing.fits(t, system.ctx) for t in job.dataset.tasks}
+    assert set(said.values()) == {True, False}  # the small window splits the sample
+
+    external = type("Outside", (Stuffing,), {"calls_models": False})
+    fits, why = window_rule(cfg, external, job.dataset.corpus)
+    assert fits is None and why == PIPELINE_WINDOW_UNKNOWN and "model=" in why
+    f = dataset_features(job.dataset, fits, why)[job.dataset.tasks[0].id]
+    assert f.values["fits_context"] is None and f.null_reasons["fits_context"] == why
+    named = make_cfg("system=stuffing", "model=claude-haiku-4-5")
+    assert window_rule(named, external, job.dataset.corpus)[0] is not None

@@ -231,3 +231,68 @@ def test_compare_page_filters_tasks_by_a_features_value_or_length_bin():
     offered = json.loads(re.search(r"id='features'>(.*?)</script>", page).group(1))
     assert offered["company"] == ["ACME", "BETA"] and len(offered["document_tokens"]) == 4
     assert "<select id='feature'>" in page and "evidence_position" not in offered
+
+
+def two_dataset_records(n: int = 30, seed: int = 3):
+    """arag, naive and stuffing on two datasets whose task ids collide (t0, t1, ...): arag
+    ahead on the long filings of one, behind on the short calls of the other."""
+    rng = np.random.default_rng(seed)
+    records, rows = {}, []
+    for ds, base in (("ectsum", 2_000), ("financebench_qfs", 60_000)):
+        tokens = [int(t) for t in rng.integers(base, base * 3, size=n)]
+        for system in ("arag", "naive", "stuffing"):
+            label = f"{system} dataset={ds}"
+            ahead = 0.3 if (system == "arag") == (ds == "financebench_qfs") else 0.0
+            records[label] = [rec(f"t{k}", None, tokens[k], doc_ids=[f"d{k}"], dataset=ds,
+                                  rouge2_f1=float(rng.uniform(0.1, 0.4)) + ahead)
+                              for k in range(n)]
+            rows.append(row(label, system=system, agentic=system == "arag", dataset=ds,
+                            retrieves=system != "stuffing"))
+    return rows, records
+
+
+def test_a_sweep_over_two_datasets_compares_within_each_and_slices_pooled_pairs():
+    rows, records = two_dataset_records()
+    text, data = build_report(rows, records, "t", ["rouge2_f1"],
+                              options={"slice_by": ["document_tokens", "dataset"]})
+    # every test pairs two runs of one dataset: same-id tasks of another are never paired
+    assert data["decided"] and all(d.first["dataset"] == d.second["dataset"]
+                                   for d in data["decided"])
+    assert len(data["decided"]) == 6
+    finding = section(text, "Key finding")
+    assert finding.startswith("**Dataset `ectsum`** (arag dataset=ectsum, naive "
+                              "dataset=ectsum, stuffing dataset=ectsum):")
+    assert "**Dataset `financebench_qfs`**" in finding
+    assert "dataset=ectsum** vs **naive dataset=financebench_qfs" not in finding
+    assert data["answer"].startswith("On `ectsum`: Decided: naive dataset=ectsum beats arag "
+                                     "dataset=ectsum")
+    assert "On `financebench_qfs`: Decided: arag dataset=financebench_qfs beats naive " \
+           "dataset=financebench_qfs" in data["answer"]
+    assert "`ectsum` **30** of 30; `financebench_qfs` **30** of 30" in text
+    paired = section(text, "Paired comparisons")
+    assert "arag dataset=ectsum vs naive dataset=financebench_qfs" not in paired
+    # the quality figures are each run's over its own dataset's tasks
+    assert all(r["rouge2_f1_n"] == 30 for r in data["common_rows"])
+    analysis = data["analysis"]
+    inter = {(r["feature"], r["a"], r["b"]): r for r in analysis.artifacts["interaction.jsonl"]}
+    length = inter[("document_tokens", "arag", "naive")]
+    assert length["n"] == 60 and length["p_adjusted"] < 0.05  # both datasets' tasks pooled
+    assert inter[("dataset", "arag", "naive")]["test"] == "kruskal-wallis"
+    by_bin = [r for r in analysis.artifacts["slices.jsonl"] if r["feature"] == "dataset"
+              and (r["a"], r["b"]) == ("arag", "naive")]
+    for r in by_bin:  # a dataset's slice is exactly that dataset's paired comparison
+        a = [x["rouge2_f1"] for x in records[f"arag dataset={r['bin']}"]]
+        b = [x["rouge2_f1"] for x in records[f"naive dataset={r['bin']}"]]
+        assert r["n"] == 30 and r["diff"] == pytest.approx(np.mean(a) - np.mean(b))
+    key = [f.text for f in analysis.findings if f.key and f.figures.get("feature") ==
+           "document_tokens" and f.figures["a"] == "arag" and f.figures["b"] == "naive"]
+    assert key and "over 2 datasets (`ectsum`, `financebench_qfs`" in key[0]
+    assert "arag ahead above ~" in key[0]
+
+
+def test_pooled_length_slices_warn_that_length_may_stand_for_the_dataset():
+    rows, records = two_dataset_records()
+    _, data = build_report(rows, records, "t", ["rouge2_f1"],
+                           options={"slice_by": ["document_tokens"]})
+    [caveat] = [f for f in data["analysis"].findings if f.caveat]
+    assert "may stand for the dataset" in caveat.text and "dataset]" in caveat.text

@@ -12,7 +12,8 @@ traces by them:
   the mean over the gold lines (ECTSum's key sentences, FinanceBench's evidence pages);
   null where the task has no gold evidence;
 * ``fits_context``: whether the whole document fits the model's window by the rule
-  stuffing uses to skip (given by the caller, who knows the model).
+  stuffing uses to skip (given by the caller, who knows the model: the run's, or the
+  re-scored run's; null for predictions made elsewhere with no model named for them).
 
 An adapter adds its own (``Dataset.task_features``: task id -> name -> value), e.g. the
 folder adapter's ``file_type``. A feature that cannot be known is null and its reason is in
@@ -65,8 +66,10 @@ def document_tokens(docs: list[Document]) -> int:
 
 
 def task_features(task: Task, corpus: Corpus, dataset: str, fits_context: bool | None = None,
-                  extra: Mapping[str, Any] | None = None) -> Features:
-    """The features of one task (``fits_context``: by stuffing's rule, None when unknown)."""
+                  extra: Mapping[str, Any] | None = None,
+                  no_window: str | None = None) -> Features:
+    """The features of one task (``fits_context``: by stuffing's rule, None when unknown,
+    ``no_window`` saying why)."""
     docs = [corpus.documents[d] for d in task.doc_ids if d in corpus.documents]
     values: dict[str, Any] = {"document_tokens": document_tokens(docs),
                               "n_documents": len(task.doc_ids), "task_type": task.task_type,
@@ -82,7 +85,7 @@ def task_features(task: Task, corpus: Corpus, dataset: str, fits_context: bool |
                                     "evidence pages) to locate in its documents")
     values["fits_context"] = fits_context
     if fits_context is None:
-        why["fits_context"] = "the model's context window was not given"
+        why["fits_context"] = no_window or "the model's context window was not given"
     values.update(extra or {})
     return Features(values, why)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from arag.agent.loop import run_agent
 from arag.agent.prompts import SYSTEM_SUMMARY, summarize_chunks_prompt, system_prompt, task_prompt
 from arag.calls import CallLog
+from arag.llm.base import estimate_tokens
 from arag.records import Corpus, Prediction, Task
 from arag.systems.base import Sources, System, SystemContext, register_system
 from arag.systems.retriever import retrieve
@@ -114,8 +115,16 @@ class Stuffing(System):
     @classmethod
     def prompt_tokens(cls, task: Task, ctx: SystemContext) -> int:
         """The tokens of stuffing's whole request for a task: what its skip rule weighs."""
-        prompt = task_prompt(task, ctx.style, ctx.target_length, cls.stuffed(task, ctx.corpus))
-        return ctx.model.count_tokens(system_prompt(task.task_type, False) + prompt)
+        return cls.request_tokens(task, ctx.corpus, ctx.style, ctx.target_length,
+                                  ctx.model.count_tokens)
+
+    @classmethod
+    def request_tokens(cls, task: Task, corpus: Corpus, style: str, target_length: int,
+                       count: Callable[[str], int] = estimate_tokens) -> int:
+        """``prompt_tokens`` from the settings alone, where no model is built (re-scoring):
+        ``count`` is the model's token count, every provider's being the local estimate."""
+        prompt = task_prompt(task, style, target_length, cls.stuffed(task, corpus))
+        return count(system_prompt(task.task_type, False) + prompt)
 
     @classmethod
     def fits(cls, task: Task, ctx: SystemContext) -> bool:
