@@ -232,21 +232,6 @@ def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
     assert not (tmp_path / "runs").exists() and not (tmp_path / "artifacts").exists()
 
 
-def test_a_rebuilt_reports_judge_paragraph_replaces_the_descriptions_own(store):
-    from mlflow import MlflowClient
-
-    from report.report import refresh_description
-
-    client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
-    run = client.create_run(client.create_experiment("describe")).info.run_id
-    client.set_tag(run, "mlflow.note.content", "**Arag wins.**\n\n**Judge unvalidated:** no "
-                   "measurement.\n\n**Verdict**: details")
-    refresh_description(client, run, "**Judge checked against your labels:** kappa 0.8\n")
-    assert client.get_run(run).data.tags["mlflow.note.content"] == (
-        "**Arag wins.**\n\n**Judge checked against your labels:** kappa 0.8\n\n**Verdict**: "
-        "details")
-
-
 def test_label_sample_of_an_unknown_sweep_exits_2_with_the_fix(store, capsys):
     from report.label_sample import main
 
