@@ -28,7 +28,8 @@ from report.baseline import (
     parse_rules,
     run_comparison,
 )
-from report.report import add_sections_to_html
+from report.overview import BASELINE_HEADING
+from report.report import BASELINE_SECTION, add_sections_to_html, stored_report
 from report.verdict import fmt, table
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
 from tracking.sweeps import SweepNotFound, mark_compared, set_description_section
@@ -39,7 +40,7 @@ INCONCLUSIVE_EXIT = 4  # the data neither show a regression nor rule one out
 EXIT_STATUS = {"passed": 0, "untested": REFUSED_EXIT, "regressed": REGRESSION_EXIT,
                "inconclusive": INCONCLUSIVE_EXIT}
 ON_INCONCLUSIVE = ("fail", "pass")
-SECTION = "## Against the baseline"
+SECTION = BASELINE_SECTION
 
 
 def _ci(cell: dict[str, Any]) -> str:
@@ -172,26 +173,17 @@ def publish(client: Any, comparison: dict[str, Any]) -> None:
         folder = Path(tmp)
         (folder / ARTIFACT).write_text(json.dumps(comparison, indent=2), encoding="utf-8")
         client.log_artifact(run_id, str(folder / ARTIFACT))
-        report = _current_report(client, run_id, folder / "old")
+        report = stored_report(client, run_id)
         (folder / "report.md").write_text(report.split(SECTION, 1)[0].rstrip() + "\n\n"
                                           + section, encoding="utf-8")
         client.log_artifact(run_id, str(folder / "report.md"))
     base = comparison["baseline"]
-    set_description_section(client, run_id, "**Against the baseline**",
+    set_description_section(client, run_id, BASELINE_HEADING,
                             f"[baseline sweep {base['name']}](#/experiments/"
                             f"{base['experiment_id']}/runs/{base['run_id']}): "
                             f"{outcome(comparison)} Details: `report.md`, `{ARTIFACT}`.")
     mark_compared(client, run_id, base["run_id"], outcome(comparison),
                   regressed=comparison["decision"] == "regressed")
-
-
-def _current_report(client: Any, run_id: str, folder: Path) -> str:
-    folder.mkdir()
-    try:
-        return Path(client.download_artifacts(run_id, "report.md", str(folder))).read_text(
-            encoding="utf-8")
-    except Exception:  # noqa: BLE001 - a sweep whose report was not written: section only
-        return ""
 
 
 def options_from(report_cfg: Any) -> Options:

@@ -11,8 +11,9 @@ as PPI++ assumes), and says the CI width of the corrected mean to expect for n l
 It is written as a labels-file template (one JSON line per answer and dimension, ``score``
 and ``labeller`` null, the question and the answer beside them) and, with ``--html``, as a
 self-contained page that shows each answer once with every dimension to label, each
-dimension's rubric and what it is judged against (the reference; the context the system
-read, with a link to the answer's trace), and saves the filled-in labels file under a name
+dimension's rubric and what it is judged against (the reference; the text of the context
+the system read, source by source, from ``report.label_sources``; a link to the answer's
+trace), all of it as escaped text, and saves the filled-in labels file under a name
 of its own (``<template>.labelled.jsonl``). The judge's scores are in neither: a labeller
 who sees them anchors on them.
 """
@@ -29,8 +30,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from arag.records import answer_key
 from metrics.ppi import width_without_labels
 from report.compare import trace_ids
+from report.label_sources import Read, run_sources
 from tracking.human_labels import FIVE_POINT, YES_NO
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, ui_address
 from tracking.runs import TrackingError
@@ -126,50 +129,18 @@ def _safe_json(value: Any) -> str:
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-# the page's own code: it shows the data as text (textContent), never as markup
+# the page's own code: it only gathers the choices made. Every text of the data is in the
+# page as escaped HTML (html.escape), so nothing from the data runs as markup or script
 _PAGE_SCRIPT = """
-const answers = JSON.parse(document.getElementById('answers').textContent);
 const scale = JSON.parse(document.getElementById('scale').textContent);
-const rubrics = JSON.parse(document.getElementById('rubrics').textContent);
 const saveAs = JSON.parse(document.getElementById('save-as').textContent);
-const list = document.getElementById('list');
-function block(tag, text, cls) {
-  const el = document.createElement(tag);
-  el.textContent = text || ''; if (cls) el.className = cls; return el;
-}
-answers.forEach((item, k) => {
-  const box = document.createElement('section');
-  box.append(block('h3', (k + 1) + '. ' + item.system + ' / ' + item.task_id));
-  if (item.trace) {
-    const link = block('a', 'open the trace (what the system read, step by step)');
-    link.href = item.trace; link.target = '_blank'; link.rel = 'noopener';
-    box.append(link);
-  }
-  box.append(block('p', item.question), block('h4', 'Answer'), block('pre', item.answer));
-  item.dimensions.forEach(dimension => {
-    const rubric = rubrics[dimension] || {};
-    const part = document.createElement('div'); part.className = 'dimension';
-    part.append(block('h4', dimension), block('p', rubric.definition, 'rubric'));
-    const source = item.sources[rubric.against] || {};
-    part.append(block('div', source.title, 'muted'), block('pre', source.text, 'source'));
-    const pick = document.createElement('select');
-    pick.dataset.k = k; pick.dataset.dimension = dimension;
-    [['', '—'], ...scale.choices].forEach(([value, text]) => {
-      const option = document.createElement('option');
-      option.value = value; option.textContent = text; pick.appendChild(option);
-    });
-    part.append(pick); box.append(part);
-  });
-  list.appendChild(box);
-});
 document.getElementById('save').addEventListener('click', () => {
   const labeller = document.getElementById('labeller').value.trim();
   if (!labeller) { alert('Write your name or initials first.'); return; }
   const lines = [...document.querySelectorAll('select')].filter(s => s.value !== '')
-    .map(s => { const item = answers[Number(s.dataset.k)];
-      return JSON.stringify({task_id: item.task_id, system: item.system,
-        dimension: s.dataset.dimension, scale: scale.name, score: Number(s.value),
-        labeller: labeller}); });
+    .map(s => JSON.stringify({task_id: s.dataset.task, system: s.dataset.system,
+      dimension: s.dataset.dimension, scale: scale, score: Number(s.value),
+      labeller: labeller}));
   const blob = new Blob([lines.join('\\n') + '\\n'], {type: 'application/x-ndjson'});
   const link = document.createElement('a');
   link.href = URL.createObjectURL(blob); link.download = saveAs; link.click();
@@ -178,11 +149,17 @@ document.getElementById('save').addEventListener('click', () => {
 SCALES = {FIVE_POINT: [[str(s), str(s)] for s in range(1, 6)],
           YES_NO: [["1", "1 consistent"], ["0", "0 inconsistent"]]}
 Traces = dict[tuple[str, str], str]  # (run label, task id) -> the trace's address in the UI
+# a source longer than this (a stuffed 10-K) is cut at a line end, saying how much was cut
+MAX_SOURCE_CHARS = 20_000
+AGAINST = {"context": "the context the system read (above)",
+           "reference": "the reference summary (above)",
+           "both": "the reference summary and the context the system read (above)"}
 
 
 def rubrics(dimensions: list[str]) -> dict[str, dict[str, str]]:
     """Each dimension's rubric as the judge was given it, and what it is judged against
-    (``context`` or ``reference``); a dimension of the team's own says where it is defined."""
+    (``context``, ``reference`` or ``both``); a dimension of the team's own says where it is
+    defined."""
     from metrics.geval import DEFAULT_DIMENSIONS
 
     known = {f"geval_{d.name}": {"definition": d.definition, "against": d.against.value}
@@ -192,28 +169,23 @@ def rubrics(dimensions: list[str]) -> dict[str, dict[str, str]]:
                              "against": "context"}) for d in dimensions}
 
 
-def _sources(rec: dict[str, Any]) -> dict[str, dict[str, str]]:
-    """What an answer is judged against: the reference (coverage), and the context the
-    system read (faithfulness: its chunks, whose text the trace shows)."""
-    read = rec.get("context_chunk_ids") or []
-    context = ("The context the system read: " + (f"{len(read)} chunk(s), "
-               + ", ".join(read) if read else "not recorded")
-               + ". Their text is in the trace (link above): check every figure against it.")
-    reference = rec.get("reference")
-    both = {"title": "Judge against the reference and the context read",
-            "text": f"{reference or 'no reference'}\n\n{context}"}
-    return {"reference": {"title": "The reference summary (judge the answer against it)",
-                          "text": reference or "This task has no reference summary."},
-            "context": {"title": "The source", "text": context}, "both": both}
-
-
-def page_answers(picked: list[Picked], dimensions: list[str], traces: Traces | None = None
-                 ) -> list[dict[str, Any]]:
-    """Each sampled answer once, with every dimension to label and its sources."""
-    return [{"task_id": rec["id"], "system": run, "question": rec.get("question"),
-             "answer": rec.get("predicted"), "dimensions": dimensions,
-             "sources": _sources(rec), "trace": (traces or {}).get((run, rec["id"]))}
-            for run, rec in picked]
+def page_answers(picked: list[Picked], dimensions: list[str], traces: Traces | None = None,
+                 read: dict[tuple[str, str], Read] | None = None) -> list[dict[str, Any]]:
+    """Each sampled answer once, with every dimension to label, the reference and the
+    context it read (``read``: by run label and answer key, from ``label_sources``)."""
+    out = []
+    for run, rec in picked:
+        key = answer_key(rec["id"], int(rec.get("repeat") or 0))
+        ids = rec.get("context_chunk_ids") or []
+        context = (read or {}).get((run, key)) or Read(notes=[
+            "the text the system read was not read back; the chunks it read: "
+            + (f"{len(ids)}, {', '.join(ids)}" if ids else "not recorded")
+            + " (the trace shows them)"])
+        out.append({"task_id": rec["id"], "system": run, "question": rec.get("question"),
+                    "answer": rec.get("predicted"), "dimensions": dimensions,
+                    "reference": rec.get("reference"), "context": context,
+                    "trace": (traces or {}).get((run, rec["id"]))})
+    return out
 
 
 def labelled_name(template: str) -> str:
@@ -223,34 +195,106 @@ def labelled_name(template: str) -> str:
     return f"{path.stem.removesuffix('.labelled')}.labelled{path.suffix or '.jsonl'}"
 
 
+def shown_text(text: str, limit: int = MAX_SOURCE_CHARS) -> str:
+    """``text`` escaped in a <pre>; past ``limit`` characters it is cut at a line end and
+    the page says how much of it is not shown."""
+    if len(text) <= limit:
+        return f"<pre>{html.escape(text)}</pre>"
+    cut = text.rfind("\n", 0, limit)
+    cut = cut if cut > limit // 2 else limit
+    rest = text[cut:]
+    return (f"<pre>{html.escape(text[:cut])}</pre><p class='cut'>Cut here: "
+            f"{len(rest.split()):,} more words ({len(rest):,} characters) of this source are "
+            "not shown on this page (the trace and the document hold them).</p>")
+
+
+def _source(name: str, text: str) -> str:
+    return (f"<details><summary>{html.escape(name)} ({len(text.split()):,} words)</summary>"
+            f"{shown_text(text)}</details>")
+
+
+def _sources_html(item: dict[str, Any], against: set[str]) -> str:
+    """The reference (for dimensions judged against it) and the context read (for those
+    judged against the context), each source in a block of its own."""
+    out = []
+    if against & {"reference", "both"}:
+        reference = item["reference"]
+        out.append("<h4>The reference summary</h4>" + (
+            f"<details open><summary>reference ({len(reference.split()):,} words)</summary>"
+            f"{shown_text(reference)}</details>" if reference
+            else "<p class='note'>This task has no reference summary.</p>"))
+    if against & {"context", "both"}:
+        read: Read = item["context"]
+        out.append(f"<h4>The context the system read: {len(read.sources)} source(s)</h4>"
+                   + "".join(f"<p class='note'>{html.escape(n)}</p>" for n in read.notes)
+                   + "".join(_source(name, text) for name, text in read.sources))
+    return "".join(out)
+
+
+def _answer_html(k: int, item: dict[str, Any], rubric: dict[str, dict[str, str]],
+                 scale: str) -> str:
+    """One answer: the question, the answer, what it is judged against, then each
+    dimension's rubric and its choice."""
+    esc = html.escape
+    trace = (f"<p><a href='{esc(item['trace'])}' target='_blank' rel='noopener'>open the "
+             "trace (every step the system took)</a></p>" if item["trace"] else "")
+    options = "<option value=''>—</option>" + "".join(
+        f"<option value='{esc(v)}'>{esc(text)}</option>" for v, text in SCALES[scale])
+    dims = "".join(
+        f"<div class='dimension'><h4>{esc(d)}</h4><p class='rubric'>"
+        f"{esc(rubric[d]['definition'])}</p><p class='muted'>Judge it against "
+        f"{AGAINST.get(rubric[d]['against'], AGAINST['context'])}.</p><label>score <select "
+        f"data-task='{esc(item['task_id'])}' data-system='{esc(item['system'])}' "
+        f"data-dimension='{esc(d)}'>{options}</select></label></div>"
+        for d in item["dimensions"])
+    return (f"<section><h3>{k}. {esc(item['system'])} / {esc(item['task_id'])}</h3>{trace}"
+            f"<p>{esc(item['question'] or '')}</p><h4>Answer</h4>"
+            f"<pre class='answer'>{esc(item['answer'] or '')}</pre>"
+            f"{_sources_html(item, {rubric[d]['against'] for d in item['dimensions']})}"
+            f"{dims}</section>")
+
+
 def page(answers: list[dict[str, Any]], title: str, scale: str, save_as: str) -> str:
-    """A self-contained HTML page that shows each answer once, with the rubric and the source
-    of each dimension, and saves the labels as ``save_as``."""
+    """A self-contained HTML page that shows each answer once, with what it is judged
+    against and each dimension's rubric, and saves the labels as ``save_as``."""
     style = ("body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}"
              "pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap}section{margin:1.5em 0;"
-             "border-top:1px solid #ccc}.rubric{font-style:italic}.muted{color:#666}"
-             ".source{max-height:16em;overflow:auto}")
-    dimensions = sorted({d for a in answers for d in a["dimensions"]})
+             "border-top:1px solid #ccc}.rubric{font-style:italic}.muted,.note{color:#666}"
+             "details pre{max-height:24em;overflow:auto}.cut{color:#a40}"
+             ".answer{background:#eef4ff}")
+    rubric = rubrics(sorted({d for a in answers for d in a["dimensions"]}))
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
-            "<p>Score each answer on each dimension by its rubric, against the source shown "
-            "under it (open the trace to read what the system read), then save: the file "
+            "<p>Score each answer on each dimension by its rubric, against what it names: the "
+            "reference summary, or the context the system read (click a source to open it). "
+            "Then save: the file "
             f"(<code>{html.escape(save_as)}</code>) is <code>report.human_labels</code>.</p>"
             "<label>Labeller <input id='labeller'></label> <button id='save'>Save "
-            f"{html.escape(save_as)}</button><div id='list'></div>"
-            f"<script type='application/json' id='answers'>{_safe_json(answers)}</script>"
-            "<script type='application/json' id='scale'>"
-            f"{_safe_json({'name': scale, 'choices': SCALES[scale]})}</script>"
-            f"<script type='application/json' id='rubrics'>{_safe_json(rubrics(dimensions))}"
-            "</script>"
+            f"{html.escape(save_as)}</button>"
+            + "".join(_answer_html(k, a, rubric, scale) for k, a in enumerate(answers, 1))
+            + "<script type='application/json' id='scale'>"
+            f"{_safe_json(scale)}</script>"
             f"<script type='application/json' id='save-as'>{_safe_json(save_as)}</script>"
             f"<script>{_PAGE_SCRIPT}</script></body></html>")
 
 
+def read_sources(client: Any, runs: dict[str, str], picked: list[Picked]
+                 ) -> dict[tuple[str, str], Read]:
+    """What each picked answer was judged against (``runs``: run label -> run id), by run
+    label and answer key."""
+    by_run: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for run, rec in picked:
+        by_run[run].append(rec)
+    with tempfile.TemporaryDirectory() as tmp:
+        return {(run, key): found for run, recs in by_run.items()
+                for key, found in run_sources(client, runs[run], recs,
+                                              Path(tmp) / runs[run]).items()}
+
+
 def sweep_records(client: Any, ref: str
-                  ) -> tuple[str, dict[str, list[dict[str, Any]]], Traces]:
-    """The sweep's name, its finished runs' records by run label, and each answer's trace
-    address in the MLflow UI."""
+                  ) -> tuple[str, dict[str, list[dict[str, Any]]], Traces, dict[str, str]]:
+    """The sweep's name, its finished runs' records by run label, each answer's trace
+    address in the MLflow UI, and each run's id by its label."""
     parent = find_sweep(client, ref, key="label-sample")
     runs = [r for r in child_runs(client, sweep_info(parent)) if r.info.status == "FINISHED"]
     labels = {r.info.run_id: r.data.tags.get("run_label") or r.info.run_name for r in runs}
@@ -262,7 +306,7 @@ def sweep_records(client: Any, ref: str
     traces = {(labels[run_id], task): f"{ui_address()}/#/experiments/{experiment}/traces?"
               f"selectedEvaluationId={trace}"
               for run_id, by_task in found.items() for task, trace in by_task.items()}
-    return parent.info.run_name, records, traces
+    return parent.info.run_name, records, traces, {label: rid for rid, label in labels.items()}
 
 
 def main(argv: list[str]) -> int:
@@ -297,7 +341,7 @@ def main(argv: list[str]) -> int:
     mlflow.set_tracking_uri(uri)  # traces are found through the fluent API
     client = MlflowClient(tracking_uri=uri)
     try:
-        name, records, traces = sweep_records(client, args.sweep)
+        name, records, traces, run_ids = sweep_records(client, args.sweep)
     except TrackingError as exc:  # no such sweep: one line and the fix
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -321,7 +365,8 @@ def main(argv: list[str]) -> int:
                                         sorted({10, 20, 40, per_run}))))
     if args.html:
         save_as = labelled_name(args.out)
-        Path(args.html).write_text(page(page_answers(picked, dimensions, traces),
-                                        f"Label: {name}", args.scale, save_as), encoding="utf-8")
+        answers = page_answers(picked, dimensions, traces, read_sources(client, run_ids, picked))
+        Path(args.html).write_text(page(answers, f"Label: {name}", args.scale, save_as),
+                                   encoding="utf-8")
         print(f"labelling page -> {args.html} (it saves {save_as})")
     return 0

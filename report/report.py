@@ -5,6 +5,9 @@ and rebuildable for any past sweep:
 
     python -m report <parent run id> [--tracking-uri sqlite:///mlruns/mlflow.db]
 
+A rebuild records: it replaces the sweep's report.md and report.html and writes its MLflow
+description again from them (``report.overview``), so the two answer alike.
+
 Every sentence is assembled from measured values; no model writes any of it.
 """
 
@@ -32,6 +35,7 @@ from report import (
     findings,
     human_agreement,
     meta_eval,
+    overview,
     pairwise,
     plots,
     policy,
@@ -76,6 +80,9 @@ from tracking.human_labels import (
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
 from tracking.runs import RunTracker
 from tracking.sweeps import child_runs, run_records, sweep_info
+
+# report.md's section on the sweep's latest baseline comparison (report/baseline_report.py)
+BASELINE_SECTION = "## Against the baseline"
 
 log = logging.getLogger(__name__)
 
@@ -661,25 +668,28 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
     return result
 
 
-VALIDATION_MARKS = ("**Judge unvalidated:**", "**Judge validated:**",
-                    "**Judge checked against your labels:**")
-
-
-def refresh_description(client: Any, run_id: str, validation: str) -> None:
-    """A rebuilt report's judge paragraphs replace the ones the sweep's description has
-    (the rest of the description stays as the sweep wrote it)."""
-    from mlflow.utils.mlflow_tags import MLFLOW_RUN_NOTE
-
-    note = client.get_run(run_id).data.tags.get(MLFLOW_RUN_NOTE)
-    if not note:
+def keep_baseline_section(client: Any, run_id: str, before: str) -> None:
+    """A rebuilt report keeps the baseline comparison ``before`` (the report.md it replaced)
+    ended with, as the description and the tags keep it; report.html gets it too."""
+    if BASELINE_SECTION not in before:
         return
-    parts = note.split("\n\n")
-    old = [i for i, p in enumerate(parts) if p.lstrip().startswith(VALIDATION_MARKS)]
-    at = old[0] if old else min(1, len(parts))
-    kept = [p for i, p in enumerate(parts) if i not in old]
-    new = [p.strip() for p in validation.split("\n") if p.strip()]
-    note = "\n\n".join(kept[:at] + new + kept[at:])
-    client.set_tag(run_id, MLFLOW_RUN_NOTE, findings.inert(note))  # data never becomes markup
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(client.download_artifacts(run_id, "report.md", tmp))
+        rebuilt = path.read_text(encoding="utf-8").split(BASELINE_SECTION, 1)[0].rstrip()
+        path.write_text(f"{rebuilt}\n\n{before[before.index(BASELINE_SECTION):]}",
+                        encoding="utf-8")
+        client.log_artifact(run_id, str(path))
+    add_sections_to_html(client, run_id)
+
+
+def stored_report(client: Any, run_id: str) -> str:
+    """The run's report.md as stored ("" when it has none)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            return Path(client.download_artifacts(run_id, "report.md", tmp)).read_text(
+                encoding="utf-8")
+        except Exception:  # noqa: BLE001 - a sweep whose report was never written
+            return ""
 
 
 SUBCOMMANDS = (("compare", "hold a sweep against a baseline sweep, task by task (exit 3 on a "
@@ -719,12 +729,15 @@ def main(argv: list[str] | None = None) -> None:
     mlflow.set_tracking_uri(uri)  # traces are read through the fluent API (compare.html)
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(args.parent_run_id)
+    before = stored_report(client, run.info.run_id)
     try:  # labels that cannot be held against this sweep's judge: refused, nothing written
         result = write_sweep_report(client, sweep_info(run), decide_on=args.decide_on,
                                     human_labels=args.human_labels)
     except LabelsError as exc:
         raise SystemExit(f"error: {exc}") from None
-    refresh_description(client, run.info.run_id, result.judge_validation)
+    # the rebuilt report is the sweep's: its description answers as the report does
+    keep_baseline_section(client, run.info.run_id, before)
+    overview.publish(client, result)
     print(console.verdict(result, args.tracking_uri))
     print(f"report logged to run {run.info.run_id}")
 

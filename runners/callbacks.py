@@ -38,7 +38,7 @@ from omegaconf import DictConfig, OmegaConf
 from arag.datasets import DatasetError
 from arag.llm.base import MissingCredentials
 from arag.redact import keys_with_credentials, redact, redact_logs
-from report import console
+from report import console, overview
 from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import (
@@ -46,7 +46,7 @@ from report.report import (
     options_key,
     write_sweep_report,
 )
-from runners import dryrun, overview, pairwise
+from runners import dryrun, pairwise
 from runners.cores import share_cores
 from runners.errors import show_trace
 from runners.naming import sweep_labels

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from report import overview
 from report.console import verdict, where_to_look
 from report.report import write_run_report
-from runners import overview
 
 REPORT_TAG = "report_written"  # a single run's report is complete: its last step sets it
 

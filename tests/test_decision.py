@@ -178,7 +178,7 @@ def test_cost_and_latency_the_records_lack_are_unknown_everywhere_never_zero():
     cost table, the console and the parent's description say unknown and how many records
     lack it; aggregation logs no cost metric rather than 0."""
     from metrics.aggregate import aggregate
-    from runners.overview import runs_table
+    from report.overview import runs_table
 
     bare = [{**judged(f"t{k}", k, 0.3, 4), "cost_usd": None, "latency_ms": None}
             for k in range(4)]
@@ -207,7 +207,7 @@ def test_cost_and_latency_the_records_lack_are_unknown_everywhere_never_zero():
 def test_the_answer_comes_first_in_the_console_the_report_and_the_mlflow_description():
     """One sentence answers the question before any caveat or figure; MLflow 3 folds a
     run's description to its first 100 px, so it opens the description alone."""
-    from runners.overview import description
+    from report.overview import description
 
     records = three_systems()
     rows = [row(n, synthetic=True) for n in ("arag", "naive", "stuffing")]

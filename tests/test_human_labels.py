@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sys
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from report.label_sample import (
     stratified_sample,
     template_lines,
 )
+from report.label_sources import Read
 from tests import forked
 from tests.conftest import ROOT, store_overrides
 from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
@@ -214,7 +216,8 @@ def test_the_sample_is_stratified_by_run_and_score_and_its_page_runs_no_data():
     all_of_arag = page_answers(stratified_sample(recs, "geval_faithfulness", 40), ["d"])
     html = page(all_of_arag, "Label: <sweep>", "1-5", "labels.labelled.jsonl")
     assert "<script>alert" not in html and "<b>x</b>" not in html and "&lt;sweep&gt;" in html
-    assert html.count("<script") == 5 and "\\u003c/script\\u003e" in html
+    # the data is escaped text; the page's only scripts are its own (scale, file name, saving)
+    assert html.count("<script") == 3 and "&lt;/script&gt;&lt;script&gt;alert(1)" in html
 
 
 def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
@@ -226,21 +229,6 @@ def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
     assert done.returncode == 2
     assert f"{bad}:1: missing system, dimension, score, labeller. Fix:" in done.stderr
     assert not (tmp_path / "runs").exists() and not (tmp_path / "artifacts").exists()
-
-
-def test_a_rebuilt_reports_judge_paragraph_replaces_the_descriptions_own(store):
-    from mlflow import MlflowClient
-
-    from report.report import refresh_description
-
-    client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
-    run = client.create_run(client.create_experiment("describe")).info.run_id
-    client.set_tag(run, "mlflow.note.content", "**Arag wins.**\n\n**Judge unvalidated:** no "
-                   "measurement.\n\n**Verdict**: details")
-    refresh_description(client, run, "**Judge checked against your labels:** kappa 0.8\n")
-    assert client.get_run(run).data.tags["mlflow.note.content"] == (
-        "**Arag wins.**\n\n**Judge checked against your labels:** kappa 0.8\n\n**Verdict**: "
-        "details")
 
 
 def test_label_sample_of_an_unknown_sweep_exits_2_with_the_fix(store, capsys):
@@ -285,7 +273,8 @@ def test_labels_carry_their_scale_so_ones_out_of_five_are_not_read_as_yes_no(tmp
     picked = stratified_sample({"arag": records()["r1"]}, "geval_faithfulness", 2)
     assert {x["scale"] for x in template_lines(picked, ["d"], "yes/no")} == {"yes/no"}
     saved = page(page_answers(picked, ["d"]), "t", "yes/no", "l.labelled.jsonl")
-    assert "scale: scale.name" in saved and '{"name": "yes/no"' in saved
+    assert "scale: scale," in saved and "id='scale'>\"yes/no\"</script>" in saved
+    assert "<option value='0'>0 inconsistent</option>" in saved
 
 
 def test_labels_on_a_field_no_judge_scored_are_refused_naming_the_judged_ones(tmp_path):
@@ -359,27 +348,104 @@ def test_labels_of_unknown_systems_or_tasks_and_contradictions_are_left_out_by_l
 
 
 def test_the_labelling_page_shows_each_answer_once_with_rubric_source_and_trace():
-    recs = {"arag": [{**r, "reference": f"reference of {r['id']}",
-                      "context_chunk_ids": ["doc1:0-10", "doc1:10-20"]}
-                     for r in records(4)["r1"]]}
+    recs = {"arag": [{**r, "reference": f"reference of {r['id']} <i>", "context_chunk_ids":
+                      ["doc1#L1-10", "doc1#L11-20"]} for r in records(4)["r1"]]}
     picked = stratified_sample(recs, "geval_faithfulness", 4)
     dims = ["geval_faithfulness", "geval_coverage"]
     traces = {("arag", rec["id"]): f"http://ui/#/traces/{rec['id']}" for _, rec in picked}
-    answers = page_answers(picked, dims, traces)
+    long = "".join(f"line {k} of a stuffed filing & its notes\n" for k in range(2000))
+    read = {("arag", picked[0][1]["id"]): Read([("doc1#L1-10", "Revenue was <b>$5</b> & up"),
+                                                ("doc1", long)], ["a note"])}
+    answers = page_answers(picked, dims, traces, read)
     assert len(answers) == 4 and all(a["dimensions"] == dims for a in answers)  # once each
     first = answers[0]
     assert first["trace"] == f"http://ui/#/traces/{first['task_id']}"
-    assert first["sources"]["reference"]["text"] == f"reference of {first['task_id']}"
-    assert "2 chunk(s), doc1:0-10, doc1:10-20" in first["sources"]["context"]["text"]
+    assert first["reference"] == f"reference of {first['task_id']} <i>"
+    # an answer whose text was not read back names the chunks it read, never silently none
+    assert "2, doc1#L1-10, doc1#L11-20" in answers[1]["context"].notes[0]
     rubric = rubrics(dims)
     assert rubric["geval_faithfulness"]["against"] == "context"
     assert rubric["geval_coverage"]["against"] == "reference"
     assert rubric["geval_coverage"]["definition"].startswith("Coverage (1-5)")
     html = page(answers, "Label", "1-5", labelled_name("labels.jsonl"))
-    assert html.count(json.dumps(first["answer"])) == 1  # one answer, both dimensions
-    assert json.dumps(first["sources"]["reference"]["text"]) in html
+    assert html.count(f">{first['answer']}</pre>") == 1  # one answer, both dimensions
+    assert html.count(f"data-task='{first['task_id']}'") == 2
+    # the sources as escaped text, one collapsible block each, the long one cut saying so
+    assert "Revenue was &lt;b&gt;$5&lt;/b&gt; &amp; up" in html and "<b>$5" not in html
+    assert f"reference of {first['task_id']} &lt;i&gt;" in html
+    assert "<summary>doc1#L1-10 (5 words)</summary>" in html
+    assert html.count("line 1999 of a stuffed filing") == 0
+    shown = html.split("<summary>doc1 (", 1)[1]
+    cut = int(shown.split("Cut here: ", 1)[1].split(" more words", 1)[0].replace(",", ""))
+    kept = shown.split("</pre>", 1)[0].count("of a stuffed filing")
+    assert kept > 100 and cut == 9 * (2000 - kept)  # 9 words a line: every word accounted for
     assert "Faithfulness (1-5)" in html and "http://ui/#/traces/" in html
     # the page saves beside the template, never over it
     assert labelled_name("labels.jsonl") == "labels.labelled.jsonl"
     assert labelled_name("out/sample.jsonl") == "sample.labelled.jsonl"
     assert '"labels.labelled.jsonl"' in html and "link.download = saveAs" in html
+
+
+def test_label_html_shows_the_text_a_stored_run_read_escaped(store, tmp_path):
+    """label-sample --html on a stored sweep: the naive run's page holds the text of the
+    chunk it read (rebuilt from the run's config.yaml and dataset), escaped; stuffing's,
+    its whole document; coverage, the reference."""
+    import mlflow
+    from mlflow import MlflowClient
+    from omegaconf import OmegaConf
+
+    from arag.datasets.base import load_dataset
+    from arag.retrieval.chunking import chunk_document
+    from report.label_sample import main as label_sample
+    from tests.conftest import compose_cfg, write_mini_dataset
+
+    root = write_mini_dataset(tmp_path / "mini", n_docs=1, filler=6)
+    doc = root / "documents" / "T0X_q3_2024.txt"
+    doc.write_text(doc.read_text().replace("region 2 and", "region <b>2</b> & R&D and"))
+    client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
+    exp = client.create_experiment("label-page", artifact_location=(tmp_path / "a").as_uri())
+    parent = client.create_run(exp, run_name="sweep label-page",
+                               tags={"role": "sweep_parent"}).info.run_id
+    client.set_terminated(parent)
+    chunks = {}
+    for system in ("naive", "stuffing"):
+        cfg = compose_cfg(["dataset=sample", f"dataset.root={root}", f"system={system}",
+                           "retrieval.chunk_size=20"])
+        task = load_dataset(cfg.dataset, ROOT).tasks[0]
+        chunks = {c.chunk_id: c.text for c in chunk_document(
+            load_dataset(cfg.dataset, ROOT).corpus.documents[task.doc_ids[0]], 20, 0)}
+        read = [c for c, text in chunks.items() if "R&D" in text]
+        pred = {"id": task.id, "source": "sample", "system": system, "model": "offline",
+                "task_type": task.task_type, "question": task.question,
+                "doc_ids": list(task.doc_ids), "ground_truth": task.reference,
+                "predicted": f"{system} says revenue rose", "not_recorded": [],
+                "context_chunk_ids": read if system == "naive" else []}
+        run = client.create_run(exp, run_name=system, tags={
+            "mlflow.parentRunId": parent, "run_label": system, "system": system}).info.run_id
+        folder = tmp_path / system
+        folder.mkdir()
+        (folder / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        (folder / "predictions.jsonl").write_text(json.dumps(pred) + "\n")
+        (folder / "predictions.eval.jsonl").write_text(json.dumps(
+            {"id": task.id, "geval_faithfulness": 4, "geval_coverage": 3}) + "\n")
+        for name in ("config.yaml", "predictions.jsonl", "predictions.eval.jsonl"):
+            client.log_artifact(run, str(folder / name))
+        client.set_terminated(run)
+    out = tmp_path / "label.html"
+    try:
+        assert label_sample([parent, "--out", str(tmp_path / "labels.jsonl"), "--html",
+                             str(out), "--tracking-uri", f"sqlite:///{store}/mlflow.db"]) == 0
+    finally:
+        mlflow.set_tracking_uri(None)
+    html = out.read_text()
+    (read_chunk,) = read
+    assert "R&D" in chunks[read_chunk] and "R&D" not in html  # never as raw markup
+    naive, stuffing = (html.split(f"{s} / T0X_q3_2024</h3>", 1)[1].split("<section>")[0]
+                       for s in ("naive", "stuffing"))
+    assert f"<summary>{read_chunk} (" in naive
+    assert html_escape(chunks[read_chunk]) in naive  # the chunk's own text, not only its id
+    assert "The context the system read: 1 source(s)" in naive
+    # stuffing read the whole document: it is shown, every line of it
+    assert "<summary>T0X_q3_2024 (" in stuffing
+    assert html_escape(doc.read_text().strip()) in stuffing
+    assert "q3 revenue rose 8.0 percent" in naive and "q3 revenue rose 8.0 percent" in stuffing

@@ -73,6 +73,10 @@ def test_labels_given_to_the_sweeps_own_command_report_the_judges_agreement(tmp_
                              "--out", str(template), "--html", str(tmp_path / "label.html"),
                              "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]) == 0
         items = [json.loads(x) for x in template.read_text().splitlines()]
+        # the page holds the text each answer was judged against, read back from the runs
+        page = (tmp_path / "label.html").read_text()
+        assert "could not be read back" not in page and "was not read back" not in page
+        assert page.count("<details><summary>") >= len({x["task_id"] for x in items})
         assert {x["system"] for x in items} == {"naive", "stuffing"}
         assert {x["dimension"] for x in items} == {"geval_faithfulness", "geval_coverage"}
         labels = fill(template, tmp_path)

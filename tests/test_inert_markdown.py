@@ -7,8 +7,8 @@ import re
 
 from report import human_agreement
 from report.findings import inert
+from report.overview import description
 from report.report import ReportResult, build_report, readable_markdown
-from runners.overview import description
 from tests.test_report import rec, row
 from tracking.human_labels import HumanLabel
 

@@ -7,8 +7,9 @@ and the report ask these declarations and never the system's name:
   recall apply; the index is loaded before the task clock starts);
 * ``ranks``: it produces a ranking of chunks (``ranking``), scored by Recall/MRR/nDCG@k;
 * ``agentic``: the model decides what to search and read, in a loop of tool calls;
-* ``judged_context``: the text G-Eval faithfulness and numeric precision are judged
-  against, i.e. what the system put in front of the model;
+* ``judged_sources``: what the system put in front of the model, source by source (the
+  chunks it read, the whole documents, the contexts a pipeline gave); joined, it is
+  ``judged_context``, the text G-Eval faithfulness and numeric precision are judged against;
 * ``context_chunks``: how many chunks that context amounts to (``context_chunks`` on every
   record, beside ``context_tokens``), so budgets can be compared across systems.
 * ``bound``: it is a reference point, not a contender (the oracle's gold context, the
@@ -153,13 +154,21 @@ class System(ABC):
         return None
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
-        """What the system put in front of the model; by default the chunks it used (None:
-        the record does not say which, e.g. a hand-made one re-scored)."""
+    def judged_sources(cls, pred: Prediction, task: Task, sources: Sources
+                       ) -> list[tuple[str, str]] | None:
+        """What the system put in front of the model, source by source as ``(name, text)``:
+        by default the chunks it used (None: the record does not say which, e.g. a hand-made
+        one re-scored). A person labelling the answer reads them one by one."""
         if "context_chunk_ids" in pred.not_recorded:
             return None
-        return "\n\n".join(sources.chunks[c].text for c in pred.context_chunk_ids
-                           if c in sources.chunks)
+        return [(c, sources.chunks[c].text) for c in pred.context_chunk_ids
+                if c in sources.chunks]
+
+    @classmethod
+    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
+        """What the judge reads as the system's context: its ``judged_sources``, joined."""
+        found = cls.judged_sources(pred, task, sources)
+        return None if found is None else "\n\n".join(text for _, text in found)
 
     @classmethod
     def context_chunks(cls, pred: Prediction, task: Task, sources: Sources) -> int | None:

@@ -103,7 +103,8 @@ class Stuffing(System):
         return sum(1 for c in sources.chunks.values() if c.doc_id in docs)
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
+    def judged_sources(cls, pred: Prediction, task: Task, sources: Sources
+                       ) -> list[tuple[str, str]]:
         return whole_documents(pred, sources)
 
     @staticmethod
@@ -142,10 +143,11 @@ class Stuffing(System):
         self.one_call(task, calls, pred, context)
 
 
-def whole_documents(pred: Prediction, sources: Sources) -> str:
-    """The text of the prediction's documents: the context of a system that reads them all."""
+def whole_documents(pred: Prediction, sources: Sources) -> list[tuple[str, str]]:
+    """The prediction's documents, each ``(doc id, text)``: the context of a system that
+    reads them all."""
     docs = sources.corpus.documents
-    return "\n\n".join(docs[d].text for d in pred.doc_ids if d in docs)
+    return [(d, docs[d].text) for d in pred.doc_ids if d in docs]
 
 
 def gold_passages(task: Task, corpus: Corpus) -> str:
@@ -167,8 +169,9 @@ class Oracle(System):
                    if any(c.covers(line) for line in gold.get(c.doc_id, ())))
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
-        return gold_passages(task, sources.corpus)
+    def judged_sources(cls, pred: Prediction, task: Task, sources: Sources
+                       ) -> list[tuple[str, str]]:
+        return [("the gold key sentences", gold_passages(task, sources.corpus))]
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         if not task.gold_lines:
@@ -189,8 +192,9 @@ class ClosedBook(System):
         return 0
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
-        return ""
+    def judged_sources(cls, pred: Prediction, task: Task, sources: Sources
+                       ) -> list[tuple[str, str]]:
+        return []
 
     def answer(self, task: Task, calls: CallLog, pred: Prediction) -> None:
         self.one_call(task, calls, pred, "")

@@ -92,11 +92,12 @@ class ExternalPredictions(System):
         return list(dict.fromkeys(pred.retrieved_chunk_ids))
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
+    def judged_sources(cls, pred: Prediction, task: Task, sources: Sources
+                       ) -> list[tuple[str, str]] | None:
         if pred.contexts:  # the texts the pipeline gave its model, as given
-            return "\n\n".join(c["text"] for c in pred.contexts)
+            return [(context_name(c, k), c["text"]) for k, c in enumerate(pred.contexts)]
         if "context_chunk_ids" not in pred.not_recorded:
-            return super().judged_context(pred, task, sources)
+            return super().judged_sources(pred, task, sources)
         return whole_documents(pred, sources)
 
     @classmethod
@@ -168,6 +169,13 @@ def _metrics(file: PredictionsFile) -> dict[str, float]:
     if preds and len(file.model_calls) == len(preds):  # a total over some would be made up
         out["model_calls"] = float(sum(file.model_calls.values()))
     return out
+
+
+def context_name(context: dict[str, Any], k: int) -> str:
+    """What a context the pipeline gave is called: where it was found, or its place."""
+    lines = context.get("lines") or []
+    where = f" lines {min(lines)}-{max(lines)}" if lines else ""
+    return f"context {k + 1}" + (f": {context['doc_id']}{where}" if context.get("doc_id") else "")
 
 
 def _no_context(pred: Prediction) -> bool:

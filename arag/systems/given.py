@@ -31,7 +31,8 @@ class GivenAnswers(System):
         return cls
 
     @classmethod
-    def judged_context(cls, pred: Prediction, task: Task, sources: Sources) -> str | None:
+    def judged_sources(cls, pred: Prediction, task: Task, sources: Sources
+                       ) -> list[tuple[str, str]]:
         return whole_documents(pred, sources)
 
     @classmethod

@@ -8,7 +8,8 @@ answer first, alone in its paragraph (who wins on what, or that nothing was deci
 why), then the caveats that apply, then the key finding's details, a table of every run
 together (the comparison metric, retrieval recall, cost per task, median latency, tasks
 answered), and where the rest is. So the run a person lands on answers the question
-without a click.
+without a click. A rebuilt report (``python -m report <parent run id>``, with other
+``--decide-on`` or labels) writes the description again, so both answer alike.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ from report.result import ReportResult
 from report.verdict import table
 
 MAX_NOTE = 60_000  # well under MLflow's tag value limit
+# the description's section on the sweep's latest baseline comparison (report.baseline,
+# python -m report compare --record), and every section other commands append at its end
+BASELINE_HEADING = "**Against the baseline**"
+APPENDED = (BASELINE_HEADING,)
 
 
 def _number(value: Any, digits: int, missing: str = "n/a") -> str:
@@ -58,5 +63,12 @@ def description(result: ReportResult) -> str:
 
 
 def publish(client: Any, result: ReportResult) -> None:
-    """Set the description on the run the report was logged to."""
-    client.set_tag(result.run_id, NOTE_TAG, description(result))
+    """Set the description on the run the report was logged to: written anew from the
+    report, so the two never disagree; the sections other commands appended to it
+    (``APPENDED``: a baseline comparison) stay at its end."""
+    old = client.get_run(result.run_id).data.tags.get(NOTE_TAG) or ""
+    starts = [old.index(heading) for heading in APPENDED if heading in old]
+    kept = old[min(starts):].strip() if starts else ""
+    text = f"{description(result)}\n\n{kept}" if kept else description(result)
+    client.set_tag(result.run_id, NOTE_TAG,
+                   text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 1] + "…")
