@@ -545,6 +545,10 @@ def resumed_latency_note(rows: list[Row]) -> str:
         return ""
     parts = [f"{r['run']} ({int(r['n_resumed'])} of {int(r.get('n_tasks') or 0)} answers)"
              for r in resumed]
+    if all(r.get("sequential") for r in resumed):  # each round carries the earlier ones on
+        return ("Latency over rounds: " + "; ".join(parts) + " were answered in earlier "
+                "rounds of this sequential sweep (or an earlier run of it), so their "
+                "latencies were measured round by round, under each round's load.\n")
     return ("Latency from an earlier run: " + "; ".join(parts) + " were resumed from an "
             "earlier run of the same configuration, so their latencies were measured then, "
             "under that run's load.\n")

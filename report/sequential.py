@@ -74,9 +74,13 @@ def sequential_verdict(inputs: Any) -> Analysis:
     table = Table(["metric", "first", "second", "n", "mean difference", "interval", "state"],
                   [[lk.metric, lk.first, lk.second, lk.n, lk.mean_diff,
                     f"[{lk.low:.3f}, {lk.high:.3f}]", lk.state.value] for lk in looks])
-    caveat = ("The sweep stopped when its anytime-valid intervals allowed: the p-values and "
-              "bootstrap CIs elsewhere in this report are computed after that optional stop and "
-              "are descriptive, not tests. The decision is the intervals' above.")
+    early = stop in (Stop.decided, Stop.equivalent, Stop.settled)
+    why = ("The sweep stopped when its anytime-valid intervals allowed" if early else
+           "The sweep looked at its anytime-valid intervals after every round and stopped "
+           f"for another reason ({STOP_WORDS[stop].partition(':')[0] if stop else 'undecided'})")
+    caveat = (f"{why}: the p-values and bootstrap CIs elsewhere in this report are computed on "
+              "tasks a data-dependent rule chose to run and are descriptive, not tests. The "
+              "decision is the intervals' above.")
     return Analysis(
         findings=[Finding("sequential", SECTION, text, figures, key=True, table=table),
                   Finding("sequential", SECTION, caveat, {}, caveat=True)],

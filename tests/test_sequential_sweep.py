@@ -111,6 +111,7 @@ def test_a_sweep_that_stopped_early_decides_by_its_intervals_and_says_when():
                                            "estimated $6.00)")
     assert "**ref** is better on `rouge1_f1`" in key.text
     assert caveat.caveat and "descriptive" in caveat.text
+    assert caveat.text.startswith("The sweep stopped when its anytime-valid intervals allowed")
     assert found.metrics == {"sequential_tasks": 20.0, "sequential_decided": 1.0}
 
 
@@ -121,6 +122,10 @@ def test_a_null_that_ran_out_of_tasks_declares_nothing():
     text = found.findings[0].text
     assert text.startswith("Ran out of tasks after 60 of 60 tasks: undecided")
     assert "is better" not in text and "undecided" in text
+    caveat = found.findings[1].text  # it never stopped early, and does not say it did
+    assert "stopped when its anytime-valid intervals allowed" not in caveat
+    assert caveat.startswith("The sweep looked at its anytime-valid intervals after every round "
+                             "and stopped for another reason (ran out of tasks)")
 
 
 def test_a_sweep_that_was_not_sequential_gets_no_sequential_finding():
