@@ -1,12 +1,13 @@
 """Hydra launchers running real sweeps: submitit's local executor (jobs as separate
-processes, as on a Slurm node) and, when the optional extra is installed, a sequential sweep's
-rounds on a local Ray instance the launcher starts. Each sweep: one parent, two FINISHED
-children."""
+processes, as on a Slurm node), a sequential sweep's rounds as joblib's parallel jobs and, when
+the optional extra is installed, on a local Ray instance the launcher starts. Each sweep: one
+parent, two FINISHED children."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -47,6 +48,21 @@ def test_a_sequential_ray_sweep_runs_its_rounds_as_ray_tasks(tmp_path, shared_ca
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stderr.count("Ray Launcher is launching 2 jobs") == 2
     assert "Ray is already running" in done.stderr  # the second round reuses the instance
+    one_parent_two_finished_children(tmp_path)
+    looks = [json.loads(line) for line in
+             next(tmp_path.glob("multirun/*/sequential.jsonl")).read_text().splitlines()]
+    assert [(look["tasks"], look["stop"]) for look in looks] == [(1, None), (2, "tasks_out")]
+
+
+def test_a_sequential_joblib_sweep_runs_its_rounds_as_parallel_jobs(tmp_path, shared_cache):
+    """runner.sequential=true in rounds of one task under joblib: each round launches both
+    jobs at once, and a job continues its run with the next task."""
+    done = run_cli(tmp_path, "hydra/launcher=joblib", "hydra.launcher.n_jobs=2",
+                   "system=naive,stuffing", "dataset=sample", "dataset.limit=2",
+                   "runner.sequential=true", "runner.batch_size=1", "metrics.scorers=[rouge]",
+                   "report.decide_on=[rouge1_f1]", cache=shared_cache)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len(re.findall(r"Joblib\.Parallel\(.*\) is launching 2 jobs", done.stderr)) == 2
     one_parent_two_finished_children(tmp_path)
     looks = [json.loads(line) for line in
              next(tmp_path.glob("multirun/*/sequential.jsonl")).read_text().splitlines()]
