@@ -48,6 +48,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _fork_server_environment():
+    """The environment end-to-end commands are forked in (tests/forked.py): the session's,
+    before any test sets a variable of its own."""
+    forked.snapshot()
+
+
 @pytest.fixture(autouse=True)
 def _no_store_from_the_environment(monkeypatch):
     """The config's default store follows $MLFLOW_TRACKING_URI (runners/config.py), which

@@ -16,6 +16,7 @@ A command falls back to a real `subprocess.run` when forking could change what i
   imported (the Hugging Face, torch, OpenMP/BLAS, matplotlib and cache-location ones);
 - it starts other interpreters of its own (a joblib, submitit or Ray launcher);
 - `ARAG_TESTS_FORK=0` is set (every command then runs as a real process).
+`ARAG_TESTS_FORK_LOG=<file>` appends a line a command: forked, or why not.
 Tests whose promise is a fresh shell (tests/test_front_door.py) run real processes anyway.
 """
 
@@ -53,25 +54,54 @@ def _import_time_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def _forkable(cmd: list[str], env: dict[str, str]) -> bool:
+    why = _why_not(cmd, env)
+    if os.environ.get("ARAG_TESTS_FORK_LOG"):  # which commands ran how, and why
+        with open(os.environ["ARAG_TESTS_FORK_LOG"], "a") as log:
+            log.write(f"{why or 'forked'}\t{' '.join(cmd[1:4])}\n")
+    return why is None
+
+
+def _why_not(cmd: list[str], env: dict[str, str]) -> str | None:
     if os.environ.get("ARAG_TESTS_FORK", "1") == "0" or sys.platform != "linux":
-        return False
+        return "off"
     if len(cmd) < 2 or cmd[0] != sys.executable:
-        return False
+        return "not this interpreter"
     if not (cmd[1].endswith(".py") or (cmd[1] == "-m" and len(cmd) > 2)):
-        return False
+        return "not a script or module"
     if any(arg.startswith(SPAWNING) for arg in cmd):
-        return False
-    if _context is not None and _import_time_env(env) != _import_time_env(_server_env):
-        return False
-    return True
+        return "a launcher"
+    snapshot()
+    changed = sorted(k for k in set(_import_time_env(env)) | set(_import_time_env(_server_env))
+                     if env.get(k) != _server_env.get(k))
+    return f"import-time variables changed: {', '.join(changed)}" if changed else None
+
+
+def snapshot() -> None:
+    """Keep this environment as the fork server's (conftest calls it when the test session
+    starts, before a test changes a variable): the server starts with it, at the first
+    command, whatever the test that asks first has set."""
+    global _server_env
+    if not _server_env:
+        _server_env = dict(os.environ)
 
 
 def _server() -> Any:
-    global _context, _server_env
+    global _context
     if _context is None:
-        _context = multiprocessing.get_context("forkserver")
-        _context.set_forkserver_preload(PRELOAD)
-        _server_env = dict(os.environ)
+        snapshot()
+        from multiprocessing import forkserver
+
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(PRELOAD)
+        current = dict(os.environ)
+        os.environ.clear()
+        os.environ.update(_server_env)
+        try:
+            forkserver.ensure_running()
+        finally:
+            os.environ.clear()
+            os.environ.update(current)
+        _context = context
     return _context
 
 
@@ -137,9 +167,6 @@ def run(cmd: list[str], *, cwd: Path | str, env: dict[str, str] | None = None,
         return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
                               stdin=subprocess.DEVNULL, timeout=timeout, **kwargs)
     server = _server()
-    if _import_time_env(env) != _import_time_env(_server_env):
-        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=timeout, **kwargs)
     with tempfile.TemporaryDirectory(prefix="forked-") as tmp:
         out, err = f"{tmp}/stdout", f"{tmp}/stderr"
         proc = server.Process(target=_child, args=(cmd, str(cwd), env, out, err))
@@ -168,7 +195,7 @@ class Popen:
         kwargs.pop("stdin", None)  # always /dev/null, as the tests ask
         self.args = [str(c) for c in cmd]
         self._real: subprocess.Popen | None = None
-        self.returncode: int | None = None
+        self._returncode: int | None = None
         streams_ok = all(s in (None, subprocess.DEVNULL, subprocess.PIPE) for s in (stdout, stderr))
         if not (streams_ok and _forkable(self.args, env)):
             self._real = subprocess.Popen(self.args, cwd=cwd, env=env, stdout=stdout, stderr=stderr,
@@ -185,22 +212,25 @@ class Popen:
         self._proc.start()
         self.pid = self._proc.pid
 
+    @property
+    def returncode(self) -> int | None:
+        return self._real.returncode if self._real is not None else self._returncode
+
     def poll(self) -> int | None:
         if self._real is not None:
-            self.returncode = self._real.poll()
-        elif not self._proc.is_alive():
-            self.returncode = self._proc.exitcode
-        return self.returncode
+            return self._real.poll()
+        if not self._proc.is_alive():
+            self._returncode = self._proc.exitcode
+        return self._returncode
 
     def wait(self, timeout: float | None = None) -> int:
         if self._real is not None:
-            self.returncode = self._real.wait(timeout)
-            return self.returncode
+            return self._real.wait(timeout)
         self._proc.join(timeout)
         if self._proc.is_alive():
             raise subprocess.TimeoutExpired(self.args, timeout or 0)
-        self.returncode = self._proc.exitcode if self._proc.exitcode is not None else -9
-        return self.returncode
+        self._returncode = self._proc.exitcode if self._proc.exitcode is not None else -9
+        return self._returncode
 
     def kill(self) -> None:
         if self._real is not None:
