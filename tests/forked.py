@@ -1,9 +1,9 @@
 """The end-to-end tests' command runner: `python run.py ...` (and `python -m report ...`)
 started from a process that has already imported the libraries every run imports.
 
-On this project's 2-core machines a run's imports (torch, transformers,
-sentence-transformers, scikit-learn, scipy, MLflow, bert-score, FAISS, ...) cost ~25 s of CPU
-before its first line of work, and the end-to-end tests start about two hundred runs. Here
+A run's imports (torch, transformers, sentence-transformers, scikit-learn, scipy, MLflow,
+bert-score, FAISS, ...) are most of a small sweep's time on a 2-core machine, and the
+end-to-end tests start about two hundred runs. Here
 each run is a fresh process forked from one Python process that imported those libraries
 once (`multiprocessing`'s forkserver with a preload list): the command's own code runs from
 its first line (`runpy`, as `python run.py` does), with its argv, working directory,
