@@ -3,7 +3,7 @@ started from a process that has already imported the libraries every run imports
 
 A run's imports (torch, transformers, sentence-transformers, scikit-learn, scipy, MLflow,
 bert-score, FAISS, ...) are most of a small sweep's time on a 2-core machine, and the
-end-to-end tests start about two hundred runs. Here
+end-to-end tests start about a hundred runs. Here
 each run is a fresh process forked from one Python process that imported those libraries
 once (`multiprocessing`'s forkserver with a preload list): the command's own code runs from
 its first line (`runpy`, as `python run.py` does), with its argv, working directory,
