@@ -157,6 +157,13 @@ def _child(cmd: list[str], cwd: str, env: dict[str, str], out: str, err: str,
         os._exit(code)
 
 
+def _read(path: str) -> str:
+    """What a command wrote to ``path`` ("" for /dev/null or nothing written)."""
+    if path == os.devnull or not Path(path).exists():
+        return ""
+    return Path(path).read_text(encoding="utf-8", errors="replace")
+
+
 def run(cmd: list[str], *, cwd: Path | str, env: dict[str, str] | None = None,
         timeout: float = 900, **kwargs: Any) -> subprocess.CompletedProcess:
     """``subprocess.run(cmd, cwd=..., env=..., capture_output=True, text=True,
@@ -177,9 +184,7 @@ def run(cmd: list[str], *, cwd: Path | str, env: dict[str, str] | None = None,
             proc.join()
             raise subprocess.TimeoutExpired(cmd, timeout)
         code = proc.exitcode if proc.exitcode is not None else -9
-        read = (lambda p: Path(p).read_text(encoding="utf-8", errors="replace")  # noqa: E731
-                if Path(p).exists() else "")
-        return subprocess.CompletedProcess(cmd, code, read(out), read(err))
+        return subprocess.CompletedProcess(cmd, code, _read(out), _read(err))
 
 
 class Popen:
@@ -242,6 +247,4 @@ class Popen:
         if self._real is not None:
             return self._real.communicate(timeout=timeout)
         self.wait(timeout)
-        read = (lambda p: Path(p).read_text(encoding="utf-8", errors="replace")  # noqa: E731
-                if p != os.devnull and Path(p).exists() else "")
-        return read(self._out), read(self._err)
+        return _read(self._out), _read(self._err)
