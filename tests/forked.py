@@ -42,7 +42,10 @@ PRELOAD = ["numpy", "scipy.stats", "torch", "transformers", "sentence_transforme
 # gets a real process
 IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH", "OMP_", "MKL_",
                    "OPENBLAS_", "MPL", "XDG_", "HOME", "PYTHON", "LD_", "CUDA", "TOKENIZERS_",
-                   "SENTENCE_TRANSFORMERS", "MLFLOW_ENABLE_ASYNC", "TQDM_")
+                   "SENTENCE_TRANSFORMERS", "TQDM_")
+# set by the libraries themselves in the test process (torch's compile cache, the harness's
+# synchronous traces), read when used, never when imported
+NOT_IMPORT_TIME = ("TORCHINDUCTOR_",)
 SPAWNING = ("hydra/launcher=",)
 
 _context: Any = None
@@ -50,7 +53,8 @@ _server_env: dict[str, str] = {}
 
 
 def _import_time_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(IMPORT_TIME_ENV)}
+    return {k: v for k, v in env.items()
+            if k.startswith(IMPORT_TIME_ENV) and not k.startswith(NOT_IMPORT_TIME)}
 
 
 def _forkable(cmd: list[str], env: dict[str, str]) -> bool:
