@@ -43,8 +43,8 @@ PRELOAD = ["numpy", "scipy.stats", "torch", "transformers", "sentence_transforme
 IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH", "OMP_", "MKL_",
                    "OPENBLAS_", "MPL", "XDG_", "HOME", "PYTHON", "LD_", "CUDA", "TOKENIZERS_",
                    "SENTENCE_TRANSFORMERS", "TQDM_")
-# set by the libraries themselves in the test process (torch's compile cache, the harness's
-# synchronous traces), read when used, never when imported
+# under a prefix above, but set by torch itself in the test process (its compile cache) and
+# read when used, never when imported
 NOT_IMPORT_TIME = ("TORCHINDUCTOR_",)
 SPAWNING = ("hydra/launcher=",)
 
