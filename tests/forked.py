@@ -44,8 +44,9 @@ IMPORT_TIME_ENV = ("HF_", "HUGGINGFACE_", "TRANSFORMERS_", "TORCH", "PYTORCH", "
                    "OPENBLAS_", "MPL", "XDG_", "HOME", "PYTHON", "LD_", "CUDA", "TOKENIZERS_",
                    "SENTENCE_TRANSFORMERS", "TQDM_")
 # under a prefix above, but set by torch itself in the test process (its compile cache) and
-# read when used, never when imported
-NOT_IMPORT_TIME = ("TORCHINDUCTOR_",)
+# read when used, never when imported; or read at import into a constant the child sets again
+# from the command's environment (``_reread``): the harness's quiet console sets the last one
+NOT_IMPORT_TIME = ("TORCHINDUCTOR_", "HF_HUB_DISABLE_PROGRESS_BARS")
 SPAWNING = ("hydra/launcher=",)
 
 _context: Any = None
@@ -119,6 +120,7 @@ def _child(cmd: list[str], cwd: str, env: dict[str, str], out: str, err: str,
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(env)
+        _reread()
         for fd, path, flags in ((0, os.devnull, os.O_RDONLY),
                                 (1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
                                 (2, err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
@@ -159,6 +161,18 @@ def _child(cmd: list[str], cwd: str, env: dict[str, str], out: str, err: str,
             except Exception:  # noqa: BLE001, S110 - a closed stream has nothing to flush
                 pass
         os._exit(code)
+
+
+def _reread() -> None:
+    """In the child: the import-time constants ``NOT_IMPORT_TIME`` exempts, read again from
+    the command's environment. huggingface_hub reads its progress-bar switch once, when
+    imported, into its constants and into its tqdm module (which its bars check)."""
+    value = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+    for name in ("huggingface_hub.constants", "huggingface_hub.utils.tqdm"):
+        module = sys.modules.get(name)
+        if module is not None:
+            module.HF_HUB_DISABLE_PROGRESS_BARS = (  # type: ignore[attr-defined]
+                None if value is None else value.upper() in {"1", "ON", "YES", "TRUE"})
 
 
 def _read(path: str) -> str:

@@ -31,13 +31,20 @@ def _record(task_id: str, repeat: int = 0) -> dict:
 
 
 @pytest.fixture
-def run(tmp_path):
-    """(experiment id, run id) in a fresh SQLite store."""
+def run(tmp_path, monkeypatch):
+    """(experiment id, run id) in a fresh SQLite store, traces exported synchronously as
+    the harness has them (``tracking.runs.SYNC_TRACES``)."""
+    from tracking.runs import SYNC_TRACES
+
+    monkeypatch.setenv(*SYNC_TRACES)
+    mlflow.tracing.reset()  # a tracer built now reads it
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path}/mlflow.db")
     experiment_id = mlflow.create_experiment("traces", artifact_location=str(tmp_path / "a"))
     run_id = mlflow.MlflowClient().create_run(experiment_id).info.run_id
     yield experiment_id, run_id
     mlflow.set_tracking_uri(None)
+    monkeypatch.undo()
+    mlflow.tracing.reset()
 
 
 def _names(experiment_id: str, run_id: str) -> dict[str, Counter]:
@@ -152,3 +159,154 @@ def test_new_traces_are_written_with_their_scores_not_a_store_write_per_score(ru
     faithfulness = next(a for a in judged if a.name == "geval_faithfulness")
     assert (faithfulness.value, faithfulness.rationale, faithfulness.source.source_id) == \
         (4.0, "supported", JUDGE)
+
+
+def _agentic(task_id: str, error: str | None = None) -> Prediction:
+    """A prediction whose trace nests: model calls, a tool that called the model itself,
+    a retrieval, and a failed tool."""
+    from arag.trace import ModelCall, Retrieval, ToolCall
+
+    def call(at: float) -> ModelCall:
+        return ModelCall(model="offline", start_ms=at, latency_ms=2.0, stop_reason="tool_use",
+                         usage={"input_tokens": 10, "output_tokens": 3}, cost_usd=0.001,
+                         cached=False, tool_calls=["keyword_search"])
+
+    pred = _prediction(task_id)
+    pred.error = error
+    pred.trace = [
+        call(0.0),
+        Retrieval(name="semantic_search", arguments={"query": "revenue"},
+                  result_chunk_ids=["c1", "c2"], start_ms=2.5, latency_ms=1.0),
+        ToolCall(name="chunk_summarize", arguments={"chunk_ids": ["c1"]},
+                 result_chunk_ids=["c1"], is_error=False, error=None, start_ms=4.0,
+                 latency_ms=3.0, steps=[call(4.5)]),
+        ToolCall(name="chunk_read", arguments={"chunk_ids": ["c9"]}, result_chunk_ids=[],
+                 is_error=True, error="no chunk c9", start_ms=7.5, latency_ms=0.5),
+    ]
+    return pred
+
+
+def _stored(experiment_id: str, run_id: str) -> list[dict]:
+    """Every stored field of a run's traces that does not name the run or the trace."""
+    from tracking.traces import SPANS_WRITTEN
+
+    traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list")
+    out = []
+    for t in sorted(traces, key=lambda t: t.info.trace_metadata["task_id"]):
+        info = t.info
+        ids = {span.span_id: span.name for span in t.data.spans}
+        out.append({
+            "state": info.state, "request_time": info.request_time,
+            "duration": info.execution_duration,
+            "request": info.request_preview, "response": info.response_preview,
+            "metadata": {k: v for k, v in info.trace_metadata.items()
+                         if k not in {SPANS_WRITTEN, "mlflow.sourceRun"}},
+            "tags": {k: v for k, v in info.tags.items() if k != "mlflow.artifactLocation"},
+            "assessments": sorted((a.name, str(a.value), a.rationale, a.source.source_id)
+                                  for a in info.assessments),
+            "spans": [(span.name, span.span_type, ids.get(span.parent_id), span.start_time_ns,
+                       span.end_time_ns, span.status.status_code, span.inputs, span.outputs,
+                       {k: v for k, v in span.attributes.items()
+                        if k != "mlflow.traceRequestId"})
+                      for span in t.data.spans]})
+    return out
+
+
+def test_traces_written_in_batches_are_those_mlflow_itself_writes(run, monkeypatch):
+    """Each trace, its nested spans, an ERROR state, tags and scores: what the batched write
+    stores is field for field what MLflow's own exporter stores, and no span is written
+    before its batch (one ``log_spans`` per batch, not per span)."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    import tracking.traces as traces_module
+    from tracking.traces import task_assessments
+
+    experiment_id, batched_run = run
+    own_run = mlflow.MlflowClient().create_run(experiment_id).info.run_id
+    predictions = [_agentic(f"t{k}", error="timed out" if k == 2 else None) for k in range(5)]
+    records = [_record(p.id) for p in predictions]
+    scores = task_assessments(records, JUDGE, FIELDS, {p.id: p.ground_truth for p in predictions})
+    features = {p.id: {"company": "ACME"} for p in predictions}
+
+    monkeypatch.setattr(traces_module, "BATCH", 2)
+    span_writes = []
+    log_spans = SqlAlchemyStore.log_spans
+    monkeypatch.setattr(SqlAlchemyStore, "log_spans", lambda self, location, spans, **kw:
+                        span_writes.append(len(spans)) or log_spans(self, location, spans, **kw))
+    assert log_task_traces(experiment_id, batched_run, predictions, agentic=True,
+                           tags=features, assessments=scores) == 5
+    assert span_writes == [12, 12, 6]  # 6 spans a trace; batches of 2, 2 and the last one
+    span_writes.clear()
+    monkeypatch.setattr(traces_module, "SQL_SCHEMES", ())  # MLflow exports as usual
+    assert log_task_traces(experiment_id, own_run, predictions, agentic=True,
+                           tags=features, assessments=scores) == 5
+    assert len(span_writes) == 30  # MLflow's exporter: a transaction per span
+
+    batched, own = _stored(experiment_id, batched_run), _stored(experiment_id, own_run)
+    assert batched == own
+    assert [t["state"].value for t in batched] == ["OK", "OK", "ERROR", "OK", "OK"]
+    # the steps outlast the recorded latency (5 ms): the task's span covers them (8 ms), on
+    # whole milliseconds
+    assert all(8 <= t["duration"] <= 9 for t in batched)
+    assert [s[:3] for s in batched[0]["spans"]][-2:] == [
+        ("llm:offline", "CHAT_MODEL", "chunk_summarize"), ("chunk_read", "TOOL", batched[0][
+            "spans"][0][0])]
+
+
+def test_a_kill_between_trace_infos_and_their_spans_is_repaired_by_the_next_run(run,
+                                                                                monkeypatch):
+    """The infos of a batch are stored, the process dies before its spans: the continued
+    run finds those traces incomplete and writes them again, complete, once each."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    experiment_id, run_id = run
+    predictions = [_agentic(f"t{k}") for k in range(3)]
+
+    class Killed(BaseException):
+        pass
+
+    def die(self, location, spans, **kw):
+        raise Killed
+
+    monkeypatch.setattr(SqlAlchemyStore, "log_spans", die)
+    with pytest.raises(Killed):
+        log_task_traces(experiment_id, run_id, predictions, agentic=True)
+    monkeypatch.undo()
+    half = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
+                                include_spans=False)
+    assert len(half) == 3  # the infos, without a span
+    assert mlflow.search_traces(locations=[experiment_id], run_id=run_id,
+                                return_type="list") == []
+
+    assert log_task_traces(experiment_id, run_id, predictions, agentic=True) == 3
+    whole = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list")
+    assert sorted(t.info.trace_metadata["task_id"] for t in whole) == ["t0", "t1", "t2"]
+    assert all(len(t.data.spans) == 6 for t in whole)
+    assert log_task_traces(experiment_id, run_id, predictions, agentic=True) == 0
+
+
+def test_spans_the_store_refuses_are_written_again(run, monkeypatch, caplog):
+    """The store refuses a batch's spans once: the warning says so, the traces are written
+    again, and each task ends with one complete trace."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    experiment_id, run_id = run
+    predictions = [_agentic(f"t{k}") for k in range(3)]
+    log_spans = SqlAlchemyStore.log_spans
+    refused = []
+
+    def once(self, location, spans, **kw):
+        if not refused:
+            refused.append(len(spans))
+            raise RuntimeError("database is locked")
+        return log_spans(self, location, spans, **kw)
+
+    monkeypatch.setattr(SqlAlchemyStore, "log_spans", once)
+    with caplog.at_level("WARNING", logger="tracking.traces"):
+        assert log_task_traces(experiment_id, run_id, predictions, agentic=True) == 3
+    assert refused == [18]
+    assert "the spans of 3 traces not stored (database is locked); writing them again" \
+        in caplog.text
+    whole = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list")
+    assert sorted(t.info.trace_metadata["task_id"] for t in whole) == ["t0", "t1", "t2"]
+    assert all(len(t.data.spans) == 6 for t in whole)

@@ -14,13 +14,21 @@ and ``repeat``.
 Each trace carries the task's scores as MLflow assessments (feedback): every report metric
 the task has, its error codes, and the comparison metric's reason when it is null; judge
 scores come with the judge's reasoning as their rationale.
+
+On a SQL store, traces are stored in batches (``_collected``): each trace's info, tags,
+metadata and scores in its own ``start_trace``, then the spans of ``BATCH`` traces in one
+``log_spans`` transaction. MLflow's exporter writes every span as it ends, each in a
+transaction of its own, and then merges the trace's row into the one those spans made. The
+stored traces are the same, field for field; a kill between the infos and their spans is
+found by the next run (``_held_stamp``) and the trace written again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from arag import progress
@@ -29,6 +37,10 @@ from arag.trace import ModelCall, Retrieval, Step
 
 log = logging.getLogger(__name__)
 DIGITS = 4  # decimals of a score shown on a trace (the records keep every digit)
+MS = 1_000_000  # nanoseconds
+BATCH = 50  # traces whose spans are written in one transaction
+SPANS_WRITTEN = "spans_written"  # metadata of a trace stored in a batch (``_held_stamp``)
+SQL_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
 
 
 def _ns(pred: Prediction, ms: float) -> int:
@@ -53,7 +65,8 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
     stale: list[str] = []
     count = 0
     todo = [p for p in predictions if existing.get(p.answer_key, ("", ""))[1] != _stamp(p)]
-    with progress.bar("traces", len(todo), "trace", show=bool(todo)) as shown:
+    with progress.bar("traces", len(todo), "trace", show=bool(todo)) as shown, \
+            _collected(experiment_id) as collected:
         for pred in todo:
             old = existing.get(pred.answer_key)
             if old is not None:
@@ -61,13 +74,16 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
             _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic,
                        (tags or {}).get(pred.id), assessments)
             count += 1
+            if len(collected) >= BATCH:
+                _store(experiment_id, collected)
             shown.update(1)
     _flush()
     lost = _not_stored(experiment_id, run_id, todo)
-    for pred in lost:  # a full export queue drops a trace with a warning only: once more,
+    for pred in lost:  # a full export queue drops a trace with a warning only (a store that
+        # refused a batch, with one): once more, one at a time, so the queue is empty for each
         _log_trace(experiment_id, run_id, pred, _stamp(pred), agentic,
                    (tags or {}).get(pred.id), assessments)
-        _flush()  # one at a time, so the queue is empty for each
+        _flush()
     if lost:
         still = _not_stored(experiment_id, run_id, lost)
         if still:
@@ -78,6 +94,87 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
     if stale:
         mlflow.MlflowClient().delete_traces(experiment_id, trace_ids=stale)
     return count
+
+
+@contextmanager
+def _collected(experiment_id: str) -> Iterator[list[Any]]:
+    """While open, a finished trace is not exported by MLflow but collected in the list
+    yielded; the caller stores batches of them (``_store``) and what is left is stored on
+    exit. Where MLflow's exporter is not its plain synchronous one to a SQL store (async
+    logging, a batch span processor, a tracking server), MLflow exports as usual and the list
+    stays empty."""
+    import mlflow
+    from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
+    from mlflow.tracing.provider import _get_span_processor, _get_tracer
+
+    collected: list[Any] = []
+    _get_tracer(__name__)  # the provider, built now if no span was made yet
+    processor = _get_span_processor()
+    exporter = getattr(processor, "span_exporter", None)
+    scheme = mlflow.get_tracking_uri().split(":", 1)[0].split("+", 1)[0]
+    if type(exporter) is not MlflowV3SpanExporter or exporter._should_log_async() \
+            or getattr(processor, "_batch_delegate", None) is not None \
+            or scheme not in SQL_SCHEMES:
+        yield collected
+        return
+    processor.span_exporter = _Collector(collected)
+    try:
+        yield collected
+    finally:
+        processor.span_exporter = exporter
+        if collected:
+            _store(experiment_id, collected)
+
+
+class _Collector:
+    """A span exporter that keeps each finished trace (at its root span's end) instead of
+    writing it: what MLflow's exporter does first, without the store writes."""
+
+    def __init__(self, into: list[Any]) -> None:
+        self.into = into
+
+    def export(self, spans: Sequence[Any]) -> None:
+        from mlflow.tracing.trace_manager import InMemoryTraceManager
+
+        manager = InMemoryTraceManager.get_instance()
+        for span in spans:
+            if span.parent is None and \
+                    (held := manager.pop_trace(span.context.trace_id)) is not None:
+                self.into.append(held.trace)
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def _store(experiment_id: str, traces: list[Any]) -> None:
+    """Store collected traces and empty the list: each trace's info (its tags, metadata and
+    scores) in a transaction of its own, then all their spans in one. A trace the store
+    refuses is left out with a warning and found missing by ``_not_stored``, which writes it
+    again; so are the traces of spans it refuses (their infos are deleted first)."""
+    from mlflow.tracing.client import TracingClient
+    from mlflow.tracing.utils import add_size_stats_to_trace_metadata
+
+    client = TracingClient()
+    stored = []
+    for trace in traces:
+        add_size_stats_to_trace_metadata(trace)
+        trace.info.trace_metadata[SPANS_WRITTEN] = "in a batch"
+        try:
+            client.start_trace(trace.info)
+        except Exception as exc:  # noqa: BLE001 - written again by the caller
+            log.warning("trace %s not stored (%s); writing it again", trace.info.trace_id, exc)
+            continue
+        stored.append(trace)
+    traces.clear()
+    try:
+        client.log_spans(experiment_id, [span for t in stored for span in t.data.spans])
+    except Exception as exc:  # noqa: BLE001 - written again by the caller
+        log.warning("the spans of %d traces not stored (%s); writing them again",
+                    len(stored), exc)
+        client.delete_traces(experiment_id, trace_ids=[t.info.trace_id for t in stored])
 
 
 def _flush() -> None:
@@ -95,7 +192,7 @@ def _not_stored(experiment_id: str, run_id: str, predictions: list[Prediction]
     if not predictions:
         return []
     # every trace counts: a retried task's old trace is still there until it is deleted
-    held = {(_trace_key(t.info.trace_metadata), t.info.trace_metadata.get("prediction", ""))
+    held = {(_trace_key(t.info.trace_metadata), _held_stamp(t.info))
             for t in _task_traces(experiment_id, run_id)}
     return [p for p in predictions if (p.answer_key, _stamp(p)) not in held]
 
@@ -213,9 +310,20 @@ def _stamp(pred: Prediction) -> str:
 def _existing_traces(experiment_id: str, run_id: str) -> dict[str, tuple[str, str]]:
     """answer key (``Prediction.answer_key``) -> (trace id, prediction stamp) of the traces
     the run already has."""
-    return {_trace_key(t.info.trace_metadata):
-            (t.info.trace_id, t.info.trace_metadata.get("prediction", ""))
+    return {_trace_key(t.info.trace_metadata): (t.info.trace_id, _held_stamp(t.info))
             for t in _task_traces(experiment_id, run_id)}
+
+
+def _held_stamp(info: Any) -> str:
+    """The prediction stamp a stored trace shows, or "incomplete" for a trace stored in a
+    batch whose spans never reached the store (a kill between ``start_trace`` and
+    ``log_spans``): a continued run writes it again."""
+    from mlflow.tracing.constant import SpansLocation, TraceTagKey
+
+    if SPANS_WRITTEN in info.trace_metadata and \
+            info.tags.get(TraceTagKey.SPANS_LOCATION) != SpansLocation.TRACKING_STORE.value:
+        return "incomplete"
+    return str(info.trace_metadata.get("prediction", ""))
 
 
 def _task_traces(experiment_id: str, run_id: str) -> list[Any]:
@@ -250,7 +358,7 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
         metadata={"mlflow.sourceRun": run_id, **task, "prediction": stamp},
         tags={**feature_tags, **task},  # a task's repeats are found together by task_id
         experiment_id=experiment_id,
-        start_time_ns=int(started * 1e9),
+        start_time_ns=MS * (int(started * 1e9) // MS),
     )
     for step in pred.trace:
         _span(root, pred, step, SpanType)
@@ -263,7 +371,12 @@ def _log_trace(experiment_id: str, run_id: str, pred: Prediction, stamp: str,
         root.set_status("ERROR")
     if assessments and assessments.get(pred.answer_key):
         _attach(root.trace_id, assessments[pred.answer_key])
-    root.end(end_time_ns=int((started + (pred.latency_ms or 0.0) / 1000.0) * 1e9))
+    # the task's span is on whole milliseconds (a trace's duration is stored in them) and
+    # covers its steps, should the recorded latency end before the last one: MLflow's store
+    # then gives the trace the same duration however its spans were written (``_store``)
+    last = max((_ns(pred, step.start_ms + step.latency_ms) for step in pred.trace), default=0)
+    end = max(int((started + (pred.latency_ms or 0.0) / 1000.0) * 1e9), last)
+    root.end(end_time_ns=-MS * (-end // MS))
 
 
 def _span(parent: Any, pred: Prediction, step: Step, SpanType: Any) -> None:
