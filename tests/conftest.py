@@ -46,6 +46,28 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_api)
         elif "slow" in item.keywords and not run_slow:
             item.add_marker(skip_slow)
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        _longest_files_first(items)
+
+
+def _longest_files_first(items):
+    """On xdist's workers (each collects, and all must agree): the test files longest
+    first by the committed CI durations (``tests/durations.py``), a file's tests together and
+    in their own order. With ``--dist loadfile --no-loadscope-reorder`` (``.ci/run``) the long
+    end-to-end files start first and the short ones fill in at the end. A file not measured
+    yet counts a second a test."""
+    from tests.durations import load
+
+    seconds = load()
+    tests_in: dict[str, int] = {}
+    for item in items:
+        tests_in[item.nodeid.split("::")[0]] = tests_in.get(item.nodeid.split("::")[0], 0) + 1
+
+    def took(item) -> float:
+        name = item.nodeid.split("::")[0]
+        return seconds.get(name, float(tests_in[name]))
+
+    items.sort(key=lambda item: -took(item))  # stable: a file's tests keep their order
 
 
 @pytest.fixture(scope="session", autouse=True)
