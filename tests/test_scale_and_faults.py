@@ -173,6 +173,9 @@ def test_sweep_against_a_real_tracking_server(tmp_path, shared_cache, mlflow_ser
     assert all(c.info.status == "FINISHED" for c in children)
     files = {a.path for a in client.list_artifacts(children[0].info.run_id)}
     assert "predictions.jsonl" in files
+    for child in children:  # a trace a task, with its spans, written in batches over HTTP
+        traces = client.search_traces(locations=[exp.experiment_id], run_id=child.info.run_id)
+        assert len(traces) == 3 and all(t.data.spans for t in traces)
 
 
 def test_a_password_in_the_tracking_uri_is_never_printed(tmp_path, shared_cache, mlflow_server):

@@ -237,7 +237,7 @@ def test_traces_written_in_batches_are_those_mlflow_itself_writes(run, monkeypat
                            tags=features, assessments=scores) == 5
     assert span_writes == [12, 12, 6]  # 6 spans a trace; batches of 2, 2 and the last one
     span_writes.clear()
-    monkeypatch.setattr(traces_module, "SQL_SCHEMES", ())  # MLflow exports as usual
+    monkeypatch.setattr(traces_module, "STORE_SCHEMES", ())  # MLflow exports as usual
     assert log_task_traces(experiment_id, own_run, predictions, agentic=True,
                            tags=features, assessments=scores) == 5
     assert len(span_writes) == 30  # MLflow's exporter: a transaction per span

@@ -15,9 +15,9 @@ Each trace carries the task's scores as MLflow assessments (feedback): every rep
 the task has, its error codes, and the comparison metric's reason when it is null; judge
 scores come with the judge's reasoning as their rationale.
 
-On a SQL store, traces are stored in batches (``_collected``): each trace's info, tags,
-metadata and scores in its own ``start_trace``, then the spans of ``BATCH`` traces in one
-``log_spans`` transaction. MLflow's exporter writes every span as it ends, each in a
+On a SQL store, or a tracking server over its REST API, traces are stored in batches
+(``_collected``): each trace's info, tags, metadata and scores in its own ``start_trace``,
+then the spans of ``BATCH`` traces in one ``log_spans`` transaction. MLflow's exporter writes every span as it ends, each in a
 transaction of its own, and then merges the trace's row into the one those spans made. The
 stored traces are the same, field for field; a kill between the infos and their spans is
 found by the next run (``_held_stamp``) and the trace written again.
@@ -40,7 +40,7 @@ DIGITS = 4  # decimals of a score shown on a trace (the records keep every digit
 MS = 1_000_000  # nanoseconds
 BATCH = 50  # traces whose spans are written in one transaction
 SPANS_WRITTEN = "spans_written"  # metadata of a trace stored in a batch (``_held_stamp``)
-SQL_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+STORE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql", "http", "https")
 
 
 def _ns(pred: Prediction, ms: float) -> int:
@@ -100,9 +100,10 @@ def log_task_traces(experiment_id: str, run_id: str, predictions: list[Predictio
 def _collected(experiment_id: str) -> Iterator[list[Any]]:
     """While open, a finished trace is not exported by MLflow but collected in the list
     yielded; the caller stores batches of them (``_store``) and what is left is stored on
-    exit. Where MLflow's exporter is not its plain synchronous one to a SQL store (async
-    logging, a batch span processor, a tracking server), MLflow exports as usual and the list
-    stays empty."""
+    exit. Where MLflow's exporter is not its plain synchronous one to a SQL store or a
+    tracking server (async logging, a batch span processor, Databricks), MLflow exports as
+    usual and the list stays empty. A server whose store cannot take spans refuses the batch: its traces are
+    then written again by MLflow's exporter (``log_task_traces``)."""
     import mlflow
     from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
     from mlflow.tracing.provider import _get_span_processor, _get_tracer
@@ -114,7 +115,7 @@ def _collected(experiment_id: str) -> Iterator[list[Any]]:
     scheme = mlflow.get_tracking_uri().split(":", 1)[0].split("+", 1)[0]
     if type(exporter) is not MlflowV3SpanExporter or exporter._should_log_async() \
             or getattr(processor, "_batch_delegate", None) is not None \
-            or scheme not in SQL_SCHEMES:
+            or scheme not in STORE_SCHEMES:
         yield collected
         return
     processor.span_exporter = _Collector(collected)
