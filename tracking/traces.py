@@ -17,10 +17,11 @@ scores come with the judge's reasoning as their rationale.
 
 On a SQL store, or a tracking server over its REST API, traces are stored in batches
 (``_collected``): each trace's info, tags, metadata and scores in its own ``start_trace``,
-then the spans of ``BATCH`` traces in one ``log_spans`` transaction. MLflow's exporter writes every span as it ends, each in a
-transaction of its own, and then merges the trace's row into the one those spans made. The
-stored traces are the same, field for field; a kill between the infos and their spans is
-found by the next run (``_held_stamp``) and the trace written again.
+then the spans of ``BATCH`` traces in one ``log_spans`` transaction. MLflow's exporter
+writes every span as it ends, each in a transaction of its own, and then merges the trace's
+row into the one those spans made. The stored traces are the same, field for field; a kill
+between the infos and their spans is found by the next run (``_held_stamp``) and the trace
+written again.
 """
 
 from __future__ import annotations
