@@ -103,8 +103,8 @@ def _collected(experiment_id: str) -> Iterator[list[Any]]:
     yielded; the caller stores batches of them (``_store``) and what is left is stored on
     exit. Where MLflow's exporter is not its plain synchronous one to a SQL store or a
     tracking server (async logging, a batch span processor, Databricks), MLflow exports as
-    usual and the list stays empty. A server whose store cannot take spans refuses the batch: its traces are
-    then written again by MLflow's exporter (``log_task_traces``)."""
+    usual and the list stays empty. A server whose store cannot take spans refuses the
+    batch: its traces are then written again by MLflow's exporter (``log_task_traces``)."""
     import mlflow
     from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
     from mlflow.tracing.provider import _get_span_processor, _get_tracer
