@@ -38,8 +38,8 @@ run: $(STAMP)
 
 # the fast suite (~10 minutes on 2 cores, 2026-11-27, measured while other runs shared the
 # machine); with CI set, or `make test-all`, the slow end-to-end sweeps too (.ci/run runs them
-# on both cores with -n 2, a math thread per worker: 42 minutes of tests on this 2-core
-# machine, 2026-11-28, 1,155 tests from a fresh clone)
+# on both cores with -n 2, a math thread per worker: 26 to 30 minutes of tests on this 2-core
+# machine, 2026-11-28, 1,158 tests from fresh clones; 32 minutes for the whole of .ci/run)
 test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

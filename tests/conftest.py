@@ -56,18 +56,15 @@ def _longest_files_first(items):
     in their own order. With ``--dist loadfile --no-loadscope-reorder`` (``.ci/run``) the long
     end-to-end files start first and the short ones fill in at the end. A file not measured
     yet counts a second a test."""
+    from collections import Counter
+
     from tests.durations import load
 
     seconds = load()
-    tests_in: dict[str, int] = {}
-    for item in items:
-        tests_in[item.nodeid.split("::")[0]] = tests_in.get(item.nodeid.split("::")[0], 0) + 1
-
-    def took(item) -> float:
-        name = item.nodeid.split("::")[0]
-        return seconds.get(name, float(tests_in[name]))
-
-    items.sort(key=lambda item: -took(item))  # stable: a file's tests keep their order
+    files = {item: item.nodeid.split("::")[0] for item in items}
+    tests_in = Counter(files.values())
+    # stable: a file's tests keep their order
+    items.sort(key=lambda item: -seconds.get(files[item], float(tests_in[files[item]])))
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -167,12 +167,14 @@ def _reread() -> None:
     """In the child: the import-time constants ``NOT_IMPORT_TIME`` exempts, read again from
     the command's environment. huggingface_hub reads its progress-bar switch once, when
     imported, into its constants and into its tqdm module (which its bars check)."""
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is None:
+        return
     value = os.environ.get("HF_HUB_DISABLE_PROGRESS_BARS")
+    read = None if value is None else constants._is_true(value)  # as the hub reads it
     for name in ("huggingface_hub.constants", "huggingface_hub.utils.tqdm"):
-        module = sys.modules.get(name)
-        if module is not None:
-            module.HF_HUB_DISABLE_PROGRESS_BARS = (  # type: ignore[attr-defined]
-                None if value is None else value.upper() in {"1", "ON", "YES", "TRUE"})
+        if (module := sys.modules.get(name)) is not None:
+            module.HF_HUB_DISABLE_PROGRESS_BARS = read  # type: ignore[attr-defined]
 
 
 def _read(path: str) -> str:

@@ -65,7 +65,7 @@ def connect(tracking_cfg: Any):
     _say_which_store(str(tracking_cfg.uri), uri)  # before MLflow exports the URI it is given
     # Traces are logged in bulk after a job's predictions, faster than MLflow's async queue
     # drains: a full queue discards traces with only a warning (seen at 495 tasks). Logged
-    # synchronously, none is dropped, and a SQL store gets them in batches (tracking/traces.py).
+    # synchronously, none is dropped, and the store gets them in batches (tracking/traces.py).
     os.environ.setdefault(SYNC_TRACES[0], SYNC_TRACES[1])
     if has_credentials(uri):  # MLflow prints "View run ... at: <uri>" with them otherwise
         os.environ[SILENCE_RUN_LINKS] = "true"
