@@ -10,16 +10,24 @@ DEV    := $(VENV)/.installed-dev
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch is pinned to the CPU wheel (a plain `torch` pulls a multi-GB CUDA build); modules are
-# compiled when first imported, not all at install (--no-compile: 3.6 -> 2.0 min to build
-# .venv on the 2-core machine, 2026-11-28)
+# torch is pinned to the CPU wheel (a plain `torch` pulls a multi-GB CUDA build). Modules are
+# compiled once after install, on every core (pip compiles them one by one: 3.6 -> 2.0 min to
+# build .venv on the 2-core machine, 2026-11-28). They must be: where PYTHONDONTWRITEBYTECODE
+# is set, as on this project's machines, a module without its .pyc is compiled again by every
+# process that imports it (14 s of a 90 s sweep under load, 2026-11-29). A file that does not
+# compile (torch ships some for newer Pythons) is compiled, or fails, where it is imported.
+COMPILE = $(BIN)/python -m compileall -q -q -j 0 \
+	$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
+	arag metrics runners report tracking hydra_plugins run.py || true
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
 	$(BIN)/pip install --quiet --no-compile -e .
+	$(COMPILE)
 	touch $@
 
 $(DEV): $(STAMP)
 	$(BIN)/pip install --quiet --no-compile -e '.[dev]'
+	$(COMPILE)
 	touch $@
 
 # the browser test drives Debian's chromium (never a downloaded browser build); as root,
