@@ -84,7 +84,7 @@ def figure_statements(summary: str, source: str) -> list[Statement]:
 
 
 def entity_statements(summary: str, source: str) -> list[Statement]:
-    lowered = " ".join(source.lower().split())
+    index = source_index(source)
     out = []
     for sentence in sentences(summary):
         first = WORD.search(sentence)
@@ -92,11 +92,11 @@ def entity_statements(summary: str, source: str) -> list[Statement]:
             if first is not None and m.start() == first.start() and m.group().isalpha() \
                     and m.group()[1:].islower():
                 continue  # an ordinary word opening the sentence
-            out.append(Statement("entity", m.group(), _has_word(lowered, m.group().lower())))
+            out.append(Statement("entity", m.group(),
+                                 _has_word(index.lowered, m.group().lower())))
         for m in PERIOD.finditer(sentence):
             phrase = " ".join(m.group().lower().replace("-", " ").split())
-            out.append(Statement("entity", m.group(),
-                                 _has_word(lowered.replace("-", " "), phrase)))
+            out.append(Statement("entity", m.group(), _has_word(index.unhyphenated, phrase)))
     return out
 
 
@@ -133,14 +133,39 @@ class SourceIndex:
     sentence_quantities: tuple[tuple[Quantity, ...], ...]
     everywhere: frozenset[tuple[str, int]]
     negated: frozenset[str]
+    sentence_words: tuple[tuple[str, frozenset[str]], ...]  # each sentence, its words
+    lowered: str  # the source in lower case, its white space single spaces
+    unhyphenated: str  # the same, hyphens as spaces
 
 
-@lru_cache(maxsize=256)
+LONG = 4000  # characters: a document, not a reference summary or a claim
+
+
 def source_index(source: str) -> SourceIndex:
+    """The index of ``source``, built once: a split's documents (about 0.45 MB each for an
+    ECTSum transcript) are kept apart from the short texts (references, claims) checked
+    between them, so these do not push a document out before the next scorer reads it."""
+    return _long_index(source) if len(source) > LONG else _short_index(source)
+
+
+@lru_cache(maxsize=512)  # ECTSum's test split, each document read once however many files
+def _long_index(source: str) -> SourceIndex:
+    return _index(source)
+
+
+@lru_cache(maxsize=4096)
+def _short_index(source: str) -> SourceIndex:
+    return _index(source)
+
+
+def _index(source: str) -> SourceIndex:
     found = sentences(source)
     directions = tuple(_directions(s) for s in found)
+    lowered = " ".join(source.lower().split())
     return SourceIndex(directions, tuple(tuple(quantities(s)) for s in found),
-                       frozenset().union(*directions), frozenset(_negated(source)))
+                       frozenset().union(*directions), frozenset(_negated(source)),
+                       tuple((s, frozenset(_words(s))) for s in found), lowered,
+                       lowered.replace("-", " "))
 
 
 def direction_statements(summary: str, source: str) -> list[Statement]:
@@ -189,16 +214,11 @@ def _words(text: str) -> list[str]:
     return [w.lower() for w in WORD.findall(text)]
 
 
-@lru_cache(maxsize=8)
-def _source_sentences(source: str) -> list[tuple[str, frozenset[str]]]:
-    return [(s, frozenset(_words(s))) for s in sentences(source)]
-
-
 def closest_sentences(sentence: str, source: str, k: int = 2) -> list[str]:
     """The ``k`` source sentences sharing most content words with ``sentence``: where the
     source says what a summary sentence says, so an opposite there is a contradiction."""
     content = {w for w in _words(sentence) if len(w) > 3}
-    ranked = sorted(_source_sentences(source), key=lambda sw: -len(content & sw[1]))
+    ranked = sorted(source_index(source).sentence_words, key=lambda sw: -len(content & sw[1]))
     return [s for s, _ in ranked[:k]]
 
 

@@ -253,14 +253,21 @@ def test_traces_written_in_batches_are_those_mlflow_itself_writes(run, monkeypat
             "spans"][0][0])]
 
 
-def test_a_kill_between_trace_infos_and_their_spans_is_repaired_by_the_next_run(run,
-                                                                                monkeypatch):
-    """The infos of a batch are stored, the process dies before its spans: the continued
-    run finds those traces incomplete and writes them again, complete, once each."""
+@pytest.mark.parametrize("store", ["sql", "server"])
+def test_a_kill_before_a_batchs_spans_are_stored_is_repaired_by_the_next_run(run, monkeypatch,
+                                                                             store):
+    """The process dies as the spans of a batch are written. On a SQL store the batch is
+    one transaction: none of it is stored. Through a tracking server (infos, then spans)
+    the infos are there without a span. Either way the continued run writes each trace
+    again, complete, once."""
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    import tracking.traces as traces_module
 
     experiment_id, run_id = run
     predictions = [_agentic(f"t{k}") for k in range(3)]
+    if store == "server":  # a server's requests: no transaction spans them
+        monkeypatch.setattr(traces_module, "_sql_store", lambda store: None)
 
     class Killed(BaseException):
         pass
@@ -274,7 +281,7 @@ def test_a_kill_between_trace_infos_and_their_spans_is_repaired_by_the_next_run(
     monkeypatch.undo()
     half = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
                                 include_spans=False)
-    assert len(half) == 3  # the infos, without a span
+    assert len(half) == (3 if store == "server" else 0)  # the infos, without a span
     assert mlflow.search_traces(locations=[experiment_id], run_id=run_id,
                                 return_type="list") == []
 
@@ -285,13 +292,18 @@ def test_a_kill_between_trace_infos_and_their_spans_is_repaired_by_the_next_run(
     assert log_task_traces(experiment_id, run_id, predictions, agentic=True) == 0
 
 
-def test_spans_the_store_refuses_are_written_again(run, monkeypatch, caplog):
+@pytest.mark.parametrize("store", ["sql", "server"])
+def test_spans_the_store_refuses_are_written_again(run, monkeypatch, caplog, store):
     """The store refuses a batch's spans once: the warning says so, the traces are written
     again, and each task ends with one complete trace."""
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
+    import tracking.traces as traces_module
+
     experiment_id, run_id = run
     predictions = [_agentic(f"t{k}") for k in range(3)]
+    if store == "server":
+        monkeypatch.setattr(traces_module, "_sql_store", lambda store: None)
     log_spans = SqlAlchemyStore.log_spans
     refused = []
 
@@ -305,8 +317,8 @@ def test_spans_the_store_refuses_are_written_again(run, monkeypatch, caplog):
     with caplog.at_level("WARNING", logger="tracking.traces"):
         assert log_task_traces(experiment_id, run_id, predictions, agentic=True) == 3
     assert refused == [18]
-    assert "the spans of 3 traces not stored (database is locked); writing them again" \
-        in caplog.text
+    said = "the spans of 3 traces not stored" if store == "server" else "3 traces not stored"
+    assert f"{said} (database is locked); writing them again" in caplog.text
     whole = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list")
     assert sorted(t.info.trace_metadata["task_id"] for t in whole) == ["t0", "t1", "t2"]
     assert all(len(t.data.spans) == 6 for t in whole)

@@ -16,17 +16,18 @@ the task has, its error codes, and the comparison metric's reason when it is nul
 scores come with the judge's reasoning as their rationale.
 
 On a SQL store, or a tracking server over its REST API, traces are stored in batches
-(``_collected``): each trace's info, tags, metadata and scores in its own ``start_trace``,
-then the spans of ``BATCH`` traces in one ``log_spans`` transaction. MLflow's exporter
-writes every span as it ends, each in a transaction of its own, and then merges the trace's
-row into the one those spans made. The stored traces are the same, field for field; a kill
-between the infos and their spans is found by the next run (``_held_stamp``) and the trace
-written again.
+(``_collected``) of ``BATCH``: on a SQL store the infos, tags, metadata, scores and spans of
+a batch in one transaction; through a server each trace's info in a request of its own, then
+the spans of the batch in one. MLflow's exporter writes every span as it ends, each in a
+transaction of its own, and then merges the trace's row into the one those spans made. The
+stored traces are the same, field for field; a kill between a server's infos and their spans
+is found by the next run (``_held_stamp``) and the trace written again.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -152,31 +153,91 @@ class _Collector:
 
 
 def _store(experiment_id: str, traces: list[Any]) -> None:
-    """Store collected traces and empty the list: each trace's info (its tags, metadata and
-    scores) in a transaction of its own, then all their spans in one. A trace the store
-    refuses is left out with a warning and found missing by ``_not_stored``, which writes it
-    again; so are the traces of spans it refuses (their infos are deleted first)."""
+    """Store collected traces and empty the list. On a SQL store, the infos (tags, metadata,
+    scores) and spans of all of them in one transaction (``_one_transaction``): the batch is
+    stored whole or not at all. On a tracking server, each trace's info in a request of its
+    own, then all their spans in one. A trace the store refuses is left out with a warning
+    and found missing by ``_not_stored``, which writes it again; so are the traces of spans a
+    server refuses (their infos are deleted first)."""
     from mlflow.tracing.client import TracingClient
     from mlflow.tracing.utils import add_size_stats_to_trace_metadata
 
     client = TracingClient()
-    stored = []
-    for trace in traces:
+    batch = list(traces)
+    traces.clear()
+    for trace in batch:
         add_size_stats_to_trace_metadata(trace)
         trace.info.trace_metadata[SPANS_WRITTEN] = "in a batch"
+    sql = _sql_store(client.store)
+    if sql is not None:
+        try:
+            with _one_transaction(sql):
+                for trace in batch:
+                    client.start_trace(trace.info)
+                client.log_spans(experiment_id, [span for t in batch for span in t.data.spans])
+        except Exception as exc:  # noqa: BLE001 - none of the batch stored: written again
+            log.warning("%d traces not stored (%s); writing them again", len(batch), exc)
+        return
+    stored = []
+    for trace in batch:
         try:
             client.start_trace(trace.info)
         except Exception as exc:  # noqa: BLE001 - written again by the caller
             log.warning("trace %s not stored (%s); writing it again", trace.info.trace_id, exc)
             continue
         stored.append(trace)
-    traces.clear()
     try:
         client.log_spans(experiment_id, [span for t in stored for span in t.data.spans])
     except Exception as exc:  # noqa: BLE001 - written again by the caller
         log.warning("the spans of %d traces not stored (%s); writing them again",
                     len(stored), exc)
         client.delete_traces(experiment_id, trace_ids=[t.info.trace_id for t in stored])
+
+
+def _sql_store(store: Any) -> Any:
+    """``store`` where it is MLflow's SQL store (one transaction can hold a batch), else
+    None."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    return store if isinstance(store, SqlAlchemyStore) else None
+
+
+@contextmanager
+def _one_transaction(store: Any) -> Iterator[None]:
+    """While open, every store call this thread makes uses one session, committed on exit
+    and rolled back on any error: MLflow's SQL store opens a session, and commits, in each
+    call (``start_trace``, ``log_spans``, the experiment they read), each a write to disk.
+    The experiment a trace is written to is read once. Other threads keep their own."""
+    own, read = store.ManagedSessionMaker, store.get_experiment
+    inherited = "get_experiment" not in vars(store)  # the class's method
+    thread = threading.get_ident()
+    experiments: dict[str, Any] = {}
+    with own(read_only=False) as session:
+
+        @contextmanager
+        def shared(read_only: bool = True) -> Iterator[Any]:
+            if threading.get_ident() != thread:
+                with own(read_only=read_only) as theirs:
+                    yield theirs
+                return
+            yield session
+
+        def experiment(experiment_id: str) -> Any:  # read once, not once a trace
+            if threading.get_ident() != thread:
+                return read(experiment_id)
+            if experiment_id not in experiments:
+                experiments[experiment_id] = read(experiment_id)
+            return experiments[experiment_id]
+
+        store.ManagedSessionMaker, store.get_experiment = shared, experiment
+        try:
+            yield
+        finally:
+            store.ManagedSessionMaker = own
+            if inherited:
+                del store.get_experiment  # the class's own again
+            else:
+                store.get_experiment = read
 
 
 def _flush() -> None:
