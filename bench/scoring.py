@@ -17,8 +17,9 @@ wall time of each stage and its ratio to rouge-score alone computing ROUGE-1/2/L
 same pairs in the same run (before and after the sweep: the smaller), the harness's whole
 wall time per task-run and its ratio to rouge-score, the same for its own work (the whole
 less the libraries' stages: BERTScore's model and arithmetic, rouge-score), the device
-BERTScore ran on and its texts per second. The ratios hold under load; the seconds do not (this machine is shared),
-so the load average is printed with them. Not a test; ECTSum's test split is never used.
+BERTScore ran on and its texts per second. The ratios hold under load; the seconds do not
+(this machine is shared), so the load average is printed with them. Not a test; ECTSum's
+test split is never used.
 """
 
 from __future__ import annotations
