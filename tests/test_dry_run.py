@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -154,6 +155,10 @@ def test_tasks_estimated_on_every_core_add_up_to_the_one_process_estimate(make_c
     def spied(self, task, source):  # runs in the forked processes, which inherit it
         with open(pids, "a") as f:
             f.write(f"{os.getpid()}\n")
+        # a worker waits for the other to start, so a fast one cannot take both slices
+        deadline = time.monotonic() + 60
+        while len(set(pids.read_text().split())) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
         return predict(self, task, source)
 
     monkeypatch.setattr(dryrun, "TASKS_PER_WORKER", 4)
