@@ -322,3 +322,36 @@ def test_spans_the_store_refuses_are_written_again(run, monkeypatch, caplog, sto
     whole = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list")
     assert sorted(t.info.trace_metadata["task_id"] for t in whole) == ["t0", "t1", "t2"]
     assert all(len(t.data.spans) == 6 for t in whole)
+
+
+def test_a_batchs_transaction_is_the_writing_threads_alone(run):
+    """While a batch's transaction is open, another thread of the process (a runner's
+    worker logging a metric) writes through a session of its own: its write stands when the
+    batch is rolled back, and the store is its own again afterwards."""
+    import threading
+
+    from mlflow.tracing.client import TracingClient
+
+    from tracking.traces import _one_transaction, _sql_store
+
+    experiment_id, run_id = run
+    store = _sql_store(TracingClient().store)
+    own_maker = store.ManagedSessionMaker
+    client = mlflow.MlflowClient()
+
+    class RolledBack(BaseException):  # a kill: the batch is not committed
+        pass
+
+    def other_thread():
+        client.set_tag(run_id, "written_by", "another thread")
+
+    with pytest.raises(RolledBack), _one_transaction(store):
+        assert store.get_experiment(experiment_id) is store.get_experiment(experiment_id)
+        worker = threading.Thread(target=other_thread)
+        worker.start()
+        worker.join(timeout=60)
+        assert not worker.is_alive()
+        client.set_tag(run_id, "written_by", "the batch")  # this thread: in the batch
+        raise RolledBack
+    assert client.get_run(run_id).data.tags["written_by"] == "another thread"
+    assert store.ManagedSessionMaker is own_maker and "get_experiment" not in vars(store)
