@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+
+from cachetools import LRUCache, cached
 
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 from metrics.numeric import Quantity, quantities, source_quantities
@@ -141,31 +143,15 @@ class SourceIndex:
 
 
 CHARS_KEPT = 20_000_000  # characters of sources whose index is kept (~26 bytes each: ~0.5 GB)
-_kept: OrderedDict[str, SourceIndex] = OrderedDict()  # least recently used first
-_kept_chars = 0
-_kept_lock = threading.Lock()
 
 
-def source_index(source: str) -> SourceIndex:
-    """The index of ``source``, built once while it is kept. What is kept is bounded by
-    characters, not by count: ECTSum's val split is 249 documents of 4.3 M characters, and
-    an annual report some 600,000; a short text weighs little, so the references and claims
-    checked between two documents do not push one out before the next scorer reads it."""
-    global _kept_chars
-    with _kept_lock:
-        index = _kept.get(source)
-        if index is not None:
-            _kept.move_to_end(source)
-            return index
-    index = _index(source)
-    with _kept_lock:
-        if source not in _kept:
-            _kept[source] = index
-            _kept_chars += len(source)
-            while _kept_chars > CHARS_KEPT and len(_kept) > 1:
-                dropped, _ = _kept.popitem(last=False)
-                _kept_chars -= len(dropped)
-    return index
+def _kept(chars: int) -> Callable[[str], SourceIndex]:
+    """``_index`` kept least recently used first, bounded by characters, not by count:
+    ECTSum's val split is 249 documents of 4.3 M characters, and an annual report some
+    600,000; a short text weighs little, so the references and claims checked between two
+    documents do not push one out before the next scorer reads it."""
+    return cached(LRUCache(chars, getsizeof=lambda index: len(index.lowered)),
+                  lock=threading.Lock())(_index)
 
 
 def _index(source: str) -> SourceIndex:
@@ -176,6 +162,9 @@ def _index(source: str) -> SourceIndex:
                        frozenset().union(*directions), frozenset(_negated(source)),
                        tuple((s, frozenset(_words(s))) for s in found), lowered,
                        lowered.replace("-", " "))
+
+
+source_index = _kept(CHARS_KEPT)  # the index of a source, built once while it is kept
 
 
 def direction_statements(summary: str, source: str) -> list[Statement]:

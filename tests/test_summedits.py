@@ -137,12 +137,10 @@ def test_a_documents_index_is_kept_by_characters_so_short_texts_do_not_push_it_o
     recently used document goes first."""
     import metrics.factcheck as factcheck
 
-    monkeypatch.setattr(factcheck, "_kept", type(factcheck._kept)())
-    monkeypatch.setattr(factcheck, "_kept_chars", 0)
-    monkeypatch.setattr(factcheck, "CHARS_KEPT", 25_000)
     built = []
     index = factcheck._index
     monkeypatch.setattr(factcheck, "_index", lambda source: built.append(source) or index(source))
+    monkeypatch.setattr(factcheck, "source_index", factcheck._kept(25_000))  # as the module's
     docs = [f"Revenue of document {n} rose 4% to $1.{n} billion. " * 250 for n in range(3)]
     assert all(len(d) > 10_000 for d in docs)
     for doc in docs[:2]:
@@ -155,7 +153,7 @@ def test_a_documents_index_is_kept_by_characters_so_short_texts_do_not_push_it_o
     factcheck.statements("Revenue rose 4%.", docs[0])
     factcheck.statements("Revenue rose 4%.", docs[1])
     assert [d for d in built if d in docs] == [docs[0], docs[1], docs[2], docs[1]]
-    assert factcheck._kept_chars <= 25_000
+    assert factcheck.source_index.cache.currsize <= 25_000
 
 
 def test_balanced_accuracy_recall_and_decisions_of_a_hand_computed_example():
