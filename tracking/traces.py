@@ -171,9 +171,8 @@ def _store(experiment_id: str, traces: list[Any]) -> None:
     sql = _sql_store(client.store)
     if sql is not None:
         try:
-            with _one_transaction(sql):
-                for trace in batch:
-                    client.start_trace(trace.info)
+            with _one_transaction(sql) as transaction:
+                _start_traces(transaction, client, [trace.info for trace in batch])
                 client.log_spans(experiment_id, [span for t in batch for span in t.data.spans])
         except Exception as exc:  # noqa: BLE001 - none of the batch stored: written again
             log.warning("%d traces not stored (%s); writing them again", len(batch), exc)
@@ -202,8 +201,17 @@ def _sql_store(store: Any) -> Any:
     return store if isinstance(store, SqlAlchemyStore) else None
 
 
+class _Transaction:
+    """The session a batch's store calls share (``session``: the open one, or a
+    ``_Deferred`` standing for it while ``_start_traces`` runs)."""
+
+    def __init__(self, session: Any) -> None:
+        self.open = session
+        self.session = session
+
+
 @contextmanager
-def _one_transaction(store: Any) -> Iterator[None]:
+def _one_transaction(store: Any) -> Iterator[_Transaction]:
     """While open, every store call this thread makes uses one session, committed on exit
     and rolled back on any error: MLflow's SQL store opens a session, and commits, in each
     call (``start_trace``, ``log_spans``, the experiment they read), each a write to disk.
@@ -213,6 +221,7 @@ def _one_transaction(store: Any) -> Iterator[None]:
     thread = threading.get_ident()
     experiments: dict[str, Any] = {}
     with own(read_only=False) as session:
+        transaction = _Transaction(session)
 
         @contextmanager
         def shared(read_only: bool = True) -> Iterator[Any]:
@@ -220,7 +229,7 @@ def _one_transaction(store: Any) -> Iterator[None]:
                 with own(read_only=read_only) as theirs:
                     yield theirs
                 return
-            yield session
+            yield transaction.session
 
         def experiment(experiment_id: str) -> Any:  # read once, not once a trace
             if threading.get_ident() != thread:
@@ -231,13 +240,104 @@ def _one_transaction(store: Any) -> Iterator[None]:
 
         store.ManagedSessionMaker, store.get_experiment = shared, experiment
         try:
-            yield
+            yield transaction
         finally:
             store.ManagedSessionMaker = own
             if inherited:
                 del store.get_experiment  # the class's own again
             else:
                 store.get_experiment = read
+
+
+def _start_traces(transaction: _Transaction, client: Any, infos: list[Any]) -> None:
+    """MLflow's ``start_trace`` for each info, its rows (the trace, its tags, metadata and
+    scores) built by MLflow as always, then written a table at a time, one statement for
+    each table's rows of the whole batch. MLflow's store flushes its objects trace by trace,
+    and the unit of work's bookkeeping of some 30 objects a trace was most of a batch's
+    time. What MLflow adds that is not such a tree of rows (an opt-in rollup queue's rows)
+    goes through the session as MLflow's own flush would write it."""
+    from sqlalchemy import insert
+
+    deferred = _Deferred(transaction.open)
+    transaction.session = deferred
+    try:
+        for info in infos:
+            client.start_trace(info)
+    finally:
+        transaction.session = transaction.open
+    tables: dict[Any, list[dict[str, Any]]] = {}
+    for added in deferred.added:
+        tree = _rows(added)
+        if tree is None:
+            transaction.open.add(added)
+            continue
+        for table, row in tree:
+            tables.setdefault(table, []).append(row)
+    for table, rows in tables.items():  # parents first: a table is met before its children
+        by_columns: dict[frozenset[str], list[dict[str, Any]]] = {}
+        for row in rows:
+            by_columns.setdefault(frozenset(row), []).append(row)
+        for same in by_columns.values():
+            transaction.open.execute(insert(table), same)
+    transaction.open.flush()
+
+
+class _Deferred:
+    """A session that keeps what MLflow adds to it and does not flush; everything else
+    (queries above all) goes to the session it stands for."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.added: list[Any] = []
+
+    def add(self, instance: Any, _warn: bool = True) -> None:
+        self.added.append(instance)
+
+    def add_all(self, instances: Any) -> None:
+        self.added.extend(instances)
+
+    def flush(self, objects: Any = None) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
+def _rows(instance: Any, parent: Any = None, via: Any = None, parent_row: dict[str, Any] | None
+          = None) -> list[tuple[Any, dict[str, Any]]] | None:
+    """The rows an ORM object and the objects it holds (one-to-many) stand for, as the
+    unit of work would insert them: the columns set and not None (a column left out takes
+    its default), each child's keys from its parent's row. None for anything else (an object
+    holding another many-to-one), which is then added to the session as it is."""
+    from sqlalchemy import inspect
+    from sqlalchemy.orm import RelationshipDirection
+
+    state = inspect(instance)
+    if state.key is not None:  # already in the store: not a new row
+        return None
+    values = state.dict
+    row = {prop.columns[0].key: values[prop.key] for prop in state.mapper.column_attrs
+           if values.get(prop.key) is not None}
+    if via is not None and parent_row is not None:
+        for parent_column, child_column in via.local_remote_pairs:
+            if parent_column.key not in parent_row:
+                return None
+            row[child_column.key] = parent_row[parent_column.key]
+    out = [(state.mapper.local_table, row)]
+    for relationship in state.mapper.relationships:
+        held = values.get(relationship.key)
+        if held is None or held == []:
+            continue
+        if relationship.direction is RelationshipDirection.MANYTOONE and held is parent:
+            continue  # the back reference to the parent whose rows these are
+        if relationship.direction is not RelationshipDirection.ONETOMANY:
+            return None
+        for child in held:
+            rows = _rows(child, instance, relationship, row)
+            if rows is None:
+                return None
+            out.extend(rows)
+    return out
 
 
 def _flush() -> None:
@@ -387,6 +487,24 @@ def _held_stamp(info: Any) -> str:
             info.tags.get(TraceTagKey.SPANS_LOCATION) != SpansLocation.TRACKING_STORE.value:
         return "incomplete"
     return str(info.trace_metadata.get("prediction", ""))
+
+
+class RunTraces:
+    """The traces of runs (without their spans), searched once a run however many readers
+    of one report ask: the people's feedback on them, the links to them."""
+
+    def __init__(self, experiment_id: str) -> None:
+        self.experiment_id = experiment_id
+        self._held: dict[str, list[Any]] = {}
+
+    def __call__(self, run_id: str) -> list[Any]:
+        if run_id not in self._held:
+            import mlflow
+
+            self._held[run_id] = mlflow.search_traces(
+                locations=[self.experiment_id], run_id=run_id, return_type="list",
+                include_spans=False)
+        return self._held[run_id]
 
 
 def _task_traces(experiment_id: str, run_id: str) -> list[Any]:
