@@ -29,6 +29,7 @@ from collections import OrderedDict, defaultdict
 from functools import lru_cache
 
 from arag import progress
+from arag.memory import settle
 from arag.retrieval.embedder import (
     batch_rows,
     filled,
@@ -148,4 +149,6 @@ def bertscore_model(model_path: str, num_layers: int, device: str = "auto") -> B
 @lru_cache(maxsize=4)
 def _loaded_model(model_path: str, num_layers: int, device: str) -> BertScoreModel:
     fit_threads()
-    return BertScoreModel(model_path, num_layers, device)
+    model = BertScoreModel(model_path, num_layers, device)
+    settle()  # the model, torch and transformers live as long as the process
+    return model

@@ -25,6 +25,7 @@ from arag.datasets import DatasetError
 from arag.llm import ChatModel, make_model
 from arag.llm.base import MissingCredentials
 from arag.llm.cache import SpendJournal
+from arag.memory import settle_imports
 from arag.records import Prediction
 from arag.redact import redact_logs
 from report.console import quiet
@@ -195,8 +196,9 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     """Hydra task function: run one job; in a sweep, record a failure and let the sweep go on."""
     from hydra.core.hydra_config import HydraConfig
 
-    quiet(cfg.runner.verbose, tracking=not cfg.runner.dry_run)
+    quiet(cfg.runner.verbose, tracking=not cfg.runner.dry_run)  # MLflow imported by now
     redact_logs()  # Hydra configured this job's log handlers just now
+    settle_imports()
     hc = HydraConfig.get()
     multirun = hc.mode == RunMode.MULTIRUN
     parent = track.read_parent(Path(hc.sweep.dir)) if multirun else None

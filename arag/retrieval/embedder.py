@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from arag import progress as _progress
+from arag.memory import settle
 
 log = logging.getLogger(__name__)
 PRECISIONS = ("fp32", "bf16")
@@ -241,4 +242,5 @@ def _loaded_embedder(resolved: str, batch_size: int, device: str, precision: str
     with _progress.bar("loading embedder", 1, "model") as shown:
         embedder = Embedder(resolved, batch_size, device, precision)
         shown.update(1)
+    settle()  # the model, torch and sentence-transformers live as long as the process
     return embedder
