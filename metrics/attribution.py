@@ -40,6 +40,7 @@ import json
 import math
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from typing import Any
 
 from metrics.base import (
@@ -51,7 +52,7 @@ from metrics.base import (
     register_scorer,
 )
 from metrics.factcheck import sentences, statements
-from metrics.numeric import quantities
+from metrics.numeric import quantities, source_quantities
 
 COVERED, UNUSED, NOT_RETRIEVED, UNKNOWN = "covered", "retrieved_unused", "not_retrieved", "unknown"
 SUPPORTED, UNSUPPORTED, FROM_MEMORY = "supported", "unsupported", "from_memory"
@@ -96,8 +97,9 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def _content_words(text: str) -> set[str]:
-    return {w for w in WORD.findall(text.lower()) if w not in STOP}
+@lru_cache(maxsize=4096)  # an answer, or a context, read for each of its task's gold facts
+def _content_words(text: str) -> frozenset[str]:
+    return frozenset(w for w in WORD.findall(text.lower()) if w not in STOP)
 
 
 def reflected(fact: str, text: str) -> bool:
@@ -105,7 +107,7 @@ def reflected(fact: str, text: str) -> bool:
     figures, else half its content words."""
     figures = quantities(fact)
     if figures:
-        found = quantities(text)
+        found = source_quantities(text)  # read once for all the task's facts
         hits = sum(any(f.matches(h) for h in found) for f in figures)
         return hits >= min(2, math.ceil(len(figures) / 2))
     words = _content_words(fact)

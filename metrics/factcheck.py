@@ -32,6 +32,7 @@ out (bench/factcheck.py, docs/validate-your-judge.md).
 
 from __future__ import annotations
 
+import heapq
 import re
 import threading
 from collections.abc import Callable
@@ -121,7 +122,11 @@ def direction_of(word: str) -> tuple[str, int] | None:
 
 @lru_cache(maxsize=1 << 14)  # the same source sentences, for each claim checked against them
 def _directions(sentence: str) -> frozenset[tuple[str, int]]:
-    words = [w.lower() for w in WORD.findall(sentence)]
+    return _directions_in(sentence, _words(sentence))
+
+
+def _directions_in(sentence: str, words: list[str]) -> frozenset[tuple[str, int]]:
+    """``_directions`` of a sentence whose words (``_words``) are known."""
     out = {d for w in words if (d := direction_of(w)) is not None}
     if "short of" in sentence.lower():
         out.add(("target", -1))
@@ -156,12 +161,13 @@ def _kept(chars: int) -> Callable[[str], SourceIndex]:
 
 def _index(source: str) -> SourceIndex:
     found = sentences(source)
-    directions = tuple(_directions(s) for s in found)
+    words = [_words(s) for s in found]  # read once: for the directions and the closest
+    directions = tuple(_directions_in(s, w) for s, w in zip(found, words, strict=True))
     lowered = " ".join(source.lower().split())
     return SourceIndex(directions, tuple(tuple(quantities(s)) for s in found),
                        frozenset().union(*directions), frozenset(_negated(source)),
-                       tuple((s, frozenset(_words(s))) for s in found), lowered,
-                       lowered.replace("-", " "))
+                       tuple((s, frozenset(w)) for s, w in zip(found, words, strict=True)),
+                       lowered, lowered.replace("-", " "))
 
 
 source_index = _kept(CHARS_KEPT)  # the index of a source, built once while it is kept
@@ -210,15 +216,23 @@ def negation_statements(summary: str, source: str) -> list[Statement]:
 
 
 def _words(text: str) -> list[str]:
+    if text.isascii():  # lower case first finds the same words (not so for every letter:
+        return WORD.findall(text.lower())  # "İ" lowered is two characters)
     return [w.lower() for w in WORD.findall(text)]
 
 
 def closest_sentences(sentence: str, source: str, k: int = 2) -> list[str]:
     """The ``k`` source sentences sharing most content words with ``sentence``: where the
     source says what a summary sentence says, so an opposite there is a contradiction."""
+    return list(_closest(sentence, source, k))
+
+
+@lru_cache(maxsize=1024)  # the negation and the antonym checks ask for the same sentence
+def _closest(sentence: str, source: str, k: int) -> tuple[str, ...]:
     content = {w for w in _words(sentence) if len(w) > 3}
-    ranked = sorted(source_index(source).sentence_words, key=lambda sw: -len(content & sw[1]))
-    return [s for s, _ in ranked[:k]]
+    ranked = heapq.nlargest(k, source_index(source).sentence_words,
+                            key=lambda sw: len(content & sw[1]))  # ties: the earlier first
+    return tuple(s for s, _ in ranked)
 
 
 def antonym_statements(summary: str, source: str) -> list[Statement]:
