@@ -80,6 +80,7 @@ from tracking.human_labels import (
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
 from tracking.runs import RunTracker
 from tracking.sweeps import child_runs, run_records, sweep_info
+from tracking.traces import RunTraces
 
 # report.md's section on the sweep's latest baseline comparison (report/baseline_report.py)
 BASELINE_SECTION = "## Against the baseline"
@@ -579,12 +580,13 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
 
 
 def people_labels(rows: list[dict[str, Any]], experiment_id: str,
-                  human_labels: str | None) -> list[HumanLabel]:
+                  human_labels: str | None, traces: RunTraces | None = None
+                  ) -> list[HumanLabel]:
     """The labels file's labels, then the HUMAN feedback on the runs' traces."""
     labels = read_labels_file(human_labels) if human_labels else []
     runs = {r["run_id"]: r["run"] for r in rows}
     try:
-        return labels + read_feedback_labels(experiment_id, runs)
+        return labels + read_feedback_labels(experiment_id, runs, traces)
     except Exception as exc:  # noqa: BLE001 - a store without traces still has the file's
         log.warning("people's feedback on the traces could not be read (%s): the agreement "
                     "with people uses the labels file only", exc)
@@ -605,7 +607,9 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             for rec in recs:
                 rec.setdefault("system", system)
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
-        labels = people_labels(rows, target.info.experiment_id, human_labels) if sweep else []
+        traces = RunTraces(target.info.experiment_id)  # searched once, read twice
+        labels = people_labels(rows, target.info.experiment_id, human_labels, traces) \
+            if sweep else []
         # refused labels stop the report before anything is written
         people = human_agreement.compare(labels, records, rows)
         judge_notes = judge_caveats(client, rows)
@@ -633,7 +637,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         (folder / "report.html").write_text(to_html(text, title, plot_dir), encoding="utf-8")
         experiment_id = target.info.experiment_id
         (folder / "compare.html").write_text(compare.page(
-            finished, records, key, compare.trace_ids(experiment_id, finished), experiment_id,
+            finished, records, key, compare.trace_ids(experiment_id, finished, traces),
+            experiment_id,
             title, pairwise.per_task(judged_pairs)), encoding="utf-8")
         artifacts = {"findings.jsonl": [f.record() for f in analysis.findings],
                      **analysis.artifacts} if analysis.findings or analysis.artifacts else {}

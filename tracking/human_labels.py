@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -158,18 +158,19 @@ def _parse_line(line: str, where: str, source: str) -> HumanLabel | None:
 
 
 
-def read_feedback_labels(experiment_id: str, systems: dict[str, str]) -> list[HumanLabel]:
+def read_feedback_labels(experiment_id: str, systems: dict[str, str],
+                         traces: Callable[[str], list[Any]] | None = None) -> list[HumanLabel]:
     """The HUMAN feedback on the traces of the runs ``systems`` maps (run id -> system):
     one label per feedback whose value is a score (a yes/no answer counts as 1/0); a
-    feedback that is not one is logged and left out."""
-    import mlflow
+    feedback that is not one is logged and left out. ``traces``: a run's traces, where the
+    caller holds them (``tracking.traces.RunTraces``)."""
+    from tracking.traces import RunTraces
 
     labels: list[HumanLabel] = []
     unscaled: list[HumanLabel] = []
+    of_run = traces or RunTraces(experiment_id)
     for run_id, system in systems.items():
-        traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id,
-                                      return_type="list", include_spans=False)
-        for trace in traces:
+        for trace in of_run(run_id):
             task_id = trace.info.trace_metadata.get("task_id")
             for assessment in trace.info.assessments or []:
                 label = _feedback_label(assessment, task_id, system)
