@@ -16,8 +16,9 @@ is its own: a stage called inside another is counted in the inner one only. Prin
 wall time of each stage and its ratio to rouge-score alone computing ROUGE-1/2/L on the
 same pairs in the same run (before and after the sweep: the smaller), the harness's whole
 wall time per task-run and its ratio to rouge-score, the same for its own work (the whole
-less the libraries' stages: BERTScore's model and arithmetic, rouge-score), the device
-BERTScore ran on and its texts per second. The ratios hold under load; the seconds do not
+less the libraries' stages: BERTScore's model and arithmetic, rouge-score), the time the
+garbage collector took inside those stages, the device BERTScore ran on and its texts per
+second. The ratios hold under load; the seconds do not
 (this machine is shared), so the load average is printed with them. Not a test; ECTSum's
 test split is never used.
 """
@@ -166,6 +167,7 @@ def child(argv: list[str], out: Path) -> None:
 
     clock = StageClock()
     instrument(clock)
+    collected = _time_collections()
     sys.argv = ["run.py", *argv]
     try:  # as ``python run.py``: Hydra finds conf/ beside the script it runs
         runpy.run_path(entry.__file__, run_name="__main__")
@@ -175,12 +177,32 @@ def child(argv: list[str], out: Path) -> None:
     finally:
         out.write_text(json.dumps({
             "total": time.perf_counter() - started, "seconds": clock.seconds,
-            "calls": clock.calls, "bertscore_texts": sum(m.texts_embedded for m in MODELS),
+            "calls": clock.calls, "collections": collected,
+            "bertscore_texts": sum(m.texts_embedded for m in MODELS),
             "bertscore_device": ", ".join(sorted({str(getattr(m, "device", "cpu"))
                                                   for m in MODELS})) or "not loaded"}))
 
 
 MODELS: list[Any] = []  # the BERTScore models the sweep loaded
+
+
+def _time_collections() -> dict[str, float]:
+    """The garbage collector's time (inside the stages it interrupts), and its collections
+    by generation."""
+    import gc
+
+    out = {"seconds": 0.0, "young": 0, "middle": 0, "full": 0}
+    started = [0.0]
+
+    def timed(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+            return
+        out["seconds"] += time.perf_counter() - started[0]
+        out[("young", "middle", "full")[info["generation"]]] += 1
+
+    gc.callbacks.append(timed)
+    return out
 
 
 def _keep_models() -> None:
@@ -288,6 +310,10 @@ def print_table(figures: dict[str, Any], rouge: float, n_pairs: int) -> None:
     own = total - sum(seconds.get(stage, 0.0) for stage in LIBRARIES)
     print(f"the harness's own work (the whole sweep less {', '.join(LIBRARIES)}): "
           f"{own:.2f} s, {1000 * own / n_pairs:.1f} ms a task-run, {own / rouge:.1f}x rouge-score")
+    gc = figures.get("collections") or {}
+    if gc:
+        print(f"garbage collection (inside the stages above): {gc['seconds']:.2f} s; "
+              f"{gc['full']} full, {gc['middle']} middle, {gc['young']} young collections")
     bert = seconds.get("scorer bertscore", 0.0)
     texts = figures.get("bertscore_texts", 0)
     print(f"BERTScore on {figures.get('bertscore_device')}: {texts} texts embedded"
