@@ -1,11 +1,15 @@
 """Entry point: compose the config with Hydra, run one job (or a sweep with -m)."""
 
-import hydra
-from omegaconf import DictConfig
+from arag.memory import settle
 
-import runners.config  # noqa: F401  (registers the config schema)
-from runners.cli import prepare_command_line
-from runners.experiment import main as run_job
+settle()  # first: the imports below make millions of objects that live as long as the process
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+import runners.config  # noqa: E402, F401  (registers the config schema)
+from runners.cli import prepare_command_line  # noqa: E402
+from runners.experiment import main as run_job  # noqa: E402
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="config")

@@ -64,10 +64,19 @@ def document_sections(doc: Document) -> tuple[Section, ...]:
 def call_sections(lines: tuple[str, ...]) -> tuple[Section, ...]:
     start = int(len(lines) * OPENING_SHARE)
     hand_over = next((n for n, line in enumerate(lines[start:], start=start + 1)
-                      if HAND_OVER.search(line) and not NOT_YET.search(line)), None)
+                      if _may_hand_over(line) and HAND_OVER.search(line)
+                      and not NOT_YET.search(line)), None)
     if hand_over is None or len(lines) - hand_over < MIN_QA_LINES:
         return ()
     return (Section("Prepared remarks", 1, hand_over), Section("Q&A", hand_over + 1, len(lines)))
+
+
+def _may_hand_over(line: str) -> bool:
+    """Whether ``HAND_OVER`` can match the line: each of its forms says "question", "q&a"
+    or "q and a" (case folded as the pattern's IGNORECASE does). Most lines say none, and
+    the pattern's bounded gaps make a search some hundred times slower than this test."""
+    folded = line.casefold()
+    return "question" in folded or "q&a" in folded or "q and a" in folded
 
 
 def filing_sections(lines: tuple[str, ...]) -> tuple[Section, ...]:
