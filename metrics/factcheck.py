@@ -109,15 +109,28 @@ def _has_word(text: str, word: str) -> bool:
     return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text) is not None
 
 
+def _stem_pattern() -> tuple[re.Pattern[str], list[tuple[str, int]]]:
+    """One pattern for every stem of ``DIRECTIONS`` in its order, a group each: a stem of
+    four letters or more opens a word, a shorter one is the whole word. The first group that
+    matches is the first stem that fits, as a loop over the stems would find it."""
+    alternatives, directions = [], []
+    for axis, (ups, downs) in DIRECTIONS.items():
+        for sign, stems in ((1, ups), (-1, downs)):
+            for stem in stems:
+                whole = "" if len(stem) > 3 else r"\Z"
+                alternatives.append(f"({re.escape(stem)}{whole})")
+                directions.append((axis, sign))
+    return re.compile("|".join(alternatives)), directions
+
+
+STEMS, STEM_DIRECTIONS = _stem_pattern()
+
+
 @lru_cache(maxsize=1 << 16)  # a source's words recur: checking a long document claim by claim
 def direction_of(word: str) -> tuple[str, int] | None:
     """(axis, +1 up / -1 down) of a direction word, or None."""
-    w = word.lower()
-    for axis, (ups, downs) in DIRECTIONS.items():
-        for sign, stems in ((1, ups), (-1, downs)):
-            if any(w == s or (len(s) > 3 and w.startswith(s)) for s in stems):
-                return axis, sign
-    return None
+    m = STEMS.match(word.lower())
+    return STEM_DIRECTIONS[m.lastindex - 1] if m is not None and m.lastindex else None
 
 
 @lru_cache(maxsize=1 << 14)  # the same source sentences, for each claim checked against them
