@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
@@ -105,7 +106,7 @@ def _content_words(text: str) -> frozenset[str]:
 def reflected(fact: str, text: str) -> bool:
     """Whether ``text`` states ``fact``: half its figures (at most two needed) when it has
     figures, else half its content words."""
-    figures = quantities(fact)
+    figures = source_quantities(fact)  # a gold fact recurs: a task's every system
     if figures:
         found = source_quantities(text)  # read once for all the task's facts
         hits = sum(any(f.matches(h) for h in found) for f in figures)
@@ -128,8 +129,7 @@ def gold_locations(item: ScoringItem) -> list[tuple[str, str, list[str]]]:
     or the gold lines of one page of a paginated document."""
     out = []
     for doc_id, lines in (item.task.gold_lines or {}).items():
-        chunks = sorted((c for c in item.chunks.values() if c.doc_id == doc_id),
-                        key=lambda c: c.line_start)
+        chunks = _doc_chunks(item.chunks).get(doc_id, [])
         texts = {n: next((c.lines[n - c.line_start] for c in chunks if c.covers(n)), None)
                  for n in sorted(set(lines))}
         pages = item.line_pages.get(doc_id)
@@ -142,6 +142,22 @@ def gold_locations(item: ScoringItem) -> list[tuple[str, str, list[str]]]:
             if text.strip():
                 out.append((text, doc_id, holders))
     return out
+
+
+_indexed: tuple[Any, dict[str, list[Any]]] = (None, {})  # the run's chunks, by document
+
+
+def _doc_chunks(chunks: Mapping[str, Any]) -> dict[str, list[Any]]:
+    """The run's chunks by document, in line order: indexed once for the run's tasks (every
+    item of a run holds the same mapping), not searched through for each task."""
+    global _indexed
+    held, by_doc = _indexed
+    if held is not chunks:
+        by_doc = {}
+        for chunk in sorted(chunks.values(), key=lambda c: c.line_start):
+            by_doc.setdefault(chunk.doc_id, []).append(chunk)
+        _indexed = (chunks, by_doc)
+    return by_doc
 
 
 def fact_sources(item: ScoringItem) -> list[tuple[str, list[str] | None]]:

@@ -106,7 +106,21 @@ def entity_statements(summary: str, source: str) -> list[Statement]:
 
 
 def _has_word(text: str, word: str) -> bool:
-    return re.search(rf"(?<![a-z0-9]){re.escape(word)}(?![a-z0-9])", text) is not None
+    """Whether ``word`` is in ``text`` with no letter a-z or digit either side (a search
+    for it, not a pattern compiled for each word)."""
+    if not word:
+        return re.search(r"(?<![a-z0-9])(?![a-z0-9])", text) is not None
+    at = text.find(word)
+    while at != -1:
+        end = at + len(word)
+        if (at == 0 or text[at - 1] not in WORD_CHARS) and \
+                (end == len(text) or text[end] not in WORD_CHARS):
+            return True
+        at = text.find(word, at + 1)
+    return False
+
+
+WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")  # what may not border a word
 
 
 def _stem_pattern() -> tuple[re.Pattern[str], list[tuple[str, int]]]:
