@@ -1,8 +1,10 @@
 """Entry point: compose the config with Hydra, run one job (or a sweep with -m)."""
 
-from arag.memory import settle
+from arag.memory import pause_for_imports
 
-settle()  # first: the imports below make millions of objects that live as long as the process
+if __name__ == "__main__":  # the program (not a module a test imports): the imports below make
+    pause_for_imports()  # millions of objects that live as long as it; no collection walks
+    # them until the sweep or the first job starts (arag.memory.settle_imports)
 
 import hydra  # noqa: E402
 from omegaconf import DictConfig  # noqa: E402

@@ -163,6 +163,9 @@ def child(argv: list[str], out: Path) -> None:
     sys.path.insert(0, str(ROOT))
     os.chdir(ROOT)
     started = time.perf_counter()
+    from arag.memory import pause_for_imports
+
+    pause_for_imports()  # as run.py does when it is the program
     import run as entry  # the entry point's imports count as the harness's work
 
     clock = StageClock()

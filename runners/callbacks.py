@@ -37,6 +37,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.datasets import DatasetError
 from arag.llm.base import MissingCredentials
+from arag.memory import settle_imports
 from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console, overview
 from report.baseline_report import compare_and_publish, options_from
@@ -131,6 +132,7 @@ class MLflowSweepCallback(Callback):
     def _start(self, config: DictConfig) -> None:
         quiet(config.runner.verbose, tracking=not config.runner.dry_run)
         redact_logs()
+        settle_imports()  # MLflow and the harness imported, the sweep composed
         share_cores(config.hydra.get("launcher"))  # before the launcher starts any job
         sweep_dir = Path(config.hydra.sweep.dir)
         self.sweep_dir = sweep_dir
