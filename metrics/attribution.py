@@ -231,11 +231,16 @@ def claim_status(item: ScoringItem, claim: str, context: str) -> str | None:
     found = statements(claim, context)
     if not found:
         return None
-    missing = [n for n, st in enumerate(found) if not st.supported]
+    missing = [st for st in found if not st.supported]
     if not missing:
         return SUPPORTED
-    in_reference = statements(claim, item.task.reference) if item.task.reference else []
-    known = bool(in_reference) and all(in_reference[n].supported for n in missing)
+    # the same statement (kind and text) the reference supports: the checks against the
+    # reference need not make as many statements, nor in the same order, as against the
+    # context (a direction with no figure of the source beside it is not checked at all)
+    in_reference = {(st.kind, st.text) for st in (statements(claim, item.task.reference)
+                                                  if item.task.reference else [])
+                    if st.supported}
+    known = all((st.kind, st.text) in in_reference for st in missing)
     return FROM_MEMORY if known else UNSUPPORTED
 
 

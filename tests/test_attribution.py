@@ -388,3 +388,25 @@ def test_the_judge_decides_which_gold_facts_are_reflected_in_the_claim_check_cal
     assert (run["attribution_agreement_claims"], run["attribution_agreement_claims_n"]) == (1, 2)
     # with no judged fact or claim there is no agreement to report (never a 0)
     assert AttributionScorer().aggregate([], [planted([3, 4], [3, 4])]) == {}
+
+
+def test_a_claim_checked_into_fewer_statements_against_the_reference_is_unsupported():
+    """Against the context a claim makes two statements (its negation, which the context
+    supports, and a contradiction the context's closest sentence shows); against a short
+    reference, one. The unsupported statement is not in the reference's checks: the claim
+    is unsupported, not an error (ECTSum train: "... where the management team is not
+    together ...", which stopped a sweep with an IndexError)."""
+    from metrics.attribution import UNSUPPORTED, claim_status
+    from metrics.factcheck import statements
+
+    claim = ("This is the first call that we've ever done where the management team is not "
+             "together in one location.")
+    context = ("We have not done a call apart before. The management team is not together "
+               "today. Revenue was $10.5 million.")
+    reference = "Acme q1 loss per share $0.33."
+    against_context, against_reference = statements(claim, context), statements(claim, reference)
+    assert len(against_context) > len(against_reference)
+    assert any(not st.supported for st in against_context)
+    task = Task("t9", "summarization", ("D",), "Summarize.", reference)
+    item = SimpleNamespace(task=task)
+    assert claim_status(item, claim, context) == UNSUPPORTED
