@@ -53,7 +53,7 @@ from metrics.base import (
     register_scorer,
 )
 from metrics.factcheck import sentences, statements
-from metrics.numeric import quantities, source_quantities
+from metrics.numeric import Quantity, quantities
 
 COVERED, UNUSED, NOT_RETRIEVED, UNKNOWN = "covered", "retrieved_unused", "not_retrieved", "unknown"
 SUPPORTED, UNSUPPORTED, FROM_MEMORY = "supported", "unsupported", "from_memory"
@@ -103,12 +103,17 @@ def _content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in WORD.findall(text.lower()) if w not in STOP)
 
 
+@lru_cache(maxsize=4096)  # its own: the documents' figures (source_quantities) stay kept
+def _quantities(text: str) -> tuple[Quantity, ...]:
+    return tuple(quantities(text))
+
+
 def reflected(fact: str, text: str) -> bool:
     """Whether ``text`` states ``fact``: half its figures (at most two needed) when it has
     figures, else half its content words."""
-    figures = source_quantities(fact)  # a gold fact recurs: a task's every system
+    figures = _quantities(fact)  # a gold fact recurs: a task's every system
     if figures:
-        found = source_quantities(text)  # read once for all the task's facts
+        found = _quantities(text)  # read once for all the task's facts
         hits = sum(any(f.matches(h) for h in found) for f in figures)
         return hits >= min(2, math.ceil(len(figures) / 2))
     words = _content_words(fact)

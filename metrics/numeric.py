@@ -12,9 +12,11 @@ facts and are ignored.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+
+from cachetools import LRUCache, cached
 
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 
@@ -73,15 +75,21 @@ def quantities(text: str) -> list[Quantity]:
     return out
 
 
-# sources whose numbers are kept: a sweep scores every system of a task against the same
-# document, job after job, so each document is read once
-SOURCES_KEPT = 1024
+# characters of sources whose numbers are kept: a sweep scores every system of a task
+# against the same document, job after job, so each document is read once. Bounded by
+# characters, not by a count: references and claims checked between two documents weigh
+# little and do not push a document out (a count of 1,024 kept none of ECTSum train's)
+CHARS_KEPT = 20_000_000
 
 
-@lru_cache(maxsize=SOURCES_KEPT)
+@cached(LRUCache(CHARS_KEPT, getsizeof=lambda held: held[1]), lock=threading.Lock())
+def _source_quantities(source: str) -> tuple[tuple[Quantity, ...], int]:
+    return tuple(quantities(source)), max(1, len(source))
+
+
 def source_quantities(source: str) -> tuple[Quantity, ...]:
     """``quantities`` of a source, read once however many summaries are checked against it."""
-    return tuple(quantities(source))
+    return _source_quantities(source)[0]
 
 
 def share_found(needles: list[Quantity], haystack: Sequence[Quantity]) -> float | None:

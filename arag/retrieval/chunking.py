@@ -8,8 +8,10 @@ chunked as one run of lines.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from functools import lru_cache
+
+from cachetools import LRUCache, cached
 
 from arag.records import Chunk, Document
 
@@ -32,8 +34,18 @@ def chunk_document(doc: Document, chunk_size: int, overlap: int = 0) -> list[Chu
 
 
 # a sweep's jobs (and a job's index, scoring and dataset metrics) chunk the same documents
-# with the same settings: each document is chunked once per process (chunks are frozen)
-@lru_cache(maxsize=1024)
+# with the same settings: each document is chunked once per process (chunks are frozen).
+# Bounded by the documents' characters, not by a count: a run reads its corpus in order,
+# and ECTSum train's 1,681 documents through a cache of 1,024 kept none of them (each
+# read pushed out the one the next job needed first)
+CHARS_KEPT = 64_000_000  # ECTSum train is 29 M; the chunks share the documents' lines
+
+
+def _characters(chunks: tuple[Chunk, ...]) -> int:
+    return max(1, sum(len(line) for chunk in chunks for line in chunk.lines))
+
+
+@cached(LRUCache(CHARS_KEPT, getsizeof=_characters), lock=threading.Lock())
 def _chunks(doc: Document, chunk_size: int, overlap: int) -> tuple[Chunk, ...]:
     chunks: list[Chunk] = []
     for first, stop, page in _page_runs(doc):
