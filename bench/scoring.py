@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/scoring.py                      # ECTSum val, 3 files, 747 task-runs
     .venv/bin/python bench/scoring.py --limit 40           # the first 40 tasks of each file
+    .venv/bin/python bench/scoring.py --split train --limit 495   # 1,485 task-runs
 
 Writes three prediction files for ECTSum val (made here, without contexts, as a team's
 pipeline outside the harness would give them: the transcript's lead, its sentences with
