@@ -212,18 +212,28 @@ def _stored(experiment_id: str, run_id: str) -> list[dict]:
     return out
 
 
-def test_traces_written_in_batches_are_those_mlflow_itself_writes(run, monkeypatch):
+@pytest.mark.parametrize("rows", ["a table at a time", "through the session", "with rollups"])
+def test_traces_written_in_batches_are_those_mlflow_itself_writes(run, monkeypatch, rows):
     """Each trace, its nested spans, an ERROR state, tags and scores: what the batched write
     stores is field for field what MLflow's own exporter stores, and no span is written
-    before its batch (one ``log_spans`` per batch, not per span)."""
+    before its batch (one ``log_spans`` per batch, not per span). So it is when the rows
+    MLflow builds go through the session (what is not a tree of new rows does), and with
+    MLflow's opt-in trace rollups, which add rows of their own."""
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     import tracking.traces as traces_module
     from tracking.traces import task_assessments
 
+    if rows == "through the session":
+        monkeypatch.setattr(traces_module, "_rows", lambda instance: None)
+    if rows == "with rollups":
+        monkeypatch.setenv("MLFLOW_SQL_TRACE_ROLLUPS_ENABLED", "true")
     experiment_id, batched_run = run
     own_run = mlflow.MlflowClient().create_run(experiment_id).info.run_id
     predictions = [_agentic(f"t{k}", error="timed out" if k == 2 else None) for k in range(5)]
+    if rows == "with rollups":  # a day old: MLflow queues its rollup for a day past
+        for p in predictions:
+            p.started_at -= 2 * 86_400
     records = [_record(p.id) for p in predictions]
     scores = task_assessments(records, JUDGE, FIELDS, {p.id: p.ground_truth for p in predictions})
     features = {p.id: {"company": "ACME"} for p in predictions}

@@ -283,21 +283,26 @@ def _start_traces(transaction: _Transaction, client: Any, infos: list[Any]) -> N
 
 
 class _Deferred:
-    """A session that keeps what MLflow adds to it and does not flush; everything else
-    (queries above all) goes to the session it stands for."""
+    """A session that keeps the traces MLflow adds to it (``added``) for ``_start_traces``;
+    anything else added (the rows of MLflow's opt-in rollup queue), flushes and queries go
+    to the session it stands for, as MLflow has them."""
 
     def __init__(self, session: Any) -> None:
+        from mlflow.store.tracking.dbmodels.models import SqlTraceInfo
+
         self.session = session
         self.added: list[Any] = []
+        self._trace = SqlTraceInfo
 
     def add(self, instance: Any, _warn: bool = True) -> None:
-        self.added.append(instance)
+        if isinstance(instance, self._trace):
+            self.added.append(instance)
+        else:
+            self.session.add(instance)
 
     def add_all(self, instances: Any) -> None:
-        self.added.extend(instances)
-
-    def flush(self, objects: Any = None) -> None:
-        pass
+        for instance in instances:
+            self.add(instance)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session, name)
