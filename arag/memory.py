@@ -12,11 +12,24 @@ first job starts (``settle_imports``), and after a model is loaded; a cycle of g
 alive at that moment is kept, so it is not called between jobs. While the entry point
 imports its modules the collector is paused (``pause_for_imports``): what they make lives
 on, and 120 young collections walked it again and again (0.4 s of a sweep's start).
+
+``kept_by_characters``: a cache of a function of one text, bounded by the characters of
+the texts it holds, not by their count, for what a run reads in order (its documents) with
+short texts (references, claims, answers) read in between: these weigh little and do not
+push a document out, and a few large ones cannot fill the memory.
 """
 
 from __future__ import annotations
 
+import functools
 import gc
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from cachetools import LRUCache, cached
+
+T = TypeVar("T")
 
 YOUNG = 10_000  # allocations between young collections (CPython's default: 700)
 
@@ -53,3 +66,19 @@ def settle_imports() -> None:
         if _paused:
             _paused = False
             gc.enable()
+
+
+def kept_by_characters(chars: int) -> Callable[[Callable[[str], T]], Callable[[str], T]]:
+    """Keep ``fn(text)`` least recently used first while the texts kept total at most
+    ``chars`` characters (a text over the bound is not kept); ``.cache`` is the cache."""
+    def keep(fn: Callable[[str], T]) -> Callable[[str], T]:
+        cache: LRUCache = LRUCache(chars, getsizeof=lambda held: held[1])
+        weighed = cached(cache, lock=threading.Lock())(lambda text: (fn(text), max(1, len(text))))
+
+        @functools.wraps(fn)
+        def kept(text: str) -> T:
+            return weighed(text)[0]
+
+        kept.cache = cache  # type: ignore[attr-defined]
+        return kept
+    return keep

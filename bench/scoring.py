@@ -19,9 +19,8 @@ same pairs in the same run (before and after the sweep: the smaller), the harnes
 wall time per task-run and its ratio to rouge-score, the same for its own work (the whole
 less the libraries' stages: BERTScore's model and arithmetic, rouge-score), the time the
 garbage collector took inside those stages, the device BERTScore ran on and its texts per
-second. The ratios hold under load; the seconds do not
-(this machine is shared), so the load average is printed with them. Not a test; ECTSum's
-test split is never used.
+second. The ratios hold under load; the seconds do not (this machine is shared), so the
+load average is printed with them. Not a test; ECTSum's test split is never used.
 """
 
 from __future__ import annotations

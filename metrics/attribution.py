@@ -41,9 +41,9 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from functools import lru_cache
 from typing import Any
 
+from arag.memory import kept_by_characters
 from metrics.base import (
     Metric,
     Scorer,
@@ -98,12 +98,18 @@ def _norm(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-@lru_cache(maxsize=4096)  # an answer, or a context, read for each of its task's gold facts
+# an answer, or a context, read for each of its task's gold facts, and a gold fact for each
+# system: kept by characters (a context can be a whole filing); its own cache, so the
+# documents' figures (source_quantities) stay kept
+TEXTS_KEPT = 20_000_000  # as the documents' own caches (metrics.numeric, metrics.factcheck)
+
+
+@kept_by_characters(TEXTS_KEPT)
 def _content_words(text: str) -> frozenset[str]:
     return frozenset(w for w in WORD.findall(text.lower()) if w not in STOP)
 
 
-@lru_cache(maxsize=4096)  # its own: the documents' figures (source_quantities) stay kept
+@kept_by_characters(TEXTS_KEPT)
 def _quantities(text: str) -> tuple[Quantity, ...]:
     return tuple(quantities(text))
 

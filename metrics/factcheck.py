@@ -34,13 +34,11 @@ from __future__ import annotations
 
 import heapq
 import re
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from cachetools import LRUCache, cached
-
+from arag.memory import kept_by_characters
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 from metrics.numeric import Quantity, quantities, source_quantities
 from metrics.opposites import OPPOSITES
@@ -182,8 +180,7 @@ def _kept(chars: int) -> Callable[[str], SourceIndex]:
     ECTSum's val split is 249 documents of 4.3 M characters, and an annual report some
     600,000; a short text weighs little, so the references and claims checked between two
     documents do not push one out before the next scorer reads it."""
-    return cached(LRUCache(chars, getsizeof=lambda index: len(index.lowered)),
-                  lock=threading.Lock())(_index)
+    return kept_by_characters(chars)(_index)
 
 
 def _index(source: str) -> SourceIndex:
@@ -254,7 +251,9 @@ def closest_sentences(sentence: str, source: str, k: int = 2) -> list[str]:
     return list(_closest(sentence, source, k))
 
 
-@lru_cache(maxsize=1024)  # the negation and the antonym checks ask for the same sentence
+# the negation and the antonym checks ask for the same sentences, one after the other; few
+# are kept, as each holds its source (a context can be a whole filing)
+@lru_cache(maxsize=32)
 def _closest(sentence: str, source: str, k: int) -> tuple[str, ...]:
     content = {w for w in _words(sentence) if len(w) > 3}
     ranked = heapq.nlargest(k, source_index(source).sentence_words,

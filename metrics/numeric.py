@@ -12,12 +12,10 @@ facts and are ignored.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from cachetools import LRUCache, cached
-
+from arag.memory import kept_by_characters
 from metrics.base import NO_CONTEXT, Metric, PerTaskScorer, Scores, ScoringItem, register_scorer
 
 SCALES = {"thousand": 1e3, "k": 1e3, "million": 1e6, "mn": 1e6, "m": 1e6, "billion": 1e9,
@@ -82,14 +80,10 @@ def quantities(text: str) -> list[Quantity]:
 CHARS_KEPT = 20_000_000
 
 
-@cached(LRUCache(CHARS_KEPT, getsizeof=lambda held: held[1]), lock=threading.Lock())
-def _source_quantities(source: str) -> tuple[tuple[Quantity, ...], int]:
-    return tuple(quantities(source)), max(1, len(source))
-
-
+@kept_by_characters(CHARS_KEPT)
 def source_quantities(source: str) -> tuple[Quantity, ...]:
     """``quantities`` of a source, read once however many summaries are checked against it."""
-    return _source_quantities(source)[0]
+    return tuple(quantities(source))
 
 
 def share_found(needles: list[Quantity], haystack: Sequence[Quantity]) -> float | None:

@@ -638,8 +638,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         experiment_id = target.info.experiment_id
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished, traces),
-            experiment_id,
-            title, pairwise.per_task(judged_pairs)), encoding="utf-8")
+            experiment_id, title, pairwise.per_task(judged_pairs)), encoding="utf-8")
         artifacts = {"findings.jsonl": [f.record() for f in analysis.findings],
                      **analysis.artifacts} if analysis.findings or analysis.artifacts else {}
         for name, lines in artifacts.items():

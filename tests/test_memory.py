@@ -48,3 +48,27 @@ def test_a_larger_threshold_the_user_set_is_kept(collector):
     gc.set_threshold(50_000, 20, 20)
     memory.settle()
     assert gc.get_threshold() == (50_000, 20, 20)
+
+
+def test_a_cache_kept_by_characters_weighs_each_text_by_its_length():
+    """Short texts read between two documents leave them kept; past the bound the least
+    recently used goes first; a text over the bound is computed, never kept."""
+    calls = []
+
+    @memory.kept_by_characters(100)
+    def length(text: str) -> int:
+        calls.append(text)
+        return len(text)
+
+    first, second = "a" * 40, "b" * 40
+    for text in (first, "x", "y", second, "z", first, second):
+        assert length(text) == len(text)
+    assert calls == [first, "x", "y", second, "z"]  # both documents kept through the rest
+    third = "c" * 40  # 40 + 40 + 40 > 100: the least recently used (first) goes
+    length(third)
+    length(second)
+    length(first)
+    assert calls[-2:] == [third, first]
+    assert length.cache.currsize <= 100
+    assert length("d" * 101) == 101 and length("d" * 101) == 101
+    assert calls[-2:] == ["d" * 101, "d" * 101]  # over the bound: not kept

@@ -513,12 +513,8 @@ class RunTraces:
 
 
 def _task_traces(experiment_id: str, run_id: str) -> list[Any]:
-    """The run's traces of tasks (without their spans)."""
-    import mlflow
-
-    traces = mlflow.search_traces(locations=[experiment_id], run_id=run_id, return_type="list",
-                                  include_spans=False)
-    return [t for t in traces if "task_id" in t.info.trace_metadata]
+    """The run's traces of tasks (without their spans), searched now."""
+    return [t for t in RunTraces(experiment_id)(run_id) if "task_id" in t.info.trace_metadata]
 
 
 def _trace_key(meta: dict[str, str]) -> str:
