@@ -27,6 +27,6 @@ if __name__ == "__main__":
         from report.label_sample import main as label_sample
 
         sys.exit(label_sample(sys.argv[2:]))
-    from report.report import main
+    from report.cli import main
 
     main()

@@ -26,7 +26,8 @@ from arag.datasets.features import known_features
 from arag.records import answer_key
 from metrics import declared_metrics
 from metrics.slices import feature_bins
-from report import attribution, policy
+from report import policy
+from report.analyses import attribution
 from report.verdict import per_task
 from tracking.paths import ui_address
 

@@ -54,26 +54,7 @@ class Finding:
 Plot = Callable[[Path], "Path | None"]  # draws into a folder; the file made, or None
 
 
-@dataclass
-class Analysis:
-    """What one analysis returns: findings, the rows it logs, parent metrics and plots."""
-
-    findings: list[Finding] = field(default_factory=list)
-    artifacts: dict[str, list[Row]] = field(default_factory=dict)  # name.jsonl -> rows
-    metrics: dict[str, float] = field(default_factory=dict)  # parent-run metrics
-    plots: list[Plot] = field(default_factory=list)
-    run_metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # child id -> ...
-
-    def extend(self, other: Analysis) -> None:
-        # new lists, not in place: a list the caller handed in (``Analysis(findings=...)``)
-        # is never changed under it
-        self.findings = [*self.findings, *other.findings]
-        for run_id, metrics in other.run_metrics.items():
-            self.run_metrics.setdefault(run_id, {}).update(metrics)
-        for name, rows in other.artifacts.items():
-            self.artifacts.setdefault(name, []).extend(rows)
-        self.metrics.update(other.metrics)
-        self.plots = [*self.plots, *other.plots]
+from report.model import Analysis  # noqa: E402,F401 - re-exported
 
 
 def _cell(value: Any) -> str:

@@ -168,7 +168,7 @@ def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_cal
 
 
 def test_the_report_says_how_often_text_matching_gives_the_judges_status():
-    from report import attribution
+    from report.analyses import attribution
     from report.analyses import Inputs
     from report.verdict import TaskSets
 
@@ -315,7 +315,7 @@ def test_an_aragpoc_style_trace_of_chunk_reads_is_located_as_the_context_read():
 
 
 def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_report_says_so():
-    from report import attribution
+    from report.analyses import attribution
     from report.analyses import Inputs
     from report.verdict import TaskSets
 

@@ -83,7 +83,7 @@ def coin_records(n: int, seed: int, planted: bool) -> dict[str, list[dict]]:
 @pytest.mark.parametrize("seed", range(5))
 def test_a_planted_null_is_never_decided_at_any_look(seed):
     from metrics.sequential import State, Stop, stop_reason
-    from report.sequential import looks_at
+    from report.analyses.sequential import looks_at
 
     records = coin_records(200, seed, planted=False)
     for n in range(20, 201, 20):
@@ -102,7 +102,7 @@ def report_inputs(records: dict[str, list[dict]], done: int, total: int, cost: f
 
 
 def test_a_sweep_that_stopped_early_decides_by_its_intervals_and_says_when():
-    from report.sequential import sequential_verdict
+    from report.analyses.sequential import sequential_verdict
 
     records = coin_records(20, 0, planted=True)
     found = sequential_verdict(report_inputs(records, 20, 120, 0.5))
@@ -116,7 +116,7 @@ def test_a_sweep_that_stopped_early_decides_by_its_intervals_and_says_when():
 
 
 def test_a_null_that_ran_out_of_tasks_declares_nothing():
-    from report.sequential import sequential_verdict
+    from report.analyses.sequential import sequential_verdict
 
     found = sequential_verdict(report_inputs(coin_records(60, 1, planted=False), 60, 60, None))
     text = found.findings[0].text
@@ -129,7 +129,7 @@ def test_a_null_that_ran_out_of_tasks_declares_nothing():
 
 
 def test_a_sweep_that_was_not_sequential_gets_no_sequential_finding():
-    from report.sequential import sequential_verdict
+    from report.analyses.sequential import sequential_verdict
 
     inputs = report_inputs(coin_records(20, 0, planted=True), 20, 20, None)
     for row in inputs.rows:
@@ -216,7 +216,7 @@ def test_a_sequential_dry_run_prices_a_range_from_the_first_look_to_the_full_set
 
 
 def test_a_runs_sequential_settings_are_read_from_its_params():
-    from report.sequential import settings_of
+    from report.analyses.sequential import settings_of
 
     assert settings_of({"runner.sequential": "True", "runner.order_seed": "7",
                         "runner.max_tasks": "null"}) == {"order_seed": 7, "max_tasks": None}
@@ -317,7 +317,7 @@ def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requ
 
 
 def test_a_sweep_stopped_by_the_cost_cap_says_so_and_declares_nothing():
-    from report.sequential import sequential_verdict
+    from report.analyses.sequential import sequential_verdict
 
     inputs = report_inputs(coin_records(20, 2, planted=False), 20, 120, 0.5)
     inputs.rows[1]["status"] = "KILLED"  # the cost cap stopped this job's run

@@ -29,7 +29,8 @@ from metrics.attribution import (
     artifact_rows,
 )
 from report import plots
-from report.findings import Analysis, Finding, Row, Table
+from report.findings import Finding, Row, Table
+from report.model import Analysis, register_analysis
 from report.verdict import Decision
 
 SECTION = "Why each system loses"
@@ -84,6 +85,7 @@ def tally(run: Row, records: list[Row]) -> Tally | None:
     return Tally(run["run"], facts, claims)
 
 
+@register_analysis("attribution", 30)
 def analysis(inputs: Inputs) -> Analysis:
     tallies = {run["run_id"]: t for run in inputs.finished
                if (t := tally(run, inputs.records.get(run["run_id"], []))) is not None}

@@ -31,7 +31,8 @@ from metrics.slices import (
 )
 from metrics.stats import ALPHA, MIN_UNTIED
 from report import policy
-from report.findings import Analysis, Finding, Plot, Table
+from report.findings import Finding, Plot, Table
+from report.model import Analysis, register_analysis
 from report.plots import crossover_plot
 from report.verdict import Decision, TaskSets, by_dataset, is_answered
 
@@ -165,13 +166,14 @@ def slice_pair(pair: Pooled, feature: str, values: Mapping[str, Any],
     return PairSlices(feature, pair, slices, test, is_numeric(values))
 
 
+@register_analysis("slices", 20)
 def slices_analysis(inputs: SliceInputs) -> Analysis:
     """``report.slice_by``: slices, interaction tests, findings, artifacts and plots."""
     features = list(inputs.options.get("slice_by") or [])
     if not features:
         return Analysis()
     if len(policy.contenders(inputs.sets.runs)) < 2:
-        return Analysis([Finding("slice", SECTION, f"`report.slice_by` names {features}, but "
+        return Analysis(findings=[Finding("slice", SECTION, f"`report.slice_by` names {features}, but "
                                  "fewer than two systems are compared: there is no pair to "
                                  "slice, so no slices are given.", caveat=True)])
     out = Analysis()

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Protocol
 
 from metrics.factcheck import MEASURED_HELD_OUT
-from report.findings import Analysis, Finding
+from report.findings import Finding
+from report.model import Analysis, register_analysis
 
 
 class Inputs(Protocol):
@@ -14,6 +15,7 @@ class Inputs(Protocol):
     def keys(self) -> list[str]: ...
 
 
+@register_analysis("factcheck_quote", 50)
 def factcheck_accuracy(inputs: Inputs) -> Analysis:
     if "factcheck" not in inputs.keys:
         return Analysis()

@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from report.findings import Analysis, Finding
+from report.findings import Finding
+from report.model import Analysis, register_analysis
 
 # family -> the pattern of model names and ids in it (lower case)
 FAMILIES = {"Claude": r"claude|anthropic", "GPT": r"gpt|\bo[134]\b|\bo[134]-", "Gemini": r"gemini",
@@ -31,6 +32,7 @@ class Inputs(Protocol):
     def finished(self) -> list[dict[str, Any]]: ...
 
 
+@register_analysis("self_preference", 60)
 def self_preference(inputs: Inputs) -> Analysis:
     """A caveat per judge whose family is that of a judged run's model."""
     out = Analysis()

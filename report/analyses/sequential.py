@@ -11,7 +11,8 @@ from typing import Any
 
 from metrics import declared_metrics
 from metrics.sequential import Look, State, Stop, compare, paired, run_order, stop_reason
-from report.findings import Analysis, Finding, Table
+from report.findings import Finding, Table
+from report.model import Analysis, register_analysis
 from report.policy import higher_is_better
 
 Row = dict[str, Any]
@@ -46,6 +47,7 @@ def settings_of(params: Mapping[str, str]) -> dict[str, Any] | None:
             "max_tasks": int(max_tasks) if max_tasks not in (None, "None", "null") else None}
 
 
+@register_analysis("sequential", 10)
 def sequential_verdict(inputs: Any) -> Analysis:
     """A sequential sweep decides by its anytime-valid intervals over the tasks it ran, and
     says when and why it stopped; the fixed-sample tests elsewhere become descriptive."""

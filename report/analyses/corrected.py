@@ -19,7 +19,8 @@ from itertools import combinations
 from typing import Any, Protocol
 
 from metrics.ppi import MIN_LABELS, PPIEstimate, ppi_mean
-from report.findings import Analysis, Finding, Table
+from report.findings import Finding, Table
+from report.model import Analysis, register_analysis
 from report.human_agreement import _threshold
 from report.verdict import TaskSets
 from tracking.human_labels import YES_NO, HumanLabel
@@ -159,6 +160,7 @@ def _difference_finding(first: Row, second: Row, dimension: str, diff: PPIEstima
                    caveat=True)
 
 
+@register_analysis("corrected", 40)
 def judge_corrected(inputs: Inputs) -> Analysis:
     """Every labelled dimension the runs have judge scores for."""
     out = Analysis()
