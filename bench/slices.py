@@ -17,7 +17,7 @@ import numpy as np
 
 from report.analyses import Inputs
 from report.report import build_report
-from report.slices import slices_analysis
+from report.analyses.slices import slices_analysis
 from report.verdict import decisions, task_sets
 
 SYSTEMS = ("arag", "naive", "stuffing")

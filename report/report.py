@@ -33,7 +33,6 @@ from report import (
     findings,
     human_agreement,
     meta_eval,
-    overview,
     pairwise,
     plots,
     policy,

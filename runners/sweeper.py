@@ -23,7 +23,7 @@ from typing import Any
 from hydra.core.utils import JobReturn
 
 from metrics.sequential import stop_reason
-from report.sequential import looks_at
+from report.analyses.sequential import looks_at
 from runners.preflight import check_jobs, job_configs
 from tracking import runs as track
 from tracking.sweeps import run_records

@@ -20,8 +20,8 @@ from typing import Any, Protocol
 
 from metrics.ppi import MIN_LABELS, PPIEstimate, ppi_mean
 from report.findings import Finding, Table
-from report.model import Analysis, register_analysis
 from report.human_agreement import _threshold
+from report.model import Analysis, register_analysis
 from report.verdict import TaskSets
 from tracking.human_labels import YES_NO, HumanLabel
 
