@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from report.analyses import Inputs
-from report.report import build_report
 from report.analyses.slices import slices_analysis
+from report.report import build_report
 from report.verdict import decisions, task_sets
 
 SYSTEMS = ("arag", "naive", "stuffing")

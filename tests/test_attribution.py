@@ -168,8 +168,7 @@ def test_with_a_judge_the_factual_consistency_claims_decide_without_a_second_cal
 
 
 def test_the_report_says_how_often_text_matching_gives_the_judges_status():
-    from report.analyses import attribution
-    from report.analyses import Inputs
+    from report.analyses import Inputs, attribution
     from report.verdict import TaskSets
 
     task = Task("t1", "summarization", ("D",), "Summarize.", REF, gold_lines={"D": GOLD})
@@ -315,8 +314,7 @@ def test_an_aragpoc_style_trace_of_chunk_reads_is_located_as_the_context_read():
 
 
 def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_report_says_so():
-    from report.analyses import attribution
-    from report.analyses import Inputs
+    from report.analyses import Inputs, attribution
     from report.verdict import TaskSets
 
     task = Task("t1", "summarization", ("D",), "Summarize.", "")  # no gold, no reference
