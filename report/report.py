@@ -42,6 +42,7 @@ from report import (
 )
 from report.analyses import sequential
 from report.analyses.corrected import corrected_answer
+from report.answer import compose
 from report.meta_eval import judge_caveats, judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
@@ -68,6 +69,8 @@ from report.verdict import (
 )
 from report.verdict import fmt as _fmt
 from report.verdict import table as _table
+from report.writers import markdown as writers_md
+from report.writers import words
 from tracking.human_labels import (
     HumanLabel,
     read_feedback_labels,
@@ -216,12 +219,16 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [])))
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
+    answers = compose(analysis.claims, keys)
+    headline = verdict.headline_rows(sets, finished, key, keys[1:])
     answer = (meta_eval.meta_answer(finished) if meta else
-              corrected_answer(analysis.findings, keys, verdict.answer(sets, keys, decided)))
+              corrected_answer(analysis.findings, keys, words.answer(answers)))
     out = [f"# {title}\n", f"**Answer:** {answer}\n"]
     banner = caveats(finished, more_caveats)
-    if banner:
-        out.append(banner)
+    notes = [n for n in analysis.notes if n.key]
+    if banner or notes:
+        out.append(banner or "> **Caveats: read before trusting any number below.**\n>\n")
+        out.append("".join(f"> - {words.say(n)}\n" for n in notes))
     unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
                   for r in rows if r["status"] != "FINISHED"]
     out.append(f"Runs: {len(rows) - len(unfinished)} finished"
@@ -231,13 +238,15 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                + f". {_decided_on(keys)}\n")
     out.append(data_line(rows))
     out.append(query_priors(finished))
+    out.append("## Headline\n\n" + writers_md.headline_table(headline, key))
     out.append("## Task sets\n\n" + task_set_section(sets))
     finding = "" if meta else (
-        verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
+        writers_md.key_finding(analysis.claims, keys, headline)
         + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
         out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
+    out.append(writers_md.section_of([c for c in analysis.claims if c.section != "Key finding"]))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -282,7 +291,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(verdict.each_dataset(sets, lambda part: examples(part, key)))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
-                            "answer": answer, "analysis": analysis}
+                            "answer": answer, "analysis": analysis, "answers": answers,
+                            "headline": headline}
 
 
 def _decided_on(keys: list[str]) -> str:

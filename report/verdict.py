@@ -70,13 +70,13 @@ class TaskSets:
     answers: dict[str, list[Record]] = field(default_factory=dict)
 
     def values(self, run: Row, key: str, ids: list[str] | None = None) -> list[float]:
-        table = self.tables[run["run_id"]]
+        table = self.tables.get(run["run_id"], {})
         return [table[t][key] for t in (self.common if ids is None else ids)
                 if table.get(t, {}).get(key) is not None]
 
     def has(self, run: Row, key: str) -> bool:
         """Whether the run has any ``key`` score (stuffing has no retrieval metric at all)."""
-        return any(x.get(key) is not None for x in self.tables[run["run_id"]].values())
+        return any(x.get(key) is not None for x in self.tables.get(run["run_id"], {}).values())
 
     def common_for(self, key: str) -> list[str]:
         """The common task set of one metric: the tasks every compared run that has the
@@ -795,6 +795,9 @@ def headline_rows(sets: TaskSets, finished: list[Row], key: str, also: Sequence[
                     if k.endswith(("_mean", "_n"))})
         row["cost_per_task"] = task_cost(run)
         row["n_all"] = len(sets.all_ids)
+        row["n_asked"] = tasks_asked(run)
+        row["judge_cost"] = judge_spent(run)
+        row["answered_any"] = run in sets.runs
         # how many records lack each figure, so an unknown is said as one, never 0
         row["lacking"] = {key: lacking(sets, run, key)[0] for key in UNKNOWABLE}
         row["n_records"] = lacking(sets, run, "cost_usd")[1]

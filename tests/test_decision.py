@@ -234,7 +234,12 @@ def test_the_answer_comes_first_in_the_console_the_report_and_the_mlflow_descrip
                  for i, r in enumerate(v)] for j, (k, v) in enumerate(records.items())}
     _, data = build_report(rows, mixed, "t", ["rouge2_f1"])
     assert data["answer"].startswith("Nothing decided on rouge2_f1: no difference between ")
-    assert data["answer"].endswith("(Holm-adjusted over 3 tests, 8 shared tasks, small n).")
+    assert "(Holm-adjusted over 3 tests, 8 shared tasks, small n)" in data["answer"]
+    # and says what would decide: the closest pair, the rule's detectable difference there
+    # and the tasks its observed difference would need (the answer's pending claim)
+    [closest] = data["answers"][0].pending[:1]
+    assert closest.figures["mdd"] > 0 and closest.figures["needed"] > 8
+    assert f"detects {closest.figures['mdd']:.3f}" in data["answer"]
 
 
 def test_each_pair_is_compared_on_the_tasks_both_answered_and_what_shrank_it_is_named():
