@@ -207,7 +207,7 @@ def stopped(c: Claim, style: Style, short: bool) -> str:
     spend = f.get("spend_usd")
     of = (f" ({money(spend, 2)} of an estimated {money(f.get('estimated_full_usd'), 2)})"
           if spend else "")
-    text = (f"Sequential sweep {head} after {f['tasks']} of {f['tasks_total']} tasks{of}"
+    text = (f"{head[0].upper()}{head[1:]} after {f['tasks']} of {f['tasks_total']} tasks{of}"
             f"{':' + tail if tail else ''}")
     if short:
         return text
