@@ -44,10 +44,10 @@ from report.analyses import sequential
 from report.analyses.corrected import corrected_answer
 from report.answer import compose
 from report.meta_eval import judge_caveats, judge_validation, meta_section
+from report.model import Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
 from report.sections import (
-    caveats,
     examples,
     further_dimensions,
     judge_section,
@@ -215,7 +215,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
     meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
-    analysis = findings.Analysis(findings=meta)
+    analysis = findings.Analysis(claims=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [])))
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
@@ -223,12 +223,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     headline = verdict.headline_rows(sets, finished, key, keys[1:])
     answer = (meta_eval.meta_answer(finished) if meta else
               corrected_answer(analysis.findings, keys, words.answer(answers)))
-    out = [f"# {title}\n", f"**Answer:** {answer}\n"]
-    banner = caveats(finished, more_caveats)
-    notes = [n for n in analysis.notes if n.key]
-    if banner or notes:
-        out.append(banner or "> **Caveats: read before trusting any number below.**\n>\n")
-        out.append("".join(f"> - {words.say(n)}\n" for n in notes))
+    notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
+    out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes)]
     unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
                   for r in rows if r["status"] != "FINISHED"]
     out.append(f"Runs: {len(rows) - len(unfinished)} finished"
@@ -246,7 +242,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
         out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
-    out.append(writers_md.section_of([c for c in analysis.claims if c.section != "Key finding"]))
+    out.append(writers_md.section_of([c for c in analysis.claims
+                                      if c.kind not in writers_md.FAMILY_KINDS]))
     out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
@@ -292,7 +289,31 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
                             "answer": answer, "analysis": analysis, "answers": answers,
-                            "headline": headline}
+                            "headline": headline, "notes": notes}
+
+
+def result_of(rows: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], title: str,
+              requested: list[str] | None = None, options: Mapping[str, Any] | None = None,
+              artifact_uri: str = "", run_id: str = "", experiment_id: str = "",
+              **more: Any) -> ReportResult:
+    """The report's model for these runs, as every writer reads it (no store needed)."""
+    _, data = build_report(rows, records, title, requested, options=options, **more)
+    return _result(data, rows, records, options, artifact_uri, run_id, experiment_id)
+
+
+def _result(data: dict[str, Any], rows: list[dict[str, Any]],
+            records: dict[str, list[dict[str, Any]]], options: Mapping[str, Any] | None,
+            artifact_uri: str, run_id: str, experiment_id: str, notes: str = "",
+            validation: str = "") -> ReportResult:
+    analysis = data["analysis"]
+    return ReportResult(run_id, experiment_id, rows, records, data["keys"][0], artifact_uri,
+                        data["finding"], writers_md.banner(data["notes"]), notes,
+                        judge_validation=validation, keys=data["keys"],
+                        decided=data["decided"], answer=data["answer"],
+                        findings=analysis.findings, claims=analysis.claims,
+                        caveat_notes=data["notes"], headline=data["headline"],
+                        answered=[c for a in data["answers"] for c in a.claims],
+                        console=str((options or {}).get("console") or "summary"))
 
 
 def _decided_on(keys: list[str]) -> str:
@@ -653,13 +674,10 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
             client.log_artifact(target_run_id, str(path), "plots")
-    result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
-                          f"{target.info.artifact_uri}/report.html",
-                          data["finding"], caveats(finished, judge_notes),
-                          unreadable_note(finished) + resumed_latency_note(finished) + validation,
-                          judge_validation=validation, keys=data["keys"],
-                          decided=data["decided"], answer=data["answer"],
-                          findings=analysis.findings)
+    result = _result(data, rows, records, options, f"{target.info.artifact_uri}/report.html",
+                     target_run_id, target.info.experiment_id,
+                     unreadable_note(finished) + resumed_latency_note(finished) + validation,
+                     validation)
     if analysis.metrics:
         RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
             analysis.metrics)

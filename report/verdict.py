@@ -266,6 +266,8 @@ def find(decided: Sequence[Decision], key: str, a: Row, b: Row) -> Decision | No
     for d in decided:
         if d.key == key and d.first is a and d.second is b:
             return d
+        if d.key == key and d.first is b and d.second is a and d.paired is None:
+            return replace(d, first=a, second=b)
         if d.key == key and d.first is b and d.second is a and d.paired is not None:
             p = d.paired
             turned = replace(p, mean_diff=-p.mean_diff, ci_low=-p.ci_high, ci_high=-p.ci_low,

@@ -39,16 +39,18 @@ def pair_claim(sets: TaskSets, d: Decision, key: bool = False) -> Claim:
                                   "higher_is_better": policy.higher_is_better(d.key),
                                   "void": [r["run"] for r in (first, second)
                                            if policy.void_agent(r)]}
+    ids = sets.pair_ids(d.first, d.second, d.key)
+    figures |= {"means": [float(np.mean(sets.values(r, d.key, ids))) for r in (first, second)]
+                if ids else [], "n_all": len(sets.all_ids),
+                "skips": _skips(sets, (first, second), ids)}
     if paired is None:
         return Claim("untestable", SECTION, (first["run"], second["run"]), d.key,
-                     rule=RULE, authority=Authority.fixed_sample, key=key, figures=figures)
+                     n_tasks=len(ids), rule=RULE, authority=Authority.fixed_sample, key=key,
+                     figures=figures)
     sign = 1.0
-    ids = sets.pair_ids(d.first, d.second, d.key)
-    figures |= {"means": [float(np.mean(sets.values(r, d.key, ids))) for r in (first, second)],
-                "untied": paired.n_untied, "wins": paired.wins, "losses": paired.losses,
-                "ties": paired.ties, "n_all": len(sets.all_ids),
+    figures |= {"untied": paired.n_untied, "wins": paired.wins, "losses": paired.losses,
+                "ties": paired.ties,
                 "better": d.better["run"] if d.better is not None else None,
-                "skips": _skips(sets, (first, second), ids),
                 **_stability(sets, first, second, d.key, ids, sign * paired.mean_diff)}
     kind = ("difference" if d.better is not None else
             "no_difference" if paired.testable else "untestable")

@@ -21,11 +21,16 @@ BUDGET_NOTE = ("Every budget is compared with the largest above; the loop-budget
                f"draws them all. {LOOPS_NOTE}")
 
 
+# the verdict family's kinds: said in the key finding (``key_finding``), not as a section
+FAMILY_KINDS = frozenset({"difference", "no_difference", "untestable", "best", "scope",
+                          "no_test"})
+
+
 def key_finding(claims: Sequence[Claim], keys: Sequence[str], headline: Sequence[Row],
                 style: Style = MARKDOWN) -> str:
     """Each decision metric's comparisons, best contender and bounds, then what a task
     costs; each dataset in turn where the sweep has several."""
-    family = [c for c in claims if c.section == "Key finding"]
+    family = [c for c in claims if c.kind in FAMILY_KINDS]
     datasets = list(dict.fromkeys(str(c.figures.get("dataset") or "") for c in family))
     blocks = []
     for name in datasets:
@@ -113,6 +118,16 @@ def headline_cells(row: Row, key: str) -> list[str]:
             number(row.get("cost_per_task"), 5), number(row.get("cost_usd_per_task"), 5),
             number(row.get("latency_ms_p50"), 0),
             f"{row.get('n_answered', 0):.0f}/{row.get('n_asked', 0):.0f}"]
+
+
+def banner(notes: Sequence[Note], style: Style = MARKDOWN) -> str:
+    """The caveats, before any figure: every note in full, one kind said once across runs."""
+    from report.writers.console import grouped
+
+    if not notes:
+        return ""
+    return ("> " + style.strong("Caveats: read before trusting any number below.") + "\n>\n"
+            + "".join(f"> - {say(n, style)}\n" for n in grouped(notes)))
 
 
 def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:

@@ -242,3 +242,39 @@ def descriptive_tests(n: Note, style: Style, short: bool) -> str:
     return (f"{why}: the p-values and bootstrap CIs elsewhere in this report are computed on "
             "tasks a data-dependent rule chose to run and are descriptive, not tests. The "
             "decision is the intervals'.")
+
+
+@words("self_preference")
+def self_preference(n: Note, style: Style, short: bool) -> str:
+    c = n.counts
+    runs = ", ".join(n.runs)
+    if short:
+        return f"judge {c['judge']} is of the {c['family']} family, as {runs}: it may favour them"
+    other = c["panel_other_family"]
+    suggestion = (f"the panel's {', '.join(style.code(j) for j in other)} is of another "
+                  "family: read its figures beside the primary judge's" if other else
+                  "add a judge of another family: "
+                  + style.code(f"judge.panel=[{c['suggest']}]"))
+    return (f"{style.strong('Self-preference:')} the judge {style.code(c['judge'])} is of the "
+            f"{c['family']} family, as the model of {runs}; LLM judges favour their own "
+            f"family's answers, so its scores may favour "
+            f"{'that run' if len(n.runs) == 1 else 'those runs'}: {suggestion}.")
+
+
+@words("factcheck_accuracy")
+def factcheck_accuracy(n: Note, style: Style, short: bool) -> str:
+    measured = "; ".join(f"{ba:.3f} [{low:.3f}, {high:.3f}] on SummEdits' {split} split"
+                         for split, (ba, low, high) in n.counts.items())
+    if short:
+        return f"factcheck is a no-LLM screen: balanced accuracy {measured}"
+    return (f"The verdict decides on {style.code('factcheck')}, a no-LLM check whose balanced "
+            f"accuracy against people, held out from its tuning, is {measured} (95% CIs; "
+            "docs/validate-your-judge.md): a screen for changed figures, names and opposites, "
+            "not a judge of faithfulness.")
+
+
+@words("meta_evaluation")
+def meta_evaluation(c: Claim, style: Style, short: bool) -> str:
+    from report.meta_eval import meta_words
+
+    return meta_words(c, style, short)
