@@ -213,14 +213,20 @@ def table(rows: list[dict[str, Any]], key: str) -> str:
 
 
 def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Which runs' cost or latency is unknown and how many of their records lack it."""
+    """Which runs' cost or latency is unknown and how many of their records lack it (runs
+    lacking it in the same share said together)."""
     said = {"cost_usd": ("cost_per_task", "cost"), "latency_ms": ("latency_ms_p50", "latency")}
     out = []
     for field, (shown, what) in said.items():
-        runs = [f"{r['run']} ({r['lacking'][field]} of {r.get('n_records', 0)} records lack "
-                "it)" for r in rows if r.get(shown) is None and r.get("lacking", {}).get(field)]
-        if runs:
-            out.append(f"{what} unknown, not 0: " + "; ".join(runs))
+        groups: dict[tuple[int, int], list[str]] = {}
+        for r in rows:
+            if r.get(shown) is None and r.get("lacking", {}).get(field):
+                groups.setdefault((r["lacking"][field], int(r.get("n_records", 0))),
+                                  []).append(r["run"])
+        parts = [f"{', '.join(runs) if len(runs) <= 2 else f'{len(runs)} runs'} ({missing} of "
+                 f"{total} records lack it)" for (missing, total), runs in groups.items()]
+        if parts:
+            out.append(f"{what} unknown, not 0: " + "; ".join(parts))
     return out
 
 

@@ -177,6 +177,7 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 REPORT_OPTIONS_TAG = "report_options"  # on a sweep run: the options its report was written with
 # the baseline comparison's options: it runs again on every re-run, whatever the report holds
 BASELINE_OPTIONS = ("baseline", "fail_on", "min_overlap", "baseline_map")
+SHOWN_ONLY = ("console",)  # options of what is printed, not of what the report says
 
 
 def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
@@ -188,7 +189,7 @@ def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
 
     labels = Path(human_labels).expanduser() if human_labels else None
     chosen = {k: v for k, v in (options or {}).items()
-              if k not in BASELINE_OPTIONS and v not in (None, [], {}, "")}
+              if k not in (*BASELINE_OPTIONS, *SHOWN_ONLY) and v not in (None, [], {}, "")}
     chosen.update(decide_on=list(decide_on or []), human_labels=hashlib.sha256(
         labels.read_bytes()).hexdigest() if labels and labels.is_file() else None)
     text = json.dumps(chosen, sort_keys=True, default=str)
@@ -280,7 +281,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(pairwise.section(judged_pairs))
     if not meta:  # a meta-evaluation compares signals with people, not systems
         out.append("\n## Paired comparisons\n")
-        out.append(paired_section(sets, keys, decided))
+        out.append(paired_section(sets, keys, decided,
+                                  any(a.descriptive_family for a in answers)))
         repeat_text = repeats.section(sets, finished, key)
         if repeat_text:
             out.append("\n## Repeats\n\n" + repeat_text)
@@ -313,7 +315,8 @@ def _result(data: dict[str, Any], rows: list[dict[str, Any]],
                         findings=analysis.findings, claims=analysis.claims,
                         caveat_notes=data["notes"], headline=data["headline"],
                         answered=[c for a in data["answers"] for c in a.claims],
-                        console=str((options or {}).get("console") or "summary"))
+                        console=getattr(console_mode := (options or {}).get("console"), "value",
+                                        console_mode) or "summary")
 
 
 def _decided_on(keys: list[str]) -> str:
@@ -664,7 +667,9 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         experiment_id = target.info.experiment_id
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished, traces),
-            experiment_id, title, pairwise.per_task(judged_pairs)), encoding="utf-8")
+            experiment_id, title, pairwise.per_task(judged_pairs),
+            _html_body(writers_md.summary(data["answer"], data["headline"], key,
+                                          analysis.claims))), encoding="utf-8")
         artifacts = {"findings.jsonl": [f.record() for f in analysis.findings],
                      **analysis.artifacts} if analysis.findings or analysis.artifacts else {}
         for name, lines in artifacts.items():

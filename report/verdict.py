@@ -701,7 +701,8 @@ def _spent_sentence(left_out: list[Row]) -> str:
                    for r in left_out if (spent(r) or 0.0) > 0)
 
 
-def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision]) -> str:
+def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision],
+                   descriptive: bool = False) -> str:
     """Every pair of runs on each decision metric: the family's tests with raw and adjusted
     p (a pair with a bound is shown for reference, untested by the verdict)."""
     family = max((d.family for d in decided), default=1)
@@ -712,10 +713,15 @@ def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decisi
              f"decides on {', '.join(f'`{k}`' for k in keys)}: every pair of contenders on each, "
              f"{family} test(s) in all, whose p-values are {policy.CORRECTION}-adjusted together "
              "(both shown). Significant: adjusted p < 0.05 and the CI excludes 0.\n")
-    return intro + "".join(_paired_table(sets, key, decided) for key in keys)
+    if descriptive:
+        intro += ("**Descriptive:** this sweep stopped by its anytime-valid intervals (section "
+                  "\"Sequential stop\"): these tests are on tasks a data-dependent rule chose "
+                  "to run, so their verdicts decide nothing.\n")
+    return intro + "".join(_paired_table(sets, key, decided, descriptive) for key in keys)
 
 
-def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
+def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision],
+                  descriptive: bool = False) -> str:
     rows = []
     for part, (a, b) in ((within, pair) for within in by_dataset(sets).values()
                          for pair in itertools.combinations(within.runs, 2)):
@@ -729,6 +735,7 @@ def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
                      f"{d.p_adjusted:.3g}" if held and d else
                      "– (a bound: not decided on)" if d is None else "–",
                      f"{res.wins}/{res.losses}/{res.ties}",
+                     f"descriptive ({d.verdict() if d else res.verdict()})" if descriptive else
                      d.verdict() if d is not None else f"{res.verdict()} (unadjusted)"])
     head = f"\n### `{key}`\n\n"
     if not rows:

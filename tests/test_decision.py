@@ -198,8 +198,8 @@ def test_cost_and_latency_the_records_lack_are_unknown_everywhere_never_zero():
     result = result_of(rows, records, "t", ["rouge2_f1"])
     terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db")
     assert "0.00000" not in terminal
-    assert "cost unknown, not 0: arag (4 of 4 records lack it)" in terminal
-    assert "latency unknown, not 0: arag (4 of 4 records lack it)" in terminal
+    assert "cost unknown, not 0: arag, naive (4 of 4 records lack it)" in terminal
+    assert "latency unknown, not 0: arag, naive (4 of 4 records lack it)" in terminal
     assert "| arag | 0.300 | 4 | n/a | unknown | unknown | unknown | 4/4 |" in description(result)
 
 

@@ -13,14 +13,15 @@ TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a mode
                     "--enable-auto-tool-choice), or run system=naive,stuffing only")
 
 
-def _runs(n: Note) -> str:
-    return ", ".join(n.runs)
+def _runs(n: Note, short: bool = False) -> str:
+    """The runs a note concerns; in a short line, counted when more than two."""
+    return f"{len(n.runs)} runs" if short and len(n.runs) > 2 else ", ".join(n.runs)
 
 
 @words("offline_model")
 def offline(n: Note, style: Style, short: bool) -> str:
     if short:
-        return (f"offline model ({_runs(n)}): a plumbing check of retrieval, not evidence "
+        return (f"offline model ({_runs(n, short)}): a plumbing check of retrieval, not evidence "
                 "about LLMs")
     return (f"The model is {style.code('offline')} ({_runs(n)}): a deterministic extractive "
             "stand-in, not an LLM. It measures the retrieval plumbing (which chunks reach the "
@@ -31,7 +32,7 @@ def offline(n: Note, style: Style, short: bool) -> str:
 @words("no_judge")
 def no_judge(n: Note, style: Style, short: bool) -> str:
     if short:
-        return f"no judge ({_runs(n)}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5"
+        return f"no judge ({_runs(n, short)}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5"
     return (f"No judge ({_runs(n)}): G-Eval faithfulness and coverage, the error taxonomy and "
             "factual consistency are missing; the comparison falls back to reference overlap. "
             f"Run with {style.code('judge=claude-haiku-4-5')}.")
@@ -103,7 +104,7 @@ def tool_calls(n: Note, style: Style, short: bool) -> str:
 @words("repeats_fixed")
 def repeats_fixed(n: Note, style: Style, short: bool) -> str:
     if short:
-        return f"repeats of {_runs(n)} cannot vary (a deterministic model)"
+        return f"repeats of {_runs(n, short)} cannot vary (a deterministic model)"
     return (f"Repeats of {_runs(n)} cannot vary: the offline model is deterministic and a "
             "request at temperature 0 usually gets the same reply (some APIs still vary). They "
             "were run and their measured within-task spread is in the Repeats section (0 when "
@@ -119,8 +120,10 @@ def system_note(n: Note, style: Style, short: bool) -> str:
 def not_recorded(n: Note, style: Style, short: bool) -> str:
     fields = n.counts.get("fields") or [n.counts["field"]]
     named = ", ".join(fields[:-1]) + f" or {fields[-1]}" if len(fields) > 1 else fields[0]
-    if short or len(n.runs) > 1:
-        return f"{len(n.runs)} run(s) ({_runs(n)}) give no {named}: null, not 0"
+    if short and len(n.runs) > 1:
+        return f"{len(n.runs)} runs give no {named}: null, not 0"
+    if len(n.runs) > 1:
+        return f"{len(n.runs)} runs ({_runs(n)}) give no {named}: null, not 0"
     return (f"{style.code(_runs(n))}: {n.counts['count']} of {n.counts['of']} record(s) give "
             f"no {named}: null, not 0")
 

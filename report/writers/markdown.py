@@ -130,6 +130,13 @@ def banner(notes: Sequence[Note], style: Style = MARKDOWN) -> str:
             + "".join(f"> - {say(n, style)}\n" for n in grouped(notes)))
 
 
+def summary(answer: str, headline: Sequence[Row], key: str, claims: Sequence[Claim]) -> str:
+    """What compare.html opens with: the answer, the headline table and the key claims."""
+    found = [f"- {say(c)}" for c in claims if c.key and c.kind not in FAMILY_KINDS | {"plot"}]
+    return (f"**Answer:** {answer}\n\n" + headline_table(headline, key)
+            + ("\n" + "\n".join(found) + "\n" if found else ""))
+
+
 def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:
     """The analyses' sections: one heading each, in the order they came, every claim and
     note in full with its table."""
