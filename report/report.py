@@ -670,8 +670,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             experiment_id, title, pairwise.per_task(judged_pairs),
             _html_body(writers_md.summary(data["answer"], data["headline"], key,
                                           analysis.claims))), encoding="utf-8")
-        artifacts = {"findings.jsonl": [f.record() for f in analysis.findings],
-                     **analysis.artifacts} if analysis.findings or analysis.artifacts else {}
+        # every claim and note with the words the Markdown writer gives it (``text``)
+        found = [*({**item.record(), "text": words.say(item)}
+                   for item in [*analysis.claims, *data["notes"]]),
+                 *(f.record() for f in analysis.findings)]
+        artifacts = {"findings.jsonl": found, **analysis.artifacts} if found else {}
         for name, lines in artifacts.items():
             (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines),
                                        encoding="utf-8")
