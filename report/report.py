@@ -19,7 +19,6 @@ import json
 import logging
 import re
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -363,22 +362,14 @@ def _count(value: Any) -> str:
 def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                 key: str | list[str]) -> str:
     """The key finding of these runs on ``key`` (or each decision metric), on the tasks they
-    all answered."""
+    all answered, as report.md says it."""
+    from report.analyses.family import family
+
     keys = [key] if isinstance(key, str) else key
-    return verdict.key_finding(task_sets(finished, records_by_run), keys,
-                               _null_reasons(records_by_run, keys))
-
-
-def _null_reasons(records_by_run: dict[str, list[dict[str, Any]]], keys: list[str]
-                  ) -> dict[str, str]:
-    return {k: _null_reason(records_by_run, k) for k in keys}
-
-
-def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> str:
-    reasons = Counter(x.get("null_reasons", {}).get(key) for recs in records_by_run.values()
-                      for x in recs)
-    reasons.pop(None, None)
-    return f": {reasons.most_common(1)[0][0]}" if reasons else ""
+    sets = task_sets(finished, records_by_run)
+    decided = verdict.decisions(sets, keys)
+    claims = family(analyses.Inputs(finished, finished, records_by_run, sets, keys, decided)).claims
+    return writers_md.key_finding(claims, keys, verdict.headline_rows(sets, finished, keys[0]))
 
 
 def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
@@ -458,7 +449,7 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
                             r.get("loops_mean"), _fmt(verdict.task_cost(r), 5),
                             _fmt(r.get("cost_usd_per_task"), 5)] for m, r in curve])
-                   + "\n" + verdict.LOOPS_NOTE + "\n")
+                   + "\n" + writers_md.LOOPS_NOTE + "\n")
     return arag_points
 
 

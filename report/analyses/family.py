@@ -194,7 +194,9 @@ def _scope(sets: TaskSets, key: str, dataset: str, first: bool) -> Claim:
                           "reason": max(set(reasons), key=reasons.count) if reasons else None,
                           "budgets": bool(budget_pairs(agents)) and not policy.agent_baselines(
                               scored)[1],
-                          "higher_is_better": policy.higher_is_better(key)})
+                          "higher_is_better": policy.higher_is_better(key),
+                          "nothing_to_rank": not any(sets.has(r, m) for r in sets.runs
+                                                     for m in policy.comparison_order())})
 
 
 def _best(sets: TaskSets, key: str, decided: list[Decision], key_claim: bool = True,

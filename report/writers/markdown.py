@@ -21,6 +21,13 @@ BUDGET_NOTE = ("Every budget is compared with the largest above; the loop-budget
                f"draws them all. {LOOPS_NOTE}")
 
 
+NOTHING_TO_RANK = (
+    " No run has any quality score to rank on, so no system is ranked: a judge "
+    "(`judge=claude-haiku-4-5`, or an OpenAI-compatible judge) scores faithfulness without "
+    "references; reference summaries give ROUGE, BERTScore and G-Eval coverage; gold passages "
+    "give retrieval precision and recall (`tasks.jsonl`, docs/your-documents.md). What needs "
+    "none of them (citations, numeric precision, context, cost, latency) is compared in the "
+    "report.")
 # the verdict family's kinds: said in the key finding (``key_finding``), not as a section
 FAMILY_KINDS = frozenset({"difference", "no_difference", "untestable", "best", "scope",
                           "no_test"})
@@ -52,7 +59,8 @@ def _metric_block(claims: Sequence[Claim], key: str, style: Style) -> str:
         return f"On {style.code(key)}: " + (say(untested, style) if untested else "no run answered.")
     if not scope.runs:
         reason = scope.figures.get("reason")
-        return f"No run has {style.code(key)} scores" + (f": {reason}" if reason else "") + "."
+        return (f"No run has {style.code(key)} scores" + (f": {reason}" if reason else "") + "."
+                + (NOTHING_TO_RANK if scope.figures.get("nothing_to_rank") else ""))
     if not scope.n_tasks:
         return (f"On {style.code(key)}: no task was answered by every compared run, so no run "
                 "is ranked; each run's own means are in the Quality section.")
@@ -77,9 +85,11 @@ def cost_sentence(headline: Sequence[Row]) -> str:
     """What a task costs each run (the headline rows' figures), unknown where unknown."""
     parts = [f"{r['run']} {_cost_words(r)}" for r in headline if r.get("answered_any", True)]
     judge = sum(r.get("judge_cost") or 0.0 for r in headline)
+    idle = "".join(f" {r['run']} answered no task but spent {money(r['spent'])}."
+                   for r in headline if not r.get("answered_any", True) and (r.get("spent") or 0) > 0)
     return ("Cost per task (every task run, errored included; without the response cache, "
             "actual spend in brackets): " + "; ".join(parts) + "."
-            + (f" The judge cost {money(judge, 4)} in all." if judge else ""))
+            + (f" The judge cost {money(judge, 4)} in all." if judge else "") + idle)
 
 
 def _unknown(row: Row, field: str, what: str) -> str:
