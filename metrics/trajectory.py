@@ -390,3 +390,37 @@ def judge_agreement(records: list[dict[str, Any]]) -> dict[str, float]:
         if found is not None:
             out[f"trajectory_judge_kappa_{code}"] = found.value
     return out
+
+
+# a loop budget's mean gold recall at stop within this of the largest budget's: recall has
+# stopped rising there
+PLATEAU = 0.01
+
+
+def recall_curve(records: list[dict[str, Any]]) -> list[float]:
+    """Mean gold recall after each step over the tasks with gold (a task that stopped keeps
+    the recall it stopped at); [] when none has a curve."""
+    curves = [r["trajectory_gold_recall_by_step"] for r in records
+              if isinstance(r.get("trajectory_gold_recall_by_step"), list)]
+    longest = max((len(c) for c in curves), default=0)
+    if not curves or not longest:
+        return []
+    held = [[(c[min(k, len(c) - 1)] if c else 0.0) for k in range(longest)] for c in curves]
+    return [sum(col) / len(col) for col in zip(*held, strict=True)]
+
+
+def recall_plateau(budgets: list[int], recall: list[float]) -> int | None:
+    """The smallest budget whose mean gold recall at stop is within ``PLATEAU`` of every
+    larger budget's (recall stops rising there); None when it still rises at the largest
+    but one, or with fewer than two budgets."""
+    if len(budgets) < 2:
+        return None
+    for k, b in enumerate(budgets[:-1]):
+        if all(later - recall[k] < PLATEAU for later in recall[k + 1:]):
+            return b
+    return None
+
+
+def mean_of(records: list[dict[str, Any]], name: str) -> float | None:
+    values = [r[name] for r in records if isinstance(r.get(name), int | float)]
+    return sum(values) / len(values) if values else None

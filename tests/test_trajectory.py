@@ -293,3 +293,73 @@ def test_a_loop_budget_sweep_logs_every_measure_and_gold_recall_does_not_fall(tm
         assert len(rows) == 2 and all(len(r["steps"]) == r["trajectory_steps"] for r in rows)
         assert all("gold_recall" in s for r in rows for s in r["steps"])
     assert recall == sorted(recall) and recall[-1] > recall[0]
+
+
+# --- the report: "why it loses", the per-budget curves, compare.html ------------------------
+
+def _record(task: str, recall_by_step: list[float], **fields) -> dict:
+    base = {"id": task, "trajectory_steps": float(len(recall_by_step)),
+            "trajectory_reads": 4.0, "trajectory_off_document_result_rate": 0.8,
+            "trajectory_off_document_read_rate": 0.25, "trajectory_redundant_read_rate": 0.0,
+            "trajectory_steps_to_first_gold": 3.0, "trajectory_reads_after_last_new_gold": 1.0,
+            "trajectory_gold_recall_at_stop": recall_by_step[-1], "trajectory_p": 0.0,
+            "trajectory_ir": 1.0, "trajectory_seen_unread_gold": 0.0,
+            "trajectory_gold_recall_by_step": recall_by_step, "trajectory_codes": ["IR"],
+            "null_reasons": {}}
+    return {**base, **fields}
+
+
+def _inputs(runs: dict[str, tuple[int | None, list[dict]]], agentic: bool = True):
+    from types import SimpleNamespace
+
+    finished = [{"run": name, "run_id": name, "system": "arag", "agentic": agentic,
+                 "max_loops": budget} for name, (budget, _) in runs.items()]
+    return SimpleNamespace(finished=finished, records={n: r for n, (_, r) in runs.items()})
+
+
+def test_why_it_loses_names_the_main_path_problem_with_its_figures(tmp_path):
+    from report.analyses.trajectory import analysis, path_cells
+    from report.writers.words import say
+
+    records = [_record("a", [0, 0, 0.5, 1.0]), _record("b", [0, 0.5, 0.5, 0.5],
+                                                       trajectory_steps_to_first_gold=2.0)]
+    out = analysis(_inputs({"arag": (None, records)}))
+    (claim,) = out.claims
+    assert claim.kind == "path" and claim.runs == ("arag",) and claim.n_tasks == 2
+    assert claim.figures["problem"] == "off_document"
+    assert claim.figures["hits_off"] == pytest.approx(0.8)
+    assert claim.figures["reads_off"] == pytest.approx(0.25)
+    assert claim.figures["first_gold_median"] == 2.5
+    assert claim.figures["over_search"] == pytest.approx(2 / 8)
+    assert say(claim).startswith("**arag**: main path problem reading other documents")
+    (plot,) = out.plots
+    drawn = plot(tmp_path)
+    assert drawn is not None and drawn.name == "trajectory_arag.png" and drawn.stat().st_size
+    cells = dict((label, value) for label, value, _ in path_cells(records[0]))
+    assert cells["steps"] == 4 and cells["first gold read at step"] == 3
+    assert path_cells({"trajectory_steps": None}) == []
+
+
+def test_a_loop_budget_sweep_says_where_gold_recall_stops_rising():
+    from report.analyses.trajectory import analysis
+
+    runs = {f"arag max_loops={b}": (b, [_record("a", curve)]) for b, curve in (
+        (2, [0, 0.2]), (4, [0, 0.2, 0.4, 0.6]), (8, [0, 0.2, 0.4, 0.6, 0.6, 0.6]),
+        (16, [0, 0.2, 0.4, 0.6, 0.6, 0.6, 0.6]))}
+    out = analysis(_inputs(runs))
+    (budget,) = [c for c in out.claims if c.kind == "path_budget"]
+    assert budget.figures["budgets"] == [2, 4, 8, 16]
+    assert budget.figures["recall"] == pytest.approx([0.2, 0.6, 0.6, 0.6])
+    assert budget.figures["plateau"] == 4
+    assert len(out.plots) == 1  # one plot for the system, a curve per budget
+
+
+def test_non_agentic_runs_get_no_path_claim_and_unlocated_steps_are_a_note():
+    from report.analyses.trajectory import analysis
+
+    assert not analysis(_inputs({"naive": (None, [_record("a", [0.5])])}, agentic=False)).claims
+    out = analysis(_inputs({"ext": (None, [_record("a", [0.5], trajectory_unlocated_steps=2.0,
+                                                   trajectory_unlocated_results=3.0)])}))
+    (note,) = out.notes
+    assert note.kind == "path_unlocated" and note.counts["steps"] == 2
+    assert note.counts["results"] == 3
