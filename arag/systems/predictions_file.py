@@ -58,7 +58,8 @@ class PredictionsFile:
     missing: list[str] = field(default_factory=list)  # dataset tasks with no record
     extra: int = 0  # records whose ids are not tasks, left out (system.ignore_extra)
     past_limit: int = 0  # records of tasks past dataset.limit, left out
-    # task id -> a trace in a format of the pipeline's own: kept as given, not scored
+    # task id -> a trace in a format of the pipeline's own, kept as given (its located tool
+    # calls are the prediction's ``foreign_path``, scored by metrics.trajectory)
     foreign_traces: dict[str, Any] = field(default_factory=dict)
     # task id -> the model calls the record says it made (only records that say)
     model_calls: dict[str, int] = field(default_factory=dict)

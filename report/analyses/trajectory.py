@@ -20,8 +20,6 @@ from report.model import Analysis, Claim, Note, register_analysis
 
 SECTION = "Why each system loses"
 Row = dict[str, Any]
-# what the main problem is chosen among: the figure that says it, each a share
-PROBLEMS = ("off_document", "premature_stop", "redundant", "over_search")
 
 
 class Inputs(Protocol):
@@ -50,7 +48,7 @@ def figures(records: list[Row]) -> dict[str, Any]:
            "over_search": after / reads if reads else None}
     shares = {"off_document": max((v for v in (out["hits_off"], out["reads_off"])
                                    if v is not None), default=None),
-              "premature_stop": out["p_rate"], "redundant": out["redundant"],
+              "premature": out["p_rate"], "redundant": out["redundant"],
               "over_search": out["over_search"]}
     known = {k: v for k, v in shares.items() if v}
     out["problem"] = max(known, key=lambda k: known[k]) if known else None

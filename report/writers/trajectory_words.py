@@ -10,7 +10,7 @@ from report.writers.cells import Style, number, share
 from report.writers.words import words
 
 PROBLEM_WORDS = {"off_document": "reading other documents",
-                 "premature_stop": "stopping with gold it had seen unread (P)",
+                 "premature": "stopping with gold it had seen unread (P)",
                  "redundant": "reading the same text again",
                  "over_search": "reading on after its last new gold"}
 
