@@ -363,3 +363,34 @@ def test_non_agentic_runs_get_no_path_claim_and_unlocated_steps_are_a_note():
     (note,) = out.notes
     assert note.kind == "path_unlocated" and note.counts["steps"] == 2
     assert note.counts["results"] == 3
+
+
+def test_the_public_projects_shape_from_its_fixture_without_shared_data():
+    """tests/fixtures/arag_public_trace.jsonl: ``{loop, tool, input, output: {"results"}}``
+    steps over a two-document corpus (D, the task's; E, another company's), every answer
+    known: a read of E, a repeated read, gold first read at step 3, gold (line 12) seen in a
+    hit and never read with budget left, two reads after the last new gold."""
+    from arag.records import Corpus, Document
+    from tests.test_attribution import DOC, FIXTURES
+
+    other = Document("E", tuple(f"Widget {n} sales reached ${n}.5 billion in the northern "
+                                "region this quarter." for n in range(1, 11)), company="Other")
+    corpus = Corpus({"D": DOC, "E": other})
+    chunks = build_chunks(corpus, 30, 0)
+    task = Task("t1", "summarization", ("D",), "Summarize.", "ref", gold_lines={"D": (3, 4, 12)})
+    file = read_predictions(FIXTURES / "arag_public_trace.jsonl", [task], corpus, chunks, False)
+    pred = file.predictions["t1"]
+    again = Prediction.from_dict(json.loads(pred.to_json()))  # re-scoring reads the same path
+    assert again.foreign_path == pred.foreign_path
+    (r,) = evaluate([again], {"t1": task}, corpus, chunks, [TrajectoryScorer()], 50,
+                    SYSTEMS.get("external"))
+    assert (r["trajectory_steps"], r["trajectory_reads"]) == (7, 6)
+    assert r["trajectory_redundant_read_rate"] == pytest.approx(1 / 6)
+    assert r["trajectory_off_document_read_rate"] == pytest.approx(1 / 6)
+    assert r["trajectory_off_document_result_rate"] == pytest.approx(1 / 3)
+    assert r["trajectory_steps_to_first_gold"] == 3
+    assert r["trajectory_gold_recall_at_stop"] == pytest.approx(2 / 3)
+    assert r["trajectory_seen_unread_gold"] == 1
+    assert r["trajectory_reads_after_last_new_gold"] == 2
+    assert r["trajectory_unlocated_steps"] == 1 and r["trajectory_unlocated_results"] == 0
+    assert r["trajectory_codes"] == ["P", "IR"]

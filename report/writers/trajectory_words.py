@@ -25,7 +25,7 @@ def path(c: Claim, style: Style, short: bool) -> str:
     f: dict[str, Any] = dict(c.figures)
     run = style.strong(c.runs[0]) if not short else c.runs[0]
     parts = []
-    if f.get("hits_off") is not None or f.get("reads_off") is not None:
+    if f.get("hits_off") or f.get("reads_off"):  # none off: no words spent on it
         parts.append(f"{share(f.get('hits_off'))} of its search hits and "
                      f"{share(f.get('reads_off'))} of its reads were from other documents")
     if f.get("first_gold_median") is not None:
