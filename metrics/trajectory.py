@@ -253,8 +253,7 @@ class TrajectoryScorer(Scorer):
         for item in items:
             s, steps = self._score_one(item)
             out.append(s)
-            if steps is not None:
-                self.rows.append(self._row(item, s, steps))
+            self.rows.append(self._row(item, s, steps))
         return out
 
     def _score_one(self, item: ScoringItem) -> tuple[Scores, list[dict[str, Any]] | None]:
@@ -340,7 +339,8 @@ class TrajectoryScorer(Scorer):
             s.values["trajectory_codes"] = [c for c in CODES if s.values[CODE_FIELDS[c]]]
 
     @staticmethod
-    def _row(item: ScoringItem, s: Scores, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    def _row(item: ScoringItem, s: Scores, steps: list[dict[str, Any]] | None
+             ) -> dict[str, Any]:
         return {"id": item.task.id, "repeat": item.prediction.repeat,
                 "system": item.prediction.system,
                 **{f: s.values.get(f) for f in (*FIELDS, "trajectory_codes")},
@@ -355,7 +355,8 @@ class TrajectoryScorer(Scorer):
         return judge_agreement(answered)
 
     def artifacts(self) -> dict[str, Any]:
-        """``trajectory.jsonl``: one row per task, its measures and each step's gold flags."""
+        """``trajectory.jsonl``: one row per task, its measures and each step's gold flags
+        (``steps`` null, with the measures' reasons, where the task has no path)."""
         if not self.rows:
             return {}
         return {"trajectory.jsonl": "".join(json.dumps(r, ensure_ascii=False) + "\n"

@@ -262,6 +262,19 @@ def test_naive_and_stuffing_have_no_path_and_say_so(make_cfg, system):
             assert r[f] is None and r["null_reasons"][f] == NO_PATH
 
 
+def test_trajectory_jsonl_has_a_row_per_task_with_or_without_a_path():
+    from tests.test_attribution import chunks_of
+
+    scorer = TrajectoryScorer()
+    pathless = _built_in([])
+    pathless.agentic = False
+    scorer.score([_built_in([_call("chunk_read", chunks_of(3))]), pathless])
+    rows = [json.loads(line) for line in scorer.artifacts()["trajectory.jsonl"].splitlines()]
+    assert [len(r["steps"] or []) for r in rows] == [1, 0] and rows[1]["steps"] is None
+    assert rows[0]["steps"][0]["items"][0]["gold"] is True
+    assert rows[1]["null_reasons"]["trajectory_steps"] == NO_PATH
+
+
 @pytest.mark.slow
 @needs_data
 def test_a_loop_budget_sweep_logs_every_measure_and_gold_recall_does_not_fall(tmp_path):
