@@ -1,6 +1,6 @@
 """The verdict is like for like: one cost per task everywhere, every score on the task set
 of the runs that have it, bounds never ranked, judge cost counted, small n said, unreadable
-judge replies held to a threshold, a premature stop only with budget left."""
+judge replies held to a threshold."""
 
 from __future__ import annotations
 

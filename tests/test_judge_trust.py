@@ -1,5 +1,5 @@
 """Trusting the judge: the plan's taxonomy in the request, independent samples paid once,
-a panel's agreement, the mechanical premature-stop flag, and factual consistency."""
+a panel's agreement and factual consistency."""
 
 from __future__ import annotations
 
