@@ -31,8 +31,10 @@ class Inputs(Protocol):
 
 def figures(records: list[Row]) -> dict[str, Any]:
     """A run's path figures over its tasks with a path (means of the per-task measures)."""
-    reads = sum(r.get("trajectory_reads") or 0 for r in records)
-    after = sum(r.get("trajectory_reads_after_last_new_gold") or 0 for r in records)
+    # over-search: of the reads of tasks that read gold, those after the last new gold
+    gold_read = [r for r in records if r.get("trajectory_reads_after_last_new_gold") is not None]
+    reads = sum(r.get("trajectory_reads") or 0 for r in gold_read)
+    after = sum(r["trajectory_reads_after_last_new_gold"] for r in gold_read)
     firsts = [r["trajectory_steps_to_first_gold"] for r in records
               if r.get("trajectory_steps_to_first_gold") is not None]
     out = {"hits_off": mean_of(records, "trajectory_off_document_result_rate"),
