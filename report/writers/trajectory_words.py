@@ -41,7 +41,7 @@ def path(c: Claim, style: Style, short: bool) -> str:
         return text
     text += (f". By the stop it had read {share(f.get('recall_at_stop'))} of the gold "
              f"evidence in {number(f.get('steps'), 1)} steps on average; redundant reads "
-             f"{share(f.get('redundant'))}, reads after the last new gold "
+             f"{share(f.get('redundant'))}, reads after the last new gold (where it read gold) "
              f"{share(f.get('over_search'))}, gold seen in a hit and never read "
              f"{number(f.get('seen_unread'), 2)} per task; mechanical P on "
              f"{share(f.get('p_rate'))} and IR on {share(f.get('ir_rate'))} of tasks "
