@@ -27,7 +27,7 @@ from arag.records import answer_key
 from metrics import declared_metrics
 from metrics.slices import feature_bins
 from report import policy
-from report.analyses import attribution
+from report.analyses import attribution, trajectory
 from report.verdict import per_task
 from tracking.paths import ui_address
 
@@ -282,8 +282,22 @@ def _row(task_id: str, finished: list[dict[str, Any]],
 def details(record: dict[str, Any]) -> str:
     """What a run's cell shows below its chunks: the sections its chunks touched, where its
     ranking put the gold, and the judge's reasoning per G-Eval dimension (folded)."""
-    return (_section_strip(record) + _ranking(record) + attribution.compare_details(record)
-            + _reasoning(record))
+    return (_section_strip(record) + _ranking(record) + _path(record)
+            + attribution.compare_details(record) + _reasoning(record))
+
+
+# --- the agent's path (report.analyses.trajectory.path_cells) ---
+def _path(record: dict[str, Any]) -> str:
+    cells = trajectory.path_cells(record)
+    if not cells:
+        return ""
+    shown = " · ".join(
+        f"{html.escape(label)} " + (html.escape(", ".join(value) or "none") if isinstance(value, list)
+                                    else _number(value) if value is not None
+                                    else f"<span title='{html.escape(why or '')}'>unknown</span>")
+        for label, value, why in cells)
+    return f"<div class='path'><span class='muted'>path:</span> {shown}</div>"
+# --- end of the agent's path ---
 
 
 _TOUCHED = "background:#2e7d32;color:#fff"

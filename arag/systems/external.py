@@ -236,7 +236,8 @@ def _record_notes(file: PredictionsFile) -> list[Any]:
     notes: list[Any] = []
     if file.foreign_traces:
         notes.append(f"{len(file.foreign_traces)} record(s) carry a trace in a format of their "
-                     "own: kept as given in foreign_traces.json, not scored")
+                     "own: kept as given in foreign_traces.json; their tool calls, located in "
+                     "the dataset by their text, are scored as the agent's path (trajectory_*)")
     if file.reads_from_traces:
         notes.append(f"{len(file.reads_from_traces)} record(s) give no contexts: the chunk texts "
                      "their trace's chunk_read calls returned are their contexts")
