@@ -414,17 +414,21 @@ def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) ->
 
 
 def _taxonomy(finished: list[dict[str, Any]]) -> str:
-    """The judge's codes per run, beside the mechanical premature-stop flag."""
+    """The judge's codes per run, beside the path's mechanical P and IR (metrics/trajectory)
+    and how often each agrees with the judge's."""
     defs = "; ".join(f"**{c}** {d.split(':')[0]}" for c, d in ERROR_CODES.items())
     rows = [[r["run"], *(r.get(f"error_rate_{c}") for c in ERROR_CODES),
-             r.get("premature_stop_mean") if r.get("agentic") else "not agentic"]
+             *(cell for c in ("P", "IR") for cell in (
+                 (r.get(f"trajectory_{c.lower()}_mean"), r.get(f"trajectory_judge_agreement_{c}"))
+                 if r.get("agentic") else ("not agentic", "–")))]
             for r in finished]
     return (f"Share of judged tasks with each code ({defs}), as the judge assigned them to "
-            "tasks scoring below 3. **P flagged**: the mechanical check for agentic runs "
-            "(answered with loops and context budget left and G-Eval coverage below 3), over "
-            "tasks with a "
-            "coverage score.\n\n"
-            + _table(["run", *ERROR_CODES, "P flagged"], rows)
+            "tasks scoring below 3. **P (path)**: the share of tasks whose agent stopped with "
+            "budget left while gold it had seen in a search hit went unread; **IR (path)**: "
+            "the share with a read from another document (docs/judging.md); *agrees*: how "
+            "often each matches the judge's code, over tasks where both are known.\n\n"
+            + _table(["run", *ERROR_CODES, "P (path)", "P agrees", "IR (path)", "IR agrees"],
+                     rows)
             + "\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
 
 
