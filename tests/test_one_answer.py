@@ -134,7 +134,8 @@ def test_a_four_run_external_sweep_fits_one_screen():
     assert len(lines) <= 30 and max(len(x) for x in lines) <= 120
     grouped = [x for x in lines if "give no" in x]
     assert len(grouped) == 1  # one line for four runs, three fields each
-    assert grouped[0].startswith("! 4 runs give no") and "loops, max_loops_reached or model_calls" in grouped[0]
+    assert grouped[0].startswith("! 4 runs give no")
+    assert "loops, max_loops_reached or model_calls" in grouped[0]
     assert lines[-1].startswith("MLflow:") and any(x.startswith("report:") for x in lines)
     full = console.verdict(result_of(rows, records, "t", ["rouge2_f1"],
                                      options={"console": "full"}), "sqlite:///m.db")
