@@ -121,6 +121,21 @@ class TaskSets:
         return [ta[t][key] - tb[t][key] for t in ids]
 
 
+def pair_records(first: Sequence[Record], second: Sequence[Record], key: str
+                 ) -> tuple[list[str], list[float], list[float], Paired | None]:
+    """The one task pairing of two runs' records outside a sweep's task sets (a baseline,
+    the pairwise judge's absolute scores): each answered task's mean over its repeats, the
+    tasks both have a ``key`` value for (in ``first``'s order), clustered by the documents
+    they read; returns the ids, both runs' values and the paired difference first minus
+    second."""
+    a, b = (task_means([r for r in recs if is_answered(r)], key) for recs in (first, second))
+    ids = [t for t in a if t in b]
+    docs = {r["id"]: r.get("doc_ids") for r in [*second, *first] if r.get("doc_ids")}
+    a_vals, b_vals = [a[t] for t in ids], [b[t] for t in ids]
+    return ids, a_vals, b_vals, paired_difference(
+        a_vals, b_vals, clusters=clusters_of([docs.get(t) for t in ids]))
+
+
 def per_task(records: list[Record]) -> dict[str, Record]:
     """One record per task id, in first-seen order: a task answered once is its record; one
     with repeats is its first answered repeat with every numeric field replaced by the mean
