@@ -140,3 +140,22 @@ def test_a_four_run_external_sweep_fits_one_screen():
     full = console.verdict(result_of(rows, records, "t", ["rouge2_f1"],
                                      options={"console": "full"}), "sqlite:///m.db")
     assert len(full.splitlines()) > len(lines)
+
+
+def test_the_architecture_page_names_every_module_of_the_report():
+    """docs/architecture.md's list of report/'s modules is kept true: every module is
+    named there, and every name there under analyses/ and writers/ exists."""
+    from tests.conftest import ROOT
+
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    block = page.split("    report/ ", 1)[1].split("    tracking/ ", 1)[0]
+    named = set(re.findall(r"[a-z_]+", block))
+    for folder in ("report", "report/analyses", "report/writers"):
+        for module in (ROOT / folder).glob("*.py"):
+            if module.stem not in ("__init__", "__main__"):
+                assert module.stem in named, f"{folder}/{module.name} is not in docs/architecture.md"
+    listed = block.split("returning claims and notes:", 1)[1].split(";", 1)[0]
+    listed = re.sub(r"\([^)]*\)", "", listed)
+    analyses = {name.strip() for name in listed.split(",")}
+    assert analyses == {m.stem for m in (ROOT / "report" / "analyses").glob("*.py")} - {
+        "__init__"}
