@@ -49,12 +49,23 @@ def important(claims: Sequence[Claim], answered: Sequence[Claim]) -> list[Claim]
     first."""
     shown = {id(c) for c in answered}
     keyed = [c for c in claims if c.key and id(c) not in shown and c.kind != "plot"]
-    return sorted(keyed, key=lambda c: (-int(c.decisive), -int(c.authority)))
+    # a claim that measured nothing (an interaction that could not be tested) is not one
+    measured = [c for c in keyed if not (c.p is None and c.difference is None and c.kind in
+                                         ("interaction", "untestable"))]
+    return sorted(measured, key=lambda c: (-int(c.decisive), -int(c.authority)))
 
 
 def _wrap(text: str, indent: str = "") -> list[str]:
     return textwrap.wrap(text, WIDTH, subsequent_indent=indent or "  ",
                          break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def _split_address(line: str) -> list[str]:
+    """An address line that is too wide breaks before its URL (never cut: it must work)."""
+    if len(line) <= WIDTH or ", then " not in line:
+        return [line]
+    head, url = line.split(", then ", 1)
+    return [f"{head}, then", f"         {url}"]
 
 
 def summary(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any]], key: str,
@@ -64,7 +75,7 @@ def summary(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any
     head = _wrap(answer)
     table = [line[:WIDTH] for line in text_table(HEADLINE_COLUMNS(key),
                                                  [headline_cells(r, key) for r in headline])]
-    tail = ["", *[a[:WIDTH] for a in addresses]]
+    tail = ["", *(part for a in addresses for part in _split_address(a))]
     budget = MAX_LINES - len(head) - 1 - len(table) - 1 - len(tail)
     caveats = [f"! {say(n, PLAIN, short=True)}" for n in grouped(notes)]
     found = [f"- {say(c, PLAIN, short=True)}" for c in important(claims, answered)]
