@@ -7,41 +7,18 @@ look. ``report.console=full`` prints everything the report's key finding and ana
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from report.model import Claim, Note
 from report.writers.cells import PLAIN, text_table
 from report.writers.markdown import FAMILY_KINDS, HEADLINE_COLUMNS, headline_cells, key_finding
-from report.writers.words import say
+from report.writers.words import grouped, say
 
 WIDTH = 120
 MAX_LINES = 30
 MOST_FINDINGS = 5
-
-
-def grouped(notes: Sequence[Note]) -> list[Note]:
-    """Notes of one kind said once across runs: the same words for several runs become one
-    note naming them; fields the records lack are gathered into one note."""
-    out: dict[str, Note] = {}
-    for n in notes:
-        if n.kind == "not_recorded":
-            key = n.kind
-            counts: dict[str, Any] = {"fields": [n.counts["field"]]}
-        else:
-            counts = dict(n.counts)
-            key = n.kind + json.dumps(counts, sort_keys=True, default=str)
-        if key in out:
-            known = out[key]
-            fields = list(dict.fromkeys([*known.counts.get("fields", []), *counts.get("fields", [])]))
-            out[key] = replace(known, runs=tuple(dict.fromkeys([*known.runs, *n.runs])),
-                               counts={**known.counts, **({"fields": fields} if fields else {})})
-        else:
-            out[key] = replace(n, counts={**n.counts, **counts})
-    return list(out.values())
 
 
 def important(claims: Sequence[Claim], answered: Sequence[Claim]) -> list[Claim]:
