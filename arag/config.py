@@ -134,6 +134,22 @@ class CacheMode(str, Enum):
 
 
 @dataclass
+class RouteRule:
+    """``system=routed``'s rule: ``below`` where the task's ``feature`` is under
+    ``threshold``, ``above`` elsewhere (both ``conf/system`` options); unset (None) on any
+    other system."""
+
+    feature: str | None = None  # known before any system answers: document_tokens | n_documents
+    threshold: float | None = None  # finite
+    below: str | None = None
+    above: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None for v in (self.feature, self.threshold, self.below, self.above))
+
+
+@dataclass
 class SystemConfig:
     name: str = MISSING
     # which registered System class answers (arag.systems): arag | naive | stuffing | oracle
@@ -158,6 +174,11 @@ class SystemConfig:
     id_map: str | None = None
     ignore_extra: bool = False
     model_label: str | None = None
+    # system=routed: the rule it routes by ({feature, threshold, below, above}), or the
+    # cascade it runs ([naive,arag]: the first on every task, the next where it declined);
+    # exactly one is given, and every name is a conf/system option
+    rule: RouteRule = field(default_factory=RouteRule)
+    cascade: list[str] = field(default_factory=list)
     # a plugin system's own settings, read by its class (System.configure) without
     # widening this schema
     options: dict[str, Any] = field(default_factory=dict)
