@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
+from arag.systems.routed import ROUTE_FEATURES
 from metrics.stats import ALPHA, Paired, paired_difference, resampled_means
 
 FOLDS = 5  # cross-fitting folds of whole documents
 DECILES = np.linspace(0.1, 0.9, 9)
-ROUTE_FEATURES = ("document_tokens", "n_documents")  # known before any system answers
 TIE = 1e-12
 
 
@@ -91,7 +91,8 @@ def estimate(values: np.ndarray, clusters: np.ndarray, seed: int = 0) -> Estimat
         return None
     if values.size == 1 or np.ptp(values) == 0:
         return Estimate(float(values.mean()), float(values.mean()), float(values.mean()))
-    low, high = np.percentile(resampled_means(values, list(clusters), seed), [2.5, 97.5])
+    low, high = np.percentile(resampled_means(values.tolist(), list(clusters), seed),
+                              [2.5, 97.5])
     return Estimate(float(values.mean()), float(low), float(high))
 
 
@@ -235,7 +236,8 @@ def _apply_threshold(tasks: Tasks, rule: dict[str, Any]) -> np.ndarray:
 def threshold(tasks: Tasks, features: Sequence[str] = ("document_tokens",),
               k: int = FOLDS, seed: int = 0) -> Route | None:
     """The threshold policy, cross-fitted over ``k`` folds of whole documents; None when no
-    feature is known on the tasks."""
+    feature is known on the tasks (only features known before any system answers route)."""
+    features = [f for f in features if f in ROUTE_FEATURES]
     fitted = _threshold_fit(tasks, tasks.scored, features)
     if fitted is None:
         return None
@@ -381,8 +383,11 @@ def score(tasks: Tasks, route: Route, best: int, oracle_quality: np.ndarray | No
 
 def best_single(points: Sequence[Point], sign: float) -> int:
     """The index of the point with the best mean quality (unknown quality last)."""
-    return max(range(len(points)), key=lambda i: sign * points[i].quality.mean
-               if points[i].quality is not None else -np.inf)
+    def mean(i: int) -> float:
+        found = points[i].quality
+        return sign * found.mean if found is not None else -np.inf
+
+    return max(range(len(points)), key=mean)
 
 
 # --- the recommendation ------------------------------------------------------------------

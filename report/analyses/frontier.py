@@ -90,7 +90,8 @@ def tasks_of(part: TaskSets, runs: Sequence[Row], key: str, features: Sequence[s
     first = [next((tb[t] for tb in tables if tb[t].get("document_tokens") is not None),
                   tables[0][t]) for t in ids]
     found = part.clusters(ids)
-    fit = np.asarray([_number(r.get("fits_context")) for r in first], dtype=float)
+    fit = np.asarray([math.nan if r.get("fits_context") is None else float(bool(
+        r["fits_context"])) for r in first], dtype=float)
     return Tasks(names=[r["run"] for r in runs], quality=quality, cost=grid(task_cost),
                  latency=grid(lambda r: _number(r.get("latency_ms"))),
                  declined=grid(declined).astype(bool),
@@ -235,7 +236,8 @@ def _route_claim(s: Scored, p_adjusted: float | None, key: str, authority: Autho
 
 def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
                     scored: list[Scored], front: list[Point],
-                    family: tuple[Sequence[float | None], Sequence[float | None]], budget: Budget, key: str, runs: list[Row], dataset: str | None,
+                    family: tuple[Sequence[float | None], Sequence[float | None]],
+                    budget: Budget, key: str, runs: list[Row], dataset: str | None,
                     authority: Authority, n_docs: int) -> Claim:
     limits = {"cost_usd_per_task": budget.cost_usd_per_task,
               "latency_ms_p90": budget.latency_ms_p90}
