@@ -3,6 +3,9 @@ and the recommendation (metrics/routing.py, report/analyses/frontier.py)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -227,3 +230,63 @@ def test_a_report_cascade_naming_a_system_not_in_the_sweep_is_refused():
         check_policies(configs)
     check_policies([compose_cfg([f"system={s}", "report.cascade=[naive,arag]"])
                     for s in ("naive", "arag")])
+
+
+def pipeline_files(tmp_path, n_docs: int = 40):
+    """A mini dataset of ``n_docs`` transcripts of growing length, and two prediction files:
+    ``short.jsonl`` copies the reference on the shorter half ($0.01 a task), ``long.jsonl``
+    on the longer half ($0.04); elsewhere each answers with the transcript's first line."""
+    from tests.conftest import write_mini_dataset
+
+    root = write_mini_dataset(tmp_path / "mini", n_docs=n_docs)
+    tasks = [json.loads(line) for line in (root / "tasks.jsonl").read_text().splitlines()]
+    for k, task in enumerate(tasks):
+        doc = root / "documents" / f"{task['doc_ids'][0]}.txt"
+        doc.write_text(doc.read_text() + "".join(
+            f"Region {i} added customers in line with plan.\n" for i in range(10 * k)))
+    for name, cost, copies in (("short", 0.01, lambda k: k < n_docs // 2),
+                               ("long", 0.04, lambda k: k >= n_docs // 2)):
+        lines = [json.dumps({"id": t["id"], "cost_usd": cost, "latency_ms": 50.0 + 100 * cost,
+                             "predicted": t["reference"] if copies(k) else
+                             "Good morning and welcome to the conference call."})
+                 for k, t in enumerate(tasks)]
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
+    return root, tasks
+
+
+@pytest.mark.slow  # a two-run sweep through Hydra, MLflow and the real ROUGE scorer
+def test_a_sweep_of_two_prediction_files_logs_the_frontier_and_the_routers(tmp_path):
+    from tests.conftest import all_runs, client_for, run_cli
+
+    root, tasks = pipeline_files(tmp_path)
+    result = run_cli(tmp_path, "system=external", f"dataset.root={root}",
+                     f"system.predictions={tmp_path / 'short.jsonl'},{tmp_path / 'long.jsonl'}",
+                     "metrics.scorers=[rouge,length]", "report.decide_on=[rouge2_f1]")
+    assert result.returncode == 0, result.stderr[-3000:]
+    parent = next(r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent")
+    client = client_for(tmp_path)
+
+    def read(name: str) -> list[dict]:
+        path = client.download_artifacts(parent.info.run_id, name, str(tmp_path / "art"))
+        return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+
+    front = {r["name"]: r for r in read("frontier.jsonl")}
+    assert set(front["short"]) == {"name", "kind", "quality", "quality_ci_low",
+                                   "quality_ci_high", "cost_usd_per_task", "cost_ci_low",
+                                   "cost_ci_high", "latency_ms_p50", "latency_ms_p90",
+                                   "dominated_by", "recommended"}
+    assert front["short"]["cost_usd_per_task"] == pytest.approx(0.01)
+    assert front["long"]["cost_usd_per_task"] == pytest.approx(0.04)
+    routes = {r["policy"]: r for r in read("routers.jsonl")}
+    assert set(routes["threshold"]) == {"policy", "rule", "quality_oos", "best_single",
+                                        "diff_vs_best_single", "diff_ci_low", "diff_ci_high",
+                                        "cost_usd_per_task", "shares", "regret"}
+    threshold = routes["threshold"]
+    assert (threshold["rule"]["below"], threshold["rule"]["above"]) == ("short", "long")
+    assert threshold["diff_ci_low"] > 0 and front["policy:threshold"]["recommended"]
+    sizes = sorted(len((root / "documents" / f"{t['doc_ids'][0]}.txt").read_text()) // 4
+                   for t in tasks)
+    deciles = np.quantile(sizes, np.linspace(0.1, 0.9, 9))
+    assert deciles[3] <= threshold["rule"]["threshold"] <= deciles[5]
+    plots = [f.path for f in client.list_artifacts(parent.info.run_id, "plots")]
+    assert "plots/frontier.png" in plots
