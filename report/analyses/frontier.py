@@ -125,7 +125,8 @@ def frontier_analysis(inputs: Any) -> Analysis:
     out = Analysis()
     parts = by_dataset(inputs.sets)
     for name, part in parts.items():
-        runs = [r for r in policy.contenders(part.runs) if part.has(r, key)]
+        runs = [r for r in policy.contenders(part.runs)
+                if r["run_id"] in part.tables and part.has(r, key)]
         if len(runs) < 2:
             out.notes.append(Note("no_frontier", SECTION, tuple(r["run"] for r in runs),
                                   {"runs": len(runs), "metric": key}))
