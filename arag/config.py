@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 RANGE = "range"  # the field metadata key a Range is declared under
 # no model's price per million tokens comes near this; a price above it is a typo
@@ -131,6 +132,25 @@ class CacheMode(str, Enum):
     read_write = "read_write"
     read_only = "read_only"
     off = "off"
+
+
+def compose_option(conf: Path, group: str, name: str) -> DictConfig:
+    """``<conf>/<group>/<name>.yaml`` with the files its defaults list names merged under it,
+    as Hydra composes a group option (``/group@package: name``, or a plain ``name``: another
+    option of the same group): a judge panel's judges, a routed system's members."""
+    node = OmegaConf.load(conf / group / f"{name}.yaml")
+    assert isinstance(node, DictConfig)
+    merged: Any = OmegaConf.create()
+    for entry in node.get("defaults", []):
+        pairs = entry.items() if isinstance(entry, DictConfig) else \
+            [] if entry == "_self_" else [(group, entry)]
+        for key, value in pairs:
+            base_group = str(key).lstrip("/").split("@")[0]
+            merged = OmegaConf.merge(merged, compose_option(conf, base_group, str(value)))
+    own = {k: v for k, v in node.items_ex(resolve=False) if k != "defaults"}
+    result = OmegaConf.merge(merged, own)
+    assert isinstance(result, DictConfig)
+    return result
 
 
 @dataclass

@@ -27,7 +27,7 @@ SYSTEMS = {"arag": 0.09, "naive": 0.02, "stuffing": 0.04}  # system -> cost per 
 def records(n: int, seed: int = 0) -> dict[str, list[dict[str, Any]]]:
     rng = np.random.default_rng(seed)
     tokens = rng.integers(2_000, 30_000, size=n)
-    out = {}
+    out: dict[str, list[dict[str, Any]]] = {}
     for s, (system, cost) in enumerate(SYSTEMS.items()):
         skip = (system == "stuffing") & (tokens > 26_000)
         out[system] = [{"id": f"t{k}", "doc_ids": [f"d{k // 2}"], "error": None,

@@ -24,10 +24,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
 from arag.calls import CallLog
-from arag.config import ConfigError, SystemConfig
+from arag.config import ConfigError, SystemConfig, compose_option
 from arag.datasets.features import document_tokens
 from arag.records import Prediction, Task
 from arag.systems.base import SYSTEMS, RunSetup, Sources, System, register_system
@@ -78,22 +78,10 @@ def member_config(name: str, base: Path) -> SystemConfig:
         raise ConfigError(f"system=routed names {name!r}, which is not a system option "
                           f"it can route to; the options are {[k for k in known if k != 'routed']}"
                           ". Fix: e.g. system.cascade=[naive,arag]")
-    typed = OmegaConf.merge(OmegaConf.structured(SystemConfig), _compose(base, name))
+    typed = OmegaConf.merge(OmegaConf.structured(SystemConfig), compose_option(base / "conf", "system", name))
     out = OmegaConf.to_object(typed)
     assert isinstance(out, SystemConfig)
     return out
-
-
-def _compose(base: Path, name: str) -> DictConfig:
-    node = OmegaConf.load(base / "conf" / "system" / f"{name}.yaml")
-    assert isinstance(node, DictConfig)
-    merged: Any = OmegaConf.create()
-    for entry in node.get("defaults", []):
-        if isinstance(entry, str) and entry != "_self_":
-            merged = OmegaConf.merge(merged, _compose(base, entry))
-    result = OmegaConf.merge(merged, {k: v for k, v in node.items() if k != "defaults"})
-    assert isinstance(result, DictConfig)
-    return result
 
 
 def route_of(options: SystemConfig) -> tuple[list[str], dict[str, Any] | None]:

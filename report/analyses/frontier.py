@@ -290,8 +290,10 @@ def command(chosen: Point, route: Route | None, systems: Mapping[str, str], data
             ) -> str:
     """The ready-to-run command of the recommendation (``system=routed`` for a policy)."""
     data = f" dataset={dataset}" if dataset else ""
-    if route is None:
-        return f"python run.py system={systems.get(chosen.name, chosen.name)}{data}"
+    if route is None:  # a run: its system and the keys its name says were swept
+        swept = "".join(f" {w}" for w in chosen.name.split()[1:]
+                        if "=" in w and not w.startswith("dataset"))
+        return f"python run.py system={systems.get(chosen.name, chosen.name)}{swept}{data}"
     rule = route.rule
     if route.policy == "threshold" and rule["below"] != rule["above"]:
         return (f"python run.py system=routed 'system.rule={{feature: {rule['feature']}, "
