@@ -348,8 +348,11 @@ def check_routing(cfg: DictConfig) -> None:
 
 
 def check_policies(configs: list[Any]) -> None:
-    """``report.cascade`` names systems of the sweep (its jobs' ``system.name``)."""
-    names = sorted({str(c.system.name) for c in configs})
+    """``report.cascade`` names systems of the sweep (its jobs' ``system.name``, or what
+    their runs are called: an external file's stem)."""
+    names = sorted({str(c.system.name) for c in configs} | {
+        SYSTEMS.get(c.system.kind).run_label(str(c.system.name), c.system.get("predictions"))
+        for c in configs if SYSTEMS.has(c.system.kind)})
     for cfg in configs[:1]:
         unknown = [n for n in cfg.report.get("cascade") or [] if n not in names]
         if unknown:

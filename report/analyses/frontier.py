@@ -145,7 +145,9 @@ def _dataset(inputs: Any, part: TaskSets, runs: list[Row], key: str,
     best = best_single(points, tasks.sign)
     ceiling = score(tasks, oracle(tasks), best, None)
     order = [r["run"] for r in runs]
-    asked = [tasks.names.index(n) for n in options.get("cascade") or [] if n in order]
+    named = {**{str(r.get("system")): i for i, r in enumerate(runs)},
+             **{r["run"]: i for i, r in enumerate(runs)}}
+    asked = [named[n] for n in options.get("cascade") or [] if n in named]
     routes: list[Route | None] = [fits(tasks, k), threshold(tasks, features, k),
                                   cascade(tasks, asked) if len(asked) >= 2 else
                                   cascade_fit(tasks, k)]
