@@ -134,3 +134,40 @@ def test_against_claude_a_rule_makes_only_its_members_requests_and_a_sweeps_cach
         # the uncached cost is what the calls would cost: a cached routed run is not free
         assert [p.cost_usd_uncached for p in replayed] == [costs[t.id] for t in tasks]
         assert all(p.cost_usd == 0 for p in replayed)
+
+
+def test_against_claude_a_cascade_escalates_a_refusal_and_costs_both_calls(make_cfg, tmp_path,
+                                                                          key):
+    """Stuffing's model refuses the long transcripts: the cascade asks naive there, and the
+    task costs the refused call plus naive's; where stuffing answers, naive is never asked."""
+    from tests.anthropic_fake import text_reply
+
+    root, threshold = lengths_dataset(tmp_path / "mini")
+
+    def handle(request: dict, n: int) -> dict:
+        text = json.dumps(request["messages"])
+        if "<document id=" in text and len(text) // 4 > threshold:
+            return text_reply("I can't help with that request.", request, stop_reason="refusal")
+        return text_reply("q3 revenue rose 8.1 percent to $452.1 million.", request)
+
+    with FakeAnthropic(handle) as fake:
+        data = [f"dataset.root={root}", "metrics.scorers=[length]", "model=claude-haiku-4-5",
+                f"model.base_url={fake.url}", "model.max_retries=0", "cache.mode=off"]
+        job, routed = system(make_cfg, "system=routed", "system.cascade=[stuffing,naive]", *data)
+        alone = {name: system(make_cfg, f"system={name}", *data)[1] for name in ("stuffing", "naive")}
+        for k, task in enumerate(job.dataset.tasks):
+            fake.requests.clear()
+            pred = routed.predict(task, "mini")
+            sent = len(fake.requests)
+            first = alone["stuffing"].predict(task, "mini")
+            if k < 2:
+                assert pred.routed_to == "stuffing" and sent == 1
+                assert pred.cost_usd_uncached == first.cost_usd_uncached
+            else:
+                assert first.error_kind == "refusal" and pred.routed_to == "naive" and sent == 2
+                assert "stuffing declined (the model refused" in (pred.route_reason or "")
+                second = alone["naive"].predict(task, "mini")
+                assert pred.predicted == second.predicted and pred.error is None
+                assert pred.cost_usd_uncached == pytest.approx(
+                    first.cost_usd_uncached + second.cost_usd_uncached)
+                assert first.cost_usd_uncached > 0 and second.cost_usd_uncached > 0
