@@ -166,6 +166,10 @@ class Prediction:
     # system=routed: the member system that answered, and why it was chosen
     routed_to: str | None = None
     route_reason: str | None = None
+    # a trace in another project's format (system=external), each tool call's hits and reads
+    # located in the dataset by their text: {"steps": [...], "max_loops": int | None}
+    # (arag.systems.predictions_file.trace_path); None: the record carries none
+    foreign_path: dict[str, Any] | None = None
 
     @property
     def answer_key(self) -> str:

@@ -7,6 +7,7 @@ group option and override is type-checked at compose time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
+from enum import Enum
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -103,6 +104,11 @@ def metrics_config() -> type:
 MetricsConfig = metrics_config()
 
 
+class ConsoleMode(str, Enum):
+    summary = "summary"  # the verdict in at most 30 lines of 120 characters
+    full = "full"  # everything the report says
+
+
 @dataclass
 class BudgetConfig:
     """What a recommendation may cost: ``report.budget.cost_usd_per_task`` (uncached USD a
@@ -163,6 +169,9 @@ class ReportConfig:
     cascade: list[str] = field(default_factory=list)
     # the recommendation is the best system or policy within these (null: no limit)
     budget: BudgetConfig = field(default_factory=lambda: BudgetConfig())
+    # what the terminal shows at a sweep's end: summary (a screen: the answer, caveats by
+    # kind, the headline table, the most important findings) or full (everything)
+    console: ConsoleMode = ConsoleMode.summary
 
 
 @dataclass
