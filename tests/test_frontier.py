@@ -12,7 +12,8 @@ import pytest
 from metrics.routing import Tasks, cascade, route_cost
 from report.model import Claim, Note
 from report.report import build_report
-from report.writers.frontier_words import WORDS
+from report.writers.cells import MARKDOWN, PLAIN
+from report.writers.words import WORDS, say
 from runners.validation import ConfigError, check_policies, validate_config
 from tests.conftest import compose_cfg
 from tests.test_report import rec, row
@@ -194,7 +195,8 @@ def test_every_claim_and_note_of_the_section_has_its_words(tmp_path):
              Note("unknown_cost", runs=("x",)), Note("frontier_descriptive"),
              *shipped(analysis(records, budget={"cost_usd_per_task": 0.001}))]
     for item in said:
-        assert WORDS[item.kind](item).strip()
+        assert say(item, MARKDOWN).strip() and say(item, PLAIN, short=True).strip()
+        assert item.kind in WORDS  # its own words, not the generic ones
     [draw] = [p for p in a.plots if p(tmp_path) is not None and (tmp_path / "frontier.png").exists()]
     assert (tmp_path / "frontier.png").stat().st_size > 0
 
