@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from metrics.routing import Tasks, cascade, route_cost
-from report.model import Claim, Note
+from report.model import Claim
 from report.report import build_report
 from report.writers.cells import MARKDOWN, PLAIN
 from report.writers.words import WORDS, say
@@ -172,28 +172,30 @@ def test_unknown_cost_is_unknown_never_zero_and_never_dominated():
     a = analysis(records)
     front = by_name(a)
     assert front["arag"]["cost_usd_per_task"] is None and front["arag"]["dominated_by"] == []
-    [note] = [n for n in a.notes if n.kind == "unknown_cost"]
-    assert note.runs == ("arag",)
+    [said] = [c for c in shipped(a) if c.kind == "unknown_cost"]
+    assert said.runs == ("arag",) and not said.decisive
+    assert not [n for n in a.notes if n.section == "What to ship"]  # the section says it
 
 
 def test_one_system_says_there_is_no_frontier_and_a_sequential_sweep_recommends_nothing():
     records, _ = planted()
     one = analysis({"arag": records["arag"]})
-    assert [n.kind for n in one.notes if n.section == "What to ship"] == ["no_frontier"]
+    assert [c.kind for c in shipped(one)] == ["no_frontier"]
     assert "frontier.jsonl" not in one.artifacts
     seq = analysis(records, rows_for(records, sequential={"order_seed": 0, "max_tasks": None}))
     assert not [c for c in shipped(seq) if c.kind == "recommendation"]
-    assert any(n.kind == "frontier_descriptive" for n in seq.notes)
+    assert any(c.kind == "frontier_descriptive" for c in shipped(seq))
     assert all(not c.decisive for c in shipped(seq))
 
 
 def test_every_claim_and_note_of_the_section_has_its_words(tmp_path):
     records, _ = planted()
     a = analysis(records)
-    said = [x for x in [*a.claims, *a.notes] if x.section == "What to ship"]
-    said += [Note("no_frontier", counts={"runs": 1, "metric": "rouge2_f1"}),
-             Note("unknown_cost", runs=("x",)), Note("frontier_descriptive"),
-             *shipped(analysis(records, budget={"cost_usd_per_task": 0.001}))]
+    said = [*shipped(a), Claim("no_frontier", "What to ship", ("x",), "rouge2_f1",
+                                figures={"runs": 1}),
+            Claim("unknown_cost", "What to ship", ("x",), "rouge2_f1", figures={"runs": 1}),
+            Claim("frontier_descriptive", "What to ship", ("x", "y"), "rouge2_f1"),
+            *shipped(analysis(records, budget={"cost_usd_per_task": 0.001}))]
     for item in said:
         assert say(item, MARKDOWN).strip() and say(item, PLAIN, short=True).strip()
         assert item.kind in WORDS  # its own words, not the generic ones

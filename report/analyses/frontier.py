@@ -47,7 +47,7 @@ from metrics.routing import (
 )
 from metrics.sequential import margin_for
 from report import policy
-from report.model import Analysis, Authority, Claim, Note, Table, register_analysis
+from report.model import Analysis, Authority, Claim, Table, register_analysis
 from report.verdict import TaskSets, by_dataset, is_answered
 
 SECTION = "What to ship"
@@ -128,8 +128,8 @@ def frontier_analysis(inputs: Any) -> Analysis:
         runs = [r for r in policy.contenders(part.runs)
                 if r["run_id"] in part.tables and part.has(r, key)]
         if len(runs) < 2:
-            out.notes.append(Note("no_frontier", SECTION, tuple(r["run"] for r in runs),
-                                  {"runs": len(runs), "metric": key}))
+            out.claims.append(Claim("no_frontier", SECTION, tuple(r["run"] for r in runs), key,
+                                    figures={"runs": len(runs)}))
             continue
         out.extend(_dataset(inputs, part, runs, key, name if len(parts) > 1 else None))
     return out
@@ -179,9 +179,11 @@ def _dataset(inputs: Any, part: TaskSets, runs: list[Row], key: str,
                             table=_table(everything, dominated)))
     unknown = [p.name for p in points if p.cost is None]
     if unknown:
-        out.notes.append(Note("unknown_cost", SECTION, tuple(unknown), {"runs": len(unknown)}))
+        # said in this section, where it limits what is claimed (not a caveat of the report)
+        out.claims.append(Claim("unknown_cost", SECTION, tuple(unknown), key,
+                                figures={"runs": len(unknown)}))
     if sequential:
-        out.notes.append(Note("frontier_descriptive", SECTION, tuple(order)))
+        out.claims.append(Claim("frontier_descriptive", SECTION, tuple(order), key))
     else:
         out.claims.append(_recommendation(tasks, chosen, points, scored, front,
                                           (step_p, adjusted), budget, key, runs, dataset,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from report.model import Claim, Note
+from report.model import Claim
 from report.writers.cells import Style, interval, money, p_value, signed
 from report.writers.words import words
 
@@ -100,18 +100,18 @@ def route(c: Claim, style: Style, short: bool) -> str:
 
 
 @words("no_frontier")
-def no_frontier(n: Note, style: Style, short: bool) -> str:
-    return (f"There is no frontier: {n.counts.get('runs', 0)} system(s) compared on "
-            f"{style.code(str(n.counts.get('metric')))}; a frontier and routing need two or more.")
+def no_frontier(c: Claim, style: Style, short: bool) -> str:
+    return (f"There is no frontier: {c.figures.get('runs', 0)} system(s) compared on "
+            f"{style.code(str(c.metric))}; a frontier and routing need two or more.")
 
 
 @words("unknown_cost")
-def unknown_cost(n: Note, style: Style, short: bool) -> str:
-    return (f"{', '.join(n.runs)}: cost unknown (the records do not carry it), so placed on "
+def unknown_cost(c: Claim, style: Style, short: bool) -> str:
+    return (f"{', '.join(c.runs)}: cost unknown (the records do not carry it), so placed on "
             "quality alone: never dominated, never dominating, outside any cost budget.")
 
 
 @words("frontier_descriptive")
-def frontier_descriptive(n: Note, style: Style, short: bool) -> str:
+def frontier_descriptive(c: Claim, style: Style, short: bool) -> str:
     return ("A sequential sweep: the frontier and the policies are descriptive (its "
             "anytime-valid intervals decide), so nothing is recommended to ship.")
