@@ -417,17 +417,17 @@ def within_budget(points: Sequence[Point], budget: Budget, sign: float) -> Point
                default=None)
 
 
-def step_up(tasks: Tasks, front: Sequence[Point], adjusted: Sequence[float | None]
-            ) -> Point | None:
+def step_up(front: Sequence[Point], steps: Sequence[Paired | None],
+            adjusted: Sequence[float | None]) -> Point | None:
     """Without a budget: up the frontier from its cheapest point, the costliest point whose
-    gain over the next cheaper one is significant (``adjusted``: each step's adjusted p,
-    from the second point on); the cheapest point when no step is."""
+    gain over the next cheaper one is significant (``steps``: each step's paired difference,
+    costlier minus cheaper, from the second point on; ``adjusted``: their adjusted p); the
+    cheapest point when no step is."""
     if not front:
         return None
     chosen = front[0]
     for k in range(1, len(front)):
-        diff = paired(tasks, front[k].per_task, front[k - 1].per_task)
-        p = adjusted[k - 1]
+        diff, p = steps[k - 1], adjusted[k - 1]
         if diff is not None and p is not None and p < ALPHA and diff.ci_low > 0:
             chosen = front[k]
     return chosen

@@ -162,7 +162,7 @@ def _dataset(inputs: Any, part: TaskSets, runs: list[Row], key: str,
     sequential = any(r.get("sequential") for r in runs)
     budget = budget_of(options)
     chosen = None if sequential else (within_budget(everything, budget, tasks.sign)
-                                      if budget.given else step_up(tasks, front, step_p))
+                                      if budget.given else step_up(front, steps, step_p))
     out = Analysis()
     out.artifacts["frontier.jsonl"] = [_frontier_row(p, dominated, chosen, dataset)
                                        for p in everything]
