@@ -136,6 +136,7 @@ def test_against_claude_a_rule_makes_only_its_members_requests_and_a_sweeps_cach
         assert all(p.cost_usd == 0 for p in replayed)
 
 
+@pytest.mark.slow  # ~50 s on the shared machine: two members over four tasks through the SDK
 def test_against_claude_a_cascade_escalates_a_refusal_and_costs_both_calls(make_cfg, tmp_path,
                                                                           key):
     """Stuffing's model refuses the long transcripts: the cascade asks naive there, and the
