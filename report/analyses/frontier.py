@@ -315,7 +315,8 @@ def _table(points: list[Point], dominated: Mapping[str, list[str]]) -> Table:
                  [[p.name + (" (bound, in sample)" if p.bound else ""),
                    p.quality.mean if p.quality else None,
                    f"[{p.quality.low:.3f}, {p.quality.high:.3f}]" if p.quality else "n/a",
-                   p.cost.mean if p.cost else "unknown", p.latency_p90,
+                   p.cost.mean if p.cost else "unknown",
+                   round(p.latency_p90) if p.latency_p90 is not None else None,
                    ", ".join(dominated.get(p.name, [])) or "—"] for p in points])
 
 

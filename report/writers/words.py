@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from report.answer import Answer
-from report.model import Claim, Note
+from report.model import Authority, Claim, Note
 from report.writers.cells import MARKDOWN, Style, interval, number, p_value, signed
 
 Item = Claim | Note
@@ -118,8 +118,11 @@ def _answer(a: Answer, style: Style) -> str:
     _load()
     if a.mode == "undecided":
         return _undecided(a, style)
-    named = [say(c, style, short=True).rstrip(".") for c in a.claims[:MOST_NAMED]]
-    more = len(a.claims) - MOST_NAMED
+    shipping = [say(c, style, short=True).rstrip(".") for c in a.claims
+                if c.authority == Authority.recommendation]
+    stated = [c for c in a.claims if c.authority != Authority.recommendation]
+    named = [say(c, style, short=True).rstrip(".") for c in stated[:MOST_NAMED]]
+    more = len(stated) - MOST_NAMED
     head = {"sequential": "Decided by anytime-valid intervals: ",
             "corrected": "Corrected by your labels (PPI++): ",
             "crossover": "No average winner: "}.get(a.mode, "Decided: ")
@@ -128,7 +131,10 @@ def _answer(a: Answer, style: Style) -> str:
         rest = f"; the other {a.undecided} comparison(s) decide nothing" if a.undecided else ""
         family = rest + (f" (Holm-adjusted over {a.family} tests)" if a.family > 1
                          else " (one test)")
-    return head + "; ".join(named) + (f" and {more} more" if more > 0 else "") + family + "."
+    if not named:  # only a recommendation: it is the answer
+        return "; ".join(shipping) + "."
+    return (head + "; ".join(named) + (f" and {more} more" if more > 0 else "") + family + "."
+            + "".join(f" {text}." for text in shipping))
 
 
 MOST_NAMED = 3  # decisive claims named in the answer; the rest are counted
