@@ -58,18 +58,29 @@ def stratified_sample(records: dict[str, list[dict[str, Any]]], dimension: str, 
             if rec.get("predicted") and isinstance(score, int | float) and not rec.get("error") \
                     and int(rec.get("repeat") or 0) == 0:
                 groups[(run, round(float(score)))].append(rec)
-    rng = random.Random(seed)
-    queues = []
-    for key in sorted(groups):
-        group = sorted(groups[key], key=lambda r: r["id"])
-        rng.shuffle(group)
-        queues.append((key[0], group))
+    # one seeded order of the tasks for every run, and a task already drawn for another run
+    # first: the runs share their labelled tasks wherever their strata allow (for PPI too)
+    ids = sorted({r["id"] for group in groups.values() for r in group})
+    random.Random(seed).shuffle(ids)
+    rank = {task: k for k, task in enumerate(ids)}
+    queues = [(key[0], sorted(groups[key], key=lambda r: rank[r["id"]])) for key in sorted(groups)]
     picked: list[Picked] = []
+    drawn: set[str] = set()
     while len(picked) < size and any(group for _, group in queues):
         for run, group in queues:
             if group and len(picked) < size:
-                picked.append((run, group.pop()))
+                at = next((k for k, r in enumerate(group) if r["id"] in drawn), 0)
+                picked.append((run, group.pop(at)))
+                drawn.add(picked[-1][1]["id"])
     return picked
+
+
+def shared_tasks(picked: list[Picked], runs: int) -> int:
+    """How many of the picked tasks are drawn for every one of ``runs`` runs."""
+    by_task: dict[str, set[str]] = defaultdict(set)
+    for run, rec in picked:
+        by_task[rec["id"]].add(run)
+    return sum(1 for found in by_task.values() if len(found) >= runs)
 
 
 def _scored(recs: list[dict[str, Any]], dimension: str) -> list[dict[str, Any]]:
@@ -309,6 +320,59 @@ def sweep_records(client: Any, ref: str
     return parent.info.run_name, records, traces, {label: rid for rid, label in labels.items()}
 
 
+def filled_in(path: Path) -> int:
+    """How many lines of a labels file carry a score (0: none, or no such file)."""
+    if not path.is_file():
+        return 0
+    count = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            item = json.loads(line.removeprefix("\ufeff"))
+        except ValueError:
+            count += bool(line.strip())  # a line that is not JSON may be someone's work
+            continue
+        count += isinstance(item, dict) and item.get("score") is not None
+    return count
+
+
+def set_aside(path: Path) -> Path | None:
+    """``path`` moved to ``<path>.<time>.bak`` when it holds any label (None: nothing kept)."""
+    if not filled_in(path):
+        return None
+    import time
+
+    backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+    path.replace(backup)
+    return backup
+
+
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why label-sample must not write what it was asked to, with the fix (None: it may)."""
+    out = Path(args.out)
+    if args.size < 1:
+        return f"--size {args.size}: a sample holds at least 1 answer. Fix: --size {DEFAULT_SIZE}"
+    if args.html and Path(args.html).resolve() == out.resolve():
+        return (f"--out and --html are both {args.out}: the page would replace the template. "
+                f"Fix: --html {out.with_suffix('.html').name}")
+    for flag, path in (("--out", out), ("--html", Path(args.html) if args.html else None)):
+        if path is not None and not path.resolve().parent.is_dir():
+            return (f"{flag} {path}: the folder {path.parent} does not exist. Fix: mkdir -p "
+                    f"{path.parent}, or give a path in an existing folder")
+    held = filled_in(out)
+    if held and not args.force:
+        return (f"--out {args.out} holds {held} filled-in label(s), which a new template would "
+                "overwrite. Fix: --out <another file> (e.g. labels.2.jsonl), or --force to "
+                "replace it (it is kept as <out>.<time>.bak first)")
+    return None
+
+
+def judged_dimensions(client: Any, run_ids: Any) -> list[str]:
+    """The fields a judge scored in these runs (``human_agreement.judged_fields``)."""
+    from report.human_agreement import judged_fields
+
+    return judged_fields([dict(client.get_run(rid).data.metrics) for rid in run_ids])
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m report label-sample",
@@ -333,7 +397,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tracking-uri", default=default_tracking_uri(),
                         help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
                              "sqlite:///mlruns/mlflow.db)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an --out file that holds filled-in scores (it is kept "
+                             "as <out>.<time>.bak first)")
     args = parser.parse_args(argv)
+    refused = refusal(args)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     import mlflow
     from mlflow import MlflowClient
 
@@ -346,6 +417,14 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     dimensions = args.dimensions or list(DEFAULT_DIMENSIONS)
+    judged = judged_dimensions(client, run_ids.values())
+    unjudged = [d for d in dimensions if d not in judged]
+    if args.dimensions and unjudged:  # a template report.human_labels would then refuse
+        print(f"error: --dimension {', '.join(unjudged)}: no judge of {name!r} scored it, so "
+              "its labels could be held against nothing. Fix: --dimension "
+              + (" --dimension ".join(judged) if judged else "<a judged score> (run the sweep "
+                 "with judge=...)"), file=sys.stderr)
+        return 2
     draw = ppi_sample if args.purpose == "ppi" else stratified_sample
     picked = draw(records, dimensions[0], args.size)
     if not picked:
@@ -354,8 +433,13 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     lines = template_lines(picked, dimensions, args.scale)
+    backup = set_aside(Path(args.out)) if args.force else None
     Path(args.out).write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    print(f"{len(picked)} answers x {len(dimensions)} dimension(s) -> {args.out}")
+    print(f"{len(picked)} answers x {len(dimensions)} dimension(s) -> {args.out}"
+          + (f" (the labels it held are kept in {backup})" if backup else ""))
+    runs = len({run for run, _ in picked})
+    print(f"{shared_tasks(picked, runs)} task(s) drawn for every one of the {runs} run(s): "
+          "labels of those serve the corrected means (PPI) too")
     if args.purpose == "ppi":
         per_run = max(1, len(picked) // max(1, len(records)))
         print(f"95% CI width of the corrected {dimensions[0]} mean to expect with n labels "

@@ -172,6 +172,10 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 
 
 REPORT_OPTIONS_TAG = "report_options"  # on a sweep run: the options its report was written with
+# on a sweep run: those options as written (JSON), for a rebuild (``python -m report``)
+REPORT_SETTINGS_TAG = "report_settings"
+# on a run: the analysis artifacts its report wrote, each rewritten (empty) by the next
+REPORT_ARTIFACTS_TAG = "report_artifacts"
 # the baseline comparison's options: it runs again on every re-run, whatever the report holds
 BASELINE_OPTIONS = ("baseline", "fail_on", "min_overlap", "baseline_map")
 
@@ -564,6 +568,10 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
     ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
     beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
     read by the analyses (``report/analyses.py``)."""
+    # kept first, so a report that cannot be written is rebuilt as it was asked for
+    client.set_tag(parent["run_id"], REPORT_SETTINGS_TAG, json.dumps(
+        {"decide_on": decide_on, "human_labels": human_labels, "options": dict(options or {})},
+        default=str))
     result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
                            f"Sweep report: {parent.get('sweep_id', parent['run_id'])}",
                            sweep=True, decide_on=decide_on, human_labels=human_labels,
@@ -636,6 +644,9 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             experiment_id, title, pairwise.per_task(judged_pairs)), encoding="utf-8")
         artifacts = {"findings.jsonl": [f.record() for f in analysis.findings],
                      **analysis.artifacts} if analysis.findings or analysis.artifacts else {}
+        written = sorted(artifacts)
+        for name in json.loads(target.data.tags.get(REPORT_ARTIFACTS_TAG) or "[]"):
+            artifacts.setdefault(name, [])  # rewritten with the report, never left from before
         for name, lines in artifacts.items():
             (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines),
                                        encoding="utf-8")
@@ -643,6 +654,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
             client.log_artifact(target_run_id, str(path), "plots")
+        client.set_tag(target_run_id, REPORT_ARTIFACTS_TAG, json.dumps(written))
     result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
                           f"{target.info.artifact_uri}/report.html",
                           data["finding"], caveats(finished, judge_notes),

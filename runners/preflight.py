@@ -41,6 +41,12 @@ def job_overrides(overrides: list[str]) -> list[list[str]]:
         key, line = o.get_key_element().lstrip("+~"), str(o.input_line)
         if o.is_sweep_override():
             swept.add(key)
+            values = list(o.sweep_string_iterator())
+            if len(set(values)) < len(values):  # the same job twice, adjusted twice
+                twice = sorted({v for v in values if values.count(v) > 1})
+                raise ConfigError(
+                    f"{line} names {', '.join(twice)} more than once: the same job would run "
+                    f"twice and be compared twice. Fix: {key}={','.join(dict.fromkeys(values))}")
         if key in seen and key in swept:
             merged = ",".join(_choices(seen[key]) + _choices(line))
             raise ConfigError(
@@ -103,6 +109,47 @@ def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
     # identified by their data as the jobs will be: a changed dataset is no finished sweep
     return [job.with_dataset(datasets[_key(job, "dataset", "task_type")].digest)
             for job in jobs]
+
+
+def judged_fields(jobs: list[Settings]) -> set[str]:
+    """The fields a judge will score in this sweep: those of each job's scorers that ask a
+    judge (``Scorer.judge_requests``), in the jobs that have a judge that can judge."""
+    from arag.llm.registry import PROVIDERS
+    from metrics import Scorer, default_scorers
+
+    out: set[str] = set()
+    for job in jobs:
+        cfg = job.config
+        provider = str(cfg.judge.provider)
+        if provider == "none" or not PROVIDERS.has(provider) or not PROVIDERS.get(provider).judges:
+            continue
+        out |= {f for s in default_scorers() if s.name in cfg.metrics.scorers
+                and type(s).judge_requests is not Scorer.judge_requests for f in s.fields}
+    return out
+
+
+def check_labels(path: str, labels: list[Any], jobs: list[Settings]) -> None:
+    """``report.human_labels`` against what the sweep will score, before anything runs: a
+    sweep with no judge takes no labels; a label of a field no judge scores is listed with
+    its line (up to 20)."""
+    from tracking.human_labels import MAX_PROBLEMS_SHOWN, LabelsError
+
+    judged = judged_fields(jobs)
+    if not judged:
+        raise LabelsError(f"report.human_labels={path} holds people's scores to hold a judge "
+                          "against, and no job of this sweep has a judge that scores "
+                          f"(judge={jobs[0].config.judge.name if jobs else 'none'}). Fix: add "
+                          "judge=claude-haiku-4-5 (or another judge), or leave out "
+                          "report.human_labels")
+    bad = [f"{x.where}: dimension {x.dimension!r} is scored by no judge of this sweep"
+           for x in labels if x.dimension not in judged]
+    if bad:
+        more = len(bad) - MAX_PROBLEMS_SHOWN
+        raise LabelsError(f"report.human_labels={path}: {len(bad)} label(s) of a field no "
+                          f"judge scores (judged: {', '.join(sorted(judged))}):\n  "
+                          + "\n  ".join(bad[:MAX_PROBLEMS_SHOWN])
+                          + (f"\n  ... and {more} more" if more > 0 else "")
+                          + f"\nFix: give dimension one of {', '.join(sorted(judged))}")
 
 
 def prediction_folders(jobs: list[Settings]) -> dict[Path, str]:
