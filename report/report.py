@@ -601,7 +601,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
-    spend.annotate(rows, runs, target.info.start_time if sweep else None)
+    spend.annotate(rows, runs, target.info.start_time if sweep else None, client,
+                   target if sweep else None)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}
