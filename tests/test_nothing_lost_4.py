@@ -385,3 +385,13 @@ def test_python_m_report_refuses_what_run_py_refuses(sliced_sweep, capsys):
     said = str(unknown.value.code)
     assert "0" * 32 in said and f"{tmp}/mlflow.db" in said
     assert _report(tmp, run_id) == before  # nothing written
+
+
+def test_full_labels_say_why_there_is_no_ppi_correction():
+    from tests.test_corrected import DIM, report
+
+    _, data = report({"arag": list(range(20)), "naive": list(range(20))})
+    notes = [f for f in data["analysis"].findings if f.kind == "ppi" and f.caveat]
+    assert notes and notes[0].figures["dimension"] == DIM
+    assert all("every one of its 20 tasks labelled" in why
+               for why in notes[0].figures["without"])
