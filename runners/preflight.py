@@ -123,7 +123,8 @@ def judged_fields(jobs: list[Settings]) -> set[str]:
         provider = str(cfg.judge.provider)
         if provider == "none" or not PROVIDERS.has(provider) or not PROVIDERS.get(provider).judges:
             continue
-        out |= {f for s in default_scorers() if s.name in cfg.metrics.scorers
+        scorers = list(job.tree["metrics"]["scorers"])
+        out |= {f for s in default_scorers() if s.name in scorers
                 and type(s).judge_requests is not Scorer.judge_requests for f in s.fields}
     return out
 

@@ -106,7 +106,7 @@ def look_spend(run: Any, tasks: int, metrics: dict[str, float]) -> float | None:
     if not system and recorded is None:
         return None  # the system's cost is unknown, and so is the look's
     judge = spend_until([e for e in entries if e["kind"] == "judge"], tasks)
-    return (spend_until(system, tasks) if system else recorded) + judge
+    return (spend_until(system, tasks) if system else float(recorded or 0.0)) + judge
 
 
 def _label(run: Any, label: str) -> str:
