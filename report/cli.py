@@ -122,10 +122,15 @@ def rebuild(uri: str, configured: str, run_id: str, decide_on: list[str] | None,
         overview.publish(client, result)
     except LabelsError as exc:
         raise SystemExit(f"error: {exc}") from None
-    except OSError as exc:  # a full disk, an unwritable artifact store
-        why = write_failure(exc, client, run)
-        client.set_tag(run.info.run_id, REPORT_ERROR_TAG, why[:5000])
-        client.set_terminated(run.info.run_id, "FAILED")
+    except Exception as exc:  # a full disk, an unwritable artifact store or database
+        why = write_failure(exc, client, run, uri)
+        if why is None:
+            raise
+        try:  # the parent says so until a rebuild succeeds (a full database may refuse)
+            client.set_tag(run.info.run_id, REPORT_ERROR_TAG, why[:5000])
+            client.set_terminated(run.info.run_id, "FAILED")
+        except Exception:  # noqa: BLE001 - the message below is what matters then
+            pass
         raise SystemExit(f"error: the report could not be written: {why}") from None
     if REPORT_ERROR_TAG in run.data.tags:
         client.delete_tag(run.info.run_id, REPORT_ERROR_TAG)
@@ -145,15 +150,24 @@ def _parent(client: Any, run_id: str, configured: str) -> Any:
                          f"--tracking-uri, or ${URI_ENV})") from None
 
 
-def write_failure(exc: OSError, client: Any, run: Any) -> str:
+def write_failure(exc: Exception, client: Any, run: Any, uri: str) -> str | None:
     """A failed write as one line: the path, what went wrong, where the report's files go
-    and the key that chose that place."""
+    and the key that chose that place; None when ``exc`` is no failed write."""
     import os
 
-    path = exc.filename if isinstance(exc.filename, str) else None
-    why = os.strerror(exc.errno) if exc.errno else str(exc)
+    from arag.files import is_storage_failure
+    from tracking.storage import explain_write_failure
+
     where = client.get_experiment(run.info.experiment_id).artifact_location
-    return (f"{path or 'a file of the report'}: {why}. The report's files go to the "
-            f"experiment's artifact location {where} (chosen by tracking.artifact_location "
-            "when the experiment was made; a temporary folder first). Fix: free space there "
-            f"(or in $TMPDIR), then python -m report {run.info.run_id}")
+    if not (isinstance(exc, OSError) and exc.errno and is_storage_failure(exc)):
+        places = SimpleNamespace(tracking=SimpleNamespace(uri=uri, artifact_location=where),
+                                 runner=SimpleNamespace(runs_dir="data/runs"),
+                                 cache=SimpleNamespace(dir="data/cache"))
+        explained = explain_write_failure(exc, places)  # the store's own database is full
+        return None if explained is None else f"{explained}"
+    path = exc.filename if isinstance(exc.filename, str) else None
+    return (f"{path or 'a file of the report'}: {os.strerror(exc.errno)}. The report's files "
+            f"go to the experiment's artifact location {where} (chosen by "
+            "tracking.artifact_location when the experiment was made; a temporary folder "
+            f"first). Fix: free space there (or in $TMPDIR), then python -m report "
+            f"{run.info.run_id}")
