@@ -24,7 +24,7 @@ from report.report import (
     stored_report,
     write_sweep_report,
 )
-from tracking.human_labels import LabelsError, read_labels_file
+from tracking.human_labels import LabelsError, check_judged, read_labels_file
 from tracking.paths import URI_ENV, default_tracking_uri, store_line
 from tracking.runs import TrackingError
 from tracking.sweeps import sweep_info
@@ -111,6 +111,8 @@ def rebuild(uri: str, configured: str, run_id: str, decide_on: list[str] | None,
     run = _parent(client, run_id, configured)
     settings = stored_settings(run)
     labels = human_labels or settings.get("human_labels")
+    if human_labels:  # checked against what this sweep's judge scored, as run.py checks it
+        _check_labels(client, run, human_labels)
     before = stored_report(client, run.info.run_id)
     try:  # labels that cannot be held against this sweep's judge: refused, nothing written
         result = write_sweep_report(
@@ -137,6 +139,19 @@ def rebuild(uri: str, configured: str, run_id: str, decide_on: list[str] | None,
     client.set_terminated(run.info.run_id, "FINISHED")
     print(console.verdict(result, configured))
     print(f"report logged to run {run.info.run_id}")
+
+
+def _check_labels(client: Any, run: Any, path: str) -> None:
+    from report.human_agreement import judged_fields
+    from tracking.sweeps import child_runs
+
+    runs = child_runs(client, sweep_info(run))
+    judged = judged_fields([dict(r.data.metrics) for r in runs])
+    judge = next((r.data.params.get("judge.name") for r in runs), None) or "none"
+    try:
+        check_judged(path, read_labels_file(path), judged, judge)
+    except LabelsError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def _parent(client: Any, run_id: str, configured: str) -> Any:

@@ -130,27 +130,12 @@ def judged_fields(jobs: list[Settings]) -> set[str]:
 
 
 def check_labels(path: str, labels: list[Any], jobs: list[Settings]) -> None:
-    """``report.human_labels`` against what the sweep will score, before anything runs: a
-    sweep with no judge takes no labels; a label of a field no judge scores is listed with
-    its line (up to 20)."""
-    from tracking.human_labels import MAX_PROBLEMS_SHOWN, LabelsError
+    """``report.human_labels`` against what the sweep will score, before anything runs
+    (``tracking.human_labels.check_judged``: ``python -m report`` checks a rebuild's
+    labels with it too)."""
+    from tracking.human_labels import check_judged
 
-    judged = judged_fields(jobs)
-    if not judged:
-        raise LabelsError(f"report.human_labels={path} holds people's scores to hold a judge "
-                          "against, and no job of this sweep has a judge that scores "
-                          f"(judge={jobs[0].config.judge.name if jobs else 'none'}). Fix: add "
-                          "judge=claude-haiku-4-5 (or another judge), or leave out "
-                          "report.human_labels")
-    bad = [f"{x.where}: dimension {x.dimension!r} is scored by no judge of this sweep"
-           for x in labels if x.dimension not in judged]
-    if bad:
-        more = len(bad) - MAX_PROBLEMS_SHOWN
-        raise LabelsError(f"report.human_labels={path}: {len(bad)} label(s) of a field no "
-                          f"judge scores (judged: {', '.join(sorted(judged))}):\n  "
-                          + "\n  ".join(bad[:MAX_PROBLEMS_SHOWN])
-                          + (f"\n  ... and {more} more" if more > 0 else "")
-                          + f"\nFix: give dimension one of {', '.join(sorted(judged))}")
+    check_judged(path, labels, judged_fields(jobs), jobs[0].config.judge.name if jobs else "none")
 
 
 def prediction_folders(jobs: list[Settings]) -> dict[Path, str]:

@@ -380,6 +380,10 @@ def test_python_m_report_refuses_what_run_py_refuses(sliced_sweep, capsys):
     with pytest.raises(SystemExit) as refused:
         _rebuild(tmp, run_id, "--decide-on", "bogus_metric")
     assert "--decide-on=['bogus_metric'] is invalid" in str(refused.value.code)
+    labels = _labels(tmp, json.dumps(LINE), name="rebuild-labels.jsonl")
+    with pytest.raises(SystemExit) as no_judge:  # the words run.py's pre-flight uses
+        _rebuild(tmp, run_id, "--human-labels", str(labels))
+    assert "no job of this sweep has a judge" in str(no_judge.value.code)
     with pytest.raises(SystemExit) as unknown:
         _rebuild(tmp, "0" * 32)
     said = str(unknown.value.code)

@@ -219,6 +219,27 @@ def _parse_line(line: str, where: str, source: str) -> HumanLabel | None:
 
 
 
+def check_judged(path: str, labels: list[HumanLabel], judged: set[str] | list[str],
+                 judge: str = "none") -> None:
+    """Labels a sweep can hold against its judge: a sweep that judges nothing takes none;
+    a label of a field no judge scores is listed with its line (up to 20)."""
+    if not judged:
+        raise LabelsError(f"report.human_labels={path} holds people's scores to hold a judge "
+                          "against, and no job of this sweep has a judge that scores "
+                          f"(judge={judge}). Fix: add judge=claude-haiku-4-5 (or another "
+                          "judge), or leave out report.human_labels")
+    bad = [f"{x.where}: dimension {x.dimension!r} is scored by no judge of this sweep"
+           for x in labels if x.dimension not in judged]
+    if bad:
+        more = len(bad) - MAX_PROBLEMS_SHOWN
+        named = ", ".join(sorted(judged))
+        raise LabelsError(f"report.human_labels={path}: {len(bad)} label(s) of a field no "
+                          f"judge scores (judged: {named}):\n  "
+                          + "\n  ".join(bad[:MAX_PROBLEMS_SHOWN])
+                          + (f"\n  ... and {more} more" if more > 0 else "")
+                          + f"\nFix: give dimension one of {named}")
+
+
 def read_feedback_labels(experiment_id: str, systems: dict[str, str],
                          traces: Callable[[str], list[Any]] | None = None) -> list[HumanLabel]:
     """The HUMAN feedback on the traces of the runs ``systems`` maps (run id -> system):
