@@ -569,9 +569,13 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
     beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
     read by the analyses (``report/analyses.py``)."""
     # kept first, so a report that cannot be written is rebuilt as it was asked for
-    client.set_tag(parent["run_id"], REPORT_SETTINGS_TAG, json.dumps(
-        {"decide_on": decide_on, "human_labels": human_labels, "options": dict(options or {})},
-        default=str))
+    settings = json.dumps({"decide_on": decide_on, "human_labels": human_labels,
+                           "options": dict(options or {})}, default=str)
+    if len(settings) <= 5000:  # MLflow's tag limit; longer, a rebuild takes the defaults
+        client.set_tag(parent["run_id"], REPORT_SETTINGS_TAG, settings)
+    else:
+        log.warning("the report settings (%d characters) are too long to keep on the sweep "
+                    "run: a rebuild (python -m report) uses the defaults", len(settings))
     result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
                            f"Sweep report: {parent.get('sweep_id', parent['run_id'])}",
                            sweep=True, decide_on=decide_on, human_labels=human_labels,
