@@ -174,6 +174,10 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 
 
 REPORT_OPTIONS_TAG = "report_options"  # on a sweep run: the options its report was written with
+# on a sweep run: those options as written (JSON), for a rebuild (``python -m report``)
+REPORT_SETTINGS_TAG = "report_settings"
+# on a run: the analysis artifacts its report wrote, each rewritten (empty) by the next
+REPORT_ARTIFACTS_TAG = "report_artifacts"
 # the baseline comparison's options: it runs again on every re-run, whatever the report holds
 BASELINE_OPTIONS = ("baseline", "fail_on", "min_overlap", "baseline_map")
 SHOWN_ONLY = ("console",)  # options of what is printed, not of what the report says
@@ -593,6 +597,14 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
     ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
     beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
     read by the analyses (``report/analyses.py``)."""
+    # kept first, so a report that cannot be written is rebuilt as it was asked for
+    settings = json.dumps({"decide_on": decide_on, "human_labels": human_labels,
+                           "options": dict(options or {})}, default=str)
+    if len(settings) <= 5000:  # MLflow's tag limit; longer, a rebuild takes the defaults
+        client.set_tag(parent["run_id"], REPORT_SETTINGS_TAG, settings)
+    else:
+        log.warning("the report settings (%d characters) are too long to keep on the sweep "
+                    "run: a rebuild (python -m report) uses the defaults", len(settings))
     result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
                            question_title(child_runs(client, parent),
                                           parent.get("sweep_id", parent["run_id"]), decide_on),
@@ -633,7 +645,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
-    spend.annotate(rows, runs, target.info.start_time if sweep else None)
+    spend.annotate(rows, runs, target.info.start_time if sweep else None, client,
+                   target if sweep else None)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}
@@ -681,6 +694,9 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                    for item in [*analysis.claims, *data["notes"]]),
                  *(f.record() for f in analysis.findings)]
         artifacts = {"findings.jsonl": found, **analysis.artifacts} if found else {}
+        written = sorted(artifacts)
+        for name in json.loads(target.data.tags.get(REPORT_ARTIFACTS_TAG) or "[]"):
+            artifacts.setdefault(name, [])  # rewritten with the report, never left from before
         for name, lines in artifacts.items():
             (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines),
                                        encoding="utf-8")
@@ -688,6 +704,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
             client.log_artifact(target_run_id, str(path), "plots")
+        client.set_tag(target_run_id, REPORT_ARTIFACTS_TAG, json.dumps(written))
     result = _result(data, rows, records, options, f"{target.info.artifact_uri}/report.html",
                      target_run_id, target.info.experiment_id,
                      unreadable_note(finished) + resumed_latency_note(finished) + validation,

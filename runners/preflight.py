@@ -41,6 +41,12 @@ def job_overrides(overrides: list[str]) -> list[list[str]]:
         key, line = o.get_key_element().lstrip("+~"), str(o.input_line)
         if o.is_sweep_override():
             swept.add(key)
+            values = list(o.sweep_string_iterator())
+            if len(set(values)) < len(values):  # the same job twice, adjusted twice
+                twice = sorted({v for v in values if values.count(v) > 1})
+                raise ConfigError(
+                    f"{line} names {', '.join(twice)} more than once: the same job would run "
+                    f"twice and be compared twice. Fix: {key}={','.join(dict.fromkeys(values))}")
         if key in seen and key in swept:
             merged = ",".join(_choices(seen[key]) + _choices(line))
             raise ConfigError(
@@ -104,6 +110,33 @@ def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
     # identified by their data as the jobs will be: a changed dataset is no finished sweep
     return [job.with_dataset(datasets[_key(job, "dataset", "task_type")].digest)
             for job in jobs]
+
+
+def judged_fields(jobs: list[Settings]) -> set[str]:
+    """The fields a judge will score in this sweep: those of each job's scorers that ask a
+    judge (``Scorer.judge_requests``), in the jobs that have a judge that can judge."""
+    from arag.llm.registry import PROVIDERS
+    from metrics import Scorer, default_scorers
+
+    out: set[str] = set()
+    for job in jobs:
+        cfg = job.config
+        provider = str(cfg.judge.provider)
+        if provider == "none" or not PROVIDERS.has(provider) or not PROVIDERS.get(provider).judges:
+            continue
+        scorers = list(job.tree["metrics"]["scorers"])
+        out |= {f for s in default_scorers() if s.name in scorers
+                and type(s).judge_requests is not Scorer.judge_requests for f in s.fields}
+    return out
+
+
+def check_labels(path: str, labels: list[Any], jobs: list[Settings]) -> None:
+    """``report.human_labels`` against what the sweep will score, before anything runs
+    (``tracking.human_labels.check_judged``: ``python -m report`` checks a rebuild's
+    labels with it too)."""
+    from tracking.human_labels import check_judged
+
+    check_judged(path, labels, judged_fields(jobs), jobs[0].config.judge.name if jobs else "none")
 
 
 def prediction_folders(jobs: list[Settings]) -> dict[Path, str]:

@@ -37,7 +37,8 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
         log.info("%s: this configuration already FINISHED as run %s (config hash %s); nothing "
                  "to do. runner.rerun=true runs it again", cfg.system.name,
                  existing.info.run_id, job.config_hash)
-        if not adopt(client, existing, parent):
+        mine = existing.data.tags.get("mlflow.parentRunId") == (parent or {}).get("run_id")
+        if not mine and not adopt(client, existing, parent):  # a child already is one of its runs
             record_reused(parent, existing.info.run_id)
         return None, dict(existing.data.metrics)
     errored = has_errors(existing.data.metrics) and cfg.runner.retry_errors

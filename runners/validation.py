@@ -24,6 +24,7 @@ from metrics import SCORERS, declared_metrics
 from report import policy
 from report.baseline import COST_FIELDS, parse_map, parse_rules
 from report.baseline_report import ON_INCONCLUSIVE
+from report.cli import check_decide_on
 from runners.judges import panel_configs
 from tracking.paths import resolve
 
@@ -79,12 +80,6 @@ def validate_config(cfg: DictConfig) -> None:
         ("tracking.experiment", cfg.tracking.experiment is None
          or bool(str(cfg.tracking.experiment).strip()),
          "an experiment name, or null for the dataset's name", "tracking.experiment=null"),
-        ("report.decide_on", all(m in policy.decidable() for m in cfg.report.decide_on),
-         "a list of per-task metric names the scorers declare, from "
-         f"{policy.decidable()}", "report.decide_on=[rouge2_f1,geval_faithfulness]"),
-        ("report.decide_on", len(set(cfg.report.decide_on)) == len(cfg.report.decide_on),
-         "a list naming each metric once",
-         "report.decide_on=[" + ",".join(dict.fromkeys(cfg.report.decide_on)) + "]"),
         ("report.on_inconclusive", cfg.report.on_inconclusive in ON_INCONCLUSIVE,
          f"one of {', '.join(ON_INCONCLUSIVE)}", "report.on_inconclusive=fail"),
         ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
@@ -97,6 +92,7 @@ def validate_config(cfg: DictConfig) -> None:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
     check_routing(cfg)  # before the schema's generic finite check: its fixes name the rule's
+    check_decide_on(list(cfg.report.decide_on))
     check_schema(cfg)
     check_providers(cfg)
     check_embedder(cfg.retrieval.embedder)
@@ -136,6 +132,12 @@ def check_sequential(cfg: DictConfig) -> None:
                               f"report.equivalence_margin.{metric}=0.02 (or leave it out for "
                               "2% of the metric's range)")
     if not cfg.runner.get("sequential"):
+        if cfg.runner.get("max_tasks") is not None:  # a cap the user set is never ignored
+            raise ConfigError(f"runner.max_tasks={cfg.runner.max_tasks} caps a sequential "
+                              "sweep's rounds, and runner.sequential is false, so it would "
+                              "cap nothing. Fix: dataset.limit="
+                              f"{cfg.runner.max_tasks} (it caps the tasks of any run), or "
+                              "runner.sequential=true")
         return
     if not cfg.report.decide_on:
         raise ConfigError("runner.sequential=true stops when the comparisons on "
@@ -364,6 +366,10 @@ def check_slices(report: Any) -> None:
     """``report.slice_by`` names known document features; ``report.slice_edges`` gives
     increasing edges of a numeric one."""
     known = known_features()
+    repeated = sorted({str(n) for n in report.slice_by if list(report.slice_by).count(n) > 1})
+    if repeated:  # a feature twice would be tested twice and counted twice in the family
+        raise ConfigError(f"report.slice_by names {', '.join(repeated)} more than once. Fix: "
+                          f"report.slice_by=[{','.join(dict.fromkeys(map(str, report.slice_by)))}]")
     for name in report.slice_by:
         if name not in known:
             close = difflib.get_close_matches(str(name), known, n=1)
@@ -377,6 +383,11 @@ def check_slices(report: Any) -> None:
                               f"({sorted(NUMERIC)}); a categorical one is sliced by value. "
                               f"Fix: remove report.slice_edges.{name}")
         values = list(edges)  # empty: quantile bins
+        if any(isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+               for v in values):
+            raise ConfigError(f"report.slice_edges.{name}={_shown(values)} is invalid: every "
+                              "edge must be a finite number (the outer bins are open already). "
+                              f"Fix: report.slice_edges.{name}=[8000,32000,128000]")
         if any(b <= a for a, b in zip(values, values[1:], strict=False)):
             raise ConfigError(f"report.slice_edges.{name}={values} is invalid: the edges "
                               "must be a strictly increasing list. Fix: "

@@ -95,7 +95,9 @@ def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel])
         raw = sum(mine.values()) / len(mine)
         n = len(set(people[rid]) & set(mine))
         if estimate is None:
-            missing.append(f"{run['run']} ({n} labelled answer{'s' * (n != 1)}; at least "
+            missing.append(f"{run['run']} (every one of its {n} tasks labelled: the people's "
+                           "mean is then the estimate)" if n and n >= len(mine) else
+                           f"{run['run']} ({n} labelled answer{'s' * (n != 1)}; at least "
                            f"{MIN_LABELS} and one unlabelled task needed)")
             rows.append([run["run"], n, round(raw, 3), "n/a", "n/a"])
             continue
@@ -104,6 +106,10 @@ def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel])
                                 f"{dimension}_ppi_ci_low": estimate.ci_low,
                                 f"{dimension}_ppi_ci_high": estimate.ci_high}
         rows.append([run["run"], n, round(raw, 3), _ci(estimate), round(estimate.mean - raw, 3)])
+    if missing:  # said even when no run is corrected: the section never just vanishes
+        out.findings.append(Finding(
+            "ppi", SECTION, f"No corrected `{dimension}` for " + "; ".join(missing) + ".",
+            {"dimension": dimension, "without": missing}, caveat=True))
     if not estimates:
         return out
     unit = "share judged yes" if yes_at is not None else "mean"
@@ -114,10 +120,6 @@ def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel])
         "minus judged.", {"dimension": dimension, "runs": {r[0]: r[1:] for r in rows}},
         table=Table(["run", "labelled", f"judged {unit}", "corrected [95% CI]", "moved by"],
                     rows)))
-    if missing:
-        out.findings.append(Finding(
-            "ppi", SECTION, f"No corrected `{dimension}` for " + "; ".join(missing) + ".",
-            {"dimension": dimension, "without": missing}, caveat=True))
     out.extend(_differences(inputs, dimension, people, judged))
     return out
 
