@@ -41,7 +41,6 @@ from report import (
     verdict,
 )
 from report.analyses import sequential
-from report.analyses.corrected import corrected_answer
 from report.meta_eval import judge_caveats, judge_validation, meta_section
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
@@ -68,6 +67,7 @@ from report.verdict import (
 )
 from report.verdict import fmt as _fmt
 from report.verdict import table as _table
+from report.writers import corrected_words, interim
 from tracking.human_labels import (
     HumanLabel,
     read_feedback_labels,
@@ -215,9 +215,10 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     analysis = findings.Analysis(findings=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [])))
+    analysis.findings = [*analysis.findings, *interim.as_findings(analysis.claims, analysis.notes)]
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
     answer = (meta_eval.meta_answer(finished) if meta else
-              corrected_answer(analysis.findings, keys, verdict.answer(sets, keys, decided)))
+              corrected_words.answer(analysis.claims, keys, verdict.answer(sets, keys, decided)))
     out = [f"# {title}\n", f"**Answer:** {answer}\n"]
     banner = caveats(finished, more_caveats)
     if banner:

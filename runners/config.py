@@ -104,6 +104,15 @@ MetricsConfig = metrics_config()
 
 
 @dataclass
+class PPIConfig:
+    """``report.ppi``: the judge corrected by people's labels (docs/validate-your-judge.md)."""
+
+    # a corrected comparison of two runs decides only with at least this many tasks
+    # labelled for both (fewer: its figures are shown, nothing is decided)
+    min_shared: int = positive(10, "tasks labelled for both runs of a corrected comparison")
+
+
+@dataclass
 class ReportConfig:
     """What the sweep's verdict decides on and what it is held against (no model calls)."""
 
@@ -141,6 +150,7 @@ class ReportConfig:
     # interval lies within +-margin: {<metric>: <margin in the metric's units>}; a metric
     # left out gets 2% of its declared range (metrics.sequential.margin_for)
     equivalence_margin: dict[str, float] = field(default_factory=dict)
+    ppi: PPIConfig = field(default_factory=PPIConfig)
 
 
 @dataclass

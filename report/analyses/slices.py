@@ -29,7 +29,7 @@ from metrics.slices import (
     is_numeric,
     slice_difference,
 )
-from metrics.stats import ALPHA, MIN_UNTIED
+from metrics.stats import ALPHA, MIN_UNTIED, p_text
 from report import policy
 from report.findings import Finding, Plot, Table
 from report.model import Analysis, register_analysis
@@ -285,7 +285,7 @@ def interaction_sentence(p: PairSlices, row: dict[str, Any]) -> str:
         return (head + f"whether the difference depends on {name} cannot be tested (fewer "
                 f"than {MIN_UNTIED} tasks with a value, or no spread in it or in the "
                 "difference).")
-    figures = f"{p.test.test}, p = {row['p']:.3g}, {policy.CORRECTION}-adjusted p = " \
+    figures = f"{p.test.test}, {p_text(row['p'], p.test.floor)}, {policy.CORRECTION}-adjusted p = " \
               f"{row['p_adjusted']:.3g}, n = {p.test.n}"
     if row["p_adjusted"] >= ALPHA:
         return head + f"no evidence that the difference depends on {name} ({figures})."
