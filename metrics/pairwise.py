@@ -387,7 +387,7 @@ class LengthControl:
     b_longer: int
     longer_p: float | None  # sign test: is one run's answer systematically longer?
     why_not: str = ""
-    ci: tuple[float, float] | None = None  # 95% CI of ``win_rate`` (the intercept's, Wald)
+    ci: tuple[float, float] | None = None  # 95% profile-likelihood CI of ``win_rate``
 
     @property
     def systematically_longer(self) -> bool:
@@ -416,31 +416,39 @@ def length_control(scores: dict[str, float], differences: dict[str, float]) -> L
 
 
 SLOPE_RIDGE = 0.05
+CHI2_95 = 3.841458820694124  # the chi-square(1) 95% point: a profile-likelihood interval
+INTERCEPT_BOUND = 12.0  # log-odds searched for the interval's ends (expit(12) = 0.999994)
 
 
 def _logistic_intercept(preference: np.ndarray, diffs: np.ndarray
                         ) -> tuple[float, tuple[float, float]]:
-    """The fitted preference at zero length difference and its 95% CI: the intercept
-    ± 1.96 standard errors from the (ridge-penalised) information matrix, through the
-    logistic function."""
-    from scipy.optimize import minimize
+    """The fitted preference at zero length difference and its 95% profile-likelihood CI
+    (the intercepts whose best fit over the slope is within the chi-square(1) 95% point of
+    the best fit), through the logistic function. A Wald or bootstrap interval fails where a
+    judge always prefers the longer answer: the intercept then has no finite estimate, and
+    the profile is flat across every rate length alone explains."""
+    from scipy.optimize import brentq, minimize, minimize_scalar
     from scipy.special import expit
 
     x = np.tanh(diffs / diffs.std())
 
-    def loss(theta: np.ndarray) -> float:
-        z = theta[0] + theta[1] * x
+    def loss(intercept: float, slope: float) -> float:
+        z = intercept + slope * x
         # a small ridge on the slope keeps a judge that always picks the longer finite
-        return float(np.sum(np.logaddexp(0, z) - preference * z)
-                     + SLOPE_RIDGE * theta[1] ** 2)
+        return float(np.sum(np.logaddexp(0, z) - preference * z) + SLOPE_RIDGE * slope ** 2)
 
-    theta = minimize(loss, np.zeros(2), method="BFGS").x
-    fitted = expit(theta[0] + theta[1] * x)
-    design = np.column_stack([np.ones_like(x), x])
-    information = (design.T * (fitted * (1 - fitted))) @ design + np.diag([0.0, 2 * SLOPE_RIDGE])
-    se = float(np.sqrt(np.linalg.pinv(information)[0, 0]))
-    return float(expit(theta[0])), (float(expit(theta[0] - 1.96 * se)),
-                                    float(expit(theta[0] + 1.96 * se)))
+    best = minimize(lambda t: loss(t[0], t[1]), np.zeros(2), method="BFGS")
+
+    def excess(intercept: float) -> float:
+        profile = minimize_scalar(lambda slope: loss(intercept, slope)).fun
+        return 2 * (float(profile) - float(best.fun)) - CHI2_95
+
+    centre = float(np.clip(best.x[0], -INTERCEPT_BOUND, INTERCEPT_BOUND))
+    ends = []
+    for edge in (-INTERCEPT_BOUND, INTERCEPT_BOUND):
+        ends.append(edge if excess(edge) <= 0 else brentq(excess, centre, edge)
+                    if excess(centre) < 0 else centre)
+    return float(expit(best.x[0])), (float(expit(ends[0])), float(expit(ends[1])))
 
 
 def _length_differences(found: list[Outcome]) -> dict[str, float] | None:
