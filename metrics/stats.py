@@ -22,6 +22,12 @@
   family and stay None.
 * ``correlation``: Spearman's rank correlation of two per-task quantities (e.g. an agent's
   loops and its retrieval recall) with a percentile bootstrap CI over the tasks.
+* ``sign_test``: whether one per-task count is above another (two-sided binomial on the
+  tasks where they differ): the attribution report names a main failure cause only when it
+  leads by it at ``ALPHA``.
+* ``p_text``: a p-value as stated; a permutation p at its floor 1/(B+1) is a bound
+  ("p ≤ 0.0005"). ``difference_quantity``: which mean a pair's power figures are of (the
+  mean of document means where tasks share documents).
 * ``agreement``: Krippendorff's alpha between judges (``krippendorff`` package; ordinal by
   default: the 1-5 scale is ordered but its steps need not be equal) with a percentile
   bootstrap CI over the items.
