@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import unquote, urlparse
 
 from arag.redact import redact
-from report import findings, policy
+from report import policy
 from report.policy import comparison_order
 from report.verdict import stopped_words, tasks_asked
 from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
@@ -213,14 +213,20 @@ def table(rows: list[dict[str, Any]], key: str) -> str:
 
 
 def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Which runs' cost or latency is unknown and how many of their records lack it."""
+    """Which runs' cost or latency is unknown and how many of their records lack it (runs
+    lacking it in the same share said together)."""
     said = {"cost_usd": ("cost_per_task", "cost"), "latency_ms": ("latency_ms_p50", "latency")}
     out = []
     for field, (shown, what) in said.items():
-        runs = [f"{r['run']} ({r['lacking'][field]} of {r.get('n_records', 0)} records lack "
-                "it)" for r in rows if r.get(shown) is None and r.get("lacking", {}).get(field)]
-        if runs:
-            out.append(f"{what} unknown, not 0: " + "; ".join(runs))
+        groups: dict[tuple[int, int], list[str]] = {}
+        for r in rows:
+            if r.get(shown) is None and r.get("lacking", {}).get(field):
+                groups.setdefault((r["lacking"][field], int(r.get("n_records", 0))),
+                                  []).append(r["run"])
+        parts = [f"{', '.join(runs) if len(runs) <= 2 else f'{len(runs)} runs'} ({missing} of "
+                 f"{total} records lack it)" for (missing, total), runs in groups.items()]
+        if parts:
+            out.append(f"{what} unknown, not 0: " + "; ".join(parts))
     return out
 
 
@@ -272,25 +278,24 @@ def stored_verdict(run: Any) -> list[str]:
 
 
 def verdict(result: ReportResult, tracking_uri: str) -> str:
-    """The end of a sweep in the terminal: the one-line answer, the caveats that apply, the
-    table, the key finding (the report's own text), notes on the figures, where to look."""
-    lines = [""]
-    if result.answer:
-        lines += [result.answer, ""]
-    if result.caveats:
-        lines += [plain(result.caveats).strip(), ""]
-    lines += [table(result.headline, result.key), *unknown_lines(result.headline), ""]
+    """The end of a sweep in the terminal (``report.writers.console``): the answer, the
+    caveats grouped by kind, the headline table, the most important findings and where to
+    look; ``report.console=full``: everything the report says."""
+    from report.writers import console as writer
+
+    addresses = where_to_look(result.artifact_uri, tracking_uri, result.experiment_id,
+                              result.run_id)
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
+    extra = [*unknown_lines(result.headline)]
     if not_finished:
-        lines.append("not finished: " + ", ".join(
+        extra.append("not finished: " + ", ".join(
             f"{r['run']} ({'; '.join(filter(None, [r['status'], stopped_words(r)]))})"
             for r in not_finished))
-    lines += [plain(result.finding), ""]
-    found = findings.console_lines(result.findings)
-    if found:
-        lines += [*found, ""]
-    if result.notes:
-        lines += [plain(result.notes).strip(), ""]
-    lines += where_to_look(result.artifact_uri, tracking_uri, result.experiment_id,
-                           result.run_id)
-    return "\n".join(lines)
+    if result.console == "full":
+        lines = writer.full(result.answer, result.caveat_notes, result.headline, result.key,
+                            result.keys or [result.key], result.claims,
+                            [*extra, plain(result.notes).strip()], addresses)
+    else:
+        lines = writer.summary(plain(result.answer), result.caveat_notes, result.headline,
+                               result.key, result.claims, result.answered, extra, addresses)
+    return "\n".join(["", *lines])

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metrics.aggregate import task_means
 from metrics.pairwise import ARTIFACT, PairFigures, Summary, outcomes, summarize
-from metrics.stats import ALPHA, Paired, paired_difference
+from metrics.stats import ALPHA, Paired
 from report import policy
-from report.verdict import fmt, table
+from report.verdict import fmt, pair_records, table
 
 SKIPPED_TAG = "pairwise_skipped"
 FINDING_DIMENSION = "overall"  # the dimension the key finding states (else the first judged)
@@ -211,10 +210,8 @@ def _preference(f: PairFigures) -> str:
 def _absolute(by_run: dict[str, list[dict[str, Any]]], f: PairFigures, key: str
               ) -> Paired | None:
     """The paired difference (first run minus second) on ``key`` over the tasks both
-    scored (None below two)."""
-    mine, theirs = (task_means(by_run.get(run, []), key) for run in (f.pair.a, f.pair.b))
-    common = [t for t in mine if t in theirs]
-    return paired_difference([mine[t] for t in common], [theirs[t] for t in common])
+    scored (None below two), paired as every comparison is (``verdict.pair_records``)."""
+    return pair_records(by_run.get(f.pair.a, []), by_run.get(f.pair.b, []), key)[3]
 
 
 def per_task(view: PairwiseView | None) -> dict[str, str]:

@@ -7,6 +7,7 @@ group option and override is type-checked at compose time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
+from enum import Enum
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -103,6 +104,11 @@ def metrics_config() -> type:
 MetricsConfig = metrics_config()
 
 
+class ConsoleMode(str, Enum):
+    summary = "summary"  # the verdict in at most 30 lines of 120 characters
+    full = "full"  # everything the report says
+
+
 @dataclass
 class PPIConfig:
     """``report.ppi``: the judge corrected by people's labels (docs/validate-your-judge.md)."""
@@ -150,6 +156,9 @@ class ReportConfig:
     # interval lies within +-margin: {<metric>: <margin in the metric's units>}; a metric
     # left out gets 2% of its declared range (metrics.sequential.margin_for)
     equivalence_margin: dict[str, float] = field(default_factory=dict)
+    # what the terminal shows at a sweep's end: summary (a screen: the answer, caveats by
+    # kind, the headline table, the most important findings) or full (everything)
+    console: ConsoleMode = ConsoleMode.summary
     ppi: PPIConfig = field(default_factory=PPIConfig)
 
 

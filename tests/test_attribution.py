@@ -271,8 +271,7 @@ def test_the_report_names_each_systems_main_cause_and_where_the_loser_falls_shor
     """Eight tasks, each missing its facts for one cause: the sign test names it (p = 2/256);
     the gap says where the loser falls short; the table and the plot show the counts."""
     from report import analyses
-    from report.findings import markdown
-    from report.writers.interim import as_findings
+    from report.writers.markdown import section_of
 
     result = analyses.run_all(sweep_inputs())
     causes = {c.runs: c for c in result.claims if c.kind == "cause"}
@@ -284,7 +283,7 @@ def test_the_report_names_each_systems_main_cause_and_where_the_loser_falls_shor
     (gap,) = [c for c in result.claims if c.kind == "attribution_gap"]
     assert gap.runs == ("naive", "stuffing") and gap.key and gap.metric == "rouge2_f1"
     assert [s["cause"] for s in gap.figures["sides"]] == ["not_retrieved", "retrieved_unused"]
-    text = markdown(as_findings(result.claims, result.notes))
+    text = section_of(result.claims)
     assert "![attribution](plots/attribution.png)" in text
     assert "| naive | 16 | 0 | 0 | 16 |" in text
     rows = result.artifacts["attribution.jsonl"]

@@ -92,13 +92,15 @@ def test_a_judge_of_the_judged_models_family_is_flagged_and_another_family_sugge
     rows = [row("arag", judge="claude-haiku-4-5", model="claude-sonnet-4-6"),
             row("naive", judge="claude-haiku-4-5", model="gpt-4o-mini")]
     _, data = build_report(rows, records, "t", ["geval_coverage"])
-    flagged = [f for f in data["analysis"].findings if f.kind == "self_preference"]
-    assert len(flagged) == 1 and flagged[0].caveat
-    assert flagged[0].figures["runs"] == ["arag (claude-sonnet-4-6)"]
-    assert "`judge.panel=[gpt-4o-mini]`" in flagged[0].text
+    from report.writers.words import say
+
+    flagged = [n for n in data["analysis"].notes if n.kind == "self_preference"]
+    assert len(flagged) == 1 and flagged[0].runs == ("arag (claude-sonnet-4-6)",)
+    assert flagged[0].counts["suggest"] == "gpt-4o-mini"
+    assert "`judge.panel=[gpt-4o-mini]`" in say(flagged[0])
     other = [row(s, judge="gpt-4o-mini", model="claude-sonnet-4-6") for s in ("arag", "naive")]
     _, data = build_report(other, records, "t", ["geval_coverage"])
-    assert not [f for f in data["analysis"].findings if f.kind == "self_preference"]
+    assert not [n for n in data["analysis"].notes if n.kind == "self_preference"]
 
 
 def test_the_ppi_sample_is_the_same_tasks_for_each_run_proportional_to_the_judges_scores():

@@ -1,6 +1,6 @@
 """The verdict is like for like: one cost per task everywhere, every score on the task set
 of the runs that have it, bounds never ranked, judge cost counted, small n said, unreadable
-judge replies held to a threshold, a premature stop only with budget left."""
+judge replies held to a threshold."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from arag.records import Prediction, Task
-from metrics.base import Scores, ScoringItem
-from metrics.geval import _flag_premature_stop
+from metrics.base import ScoringItem
 from report import console
 from report.report import ReportResult, build_report, key_finding
 from runners.errors import too_many_errors
@@ -218,14 +217,6 @@ def _item(**pred_fields) -> ScoringItem:
                       **pred_fields)
     task = Task(id="t", task_type="summarization", doc_ids=("d",), question="q", reference="r")
     return ScoringItem(pred, task, None, "", 50, True, agentic=True)
-
-
-def test_premature_stop_is_flagged_only_with_loops_and_context_left():
-    for fields, flagged in (({}, 1.0), ({"max_loops_reached": True}, 0.0),
-                            ({"context_budget_reached": True}, 0.0)):
-        s = Scores(values={"geval_coverage": 2.0})
-        _flag_premature_stop(_item(**fields), s)
-        assert s.values["premature_stop"] == flagged, fields
 
 
 def test_answer_input_tokens_count_everything_the_answering_call_saw():

@@ -188,15 +188,16 @@ def test_a_capped_run_is_counted_over_every_task_with_the_journals_spend():
     assert "4/6" in table([{**capped, "n_all": 6}], "geval_coverage")
 
 
-def test_error_taxonomy_shows_the_judges_p_beside_the_mechanical_flag():
+def test_error_taxonomy_shows_the_judges_p_beside_the_paths_mechanical_p():
     records = {"arag": [rec("t0", 2)], "naive": [rec("t0", 3)]}
-    rows = [row("arag", geval_coverage_mean=2.0, error_rate_P=1.0, premature_stop_mean=1.0),
+    rows = [row("arag", geval_coverage_mean=2.0, error_rate_P=1.0, trajectory_p_mean=1.0,
+                trajectory_judge_agreement_P=1.0),
             row("naive", geval_coverage_mean=3.0, error_rate_P=0.0)]
     text, _ = build_report(rows, records, "t")
     taxonomy = section(text, "Error taxonomy")
     assert "**P** premature termination" in taxonomy and "**IC** incoherence" in taxonomy
-    assert "| arag | – | – | – | 1.000 | – | – | – | 1.000 |" in taxonomy
-    assert "| naive | – | – | – | 0.000 | – | – | – | not agentic |" in taxonomy
+    assert "| arag | – | – | – | 1.000 | – | – | – | 1.000 | 1.000 | – | – |" in taxonomy
+    assert "| naive | – | – | – | 0.000 | – | – | – | not agentic | – | not agentic | – |" in taxonomy
 
 
 def test_a_run_without_the_metric_does_not_shrink_its_task_set():

@@ -140,9 +140,10 @@ def analysis(inputs: Inputs) -> Analysis:
                     plots=[partial(plots.attribution_plot, _bars(found))])
 
 
-def cell(t: Tally, status: str) -> int | str:
-    """A cause's count in a table: "unknown" where the run never says what it read."""
-    return "unknown" if status in CAUSES and t.context_unknown else t.facts[status]
+def cell(t: Tally, status: str) -> int | None:
+    """A cause's count in a table; None (unknown, never 0) where the run never says what it
+    read."""
+    return None if status in CAUSES and t.context_unknown else t.facts[status]
 
 
 def overview(tallies: list[Tally]) -> Claim:

@@ -105,14 +105,13 @@ def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel])
         if estimate is None:
             out.notes.append(_without_estimate(run["run"], dimension, labelled, len(mine),
                                                people[rid]))
-            rows.append([run["run"], len(labelled), round(raw, 3), None, None])
+            rows.append([run["run"], len(labelled), raw, None, None, None, None])
             continue
         out.run_metrics[rid] = {f"{dimension}_ppi_mean": estimate.mean,
                                 f"{dimension}_ppi_ci_low": estimate.ci_low,
                                 f"{dimension}_ppi_ci_high": estimate.ci_high}
-        rows.append([run["run"], len(labelled), round(raw, 3),
-                     (estimate.mean, estimate.ci_low, estimate.ci_high),
-                     round(estimate.mean - raw, 3)])
+        rows.append([run["run"], len(labelled), raw, estimate.mean, estimate.ci_low,
+                     estimate.ci_high, estimate.mean - raw])
     if not out.run_metrics:
         return out
     unit = "share judged yes" if yes_at is not None else "mean"
@@ -120,8 +119,8 @@ def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel])
         "ppi_means", SECTION, tuple(r[0] for r in rows), metric=dimension, rule=RULE,
         figures={"dimension": dimension, "scale": scale, "unit": unit,
                  "runs": {r[0]: r[1:] for r in rows}},
-        table=Table(["run", "labelled", f"judged {unit}", "corrected [95% CI]", "moved by"],
-                    rows)))
+        table=Table(["run", "labelled", f"judged {unit}", "corrected", "95% CI low",
+                     "95% CI high", "moved by"], rows)))
     out.extend(_differences(inputs, dimension, people, judged))
     return out
 

@@ -1,103 +1,96 @@
-"""The words of the labels-corrected analysis's claims and notes
-(``report/analyses/corrected``): one function per kind, taking the Claim or Note and
-returning Markdown, and the verdict's answer when corrected differences decide."""
+"""Words for "The judge corrected by your labels" (``report/analyses/corrected.py``): each
+run's corrected mean, each pair's corrected difference, and why a comparison decides
+nothing (too few shared labels, a zero-width interval, every task labelled)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-from report.model import Claim, Note, Table
+from report.answer import compose
+from report.model import Claim, Note
+from report.writers.cells import Style, interval, number
+from report.writers.words import answer as answer_words
+from report.writers.words import words
 
-LABEL_MORE = "label more: `python -m report label-sample --for ppi`"
-
-
-def _interval(mean: float, low: float, high: float) -> str:
-    return f"{mean:.2f} [{low:.2f}, {high:.2f}]"
-
-
-def ppi_means(claim: Claim) -> str:
-    f = claim.figures
-    return (f"`{f['dimension']}` ({f['scale']}): each run's judged {f['unit']} over all its "
-            "tasks, corrected by people's labels (PPI++, 95% CI including the judge's error); "
-            "*moved by* is corrected minus judged.")
+LABEL_MORE = "label more: python -m report label-sample --for ppi"
 
 
-def ppi_means_table(claim: Claim) -> Table | None:
-    """The claim's table with its intervals written out (n/a: no corrected figure)."""
-    if claim.table is None:
-        return None
-    rows = [[run, n, raw, "n/a" if ci is None else _interval(*ci),
-             "n/a" if moved is None else moved] for run, n, raw, ci, moved in claim.table.rows]
-    return Table(claim.table.header, rows)
+@words("ppi_means")
+def ppi_means(c: Claim, style: Style, short: bool) -> str:
+    f = c.figures
+    return (f"{style.code(f['dimension'])} ({f['scale']}): each run's judged {f['unit']} over "
+            "all its tasks, corrected by people's labels (PPI++, 95% CI including the judge's "
+            "error); *moved by* is corrected minus judged.")
 
 
-def _difference(claim: Claim) -> str:
-    a, b = claim.runs
-    low, high = claim.ci or (0.0, 0.0)
-    f = claim.figures
-    if f["shown"]:
-        says = f"{f['higher']} is higher on `{claim.metric}` after correction"
-    else:
-        says = f"after correction the CI includes 0: no difference on `{claim.metric}` is shown"
-    return (f"{a} − {b} = {_interval(claim.difference or 0.0, low, high)} "
-            f"({f['shared']} tasks labelled for both): {says}")
+def _difference(c: Claim, style: Style) -> str:
+    a, b = c.runs
+    f = c.figures
+    says = (f"{f['higher']} is higher on {style.code(c.metric or '')} after correction"
+            if f["shown"] else "after correction the CI includes 0: no difference on "
+            f"{style.code(c.metric or '')} is shown")
+    return (f"{a} − {b} = {number(c.difference, 2)} {interval(c.ci, 2)} ({f['shared']} tasks "
+            f"labelled for both): {says}")
 
 
-def corrected(claim: Claim) -> str:
-    if claim.figures["decides"]:
-        return f"**Corrected by your labels:** {_difference(claim)}."
-    a, b = claim.runs
-    low, high = claim.ci or (0.0, 0.0)
-    return (f"{a} − {b} corrected = {_interval(claim.difference or 0.0, low, high)}: not used "
-            f"to decide on `{claim.metric}` (see below).")
+@words("corrected")
+def corrected(c: Claim, style: Style, short: bool) -> str:
+    if c.figures["decides"]:
+        said = _difference(c, style)
+        return said if short else f"{style.strong('Corrected by your labels:')} {said}."
+    a, b = c.runs
+    return (f"{a} − {b} corrected = {number(c.difference, 2)} {interval(c.ci, 2)}: not used to "
+            f"decide on {style.code(c.metric or '')} (see the caveats).")
 
 
-def ppi_too_few_shared(note: Note) -> str:
-    a, b = note.runs
-    c = note.counts
-    return (f"{a} vs {b} on `{c['dimension']}`: too few shared labels ({c['shared']} of at "
-            f"least {c['min_shared']}, `report.ppi.min_shared`): no corrected decision "
-            f"({LABEL_MORE}).")
+@words("ppi_too_few_shared")
+def too_few_shared(n: Note, style: Style, short: bool) -> str:
+    a, b = n.runs
+    k = n.counts
+    said = (f"{a} vs {b} on {style.code(k['dimension'])}: too few shared labels "
+            f"({k['shared']} of at least {k['min_shared']})")
+    if short:
+        return said + ": no corrected decision"
+    return (said + f", {style.code('report.ppi.min_shared')}): no corrected decision "
+            f"({style.code(LABEL_MORE)}).")
 
 
-def ppi_zero_width(note: Note) -> str:
-    a, b = note.runs
-    return (f"{a} vs {b} on `{note.counts['dimension']}`: the corrected interval has zero "
-            "width (people's and the judge's differences agree exactly on the shared labels), "
-            "which no sample supports: not a decision.")
+@words("ppi_zero_width")
+def zero_width(n: Note, style: Style, short: bool) -> str:
+    a, b = n.runs
+    said = (f"{a} vs {b} on {style.code(n.counts['dimension'])}: the corrected interval has "
+            "zero width")
+    if short:
+        return said + ": not a decision"
+    return (said + " (people's and the judge's differences agree exactly on the "
+            f"{n.counts['shared']} shared labels), which no sample supports: not a decision.")
 
 
-def ppi_no_estimate(note: Note) -> str:
-    (run,) = note.runs
-    c = note.counts
-    s = "s" * (c["labelled"] != 1)
-    return (f"No corrected `{c['dimension']}` for {run} ({c['labelled']} labelled answer{s}; "
-            f"at least {c['min_labels']} and one unlabelled task needed).")
+@words("ppi_no_estimate")
+def no_estimate(n: Note, style: Style, short: bool) -> str:
+    (run,) = n.runs
+    k = n.counts
+    s = "s" * (k["labelled"] != 1)
+    return (f"No corrected {style.code(k['dimension'])} for {run} ({k['labelled']} labelled "
+            f"answer{s}; at least {k['min_labels']} and one unlabelled task needed).")
 
 
-def ppi_all_labelled(note: Note) -> str:
-    (run,) = note.runs
-    c = note.counts
-    return (f"No correction of `{c['dimension']}` for {run}: people labelled every one of its "
-            f"{c['labelled']} tasks, so their mean ({c['people_mean']:.2f}) is the estimate; "
-            "nothing is left for the judge to stand in for.")
+@words("ppi_all_labelled")
+def all_labelled(n: Note, style: Style, short: bool) -> str:
+    (run,) = n.runs
+    k = n.counts
+    said = (f"No correction of {style.code(k['dimension'])} for {run}: people labelled all "
+            f"{k['labelled']} of its tasks, so their mean ({number(k['people_mean'], 2)}) is the "
+            "estimate")
+    return said if short else said + "; nothing is left for the judge to stand in for."
 
 
-def answer(claims: Sequence[Claim], keys: Sequence[str], raw: str) -> str:
-    """The verdict's answer when people's labels decide: the corrected differences on the
-    decision metrics that decide (enough shared labels, an interval of non-zero width), then
-    the raw answer for comparison; ``raw`` unchanged when none decides."""
-    deciding = [c for c in claims if c.kind == "corrected" and c.figures.get("decides")
-                and c.metric in keys]
-    if not deciding:
-        return raw
-    said = "; ".join(_difference(c) for c in deciding)
-    return f"Corrected by your labels (PPI++): {said}. The judge's raw scores: {raw}"
-
-
-WORDS: dict[str, Callable[[Any], str]] = {
-    "ppi_means": ppi_means, "corrected": corrected, "ppi_too_few_shared": ppi_too_few_shared,
-    "ppi_zero_width": ppi_zero_width, "ppi_no_estimate": ppi_no_estimate,
-    "ppi_all_labelled": ppi_all_labelled}
-TABLES: dict[str, Callable[[Claim], Table | None]] = {"ppi_means": ppi_means_table}
+def answer(claims: Sequence[Claim], keys: Sequence[str], composed: str,
+           style: Style | None = None) -> str:
+    """The answer (``composed``, from every claim) and, when corrected differences decide
+    it, the judge's raw answer beside them (composed without the corrected claims)."""
+    if not any(c.kind == "corrected" and c.decisive and c.metric in keys for c in claims):
+        return composed
+    raw = answer_words(compose([c for c in claims if c.kind != "corrected"], keys),
+                       *([style] if style else []))
+    return f"{composed} The judge's raw scores: {raw}"
