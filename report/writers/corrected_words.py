@@ -48,9 +48,9 @@ def too_few_shared(n: Note, style: Style, short: bool) -> str:
     a, b = n.runs
     k = n.counts
     said = (f"{a} vs {b} on {style.code(k['dimension'])}: too few shared labels "
-            f"({k['shared']} of at least {k['min_shared']})")
+            f"({k['shared']} of at least {k['min_shared']}")
     if short:
-        return said + ": no corrected decision"
+        return said + "): no corrected decision"
     return (said + f", {style.code('report.ppi.min_shared')}): no corrected decision "
             f"({style.code(LABEL_MORE)}).")
 
