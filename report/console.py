@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 from arag.redact import redact
 from report import policy
 from report.policy import comparison_order
-from report.verdict import stopped_words, tasks_asked
+from report.verdict import stopped_words
 from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
 from tracking.runs import RunTracker
 
@@ -179,37 +179,13 @@ def _log_table(client: Any, run_id: str, rows: list[dict[str, Any]], name: str) 
         client.log_artifact(run_id, str(path))
 
 
-def _cell(value: Any, digits: int, missing: str = "n/a") -> str:
-    if value is None:
-        return missing
-    return f"{value:,.{digits}f}"
-
-
-def _score_cell(row: dict[str, Any], name: str) -> str:
-    """A score on its common task set, with its n when that is not every task."""
-    value, n = row.get(f"{name}_mean"), row.get(f"{name}_n")
-    text = _cell(value, 3)
-    return text if value is None or n in (None, row.get("n_all")) else f"{text} (n={n})"
-
-
 def table(rows: list[dict[str, Any]], key: str) -> str:
-    """The verdict's table (``verdict.headline_rows``, best first): run x comparison metric
-    and recall on their common task sets, cost per task (every task run, without the
-    response cache) and what was spent, P50 latency, and how many of its tasks each run
-    answered (a skipped or errored task has no score). A cost or latency the records cannot
-    support is "unknown" (``unknown_lines`` say how many records lack it)."""
-    columns = [("cost_per_task", "cost/task $", 5), ("cost_usd_per_task", "spent/task $", 5),
-               ("latency_ms_p50", "P50 ms", 0)]
-    header = ["run", key, "recall", *(title for _, title, _ in columns), "answered"]
-    body = [[r["run"] + (" (bound)" if policy.is_bound(r) else ""), _score_cell(r, key),
-             _score_cell(r, "retrieval_recall"),
-             *(_cell(r.get(name), digits, "unknown") for name, _, digits in columns),
-             f"{r.get('n_answered', 0):.0f}/{tasks_asked(r)}"] for r in rows]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(row, widths, strict=True)))
-             for row in [header, *body]]
-    return "\n".join(lines)
+    """The headline table as the terminal shows it (``report.writers.markdown``'s columns
+    and cells: the same as every writer's)."""
+    from report.writers.cells import text_table
+    from report.writers.markdown import HEADLINE_COLUMNS, headline_cells
+
+    return "\n".join(text_table(HEADLINE_COLUMNS(key), [headline_cells(r, key) for r in rows]))
 
 
 def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:

@@ -101,14 +101,6 @@ def inert(markdown_text: str) -> str:
                    for k, part in enumerate(parts))
 
 
-def key_findings(findings: Sequence[Finding]) -> list[Finding]:
-    return [f for f in findings if f.key]
-
-
-def caveats(findings: Sequence[Finding]) -> list[Finding]:
-    return [f for f in findings if f.caveat]
-
-
 def console_lines(findings: Sequence[Finding]) -> list[str]:
     """The key findings and caveats as terminal lines (no Markdown marks)."""
     return [re.sub(r"\*\*|`", "", f.text.strip()) for f in findings if f.key or f.caveat]

@@ -312,7 +312,7 @@ def _result(data: dict[str, Any], rows: list[dict[str, Any]],
                         decided=data["decided"], answer=data["answer"],
                         findings=analysis.findings, claims=analysis.claims,
                         caveat_notes=data["notes"], headline=data["headline"],
-                        answered=[c for a in data["answers"] for c in a.claims],
+                        answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
                         console=getattr(console_mode := (options or {}).get("console"), "value",
                                         console_mode) or "summary")
 
@@ -593,13 +593,24 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
     beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
     read by the analyses (``report/analyses.py``)."""
     result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                           f"Sweep report: {parent.get('sweep_id', parent['run_id'])}",
+                           question_title(child_runs(client, parent),
+                                          parent.get("sweep_id", parent["run_id"]), decide_on),
                            sweep=True, decide_on=decide_on, human_labels=human_labels,
                            options=options)
     logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
     client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
         options, logged if decide_on is None else decide_on, human_labels))
     return result
+
+
+def question_title(runs: list[Any], sweep: str, decide_on: list[str] | None) -> str:
+    """The report's title states its question: the systems, the data and what decides."""
+    rows = [_row(r) for r in runs]
+    systems = " vs ".join(dict.fromkeys(r["run"] for r in rows)) or "no run"
+    data = " + ".join(dict.fromkeys(str(r.get("dataset") or "?") for r in rows))
+    keys = decide_on or next((r["decide_on"] for r in rows if r.get("decide_on")), [])
+    on = f" on {', '.join(keys)}" if keys else ""
+    return f"Which is better{on}: {systems}, {data} (sweep {sweep})"
 
 
 def people_labels(rows: list[dict[str, Any]], experiment_id: str,

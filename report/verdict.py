@@ -222,14 +222,6 @@ class Decision:
         return self.first if policy.advantage(self.paired.mean_diff, self.key) > 0 else \
             self.second
 
-    def p_words(self) -> str:
-        """The raw p, and the adjusted p when more than one test was made."""
-        assert self.paired is not None and self.paired.p is not None
-        if self.family == 1:
-            return f"p={self.paired.p_text()}"
-        return (f"p={self.paired.p_text()}, {policy.CORRECTION}-adjusted over {self.family} "
-                f"comparisons p={self.p_adjusted:.3g}")
-
     def verdict(self) -> str:
         if self.paired is None or not self.paired.testable:
             return "too few to test"

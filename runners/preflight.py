@@ -17,7 +17,7 @@ from arag.redact import keys_with_credentials
 from runners.job import load_tasks, prepare
 from runners.resume import nothing_to_do
 from runners.settings import Settings, read, require_keys
-from runners.validation import ConfigError
+from runners.validation import ConfigError, check_policies
 from tracking.paths import resolve
 from tracking.runs import find_run
 from tracking.storage import check_storage
@@ -84,6 +84,7 @@ def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
     checking the values, keys, storage and data of every job, each distinct setting once;
     each job's system is configured on its data (a predictions file is read and checked)."""
     jobs = [read(cfg) for cfg in configs]
+    check_policies(configs)
     checked: set[str] = set()
     for job in [] if dry_run else jobs:
         require_keys(job)

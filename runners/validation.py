@@ -18,6 +18,7 @@ from arag.llm.registry import PROVIDERS
 from arag.retrieval import check_precision
 from arag.retrieval.embedder import resolve_embedder_path
 from arag.systems import SYSTEMS
+from arag.systems.routed import ROUTE_FEATURES, member_config, route_of
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS, declared_metrics
 from report import policy
@@ -95,6 +96,7 @@ def validate_config(cfg: DictConfig) -> None:
         if not ok:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
+    check_routing(cfg)  # before the schema's generic finite check: its fixes name the rule's
     check_schema(cfg)
     check_providers(cfg)
     check_embedder(cfg.retrieval.embedder)
@@ -316,6 +318,46 @@ def _reordered(names: list[str]) -> list[str]:
         out += [r for r in reads if r in names and r not in out]
         out += [name] if name not in out else []
     return out
+
+
+def check_routing(cfg: DictConfig) -> None:
+    """``report.budget`` limits are finite and not negative; ``report.route_by`` names
+    features known before any system answers; ``system=routed``'s rule or cascade is one
+    it can run (its members are conf/system options, its threshold finite)."""
+    report = cfg.report
+    for name in ("cost_usd_per_task", "latency_ms_p90"):
+        value = (report.get("budget") or {}).get(name)
+        if value is not None and (not math.isfinite(float(value)) or float(value) < 0):
+            raise ConfigError(f"report.budget.{name}={value!r} is invalid: it must be a finite "
+                              "number, 0 or more (or null for no limit). Fix: "
+                              f"report.budget.{name}={0.05 if name.startswith('cost') else 5000}")
+    for name in report.get("route_by") or []:
+        if name not in ROUTE_FEATURES:
+            gold = " (evidence_position comes from the gold)" \
+                if name == "evidence_position" else ""
+            raise ConfigError(f"report.route_by names {name!r}, which is not a feature known "
+                              f"before any system answers; use any of {list(ROUTE_FEATURES)}"
+                              f"{gold}. Fix: report.route_by=[document_tokens]")
+    if len(report.get("cascade") or []) == 1:
+        raise ConfigError(f"report.cascade={list(report.cascade)} is a cascade of one system. "
+                          "Fix: report.cascade=[naive,arag] (or [] to choose the order)")
+    if cfg.system.kind == "routed":
+        names, _ = route_of(OmegaConf.to_object(cfg.system))  # type: ignore[arg-type]
+        for name in names:
+            member_config(name, resolve("."))
+
+
+def check_policies(configs: list[Any]) -> None:
+    """``report.cascade`` names systems of the sweep (its jobs' ``system.name``, or what
+    their runs are called: an external file's stem)."""
+    names = sorted({str(c.system.name) for c in configs} | {
+        SYSTEMS.get(c.system.kind).run_label(str(c.system.name), c.system.get("predictions"))
+        for c in configs if SYSTEMS.has(c.system.kind)})
+    for cfg in configs[:1]:
+        unknown = [n for n in cfg.report.get("cascade") or [] if n not in names]
+        if unknown:
+            raise ConfigError(f"report.cascade names {unknown[0]!r}, which is not a system of "
+                              f"this sweep ({names}). Fix: report.cascade=[{','.join(names[:2])}]")
 
 
 def check_slices(report: Any) -> None:

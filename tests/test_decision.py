@@ -313,7 +313,11 @@ def test_a_sentence_about_document_length_on_few_tasks_says_small_n():
 
 
 def test_low_judge_panel_agreement_is_a_caveat():
-    from report.sections import caveats
+    from report.analyses.caveats import caveat_notes
+    from report.writers import markdown
+
+    def caveats(rows):
+        return markdown.banner(caveat_notes(rows))
 
     panel = {"judge_panel": ["claude-sonnet-4-6"], "geval_faithfulness_parse_failures": 0.0,
              "geval_coverage_parse_failures": 0.0}

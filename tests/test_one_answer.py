@@ -159,3 +159,38 @@ def test_the_architecture_page_names_every_module_of_the_report():
     analyses = {name.strip() for name in listed.split(",")}
     assert analyses == {m.stem for m in (ROOT / "report" / "analyses").glob("*.py")} - {
         "__init__"}
+
+
+SNAPSHOTS = __import__("pathlib").Path(__file__).parent / "snapshots"
+
+
+def test_each_writer_keeps_its_wording(request):
+    """One golden file per writer guards the wording (the other tests assert on claims and
+    figures). After a deliberate change of words: UPDATE_SNAPSHOTS=1 pytest -k wording."""
+    import os
+
+    rows, records = three_runs_one_skipping()
+    options = {"slice_by": ["document_tokens"]}
+    text, data = build_report(rows, records, "t", ["geval_coverage"], options=options)
+    result = result_of(rows, records, "t", ["geval_coverage"], options=options,
+                       artifact_uri="file:///store/1/p/artifacts/report.html", run_id="p",
+                       experiment_id="1")
+    full = result_of(rows, records, "t", ["geval_coverage"],
+                     options={**options, "console": "full"},
+                     artifact_uri="file:///store/1/p/artifacts/report.html", run_id="p",
+                     experiment_id="1")
+    rendered = {
+        "console_summary.txt": console.verdict(result, "sqlite:///mlruns/mlflow.db"),
+        "console_full.txt": console.verdict(full, "sqlite:///mlruns/mlflow.db"),
+        "report.md": text,
+        "description.md": overview.description(result),
+        "compare_header.html": _html_body(writers_md.summary(
+            data["answer"], data["headline"], "geval_coverage", data["analysis"].claims)),
+    }
+    for name, now in rendered.items():
+        path = SNAPSHOTS / name
+        if os.environ.get("UPDATE_SNAPSHOTS") or not path.exists():
+            path.write_text(now, encoding="utf-8")
+        assert now == path.read_text(encoding="utf-8"), (
+            f"{name} changed: if the new words are meant, UPDATE_SNAPSHOTS=1 pytest "
+            f"{request.node.nodeid}")

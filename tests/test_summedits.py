@@ -226,7 +226,6 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
     from mlflow import MlflowClient
 
     from report.meta_eval import judge_caveats, judge_validation
-    from report.sections import caveats
     from runners.identity import prompt_versions
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
@@ -266,7 +265,10 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
                              "judge prompts) agrees with people at balanced accuracy 47.7% "
                              "[95% CI 38.3, 56.7]")
     assert "does not lie above 50.0% (chance)" in caveat
-    assert f"- {caveat}" in caveats([], [caveat])
+    from report.model import Note
+    from report.writers.markdown import banner
+
+    assert f"- {caveat}" in banner([Note("stated", counts={"text": caveat})])
 
 
 def fake_judge(request: dict, n: int) -> dict:

@@ -17,12 +17,16 @@ JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
 
 @register_analysis("caveats", -10)
 def caveats(inputs: Inputs) -> Analysis:
-    rows = inputs.finished
+    return Analysis(notes=caveat_notes(inputs.finished))
+
+
+def caveat_notes(rows: list[Row]) -> list[Note]:
+    """The notes on what these runs' figures can show."""
     notes = [Note("repeats_fixed", runs=tuple(r["run"] for r in repeats.repeated(rows)
                                              if repeats.cannot_vary(r)))]
     if not is_meta_evaluation(rows):
         notes += _comparison_notes(rows)
-    return Analysis(notes=[n for n in notes if n.runs or n.counts])
+    return [n for n in notes if n.runs or n.counts]
 
 
 def _runs(rows: list[Row], test: Any) -> tuple[str, ...]:

@@ -7,41 +7,18 @@ look. ``report.console=full`` prints everything the report's key finding and ana
 
 from __future__ import annotations
 
-import json
 import textwrap
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from report.model import Claim, Note
 from report.writers.cells import PLAIN, text_table
 from report.writers.markdown import FAMILY_KINDS, HEADLINE_COLUMNS, headline_cells, key_finding
-from report.writers.words import say
+from report.writers.words import grouped, say
 
 WIDTH = 120
 MAX_LINES = 30
 MOST_FINDINGS = 5
-
-
-def grouped(notes: Sequence[Note]) -> list[Note]:
-    """Notes of one kind said once across runs: the same words for several runs become one
-    note naming them; fields the records lack are gathered into one note."""
-    out: dict[str, Note] = {}
-    for n in notes:
-        if n.kind == "not_recorded":
-            key = n.kind
-            counts: dict[str, Any] = {"fields": [n.counts["field"]]}
-        else:
-            counts = dict(n.counts)
-            key = n.kind + json.dumps(counts, sort_keys=True, default=str)
-        if key in out:
-            known = out[key]
-            fields = list(dict.fromkeys([*known.counts.get("fields", []), *counts.get("fields", [])]))
-            out[key] = replace(known, runs=tuple(dict.fromkeys([*known.runs, *n.runs])),
-                               counts={**known.counts, **({"fields": fields} if fields else {})})
-        else:
-            out[key] = replace(n, counts={**n.counts, **counts})
-    return list(out.values())
 
 
 def important(claims: Sequence[Claim], answered: Sequence[Claim]) -> list[Claim]:
@@ -49,12 +26,23 @@ def important(claims: Sequence[Claim], answered: Sequence[Claim]) -> list[Claim]
     first."""
     shown = {id(c) for c in answered}
     keyed = [c for c in claims if c.key and id(c) not in shown and c.kind != "plot"]
-    return sorted(keyed, key=lambda c: (-int(c.decisive), -int(c.authority)))
+    # a claim that measured nothing (an interaction that could not be tested) is not one
+    measured = [c for c in keyed if not (c.p is None and c.difference is None and c.kind in
+                                         ("interaction", "untestable"))]
+    return sorted(measured, key=lambda c: (-int(c.decisive), -int(c.authority)))
 
 
 def _wrap(text: str, indent: str = "") -> list[str]:
     return textwrap.wrap(text, WIDTH, subsequent_indent=indent or "  ",
                          break_long_words=True, break_on_hyphens=False) or [""]
+
+
+def _split_address(line: str) -> list[str]:
+    """An address line that is too wide breaks before its URL (never cut: it must work)."""
+    if len(line) <= WIDTH or ", then " not in line:
+        return [line]
+    head, url = line.split(", then ", 1)
+    return [f"{head}, then", f"         {url}"]
 
 
 def summary(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any]], key: str,
@@ -64,7 +52,7 @@ def summary(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any
     head = _wrap(answer)
     table = [line[:WIDTH] for line in text_table(HEADLINE_COLUMNS(key),
                                                  [headline_cells(r, key) for r in headline])]
-    tail = ["", *[a[:WIDTH] for a in addresses]]
+    tail = ["", *(part for a in addresses for part in _split_address(a))]
     budget = MAX_LINES - len(head) - 1 - len(table) - 1 - len(tail)
     caveats = [f"! {say(n, PLAIN, short=True)}" for n in grouped(notes)]
     found = [f"- {say(c, PLAIN, short=True)}" for c in important(claims, answered)]

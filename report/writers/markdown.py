@@ -9,7 +9,7 @@ from typing import Any
 
 from report.model import Claim, Note
 from report.writers.cells import MARKDOWN, Style, markdown_table, money, number
-from report.writers.words import say
+from report.writers.words import grouped, say
 
 Row = dict[str, Any]
 
@@ -132,8 +132,6 @@ def headline_cells(row: Row, key: str) -> list[str]:
 
 def banner(notes: Sequence[Note], style: Style = MARKDOWN) -> str:
     """The caveats, before any figure: every note in full, one kind said once across runs."""
-    from report.writers.console import grouped
-
     if not notes:
         return ""
     return ("> " + style.strong("Caveats: read before trusting any number below.") + "\n>\n"

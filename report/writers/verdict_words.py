@@ -129,11 +129,12 @@ def _would_decide(c: Claim, style: Style, short: bool) -> str:
     unit, quantity = f["unit"], f["quantity"]
     mdd, needed, observed = f.get("mdd"), f.get("needed"), f.get("observed") or 0.0
     if short:
-        if mdd is None:
-            return ""
-        return (f"; the rule detects {mdd:.3f} here" + (
-            f", declaring {observed:.3f} would take about {count(needed)} {unit}"
-            if needed else "") + (f" ({quantity})" if unit == "documents" else ""))
+        parts = [f"the rule detects {mdd:.3f} here" if mdd is not None else
+                 f"no detectable difference over {f['units']} {unit}"]
+        if needed:
+            parts.append(f"declaring {observed:.3f} would take about {count(needed)} {unit}"
+                         + (f" ({quantity})" if unit == "documents" else ""))
+        return "; " + ", ".join(parts)
     family = int(f.get("family") or 1)
     holm = f"; Holm at its worst case, p < {ALPHA}/{family}" if family > 1 else ""
     rule = f"the rule that decides ({RULE_WORDS}{holm})"

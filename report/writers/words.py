@@ -5,7 +5,9 @@ said from its fields, so it still reads in every writer."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from report.answer import Answer
@@ -82,6 +84,27 @@ def _generic(item: Item, style: Style, short: bool) -> str:
         if c.rule:
             text += f" [{c.rule}]"
     return text[0].upper() + text[1:] + "."
+
+
+def grouped(notes: Sequence[Note]) -> list[Note]:
+    """Notes of one kind said once across runs: the same words for several runs become one
+    note naming them; fields the records lack are gathered into one note."""
+    out: dict[str, Note] = {}
+    for n in notes:
+        if n.kind == "not_recorded":
+            key = n.kind
+            counts: dict[str, Any] = {"fields": [n.counts["field"]]}
+        else:
+            counts = dict(n.counts)
+            key = n.kind + json.dumps(counts, sort_keys=True, default=str)
+        if key in out:
+            known = out[key]
+            fields = list(dict.fromkeys([*known.counts.get("fields", []), *counts.get("fields", [])]))
+            out[key] = replace(known, runs=tuple(dict.fromkeys([*known.runs, *n.runs])),
+                               counts={**known.counts, **({"fields": fields} if fields else {})})
+        else:
+            out[key] = replace(n, counts={**n.counts, **counts})
+    return list(out.values())
 
 
 def answer(answers: Sequence[Answer], style: Style = MARKDOWN) -> str:
