@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from report.console import NOTE_TAG  # the run description MLflow's UI shows and edits
-from report.findings import inert
 from report.result import ReportResult
+from report.writers.markdown import inert
 
 MAX_NOTE = 60_000  # well under MLflow's tag value limit
 # the description's section on the sweep's latest baseline comparison (report.baseline,

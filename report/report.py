@@ -29,7 +29,6 @@ from report import (
     analyses,
     compare,
     console,
-    findings,
     human_agreement,
     meta_eval,
     pairwise,
@@ -40,10 +39,9 @@ from report import (
     verdict,
 )
 from report.analyses import sequential
-from report.analyses.corrected import corrected_answer
 from report.answer import compose
 from report.meta_eval import judge_caveats, judge_validation, meta_section
-from report.model import Note
+from report.model import Analysis, Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
 from report.sections import (
@@ -68,8 +66,8 @@ from report.verdict import (
 )
 from report.verdict import fmt as _fmt
 from report.verdict import table as _table
+from report.writers import corrected_words, words
 from report.writers import markdown as writers_md
-from report.writers import words
 from tracking.human_labels import (
     HumanLabel,
     read_feedback_labels,
@@ -219,14 +217,14 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
     meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
-    analysis = findings.Analysis(claims=meta)
+    analysis = Analysis(claims=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [])))
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
     answers = compose(analysis.claims, keys)
     headline = verdict.headline_rows(sets, finished, key, keys[1:])
     answer = (meta_eval.meta_answer(finished) if meta else
-              corrected_answer(analysis.findings, keys, words.answer(answers)))
+              corrected_words.answer(analysis.claims, keys, words.answer(answers)))
     notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
     out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes)]
     unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
@@ -248,7 +246,6 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
     out.append(writers_md.section_of([c for c in analysis.claims
                                       if c.kind not in writers_md.FAMILY_KINDS]))
-    out.append(findings.markdown(analysis.findings))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append("## Quality\n")
@@ -315,7 +312,7 @@ def _result(data: dict[str, Any], rows: list[dict[str, Any]],
                         data["finding"], writers_md.banner(data["notes"]), notes,
                         judge_validation=validation, keys=data["keys"],
                         decided=data["decided"], answer=data["answer"],
-                        findings=analysis.findings, claims=analysis.claims,
+                        claims=analysis.claims,
                         caveat_notes=data["notes"], headline=data["headline"],
                         answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
                         console=getattr(console_mode := (options or {}).get("console"), "value",
@@ -514,12 +511,12 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\((plots/[^)\s]+)\)")
 def readable_markdown(markdown_text: str, made: set[str]) -> str:
     """``report.md`` as text: MLflow shows Markdown artifacts verbatim, so an image link
     becomes a line naming the plot file (report.html shows it inline); a plot that was not
-    drawn is left out; no text from the data can open an HTML tag (``findings.inert``)."""
+    drawn is left out; no text from the data can open an HTML tag (``writers.markdown.inert``)."""
     def line(match: re.Match[str]) -> str:
         alt, path = match.group(1), match.group(2)
         return f"(plot: {alt}, `{path}` in this run's artifacts)" if path in made else ""
 
-    return findings.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
+    return writers_md.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
 
 
 def _html_body(markdown_text: str) -> str:
@@ -664,7 +661,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         text, data = build_report(rows, records, title, requested=decide_on,
                                   judged_pairs=judged_pairs, options=options, labels=labels,
                                   more_caveats=judge_notes)
-        analysis: findings.Analysis = data["analysis"]
+        analysis: Analysis = data["analysis"]
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
@@ -692,7 +689,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         # every claim and note with the words the Markdown writer gives it (``text``)
         found = [*({**item.record(), "text": words.say(item)}
                    for item in [*analysis.claims, *data["notes"]]),
-                 *(f.record() for f in analysis.findings)]
+]
         artifacts = {"findings.jsonl": found, **analysis.artifacts} if found else {}
         written = sorted(artifacts)
         for name in json.loads(target.data.tags.get(REPORT_ARTIFACTS_TAG) or "[]"):

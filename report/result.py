@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from report import verdict
-from report.findings import Finding
 from report.model import Claim, Note
 from report.verdict import headline_rows, task_sets
 
@@ -36,7 +35,6 @@ class ReportResult:
     keys: list[str] = field(default_factory=list)  # the decision metrics (report.decide_on)
     decided: list[verdict.Decision] = field(default_factory=list)  # the verdict's tests
     answer: str = ""  # the one sentence that answers the question, said first everywhere
-    findings: list[Finding] = field(default_factory=list)  # the analyses' (report/analyses.py)
     claims: list[Claim] = field(default_factory=list)  # every analysis's claims
     caveat_notes: list[Note] = field(default_factory=list)  # every analysis's notes
     answered: list[Claim] = field(default_factory=list)  # the claims the answer states

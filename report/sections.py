@@ -452,8 +452,10 @@ def unreadable_note(rows: list[Row]) -> str:
 
 def resumed_latency_note(rows: list[Row]) -> str:
     """Runs whose predictions (and so their latencies) were resumed from an earlier run,
-    made under whatever load that run had."""
-    resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0]
+    made under whatever load that run had; only runs whose latencies were measured
+    (``latency_ms_p50``): a note on latencies that do not exist says nothing."""
+    resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0
+               and r.get("latency_ms_p50") is not None]
     if not resumed:
         return ""
     parts = [f"{r['run']} ({int(r['n_resumed'])} of {int(r.get('n_tasks') or 0)} answers)"

@@ -110,6 +110,15 @@ class ConsoleMode(str, Enum):
 
 
 @dataclass
+class PPIConfig:
+    """``report.ppi``: the judge corrected by people's labels (docs/validate-your-judge.md)."""
+
+    # a corrected comparison of two runs decides only with at least this many tasks
+    # labelled for both (fewer: its figures are shown, nothing is decided)
+    min_shared: int = positive(10, "tasks labelled for both runs of a corrected comparison")
+
+
+@dataclass
 class BudgetConfig:
     """What a recommendation may cost: ``report.budget.cost_usd_per_task`` (uncached USD a
     task) and ``report.budget.latency_ms_p90`` (ms); null: no limit."""
@@ -172,6 +181,7 @@ class ReportConfig:
     # what the terminal shows at a sweep's end: summary (a screen: the answer, caveats by
     # kind, the headline table, the most important findings) or full (everything)
     console: ConsoleMode = ConsoleMode.summary
+    ppi: PPIConfig = field(default_factory=PPIConfig)
 
 
 @dataclass

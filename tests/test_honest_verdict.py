@@ -188,12 +188,14 @@ def test_a_judge_that_ran_gets_its_section_whatever_it_scored():
 
 def test_resumed_latencies_are_labelled():
     records = {"a": [rec("t0", 4)], "b": [rec("t0", 3)]}
-    text, _ = build_report([row("a", n_resumed=1.0, n_tasks=1.0), row("b")], records, "t")
+    measured = {"latency_ms_p50": 900.0}
+    text, _ = build_report([row("a", n_resumed=1.0, n_tasks=1.0, **measured), row("b")],
+                           records, "t")
     assert "Latency from an earlier run: a (1 of 1 answers)" in text
     # a sequential sweep's later rounds carry the earlier rounds' answers: not "resumed"
     sequential = {"order_seed": 0, "max_tasks": None}
-    text, _ = build_report([row("a", n_resumed=1.0, n_tasks=1.0, sequential=sequential),
-                            row("b", sequential=sequential)], records, "t")
+    text, _ = build_report([row("a", n_resumed=1.0, n_tasks=1.0, sequential=sequential,
+                                **measured), row("b", sequential=sequential)], records, "t")
     assert "Latency over rounds: a (1 of 1 answers) were answered in earlier rounds" in text
     assert "Latency from an earlier run" not in text
 

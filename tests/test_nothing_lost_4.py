@@ -395,7 +395,6 @@ def test_full_labels_say_why_there_is_no_ppi_correction():
     from tests.test_corrected import DIM, report
 
     _, data = report({"arag": list(range(20)), "naive": list(range(20))})
-    notes = [f for f in data["analysis"].findings if f.kind == "ppi" and f.caveat]
-    assert notes and notes[0].figures["dimension"] == DIM
-    assert all("every one of its 20 tasks labelled" in why
-               for why in notes[0].figures["without"])
+    notes = [n for n in data["analysis"].notes if n.kind == "ppi_all_labelled"]
+    assert {n.runs[0] for n in notes} == {"arag", "naive"}
+    assert all(n.counts["dimension"] == DIM and n.counts["labelled"] == 20 for n in notes)

@@ -216,8 +216,8 @@ def test_two_prediction_files_copying_the_reference_on_long_and_on_short_transcr
     _, data = report(records, slice_by=["document_tokens"])
     [inter] = data["analysis"].artifacts["interaction.jsonl"]
     assert inter["p_adjusted"] < 0.05
-    [key] = [f.text for f in data["analysis"].findings if f.key]
-    assert "arag ahead above ~" in key and "tokens, stuffing below" in key
+    [key] = [c for c in data["analysis"].claims if c.kind == "interaction" and c.key]
+    assert key.decisive and (key.figures["above"], key.figures["below"]) == ("arag", "stuffing")
 
 
 def test_compare_page_filters_tasks_by_a_features_value_or_length_bin():

@@ -4,6 +4,7 @@ headline table every writer shares. No figure is computed here."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -160,3 +161,17 @@ def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:
             if table is not None and table.rows:
                 out.append(markdown_table(table.header, table.rows))
     return "\n".join(out)
+
+
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def inert(markdown_text: str) -> str:
+    """Markdown in which no text from the data (a run label, a labeller's name, an answer)
+    can become HTML: outside code spans (which show ``<`` as it is) every ``<`` that could
+    open a tag or comment is written ``&lt;``; a ``<`` before a space or a digit (p < 0.05)
+    is left as it reads."""
+    parts = _CODE_SPAN.split(markdown_text)
+    return "".join(part if k % 2 else _TAG_START.sub("&lt;", part)
+                   for k, part in enumerate(parts))
