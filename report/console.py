@@ -271,7 +271,9 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
         lines = writer.full(result.answer, result.caveat_notes, result.headline, result.key,
                             result.keys or [result.key], result.claims,
                             [*extra, plain(result.notes).strip()], addresses)
-    else:
+    else:  # the judge's measured agreement with people is said first among the rest
+        judge = [p for p in plain(result.judge_validation).split("\n") if p.strip()]
         lines = writer.summary(plain(result.answer), result.caveat_notes, result.headline,
-                               result.key, result.claims, result.answered, extra, addresses)
+                               result.key, result.claims, result.answered,
+                               [*judge[:1], *extra], addresses)
     return "\n".join(["", *lines])
