@@ -314,7 +314,7 @@ class RateLimiter:
             else:  # nothing said: take every known budget as spent
                 for bucket in self.buckets.values():
                     bucket.level, bucket.at = min(bucket.level_at(now), 0.0), now
-            if ticket.sent_at >= self._halved_at:  # news of this round, not of an earlier one
+            if ticket.sent_at > self._halved_at:  # news of this round, not of an earlier one
                 self.slots = max(1.0, (self.in_flight + 1) / 2)
                 self._halved_at = now
             if failure.retry_after_s:
