@@ -293,3 +293,11 @@ def test_a_sweeps_wall_time_adds_its_jobs_on_one_account_and_a_sequential_one_gi
     # 20 tasks of 100: 1.2M tokens, 3 min less the first; all 100: 14 min
     assert "needs at least between 2 min (stopped at the first look) and 14 min" in ranged
     assert dryrun.wall_minutes([{**jobs[0], "paced": {}}]) is None
+
+
+def test_the_progress_bar_shows_the_pace_against_the_accounts_limit():
+    assert paced.pace_words() is None  # nothing answered yet: nothing shown
+    limiter = paced.limiter_for("anthropic", None, KEY, "claude-haiku-4-5",
+                                Seeds(input_tokens_per_minute=400_000))
+    limiter.settle(limiter.acquire(demand(30_000)), {INPUT: 30_000.0, TOKENS: 30_100.0}, None)
+    assert paced.pace_words() == "120k/400k input tok/min"  # 30k over the first 15 s

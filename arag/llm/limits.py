@@ -62,6 +62,7 @@ SCALE_RANGE = (0.02, 2.0)  # what an estimate may be scaled by
 RECENT_S = 120.0  # how long a sent request is remembered (to reckon headers against)
 POLL_S = 1.0  # the longest wait before the state is looked at again
 RATE_LIMITED = "rate_limit"  # APIFailure.kind of a 429
+PACE_SPAN_MIN_S = 15.0  # the shortest span a shown pace is measured over
 
 
 @dataclass(frozen=True)
@@ -369,7 +370,7 @@ class RateLimiter:
             if not self._answered:
                 return None
             now = self.clock()
-            span = max(1.0, min(60.0, now - self._started))
+            span = min(60.0, max(PACE_SPAN_MIN_S, now - self._started))  # no wild first guess
             budget = INPUT if INPUT in self.buckets or TOKENS not in self.buckets else TOKENS
             column = 1 if budget == INPUT else 2
             per_minute = sum(a[column] for a in self._answered if now - a[0] <= 60) * 60 / span
