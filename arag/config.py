@@ -261,9 +261,16 @@ class ModelConfig:
     # saying so (the same command later retries the errored tasks)
     retry_after_max_s: float = seconds(60.0, "the longest retry-after waited for")
     timeout_s: float = seconds(120.0, "per request")
-    # null: no limit (0 would never send a request)
+    # the account's rate limits, known before the first answer (null: not known). They
+    # seed the limiter (arag/llm/limits.py); the headers of each answer then replace them,
+    # and the dry run states the wall time they allow. Not part of a run's identity.
     requests_per_minute: int | None = positive(None, "requests; or null for no limit")
+    # prompt plus max_tokens when a request is admitted, every token once it is answered
     tokens_per_minute: int | None = positive(None, "tokens; or null for no limit")
+    # separate budgets, as Anthropic holds them: prompt tokens (estimated, then as the
+    # answer's usage counts them) and reply tokens (max_tokens, then as used)
+    input_tokens_per_minute: int | None = positive(None, "input tokens; or null for no limit")
+    output_tokens_per_minute: int | None = positive(None, "output tokens; or null for no limit")
     prompt_caching: bool = True
     offline: OfflineModelOptions = field(default_factory=OfflineModelOptions)
     # settings of a provider that the fields above do not cover (read by its factory)

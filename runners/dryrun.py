@@ -2,9 +2,9 @@
 
 Each task goes through the real system (real retrieval, real prompts) with the offline
 model standing in for the configured one, so the A-RAG loop issues plausible tool calls.
-Every request the system builds is counted with a local tokenizer (the packaged MiniLM
-WordPiece tokenizer, scaled by ``CLAUDE_PER_WORDPIECE``) and priced with the configured
-model's prices. Prompt-cache discounts are not assumed: the estimate is an upper bound
+Every request the system builds is counted with the local estimate a run's rate limiter
+uses (``arag.llm.tokens``: the packaged MiniLM WordPiece tokenizer, scaled) and priced
+with the configured model's prices. Prompt-cache discounts are not assumed: the estimate is an upper bound
 for input. With ``runner.repeats=K`` every task is answered K times, each a request of its
 own, so the system's and the judge's calls are priced K times over (the stand-in answers
 every repeat alike, so one pass is estimated and multiplied).
@@ -23,61 +23,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from tokenizers import Tokenizer
-
 from arag.llm.base import ChatModel, Completion, Message, ToolSpec, call_arguments, estimate_tokens
 from arag.llm.cache import is_cached
+from arag.llm.limits import Seeds
 from arag.llm.offline import OfflineModel
 from arag.llm.pricing import Prices
+from arag.llm.rate_headers import INPUT, OUTPUT, REQUESTS, TOKENS
+from arag.llm.tokens import count_tokens  # the estimate a run's rate limiter paces by
 from arag.llm.window import judge_window, request_tokens
 from arag.records import Prediction
 from metrics import Scorer, ScoringItem
 
 log = logging.getLogger(__name__)
-# Claude's tokenizer yields ~10% more tokens than BERT WordPiece on English financial text
-CLAUDE_PER_WORDPIECE = 1.1
-
-
-@lru_cache(maxsize=1)
-def _tokenizer() -> Tokenizer:
-    """The packaged MiniLM's WordPiece tokenizer, read with the ``tokenizers`` library alone:
-    the same ids as ``transformers``' fast tokenizer of that folder, without importing
-    transformers (and torch, ~5 s of a dry run's start)."""
-    from arag.retrieval.embedder import packaged_minilm_path
-
-    tokenizer = Tokenizer.from_file(str(Path(packaged_minilm_path()) / "tokenizer.json"))
-    tokenizer.no_truncation()  # it counts tokens here; nothing is fed to the model
-    tokenizer.no_padding()
-    return tokenizer
-
-
-# Longer texts (a whole filing that stuffing sends: ~600k characters, ~0.5 s to tokenize on
-# this machine, twice per task) are counted on SAMPLES evenly spaced slices of about
-# SAMPLE_CHARS, scaled by length: within 5% of the full count on FinanceBench 10-Ks, 12x
-# faster. An estimate either way (see CLAUDE_PER_WORDPIECE).
-EXACT_CHARS = 50_000
-SAMPLES = 64
-SAMPLE_CHARS = 1_000
-
-
-def count_tokens(text: str) -> int:
-    if len(text) <= EXACT_CHARS:
-        pieces = [text]
-    else:
-        step = len(text) // SAMPLES
-        pieces = [_whole_words(text, i * step, i * step + SAMPLE_CHARS) for i in range(SAMPLES)]
-    encoded = _tokenizer().encode_batch_fast(pieces, add_special_tokens=False)  # ids, no offsets
-    wordpieces = sum(len(e.ids) for e in encoded) * len(text) / max(1, sum(len(p) for p in pieces))
-    return int(wordpieces * CLAUDE_PER_WORDPIECE) + 1
-
-
-def _whole_words(text: str, start: int, end: int) -> str:
-    """``text[start:end]`` widened to whole words, so no word is split into extra pieces."""
-    while start > 0 and not text[start - 1].isspace():
-        start -= 1
-    while end < len(text) and not text[end].isspace():
-        end += 1
-    return text[start:end]
 
 
 @lru_cache(maxsize=256)
@@ -138,6 +95,10 @@ class Estimate:
     # requests that do not fit the model's window: never sent, not counted (arag.llm.window)
     unsent: list[int] = field(default_factory=list)  # the tokens each would need
     window: str = ""  # the setting they exceed, as ``key=value``
+    # the account whose rate limits pace these calls, and its limits per minute (the
+    # config's model.*_per_minute; empty: none known)
+    account: str = ""
+    limits: dict[str, float] = field(default_factory=dict)
     predictions: list[Prediction] = field(default_factory=list, repr=False)
 
     def repeated(self, repeats: int) -> Estimate:
@@ -189,7 +150,8 @@ def estimate_requests(label: str, requests: dict[str, dict[str, Any]], model_cfg
     cost = (input_tokens * prices.input + output_tokens * prices.output) / 1e6
     return Estimate(label, len(requests), len(todo), input_tokens, output_tokens, cost,
                     n_cached=len(requests) - len(todo), model=model_cfg.name, unsent=unsent,
-                    window=f"{window}={model_cfg.context_limit:,}" if window else "")
+                    window=f"{window}={model_cfg.context_limit:,}" if window else "",
+                    **paced_by(model_cfg))
 
 
 def estimate(run_name: str, system_factory: Any, tasks: list, model_cfg: Any, source: str,
@@ -202,7 +164,14 @@ def estimate(run_name: str, system_factory: Any, tasks: list, model_cfg: Any, so
     prices = Prices.from_config(model_cfg)
     cost = (done.input_tokens * prices.input + done.output_tokens * prices.output) / 1e6
     return Estimate(run_name, len(tasks), done.calls, done.input_tokens, done.output_tokens,
-                    cost, predictions=done.predictions)
+                    cost, predictions=done.predictions, **paced_by(model_cfg))
+
+
+def paced_by(model_cfg: Any) -> dict[str, Any]:
+    """The account a model's calls share a rate limiter on (``arag.llm.limits``: provider,
+    endpoint and model) and the limits its config gives."""
+    return {"account": f"{model_cfg.provider}:{model_cfg.base_url or ''}:{model_cfg.model_id}",
+            "limits": Seeds.from_config(model_cfg).per_minute()}
 
 
 # Tasks are estimated on every core: a task's answer and counts depend on that task alone
@@ -326,23 +295,72 @@ def recorded_answers(sweep_dir: Path) -> list[dict[str, Any]]:
 
 
 def summarize(run: str, parts: dict[str, list[Estimate]]) -> dict[str, Any]:
-    """A job's calls and cost, in total and per part (system, judge, dataset)."""
+    """A job's calls and cost, in total and per part (system, judge, dataset), and what it
+    asks of each rate-limited account (``paced``)."""
+    paced: dict[str, dict[str, Any]] = {}
+    for e in (e for es in parts.values() for e in es if e.limits):
+        asked = paced.setdefault(e.account, {"limits": e.limits, REQUESTS: 0, INPUT: 0,
+                                             OUTPUT: 0})
+        asked["limits"] = {b: min(v, asked["limits"].get(b, v)) for b, v in
+                           {**asked["limits"], **e.limits}.items()}
+        asked[REQUESTS] += e.n_calls
+        asked[INPUT] += e.input_tokens
+        asked[OUTPUT] += e.output_tokens
     return {"run": run, "calls": sum(e.n_calls for es in parts.values() for e in es),
             "cost_usd": sum(e.cost_usd for es in parts.values() for e in es),
-            "parts": {part: sum(e.cost_usd for e in es) for part, es in parts.items() if es}}
+            "parts": {part: sum(e.cost_usd for e in es) for part, es in parts.items() if es},
+            **({"paced": paced} if paced else {})}
 
 
 def total_line(label: str, summaries: list[dict[str, Any]]) -> str:
     """``[dry run] sweep total: 3 jobs, 102 calls, estimated cost $0.33 (system $0.12,
-    judge $0.21)``."""
+    judge $0.21)``; and the wall time the configured rate limits allow, if any."""
     parts: dict[str, float] = {}
     for s in summaries:
         for part, cost in s["parts"].items():
             parts[part] = parts.get(part, 0.0) + cost
     split = ", ".join(f"{part} ${cost:.4f}" for part, cost in parts.items())
     jobs = f"{len(summaries)} jobs, " if len(summaries) != 1 else ""
-    return (f"[dry run] {label}: {jobs}{sum(s['calls'] for s in summaries):,} calls, "
+    line = (f"[dry run] {label}: {jobs}{sum(s['calls'] for s in summaries):,} calls, "
             f"estimated cost ${sum(s['cost_usd'] for s in summaries):.4f} ({split})")
+    least = wall_minutes(summaries)
+    if least is not None:
+        what = "this sweep" if label.startswith("sweep") else "this run"
+        line += f"\n[dry run] at {least[1]} {what} needs at least {_minutes(least[0])}"
+    return line
+
+
+def wall_minutes(summaries: list[dict[str, Any]], share: Any = None
+                 ) -> tuple[float, str] | None:
+    """The least wall time the configured rate limits allow these jobs, and the limits
+    that set it (``400,000 input tokens/min``); None when no limit is configured.
+
+    Each account's budgets start full and refill their limit each minute, so its calls
+    need at least ``asked / limit - 1`` minutes on the budget they take most of; accounts
+    are added up (a job asks its model, then its judge). ``share``: the share of each
+    summary's calls counted (a sequential sweep's stop), all by default."""
+    asked: dict[str, dict[str, Any]] = {}
+    for s in summaries:
+        part = share(s) if share is not None else 1.0
+        for account, a in s.get("paced", {}).items():
+            total = asked.setdefault(account, {"limits": a["limits"], REQUESTS: 0.0, INPUT: 0.0,
+                                               OUTPUT: 0.0})
+            for budget in (REQUESTS, INPUT, OUTPUT):
+                total[budget] += a[budget] * part
+    if not asked:
+        return None
+    minutes, binding = 0.0, []
+    for total in asked.values():
+        need = {REQUESTS: total[REQUESTS], INPUT: total[INPUT], OUTPUT: total[OUTPUT],
+                TOKENS: total[INPUT] + total[OUTPUT]}
+        most = max(total["limits"], key=lambda b: need[b] / total["limits"][b])
+        minutes += max(0.0, need[most] / total["limits"][most] - 1)
+        binding.append(f"{total['limits'][most]:,.0f} {most.replace('_', ' ')}/min")
+    return minutes, " and ".join(binding)
+
+
+def _minutes(minutes: float) -> str:
+    return f"{int(minutes):,} min" if minutes >= 1 else f"{int(minutes * 60)} s"
 
 
 def sweep_total(sweep_dir: Path, runner: Any = None) -> str:
@@ -356,6 +374,10 @@ def sweep_total(sweep_dir: Path, runner: Any = None) -> str:
     return line
 
 
+def _task_share(tasks: int) -> Any:
+    return lambda s: min(tasks, s["tasks"]) / s["tasks"] if s.get("tasks") else 0.0
+
+
 def sequential_range(summaries: list[dict[str, Any]], batch_size: int, max_tasks: int | None
                      ) -> str:
     """What a sequential sweep may spend: from its smallest stop (every comparison settled
@@ -363,12 +385,18 @@ def sequential_range(summaries: list[dict[str, Any]], batch_size: int, max_tasks
     scaled by the share of its tasks it would answer (a task costs about the same
     whenever it runs)."""
     def spend(tasks: int) -> float:
-        return sum(s["cost_usd"] * min(tasks, s["tasks"]) / s["tasks"]
-                   for s in summaries if s.get("tasks"))
+        return sum(s["cost_usd"] * _task_share(tasks)(s) for s in summaries)
     total = max(s.get("tasks") or 0 for s in summaries)
     most = min(total, max_tasks) if max_tasks is not None else total
     least = min(batch_size, most)
     cap = " (runner.max_tasks)" if most < total else ""
-    return (f"[dry run] sequential: between ${spend(least):.4f} (stopped at the first look, "
+    line = (f"[dry run] sequential: between ${spend(least):.4f} (stopped at the first look, "
             f"after {least} of {total} tasks) and ${spend(most):.4f} (after {most} "
             f"tasks{cap}); where in between depends on how soon the comparisons are settled")
+    soonest = wall_minutes(summaries, _task_share(least))
+    latest = wall_minutes(summaries, _task_share(most))
+    if soonest is not None and latest is not None:
+        line += (f"\n[dry run] sequential: at {latest[1]} it needs at least between "
+                 f"{_minutes(soonest[0])} (stopped at the first look) and "
+                 f"{_minutes(latest[0])} (after {most} tasks)")
+    return line

@@ -22,7 +22,7 @@ from omegaconf import DictConfig
 
 from arag import progress
 from arag.datasets import DatasetError
-from arag.llm import ChatModel, make_model
+from arag.llm import ChatModel, limits, make_model
 from arag.llm.base import MissingCredentials
 from arag.llm.cache import SpendJournal
 from arag.memory import settle_imports
@@ -156,9 +156,19 @@ def spend_metrics(job: Job, predictions: list[Prediction]) -> dict[str, float]:
             "cost_usd_unrecorded_total": max(0.0, new + earlier - recorded)}
 
 
+def rate_limit_metrics(paced: limits.Totals) -> dict[str, float]:
+    """``rate_limit_wait_s``: what the run's requests waited for their accounts' rate
+    limits, summed over requests; ``rate_limited_429s``: the 429s they got. None when the
+    run sent no request through a limiter (the offline model)."""
+    if not paced.requests:
+        return {}
+    return {"rate_limit_wait_s": paced.wait_s, "rate_limited_429s": float(paced.rate_limited)}
+
+
 def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
              ) -> tuple[dict[str, float], list[Prediction]]:
     cfg = job.cfg
+    paced_from = limits.totals()
     system = build_system(job, model)
     if not cfg.runner.rerun:  # runner.rerun=true answers every task again
         carry_over(job)
@@ -179,6 +189,9 @@ def _execute(job: Job, model: ChatModel, tracker: track.RunTracker, label: str
         "n_answered_again": float(outcome.n_changed),
         **job.index_metrics(), **job.dataset_metrics, **job.system_class.run_metrics,
         **spend_metrics(job, outcome.predictions)}, features)
+    paced = rate_limit_metrics(limits.totals() - paced_from)
+    tracker.log_metrics(paced)  # the model's calls and the judge's, on the run's accounts
+    metrics.update(paced)
     fields = [m.name for m in report_metrics()]
     references: dict[str, str | None] = {p.id: p.ground_truth for p in outcome.predictions}
     n_traces = log_task_traces(

@@ -24,7 +24,8 @@ from tracking.paths import resolve
 # keys that change how a run is executed or recorded, not what it computes
 # how a model is reached, not which model answers
 _TRANSPORT = ("max_retries", "retry_base_delay_s", "retry_after_max_s", "timeout_s", "requests_per_minute",
-              "tokens_per_minute", "base_url", "api_key_env")
+              "tokens_per_minute", "input_tokens_per_minute", "output_tokens_per_minute",
+              "base_url", "api_key_env")
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "runner.max_error_rate",

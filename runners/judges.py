@@ -20,7 +20,8 @@ from arag.config import ConfigError, JudgeConfig, compose_option
 from tracking.paths import PROJECT_ROOT
 
 TRANSPORT = ("base_url", "max_retries", "retry_base_delay_s", "timeout_s",
-             "requests_per_minute", "tokens_per_minute")
+             "requests_per_minute", "tokens_per_minute", "input_tokens_per_minute",
+             "output_tokens_per_minute")
 SHARED = ("batch", "batch_timeout_s", "samples", "reask_unreadable")
 CANNOT_JUDGE = ("none", "offline")
 

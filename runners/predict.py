@@ -28,6 +28,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from arag.files import append_whole, is_storage_failure, write_bytes_atomically
+from arag.llm import limits
 from arag.llm.base import ChatModel
 from arag.llm.budget import COST_CAP, SpendCap
 from arag.llm.cache import answer_repeat
@@ -232,8 +233,10 @@ def predict(system: System, tasks: list[Task], log_path: Path, *, source: str,
                     cap.charge(pred.cost_usd or 0.0)
                 outcome.n_new += 1
                 bar.update(1)
+                pace = limits.pace_words()  # tokens per minute against the account's limit
                 bar.set_postfix(cost=f"${cap.spent if cap else recorded:.4f}",
-                                errors=sum(1 for p in results.values() if p.error))
+                                errors=sum(1 for p in results.values() if p.error),
+                                **({"pace": pace} if pace else {}))
     bar.close()
     outcome.predictions = [results[a.key] for a in answers if a.key in results]
     if not_run and cap is not None:

@@ -14,6 +14,10 @@ caches nothing. The longest prefix cached before, found at a breakpoint or up to
 before one, is ``cache_read_input_tokens``; from there to the last breakpoint is written,
 ``cache_creation_input_tokens``; what follows is ``input_tokens``. As in the API, a change
 of ``tool_choice`` invalidates the cached messages but not tools and system.
+
+``bucket`` (a ``tests.fake_bucket.TokenBucket``; off by default) holds the prompt tokens
+per minute as the API does: over it, a 429 with ``retry-after``; every answer carries the
+``anthropic-ratelimit-input-tokens-*`` headers.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from tests.fake_bucket import TokenBucket, retry_after
 from tests.fake_http import FakeServer, JSONHandler
 
 Spec = dict[str, Any]
@@ -146,8 +151,9 @@ def agent_policy(rounds: int = 2, cite: bool = False) -> Callable[[dict, int], S
 
 class FakeAnthropic(FakeServer):
     def __init__(self, handler: Callable[[dict, int], Spec] | None = None, delay: float = 0.0,
-                 min_cache_tokens: int | None = None):
+                 min_cache_tokens: int | None = None, bucket: TokenBucket | None = None):
         self.handler = handler or agent_policy()
+        self.bucket = bucket
         self.queue: list[Spec] = []
         self.delay = delay
         self.min_cache_tokens = min_cache_tokens  # None: the documented minimum of the model
@@ -204,8 +210,14 @@ class FakeAnthropic(FakeServer):
                     n = len(fake.requests)
                     fake.requests.append({"path": self.path, "headers": self.header_dict(),
                                           "json": request})
-                    spec = fake.queue.pop(0) if fake.queue else None
+                    wait = fake._over_the_limit(request)
+                    spec = fake.queue.pop(0) if fake.queue and wait is None else None
+                limits = fake.bucket.anthropic_headers() if fake.bucket else {}
+                if wait is not None:
+                    spec = error(429, "rate_limit_error", "input tokens per minute exceeded",
+                                 {**limits, "retry-after": retry_after(wait)})
                 spec = spec or fake.handler(request, n)
+                spec = {**spec, "headers": {**limits, **spec.get("headers", {})}}
                 time.sleep(spec.get("delay", fake.delay))
                 if spec.get("drop"):
                     self.hang_up()
@@ -225,6 +237,13 @@ class FakeAnthropic(FakeServer):
 
         self.serve(Handler)
         return self
+
+    def _over_the_limit(self, request: dict) -> float | None:
+        """The bucket's retry-after for a request over it; None: admitted (or no bucket)."""
+        if self.bucket is None:
+            return None
+        blocks = prompt_blocks(request)
+        return self.bucket.take(blocks[-1].tokens if blocks else 0)
 
     def _new_batch(self, items: list[dict]) -> str:
         results = []

@@ -91,6 +91,15 @@ def _each_test_reads_its_datasets():
     forget_loaded()
 
 
+@pytest.fixture(autouse=True)
+def _each_test_paces_afresh():
+    """A test starts as a new process would: no rate limiter learned from an earlier
+    test's server (``arag.llm.limits.forget``)."""
+    from arag.llm.limits import forget
+
+    forget()
+
+
 @pytest.fixture(scope="session")
 def shared_cache(tmp_path_factory) -> Path:
     """An index/response cache shared by tests (content-keyed, so sharing is safe)."""

@@ -14,6 +14,10 @@ offers tools gets that error (``VLLM_NO_TOOLS``, ``LLAMA_CPP_NO_TOOLS`` are what
 servers answer). Usage is counted as a server does (~4 characters of JSON a token), and
 prompt caching as OpenAI does it: the longest prefix of an earlier request (whole messages,
 at least ``min_cache_tokens``), in steps of 128 tokens, is ``cached_tokens``.
+
+``bucket`` (a ``tests.fake_bucket.TokenBucket``; off by default) holds the prompt tokens
+per minute: over it, a 429 with ``retry-after``; every answer carries OpenAI's
+``x-ratelimit-*-tokens`` headers.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from tests.fake_bucket import TokenBucket, retry_after
 from tests.fake_http import FakeServer, JSONHandler
 
 Spec = dict[str, Any]
@@ -102,8 +107,10 @@ def agent_policy(rounds: int = 2) -> Callable[[dict, int], Spec]:
 
 class FakeOpenAI(FakeServer):
     def __init__(self, handler: Callable[[dict, int], Spec] | None = None, delay: float = 0.0,
-                 no_tools: tuple[int, str] | None = None, min_cache_tokens: int = 1024):
+                 no_tools: tuple[int, str] | None = None, min_cache_tokens: int = 1024,
+                 bucket: TokenBucket | None = None):
         self.handler = handler or agent_policy()
+        self.bucket = bucket
         self.queue: list[Spec] = []
         self.delay = delay
         self.no_tools = no_tools
@@ -135,10 +142,16 @@ class FakeOpenAI(FakeServer):
                     n = len(fake.requests)
                     fake.requests.append({"path": self.path, "headers": self.header_dict(),
                                           "json": request})
-                    spec = fake.queue.pop(0) if fake.queue else None
+                    wait = fake.bucket.take(_prompt_tokens(request)) if fake.bucket else None
+                    spec = fake.queue.pop(0) if fake.queue and wait is None else None
+                limits = fake.bucket.openai_headers() if fake.bucket else {}
+                if wait is not None:
+                    spec = error(429, "Rate limit reached for tokens per min", "tokens",
+                                 {**limits, "retry-after": retry_after(wait)})
                 if spec is None and fake.no_tools and request.get("tools"):
                     spec = error(fake.no_tools[0], fake.no_tools[1])
                 spec = spec or fake.handler(request, n)
+                spec = {**spec, "headers": {**limits, **spec.get("headers", {})}}
                 time.sleep(spec.get("delay", fake.delay))
                 if spec.get("drop"):
                     self.hang_up()
@@ -182,3 +195,9 @@ class FakeOpenAI(FakeServer):
         return {"prompt_tokens": tokens, "completion_tokens": completion,
                 "total_tokens": tokens + completion,
                 "prompt_tokens_details": {"cached_tokens": cached}}
+
+
+def _prompt_tokens(request: dict) -> int:
+    """A request's prompt tokens as ``_usage`` counts them (~4 characters of JSON a token)."""
+    return len(json.dumps(request.get("tools") or [])) // 4 + sum(
+        len(json.dumps(m, sort_keys=True)) // 4 for m in request.get("messages") or [])

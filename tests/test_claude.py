@@ -11,7 +11,6 @@ from arag.datasets import load_dataset
 from arag.llm import ModelError, Prices, make_model
 from arag.llm.base import MissingCredentials, ToolSpec
 from arag.llm.cache import CachedModel
-from arag.llm.limits import RateLimiter
 from arag.retrieval import load_or_build_index
 from arag.systems import SystemContext, make_system
 from arag.trace import step_to_dict
@@ -282,27 +281,6 @@ def test_response_cache_makes_a_repeat_call_free(make_cfg, fake, tmp_path):
     off = CachedModel(claude(make_cfg, fake.url), tmp_path, "off")
     ask(off)
     assert len(fake.requests) == 4
-
-
-def test_rate_limiter_holds_requests_and_tokens_per_minute():
-    now = [0.0]
-    slept = []
-
-    def sleep(s):
-        slept.append(s)
-        now[0] += s
-
-    limiter = RateLimiter(2, 1000, clock=lambda: now[0], sleep=sleep)
-    limiter.acquire(100)
-    limiter.acquire(100)
-    limiter.acquire(100)  # third request in the minute waits for the window
-    assert slept and now[0] >= 60
-    limiter.acquire(900)  # 100 + 900 fit once the first two left the window
-    tokens = RateLimiter(None, 1000, clock=lambda: now[0], sleep=sleep)
-    tokens.acquire(800)
-    before = now[0]
-    tokens.acquire(300)
-    assert now[0] - before >= 60
 
 
 def test_agent_loop_over_http_and_a_failed_task_is_recorded(make_cfg, fake, tmp_path):

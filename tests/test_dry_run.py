@@ -77,7 +77,7 @@ def test_a_cold_dry_run_on_financebench_parses_its_filing_and_embeds_nothing(mak
 def test_a_long_text_is_counted_on_samples_close_to_its_full_count():
     """A whole filing (what stuffing sends) is counted on evenly spaced slices; a text of
     ordinary size is counted in full."""
-    from runners import dryrun
+    from arag.llm import tokens as dryrun  # the estimate the dry run and the limiter share
 
     text = "\n".join(f.read_text(encoding="utf-8")
                      for f in sorted((ROOT / "data" / "sample" / "documents").glob("*.txt")))
@@ -95,8 +95,8 @@ def test_tokens_are_counted_as_the_packaged_models_own_tokenizer_counts_them():
     its counts are the ones transformers' tokenizer of that model gives."""
     from transformers import AutoTokenizer
 
+    from arag.llm import tokens as dryrun  # the estimate the dry run and the limiter share
     from arag.retrieval.embedder import packaged_minilm_path
-    from runners import dryrun
 
     reference = AutoTokenizer.from_pretrained(packaged_minilm_path())
     texts = [f.read_text(encoding="utf-8")

@@ -12,6 +12,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
+from arag.llm.rate_headers import HeaderScheme
+
 Message = dict[str, Any]
 # A request as a dict (an item of ``complete_batch``) may carry ``sample``: which of several
 # independent replies to the same request it asks for (judge.samples). Only the response
@@ -162,6 +164,9 @@ class ChatModel(ABC):
         return None
 
     judges: bool = True  # set from its provider's declaration by ``make_model``
+    # how its answers' headers say what is left of the account's rate limits (a provider
+    # declares it, as it declares its retryable errors); None: they say nothing
+    rate_limit_headers: HeaderScheme | None = None
 
     @property
     def can_judge(self) -> bool:

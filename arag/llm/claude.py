@@ -13,7 +13,10 @@
   each agent loop reads everything up to the previous turn from the cache. The API caches
   nothing shorter than the model's minimum cacheable prompt (4,096 tokens for Haiku 4.5
   and Opus 4.6, 1,024 for Sonnet 4.6): tools and system alone (~450 tokens) never do.
-* ``requests_per_minute`` / ``tokens_per_minute`` are enforced before each request.
+* Every request passes the account's rate limiter (``arag.llm.limits``), which learns the
+  budgets from the ``anthropic-ratelimit-*`` headers of each answer (``rate_limit_headers``)
+  and is seeded by ``model.requests_per_minute``, ``tokens_per_minute``,
+  ``input_tokens_per_minute`` and ``output_tokens_per_minute``.
 """
 
 from __future__ import annotations
@@ -34,9 +37,11 @@ from arag.llm.base import (
     ToolSpec,
     Usage,
 )
-from arag.llm.limits import RateLimiter
+from arag.llm.limits import Demand, Pace, RateLimiter, Seeds, limiter_for
+from arag.llm.rate_headers import ANTHROPIC
 from arag.llm.registry import register_provider
 from arag.llm.retry import RetryPolicy, call_with_retries
+from arag.llm.tokens import prompt_tokens
 from arag.redact import reveal
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,7 @@ def api_key() -> str:
 
 class ClaudeModel(ChatModel):
     provider = "anthropic"
+    rate_limit_headers = ANTHROPIC
 
     def __init__(self, cfg: Any):
         try:
@@ -68,10 +74,14 @@ class ClaudeModel(ChatModel):
         self.prompt_caching = bool(cfg.prompt_caching)
         self.base_url: str | None = cfg.base_url or None  # as configured: credentials redacted
         # a URL given with credentials on the command line is redacted in the config
-        self.client = anthropic.Anthropic(api_key=api_key(),
+        key = api_key()
+        self.client = anthropic.Anthropic(api_key=key,
                                           base_url=reveal(cfg.base_url) if cfg.base_url else None,
                                           max_retries=0, timeout=float(cfg.timeout_s))
-        self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
+        # None: no pacing at all (what a fixed concurrency did; the bench compares the two)
+        self.limiter: RateLimiter | None = limiter_for(
+            self.provider, reveal(cfg.base_url) if cfg.base_url else None, key, self.model_id,
+            Seeds.from_config(cfg))
         self.sleep = time.sleep  # overridable: tests remove waits
         self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s),
                                  retry_after_max_s=float(cfg.retry_after_max_s))
@@ -85,19 +95,19 @@ class ClaudeModel(ChatModel):
                  max_tokens: int = 1024, temperature: float = 0.0,
                  tool_choice: str = "auto") -> Completion:
         request = self._request(system, messages, tools, max_tokens, temperature, tool_choice)
-        estimate = self.count_tokens(str(request)) + max_tokens
+        pace = None if self.limiter is None else Pace(
+            self.limiter, Demand(lambda: prompt_tokens(system, messages, tools), max_tokens),
+            self.rate_limit_headers)
 
         def call() -> Completion:
-            self.limiter.acquire(estimate)
             started = time.perf_counter()
-            response = self.client.messages.create(**request)
-            completion = parse_reply(self._completion, response, started)
-            u = completion.usage
-            self.limiter.record(u.input_tokens + u.cache_read_input_tokens
-                                + u.cache_creation_input_tokens + u.output_tokens, estimate)
-            return completion
+            raw = self.client.messages.with_raw_response.create(**request)
+            if pace is not None:
+                pace.heard(raw.headers)
+            return parse_reply(self._completion, raw.parse(), started)
 
-        return self._with_retries(call)
+        return call_with_retries(call, self.classify_error, self.retry, self.name,
+                                 lambda seconds: self.sleep(seconds), pace)
 
     def complete_batch(self, requests: dict[str, dict[str, Any]]) -> dict[str, Completion | ModelError]:
         """Message Batches (half price): submit, poll until ended, merge results by custom id.

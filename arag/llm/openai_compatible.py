@@ -27,6 +27,10 @@
 * Retries run in the shared loop (``arag.llm.retry``; the SDK's own are off): 429 with its
   ``retry-after``, 5xx, timeouts, connection errors and malformed replies
   (``arag.llm.api_errors``); other 4xx fail at once with the server's message.
+* Every request passes the account's rate limiter (``arag.llm.limits``), which learns the
+  budgets from the ``x-ratelimit-*`` headers of each answer (``rate_limit_headers``; a
+  local server that sends none is paced only after a 429) and is seeded by the
+  ``model.*_per_minute`` limits.
 * Usage: ``prompt_tokens`` less the cached part (``prompt_tokens_details.cached_tokens``,
   priced at ``price_cache_read``) is ``input_tokens``; ``completion_tokens`` (reasoning
   included) is ``output_tokens``. A reply without usage is malformed: its cost is unknown.
@@ -53,9 +57,11 @@ from arag.llm.base import (
     ToolSpec,
     Usage,
 )
-from arag.llm.limits import RateLimiter
+from arag.llm.limits import Demand, Pace, RateLimiter, Seeds, limiter_for
+from arag.llm.rate_headers import OPENAI
 from arag.llm.registry import register_provider
 from arag.llm.retry import RetryPolicy, call_with_retries
+from arag.llm.tokens import prompt_tokens
 from arag.redact import reveal
 
 PROVIDER = "openai-compatible"
@@ -96,6 +102,7 @@ def api_key(key_env: str | None) -> str:
 
 class OpenAICompatibleModel(ChatModel):
     provider = PROVIDER
+    rate_limit_headers = OPENAI
 
     def __init__(self, cfg: Any):
         try:
@@ -109,15 +116,18 @@ class OpenAICompatibleModel(ChatModel):
         self.key_env = cfg.api_key_env
         self.server = cfg.base_url or OPENAI_URL  # as configured: credentials redacted
         # a URL given with credentials on the command line is redacted in the config
-        self.client = openai.OpenAI(api_key=api_key(self.key_env),
-                                    base_url=reveal(cfg.base_url) if cfg.base_url else OPENAI_URL,
-                                    max_retries=0, timeout=float(cfg.timeout_s))
+        key = api_key(self.key_env)
+        url = reveal(cfg.base_url) if cfg.base_url else OPENAI_URL
+        self.client = openai.OpenAI(api_key=key, base_url=url, max_retries=0,
+                                    timeout=float(cfg.timeout_s))
         options = provider_options(cfg.name, dict(cfg.options or {}))
         # newer OpenAI models take max_completion_tokens; most local servers max_tokens
         self.max_tokens_param = str(options["max_tokens_param"])
         # reasoning models (OpenAI's o-series, gpt-5) refuse any temperature but their own
         self.send_temperature: bool = options["send_temperature"]
-        self.limiter = RateLimiter(cfg.requests_per_minute, cfg.tokens_per_minute)
+        # None: no pacing at all (what a fixed concurrency did; the bench compares the two)
+        self.limiter: RateLimiter | None = limiter_for(self.provider, url, key, self.model_id,
+                                                       Seeds.from_config(cfg))
         self.sleep = time.sleep  # overridable: tests remove waits
         self.retry = RetryPolicy(int(cfg.max_retries), float(cfg.retry_base_delay_s),
                                  retry_after_max_s=float(cfg.retry_after_max_s))
@@ -139,26 +149,25 @@ class OpenAICompatibleModel(ChatModel):
         if tools and self.tools_refused:
             raise ModelError(self.tools_refused, kind=NO_TOOLS)
         request = self._request(system, messages, tools, max_tokens, temperature, tool_choice)
-        estimate = self.count_tokens(str(request)) + max_tokens
+        pace = None if self.limiter is None else Pace(
+            self.limiter, Demand(lambda: prompt_tokens(system, messages, tools), max_tokens),
+            self.rate_limit_headers)
 
         def call() -> Completion:
-            self.limiter.acquire(estimate)
             started = time.perf_counter()
-            response = self._send(request, bool(tools))
-            completion = parse_reply(self._completion, response, started)
-            u = completion.usage
-            self.limiter.record(u.input_tokens + u.cache_read_input_tokens + u.output_tokens,
-                                estimate)
-            return completion
+            raw = self._send(request, bool(tools))
+            if pace is not None:
+                pace.heard(raw.headers)
+            return parse_reply(self._completion, raw.parse(), started)
 
         completion = call_with_retries(call, self.classify_error, self.retry, self.name,
-                                       lambda seconds: self.sleep(seconds))
+                                       lambda seconds: self.sleep(seconds), pace)
         self._tools_worked = self._tools_worked or bool(tools)
         return completion
 
     def _send(self, request: dict[str, Any], offers_tools: bool) -> Any:
         try:
-            return self.client.chat.completions.create(**request)
+            return self.client.chat.completions.with_raw_response.create(**request)
         except self._openai.APIStatusError as exc:
             if offers_tools and not self._tools_worked and _refuses_tools(exc, self.model_id):
                 self.tools_refused = (

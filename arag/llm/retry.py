@@ -9,6 +9,11 @@ call at once with a message that says so, instead of sleeping an hour per attemp
 
 A provider only says what an exception means (``ChatModel.classify_error``): retryable or
 not, and its kind. Everything else (how often, how long, what the final error says) is here.
+
+Each attempt passes its account's rate limiter (``arag.llm.limits``) when the provider
+hands one (``pace``): admitted before it is sent, settled with its answer's usage and
+headers, or told of its failure (a 429's headers and retry-after are news to every
+request on the account).
 """
 
 from __future__ import annotations
@@ -17,9 +22,12 @@ import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from arag.llm.base import APIFailure, ModelError
+
+if TYPE_CHECKING:
+    from arag.llm.limits import Pace
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -52,23 +60,33 @@ class RetryPolicy:
 
 
 def call_with_retries(call: Callable[[], T], classify: Callable[[Exception], APIFailure | None],
-                      policy: RetryPolicy, label: str, sleep: Callable[[float], object]) -> T:
-    """``call()``, retried while ``classify`` says its failure is retryable.
+                      policy: RetryPolicy, label: str, sleep: Callable[[float], object],
+                      pace: Pace | None = None) -> T:
+    """``call()``, retried while ``classify`` says its failure is retryable; each attempt
+    paced by ``pace`` when given.
 
     A non-retryable failure raises ModelError at once with the API's message; an exception
     ``classify`` does not recognise is raised unchanged (it is a bug, not an outage).
     """
     last: APIFailure | None = None
     for attempt in range(policy.max_retries + 1):
+        if pace is not None:
+            pace.admit()
         try:
-            return call()
-        except Exception as exc:
-            failure = classify(exc)
+            result = call()
+        except BaseException as exc:
+            failure = classify(exc) if isinstance(exc, Exception) else None
+            if pace is not None:
+                pace.failed(exc, failure)
             if failure is None:
                 raise
             if not failure.retryable:
                 raise ModelError(failure.message, kind=failure.kind) from None
             last = failure
+        else:
+            if pace is not None:
+                pace.succeeded(result)
+            return result
         if attempt < policy.max_retries:
             wait = policy.wait(attempt, last, label)
             log.info("%s: %s; retry %d/%d in %.1fs", label, last.message, attempt + 1,
