@@ -26,7 +26,8 @@ _FIXES = {
     "permission": "check the API key's permissions",
     "connection": "check model.base_url (and judge.base_url) and the network",
     "timeout": "wait for the API to recover, or raise model.timeout_s",
-    "rate_limit": "lower runner.concurrency or model.requests_per_minute",
+    "rate_limit": ("raise model.max_retries (requests are paced by the rate-limit headers), or "
+                   "set model.input_tokens_per_minute to the account's limit"),
     "overloaded": "wait for the API to recover",
     "server": "wait for the API to recover",
     "unparseable": ("check the judge's replies in predictions.eval.jsonl (a judge model that "
