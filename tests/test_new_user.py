@@ -65,23 +65,25 @@ def test_two_sweeps_with_other_settings_have_other_names_and_their_datasets(tmp_
 def test_a_sweep_over_two_datasets_has_their_experiment_and_reuses_finished_runs(tmp_path,
                                                                               shared_cache):
     mini = write_mini_dataset(tmp_path / "calls")
-    alone = run_cli(tmp_path, "system=naive", f"dataset.root={mini}", cache=shared_cache)
+    data = (f"dataset.root={mini}",)
+    alone = run_cli(tmp_path, "system=naive", "dataset.name=calls", *data, cache=shared_cache)
     assert alone.returncode == 0, alone.stderr[-3000:]
     (earlier,) = _jobs(tmp_path)
-    both = run_cli(tmp_path, "system=naive", "dataset=sample,folder", f"dataset.root={mini}",
+    both = run_cli(tmp_path, "system=naive", "dataset.name=calls,more_calls", *data,
                    cache=shared_cache)
     assert both.returncode == 0, both.stderr[-3000:]
     client = client_for(tmp_path)
-    combined = client.get_experiment_by_name("sample+calls")
+    combined = client.get_experiment_by_name("calls+more_calls")
     assert combined is not None
     parent = next(p for p in _parents(tmp_path) if p.info.experiment_id == combined.experiment_id)
-    assert {d.dataset.name for d in parent.inputs.dataset_inputs} == {"sample", "calls"}
+    assert {d.dataset.name for d in parent.inputs.dataset_inputs} == {"calls", "more_calls"}
+    assert parent.info.run_name.startswith("calls+more_calls naive")
     jobs = _jobs(tmp_path)
-    # the finished run of the sample was reused, not run again; the new one joined the
+    # the finished run of one dataset was reused, not run again; the new one joined the
     # sweep's experiment, under its parent
-    assert [j.info.run_id for j in jobs if j.data.tags["dataset"] == "sample"] == [
+    assert [j.info.run_id for j in jobs if j.data.tags["dataset"] == "calls"] == [
         earlier.info.run_id]
-    (new,) = [j for j in jobs if j.data.tags["dataset"] == "calls"]
+    (new,) = [j for j in jobs if j.data.tags["dataset"] == "more_calls"]
     assert new.info.experiment_id == combined.experiment_id
     assert new.data.tags["mlflow.parentRunId"] == parent.info.run_id
     report = Path(client.download_artifacts(parent.info.run_id, "report.md", str(tmp_path)))
