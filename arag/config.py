@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
-from omegaconf import MISSING
+from omegaconf import MISSING, DictConfig, OmegaConf
 
 RANGE = "range"  # the field metadata key a Range is declared under
 # no model's price per million tokens comes near this; a price above it is a typo
@@ -133,6 +134,41 @@ class CacheMode(str, Enum):
     off = "off"
 
 
+def compose_option(conf: Path, group: str, name: str) -> DictConfig:
+    """``<conf>/<group>/<name>.yaml`` with the files its defaults list names merged under it,
+    as Hydra composes a group option (``/group@package: name``, or a plain ``name``: another
+    option of the same group): a judge panel's judges, a routed system's members."""
+    node = OmegaConf.load(conf / group / f"{name}.yaml")
+    assert isinstance(node, DictConfig)
+    merged: Any = OmegaConf.create()
+    for entry in node.get("defaults", []):
+        pairs = entry.items() if isinstance(entry, DictConfig) else \
+            [] if entry == "_self_" else [(group, entry)]
+        for key, value in pairs:
+            base_group = str(key).lstrip("/").split("@")[0]
+            merged = OmegaConf.merge(merged, compose_option(conf, base_group, str(value)))
+    own = {k: v for k, v in node.items_ex(resolve=False) if k != "defaults"}
+    result = OmegaConf.merge(merged, own)
+    assert isinstance(result, DictConfig)
+    return result
+
+
+@dataclass
+class RouteRule:
+    """``system=routed``'s rule: ``below`` where the task's ``feature`` is under
+    ``threshold``, ``above`` elsewhere (both ``conf/system`` options); unset (None) on any
+    other system."""
+
+    feature: str | None = None  # known before any system answers: document_tokens | n_documents
+    threshold: float | None = None  # finite
+    below: str | None = None
+    above: str | None = None
+
+    @property
+    def given(self) -> bool:
+        return any(v is not None for v in (self.feature, self.threshold, self.below, self.above))
+
+
 @dataclass
 class SystemConfig:
     name: str = MISSING
@@ -158,6 +194,11 @@ class SystemConfig:
     id_map: str | None = None
     ignore_extra: bool = False
     model_label: str | None = None
+    # system=routed: the rule it routes by ({feature, threshold, below, above}), or the
+    # cascade it runs ([naive,arag]: the first on every task, the next where it declined);
+    # exactly one is given, and every name is a conf/system option
+    rule: RouteRule = field(default_factory=RouteRule)
+    cascade: list[str] = field(default_factory=list)
     # a plugin system's own settings, read by its class (System.configure) without
     # widening this schema
     options: dict[str, Any] = field(default_factory=dict)

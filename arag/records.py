@@ -163,6 +163,13 @@ class Prediction:
     # Dataset.task_digests of the task as it was answered: on resume, a task whose digest
     # differs (its question, reference or documents changed) is answered again
     task_digest: str | None = None
+    # system=routed: the member system that answered, and why it was chosen
+    routed_to: str | None = None
+    route_reason: str | None = None
+    # a trace in another project's format (system=external), each tool call's hits and reads
+    # located in the dataset by their text: {"steps": [...], "max_loops": int | None}
+    # (arag.systems.predictions_file.trace_path); None: the record carries none
+    foreign_path: dict[str, Any] | None = None
 
     @property
     def answer_key(self) -> str:

@@ -19,6 +19,9 @@ scorer settings (rouge-score, stemmed). No model is called.
   differences stay within [-1, 1]); for each size, the share of sequences decided the right
   way before the tasks run out, the mean tasks at the stop and the spend saved against the
   full sweep.
+* **By spread**: the same planted sizes on differences of three spreads (the records',
+  four times the records', and a 0/1 score per system): tasks to a decision depend on the
+  variance of the differences as much as on their mean.
 * **Fixed n**: the verdict's fixed-sample rule's minimum detectable difference over the
   same number of tasks (``metrics.stats.min_detectable_difference``, 80% power).
 """
@@ -41,6 +44,9 @@ from metrics.sequential import DEFAULT_MARGIN_SHARE, State, first_settled  # noq
 from metrics.stats import min_detectable_difference  # noqa: E402
 
 VAL = ROOT / "data" / "datasets" / "ectsum" / "data" / "final" / "val"
+if not VAL.is_dir():  # the development copy beside the project
+    VAL = ROOT.parent / "shared" / "datasets" / "ectsum" / "data" / "final" / "val"
+DELTAS = (0.01, 0.03, 0.05, 0.1, 0.2)
 WORDS = 50
 # per-task price of the pair naive + A-RAG with Claude Sonnet (the issue's figures, from a
 # public A-RAG project): what a task of the sweep costs when both systems answer it
@@ -133,13 +139,47 @@ def main() -> None:
     print("\n| true mean difference | decided (right way) | wrong way | mean tasks at stop "
           "| spend saved |")
     print("|---|---|---|---|---|")
-    for delta in (0.01, 0.03, 0.05, 0.1, 0.2):
+    for delta in DELTAS:
         right, wrong, stop = simulate(rows, delta, args.batch)
         saved = (n - stop) * PAIR_COST_USD
         print(f"| {delta:.2f} | {right:.3f} | {wrong:.3f} "
               f"| {stop:.0f} of {n} | {1 - stop / n:.0%} (${saved:.2f} of "
               f"${n * PAIR_COST_USD:.2f}) |")
+    by_variance(differences, args.sequences, args.batch)
     print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+def coin_rows(delta: float, sequences: int, n: int, seed: int) -> np.ndarray:
+    """Differences of two systems that each score 0 or 1 per task, the first with
+    probability 0.5 + delta/2, the second 0.5 - delta/2: mean delta, SD about 0.71."""
+    rng = np.random.default_rng(seed)
+    first = rng.binomial(1, 0.5 + delta / 2, size=(sequences, n))
+    return (first - rng.binomial(1, 0.5 - delta / 2, size=(sequences, n))).astype(float)
+
+
+def by_variance(differences: np.ndarray, sequences: int, batch: int) -> None:
+    """Tasks to a decision by true difference *and* the differences' spread: the records'
+    ROUGE-2 differences, the same four times as spread (clipped to stay in range), and a
+    0/1 score per system (the widest a [0, 1] metric's differences can be spread)."""
+    n = len(differences)
+    base = null_sequences(differences, sequences, seed=2)
+    wide = np.clip(null_sequences(4 * differences, sequences, seed=3), -0.8, 0.8)
+    # each case: the rows before ``simulate`` adds delta (a 0/1 pair's mean is planted in
+    # its probabilities, so delta is taken off again)
+    cases = [("ROUGE-2 records", lambda d: base), ("ROUGE-2 x 4", lambda d: wide),
+             ("0/1 per system", lambda d: coin_rows(d, sequences, n, seed=4) - d)]
+    sds = [float(base.std()), float(wide.std()), float(coin_rows(0.0, sequences, n, 4).std())]
+    print(f"\nby spread ({sequences} sequences each): decided the right way / mean tasks "
+          "at the stop")
+    print("| true mean difference | " + " | ".join(
+        f"{name} (SD {sd:.2f})" for (name, _), sd in zip(cases, sds, strict=True)) + " |")
+    print("|---|" + "---|" * len(cases))
+    for delta in DELTAS:
+        cells = []
+        for _, rows_of in cases:
+            right, _, stop = simulate(rows_of(delta), delta, batch)
+            cells.append(f"{right:.2f} / {stop:.0f}")
+        print(f"| {delta:.2f} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":

@@ -34,9 +34,10 @@ Error taxonomy: every task scoring below 3 on either dimension gets one judge ca
 assigns codes from exactly ``ERROR_CODES`` (the evaluation plan's: P is premature
 termination, IC incoherence), defined in the request; anything else in the reply is
 dropped and logged. A reply with no readable ``Codes:`` list, or naming only codes outside
-the set, gives null codes (``error_codes_parse_failed``), not "no errors". P is also
-flagged mechanically for agentic systems (``premature_stop``: answered with loops and context
-budget left and coverage below 3), so the report shows the judge's P beside the flag.
+the set, gives null codes (``error_codes_parse_failed``), not "no errors". P and IR are
+also assigned mechanically, from the agent's path against the gold evidence
+(``metrics.trajectory``: ``trajectory_p``, ``trajectory_ir``, ``trajectory_codes``), which
+logs how often each agrees with the judge's.
 """
 
 from __future__ import annotations
@@ -343,8 +344,7 @@ def dimension_metrics(dimensions: list[Dimension]) -> list[Metric]:
                      bounds=(1.0, 5.0))
               for d in dimensions),
             *(Metric(f"geval_{d.name}_judge_sd", f"judge SD ({d.name})", histogram=False)
-              for d in dimensions),
-            Metric("premature_stop", "premature stop (flagged)", ci=False, histogram=False)]
+              for d in dimensions)]
 
 
 PRIMARY = "primary"
@@ -427,7 +427,6 @@ class GEvalScorer(Scorer):
                 s.values["geval_panel"] = {name: _panel_entry({d: judged.replies[(i, d)]
                                                                for d in dims[i]})
                                            for name, judged in panel.items()}
-            _flag_premature_stop(item, s)
             if self._needs_codes(s):
                 low.append((i, item, s, reasons))
         codes = self._run(self.judge, {str(i): self._taxonomy_request(item, reasons)
@@ -486,7 +485,7 @@ class GEvalScorer(Scorer):
 
     def _unjudged(self, s: Scores, reason: str) -> None:
         _no_reply(s, self.names, reason)
-        s.null(["error_codes", "premature_stop"], reason)
+        s.null(["error_codes"], reason)
         if self.panel:
             s.values["geval_panel"] = None
 
@@ -619,21 +618,6 @@ def panel_aggregates(answered: list[dict[str, Any]], panel: list[str],
                 out[f"judge_agreement_{dim}_ci_low"] = found.ci_low
                 out[f"judge_agreement_{dim}_ci_high"] = found.ci_high
     return out
-
-
-def _flag_premature_stop(item: ScoringItem, s: Scores) -> None:
-    """The mechanical P: an agentic system that answered with budget left (loops **and**
-    context: one that had read all the chunks it may read could not go on) and covered the
-    reference poorly (G-Eval coverage below 3) stopped too early."""
-    coverage = s.values.get("geval_coverage")
-    if not item.agentic:
-        s.null(["premature_stop"], "the system is not agentic: it has no loop to end early")
-    elif coverage is None:
-        s.null(["premature_stop"], "no G-Eval coverage score for this task")
-    else:
-        pred = item.prediction
-        s.values["premature_stop"] = float(not pred.max_loops_reached
-                                           and not pred.context_budget_reached and coverage < 3)
 
 
 def _no_reply(s: Scores, dimensions: list[str], reason: str) -> None:

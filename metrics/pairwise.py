@@ -332,10 +332,14 @@ class PairFigures:
     first_position: int  # readable replies naming the answer shown first
     named: int  # readable replies naming a winner (not a tie)
     length: LengthControl | None = None  # None: rows without answer lengths (older sweeps)
+    # a's mean per-task preference (1 win, 0.5 tie, 0 loss): ties count ½, as in the
+    # length-controlled rate, so the two rates are of one quantity
+    preference: float | None = None
 
     @property
     def win_rate(self) -> float | None:
-        return self.wins / self.n_tasks if self.n_tasks else None
+        """a's win rate, ties counted ½ (as the length-controlled rate counts them)."""
+        return self.preference if self.n_tasks else None
 
     @property
     def tie_rate(self) -> float | None:
@@ -343,7 +347,16 @@ class PairFigures:
 
     @property
     def loss_rate(self) -> float | None:
-        return self.losses / self.n_tasks if self.n_tasks else None
+        """b's win rate, ties counted ½: 1 − ``win_rate``."""
+        return 1 - self.preference if self.n_tasks and self.preference is not None else None
+
+    @property
+    def length_explains(self) -> bool:
+        """The judge prefers one run, but at equal length the preference is not told from
+        none: the length-controlled rate's CI includes 0.5 ("beats" is then never said)."""
+        lc = self.length
+        return (self.winner is not None and lc is not None and lc.ci is not None
+                and lc.ci[0] <= 0.5 <= lc.ci[1])
 
     @property
     def position_inconsistency(self) -> float | None:
@@ -374,6 +387,7 @@ class LengthControl:
     b_longer: int
     longer_p: float | None  # sign test: is one run's answer systematically longer?
     why_not: str = ""
+    ci: tuple[float, float] | None = None  # 95% profile-likelihood CI of ``win_rate``
 
     @property
     def systematically_longer(self) -> bool:
@@ -397,22 +411,44 @@ def length_control(scores: dict[str, float], differences: dict[str, float]) -> L
     if not a_longer or not b_longer:
         return LengthControl(None, a_longer, b_longer, p, "one run's answer is the longer on "
                              "every task, so length and system cannot be told apart")
-    rate = _logistic_intercept(np.array([scores[t] for t in tasks]), diffs)
-    return LengthControl(rate, a_longer, b_longer, p)
+    rate, ci = _logistic_intercept(np.array([scores[t] for t in tasks]), diffs)
+    return LengthControl(rate, a_longer, b_longer, p, ci=ci)
 
 
-def _logistic_intercept(preference: np.ndarray, diffs: np.ndarray) -> float:
-    from scipy.optimize import minimize
+SLOPE_RIDGE = 0.05
+CHI2_95 = 3.841458820694124  # the chi-square(1) 95% point: a profile-likelihood interval
+INTERCEPT_BOUND = 12.0  # log-odds searched for the interval's ends (expit(12) = 0.999994)
+
+
+def _logistic_intercept(preference: np.ndarray, diffs: np.ndarray
+                        ) -> tuple[float, tuple[float, float]]:
+    """The fitted preference at zero length difference and its 95% profile-likelihood CI
+    (the intercepts whose best fit over the slope is within the chi-square(1) 95% point of
+    the best fit), through the logistic function. A Wald or bootstrap interval fails where a
+    judge always prefers the longer answer: the intercept then has no finite estimate, and
+    the profile is flat across every rate length alone explains."""
+    from scipy.optimize import brentq, minimize, minimize_scalar
     from scipy.special import expit
 
     x = np.tanh(diffs / diffs.std())
 
-    def loss(theta: np.ndarray) -> float:
-        z = theta[0] + theta[1] * x
+    def loss(intercept: float, slope: float) -> float:
+        z = intercept + slope * x
         # a small ridge on the slope keeps a judge that always picks the longer finite
-        return float(np.sum(np.logaddexp(0, z) - preference * z) + 0.05 * theta[1] ** 2)
+        return float(np.sum(np.logaddexp(0, z) - preference * z) + SLOPE_RIDGE * slope ** 2)
 
-    return float(expit(minimize(loss, np.zeros(2), method="BFGS").x[0]))
+    best = minimize(lambda t: loss(t[0], t[1]), np.zeros(2), method="BFGS")
+
+    def excess(intercept: float) -> float:
+        profile = minimize_scalar(lambda slope: loss(intercept, slope)).fun
+        return 2 * (float(profile) - float(best.fun)) - CHI2_95
+
+    centre = float(np.clip(best.x[0], -INTERCEPT_BOUND, INTERCEPT_BOUND))
+    ends = []
+    for edge in (-INTERCEPT_BOUND, INTERCEPT_BOUND):
+        ends.append(edge if excess(edge) <= 0 else brentq(excess, centre, edge)
+                    if excess(centre) < 0 else centre)
+    return float(expit(best.x[0])), (float(expit(ends[0])), float(expit(ends[1])))
 
 
 def _length_differences(found: list[Outcome]) -> dict[str, float] | None:
@@ -435,8 +471,7 @@ def pair_figures(found: list[Outcome]) -> PairFigures:
     return PairFigures(
         first.judge, first.pair, first.dimension, len(scores), wins,
         len(scores) - wins - losses, losses,
-        bootstrap_ci([float(s > 0.5) for s in scores]), bootstrap_ci([float(s < 0.5)
-                                                                       for s in scores]),
+        bootstrap_ci(scores), bootstrap_ci([1 - s for s in scores]),
         _sign_test(wins, losses),
         sum(o.status in ("decided", "inconsistent") for o in found),
         sum(o.status == "inconsistent" for o in found),
@@ -444,7 +479,7 @@ def pair_figures(found: list[Outcome]) -> PairFigures:
         sum(o.status == "not_judged" for o in found),
         sum(r["verdict"] == "A" for r in named), len(named),
         None if (diffs := _length_differences(found)) is None else
-        length_control(per_task, diffs))
+        length_control(per_task, diffs), float(np.mean(scores)) if scores else None)
 
 
 def _sign_test(wins: int, losses: int) -> float | None:
@@ -583,7 +618,9 @@ def metrics_of(summary: Summary) -> dict[str, float]:
             "n_tasks": float(f.n_tasks), "unreadable": float(f.unreadable),
             "not_judged": float(f.not_judged)}
         if f.length is not None:
-            values |= {"lc_win_rate": f.length.win_rate,
+            low, high = f.length.ci or (None, None)
+            values |= {"lc_win_rate": f.length.win_rate, "lc_win_rate_ci_low": low,
+                       "lc_win_rate_ci_high": high,
                        "a_longer_tasks": float(f.length.a_longer),
                        "b_longer_tasks": float(f.length.b_longer)}
         for name, ci in (("win_rate", f.win_rate_ci), ("loss_rate", f.loss_rate_ci)):

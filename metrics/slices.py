@@ -125,6 +125,7 @@ class Interaction:
     n: int  # tasks (or documents, where tasks share them) the test was made on
     statistic: float  # Spearman's rho, or the H statistic
     p: float
+    floor: float | None = None  # the smallest p the test can give (a permutation's 1/(B+1))
 
 
 def _by_cluster(features: np.ndarray, diffs: np.ndarray, clusters: Sequence[Any] | None
@@ -160,7 +161,7 @@ def spearman_permutation(feature: Sequence[float], diffs: Sequence[float],
     shuffled = np.argsort(rng.random((permutations, len(ry))), axis=1)
     null = (ry[shuffled] @ rx) / scale
     p = (1 + int(np.sum(np.abs(null) >= abs(rho) - 1e-12))) / (1 + permutations)
-    return Interaction("spearman permutation", len(x), rho, float(p))
+    return Interaction("spearman permutation", len(x), rho, float(p), 1 / (1 + permutations))
 
 
 def kruskal_wallis(groups: Sequence[str], diffs: Sequence[float],

@@ -22,6 +22,12 @@
   family and stay None.
 * ``correlation``: Spearman's rank correlation of two per-task quantities (e.g. an agent's
   loops and its retrieval recall) with a percentile bootstrap CI over the tasks.
+* ``sign_test``: whether one per-task count is above another (two-sided binomial on the
+  tasks where they differ): the attribution report names a main failure cause only when it
+  leads by it at ``ALPHA``.
+* ``p_text``: a p-value as stated; a permutation p at its floor 1/(B+1) is a bound
+  ("p ≤ 0.0005"). ``difference_quantity``: which mean a pair's power figures are of (the
+  mean of document means where tasks share documents).
 * ``agreement``: Krippendorff's alpha between judges (``krippendorff`` package; ordinal by
   default: the 1-5 scale is ordered but its steps need not be equal) with a percentile
   bootstrap CI over the items.
@@ -531,3 +537,49 @@ def _row_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     b = b - b.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         return (a * b).sum(axis=1) / np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+
+
+def p_text(p: float, floor: float | None = None) -> str:
+    """A p-value as a report states it: a permutation p at its floor (1/(B+1) for B
+    permutations, ``floor``) is a bound, "p ≤ 0.0005", never "p = 0.0005"."""
+    if floor is not None and p <= floor * (1 + 1e-9):
+        return f"p ≤ {floor:.2g}"
+    return f"p = {p:.3g}"
+
+
+def difference_quantity(n_clusters: int | None) -> str:
+    """Which mean a pair's power figures (``min_detectable_difference``, ``tasks_needed``)
+    are computed on, so a sentence can name it: where tasks share documents
+    (``Paired.n_clusters``) the differences handed to them are each document's mean, so the
+    figures are of the mean of document means, not of the mean over tasks beside them."""
+    return "mean of document means" if n_clusters else "mean over tasks"
+
+
+@dataclass(frozen=True)
+class SignTest:
+    """Whether one count is above another task by task: the two-sided sign test on the tasks
+    where they differ (binomial, p = 0.5; tied tasks carry no sign)."""
+
+    first: int  # the first count over all tasks
+    second: int
+    more: int  # tasks where the first count is the larger
+    fewer: int  # tasks where it is the smaller
+    ties: int
+    p: float | None  # None: no task where the counts differ
+
+    @property
+    def leader(self) -> int | None:
+        """0: the first leads, 1: the second, None: neither at ``ALPHA`` (nor with no test)."""
+        if self.p is None or self.p >= ALPHA or self.more == self.fewer:
+            return None
+        return 0 if self.more > self.fewer else 1
+
+
+def sign_test(first: Sequence[int], second: Sequence[int]) -> SignTest:
+    """The sign test of two per-task counts (same task at each index)."""
+    from scipy.stats import binomtest
+
+    a, b = np.asarray(first, dtype=float), np.asarray(second, dtype=float)
+    more, fewer = int((a > b).sum()), int((a < b).sum())
+    p = float(binomtest(more, more + fewer, 0.5).pvalue) if more + fewer else None
+    return SignTest(int(a.sum()), int(b.sum()), more, fewer, len(a) - more - fewer, p)

@@ -44,11 +44,10 @@ from typing import Any
 
 from arag.config import ConfigError
 from metrics import Scorer, default_scorers
-from metrics.aggregate import task_means
-from metrics.stats import Paired, clusters_of, holm, paired_difference
+from metrics.stats import Paired
 from report import policy
 from report.compare import trace_ids
-from report.verdict import is_answered
+from report.verdict import pair_records
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
 
 ARTIFACT = "baseline_comparison.json"
@@ -283,21 +282,13 @@ def decision_metrics(options: Options, baseline: Sweep, candidate: Sweep) -> lis
                               + [r.metric for r in options.rules]))
 
 
-def per_task(records: list[dict[str, Any]], key: str) -> dict[str, float]:
-    """Each answered task's mean of ``key`` over its repeats."""
-    return task_means([r for r in records if is_answered(r)], key)
-
-
 def paired(b_records: list[dict[str, Any]], c_records: list[dict[str, Any]], key: str
            ) -> tuple[list[str], list[float], list[float], Paired | None]:
     """The tasks both answered with a ``key`` value, their values, and the paired
-    difference candidate minus baseline."""
-    b, c = per_task(b_records, key), per_task(c_records, key)
-    ids = [t for t in c if t in b]
-    b_vals, c_vals = [b[t] for t in ids], [c[t] for t in ids]
-    docs = {r["id"]: r.get("doc_ids") for r in c_records}  # tasks sharing one go together
-    clusters = clusters_of([docs.get(t) for t in ids])
-    return ids, b_vals, c_vals, paired_difference(c_vals, b_vals, clusters=clusters)
+    difference candidate minus baseline (``verdict.pair_records``: repeats averaged first,
+    clustered by document)."""
+    ids, c_vals, b_vals, res = pair_records(c_records, b_records, key)
+    return ids, b_vals, c_vals, res
 
 
 def stats(res: Paired | None, n: int, b_vals: list[float], c_vals: list[float]
@@ -397,7 +388,7 @@ def compare_pair(baseline: Sweep, candidate: Sweep, names: tuple[str, str],
 def apply_holm(systems: list[dict[str, Any]]) -> None:
     """Holm-adjusted p over every (system, metric) compared, beside the raw p."""
     cells = [m for s in systems for m in s["metrics"].values()]
-    for cell, adjusted in zip(cells, holm([c["p"] for c in cells]), strict=True):
+    for cell, adjusted in zip(cells, policy.adjusted([c["p"] for c in cells]), strict=True):
         cell["p_holm"] = adjusted
 
 

@@ -27,7 +27,7 @@ from arag.records import answer_key
 from metrics import declared_metrics
 from metrics.slices import feature_bins
 from report import policy
-from report.analyses import attribution
+from report.analyses import attribution, trajectory
 from report.verdict import per_task
 from tracking.paths import ui_address
 
@@ -191,9 +191,10 @@ def _answer(record: dict[str, Any], fields: list[str], route: str | None) -> str
 
 def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], key: str,
          traces: dict[str, dict[str, str]], experiment_id: str, title: str,
-         judged: dict[str, str] | None = None) -> str:
-    """The page: a header row of runs, then one row per task (in the first run's order);
-    ``judged``: per task, the pairwise judge's verdicts as HTML (under the task)."""
+         judged: dict[str, str] | None = None, header: str = "") -> str:
+    """The page: the report's answer and headline table (``header``, HTML rendered from the
+    report's model), a header row of runs, then one row per task (in the first run's
+    order); ``judged``: per task, the pairwise judge's verdicts as HTML (under the task)."""
     by_run = [_answers_by_task(records.get(run["run_id"], [])) for run in finished]
     task_ids = list(dict.fromkeys(t for recs in by_run for t in recs))
     fields = score_fields(records, key)
@@ -215,7 +216,7 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}: tasks"
         f"</title><style>{_STYLE}</style></head><body><h1>{html.escape(title)}: every task, "
-        f"side by side</h1><p>{len(task_ids)} tasks, {len(finished)} runs. Sorted by the "
+        f"side by side</h1>{header}<p>{len(task_ids)} tasks, {len(finished)} runs. Sorted by the "
         "difference between two runs, the tasks where the first does best against the second "
         "first (by the metric's direction; tasks where either has no score last).</p>"
         f"<div class='controls'>sort by <select id='metric'>{metrics}</select> of "
@@ -281,8 +282,22 @@ def _row(task_id: str, finished: list[dict[str, Any]],
 def details(record: dict[str, Any]) -> str:
     """What a run's cell shows below its chunks: the sections its chunks touched, where its
     ranking put the gold, and the judge's reasoning per G-Eval dimension (folded)."""
-    return (_section_strip(record) + _ranking(record) + attribution.compare_details(record)
-            + _reasoning(record))
+    return (_section_strip(record) + _ranking(record) + _path(record)
+            + attribution.compare_details(record) + _reasoning(record))
+
+
+# --- the agent's path (report.analyses.trajectory.path_cells) ---
+def _path(record: dict[str, Any]) -> str:
+    cells = trajectory.path_cells(record)
+    if not cells:
+        return ""
+    shown = " · ".join(
+        f"{html.escape(label)} " + (html.escape(", ".join(value) or "none") if isinstance(value, list)
+                                    else _number(value) if value is not None
+                                    else f"<span title='{html.escape(why or '')}'>unknown</span>")
+        for label, value, why in cells)
+    return f"<div class='path'><span class='muted'>path:</span> {shown}</div>"
+# --- end of the agent's path ---
 
 
 _TOUCHED = "background:#2e7d32;color:#fff"

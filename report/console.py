@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import unquote, urlparse
 
 from arag.redact import redact
-from report import findings, policy
+from report import policy
 from report.policy import comparison_order
-from report.verdict import stopped_words, tasks_asked
+from report.verdict import stopped_words
 from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
 from tracking.runs import RunTracker
 
@@ -179,48 +179,30 @@ def _log_table(client: Any, run_id: str, rows: list[dict[str, Any]], name: str) 
         client.log_artifact(run_id, str(path))
 
 
-def _cell(value: Any, digits: int, missing: str = "n/a") -> str:
-    if value is None:
-        return missing
-    return f"{value:,.{digits}f}"
-
-
-def _score_cell(row: dict[str, Any], name: str) -> str:
-    """A score on its common task set, with its n when that is not every task."""
-    value, n = row.get(f"{name}_mean"), row.get(f"{name}_n")
-    text = _cell(value, 3)
-    return text if value is None or n in (None, row.get("n_all")) else f"{text} (n={n})"
-
-
 def table(rows: list[dict[str, Any]], key: str) -> str:
-    """The verdict's table (``verdict.headline_rows``, best first): run x comparison metric
-    and recall on their common task sets, cost per task (every task run, without the
-    response cache) and what was spent, P50 latency, and how many of its tasks each run
-    answered (a skipped or errored task has no score). A cost or latency the records cannot
-    support is "unknown" (``unknown_lines`` say how many records lack it)."""
-    columns = [("cost_per_task", "cost/task $", 5), ("cost_usd_per_task", "spent/task $", 5),
-               ("latency_ms_p50", "P50 ms", 0)]
-    header = ["run", key, "recall", *(title for _, title, _ in columns), "answered"]
-    body = [[r["run"] + (" (bound)" if policy.is_bound(r) else ""), _score_cell(r, key),
-             _score_cell(r, "retrieval_recall"),
-             *(_cell(r.get(name), digits, "unknown") for name, _, digits in columns),
-             f"{r.get('n_answered', 0):.0f}/{tasks_asked(r)}"] for r in rows]
-    widths = [max(len(row[i]) for row in [header, *body]) for i in range(len(header))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                       for i, (c, w) in enumerate(zip(row, widths, strict=True)))
-             for row in [header, *body]]
-    return "\n".join(lines)
+    """The headline table as the terminal shows it (``report.writers.markdown``'s columns
+    and cells: the same as every writer's)."""
+    from report.writers.cells import text_table
+    from report.writers.markdown import HEADLINE_COLUMNS, headline_cells
+
+    return "\n".join(text_table(HEADLINE_COLUMNS(key), [headline_cells(r, key) for r in rows]))
 
 
 def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
-    """Which runs' cost or latency is unknown and how many of their records lack it."""
+    """Which runs' cost or latency is unknown and how many of their records lack it (runs
+    lacking it in the same share said together)."""
     said = {"cost_usd": ("cost_per_task", "cost"), "latency_ms": ("latency_ms_p50", "latency")}
     out = []
     for field, (shown, what) in said.items():
-        runs = [f"{r['run']} ({r['lacking'][field]} of {r.get('n_records', 0)} records lack "
-                "it)" for r in rows if r.get(shown) is None and r.get("lacking", {}).get(field)]
-        if runs:
-            out.append(f"{what} unknown, not 0: " + "; ".join(runs))
+        groups: dict[tuple[int, int], list[str]] = {}
+        for r in rows:
+            if r.get(shown) is None and r.get("lacking", {}).get(field):
+                groups.setdefault((r["lacking"][field], int(r.get("n_records", 0))),
+                                  []).append(r["run"])
+        parts = [f"{', '.join(runs) if len(runs) <= 2 else f'{len(runs)} runs'} ({missing} of "
+                 f"{total} records lack it)" for (missing, total), runs in groups.items()]
+        if parts:
+            out.append(f"{what} unknown, not 0: " + "; ".join(parts))
     return out
 
 
@@ -272,25 +254,26 @@ def stored_verdict(run: Any) -> list[str]:
 
 
 def verdict(result: ReportResult, tracking_uri: str) -> str:
-    """The end of a sweep in the terminal: the one-line answer, the caveats that apply, the
-    table, the key finding (the report's own text), notes on the figures, where to look."""
-    lines = [""]
-    if result.answer:
-        lines += [result.answer, ""]
-    if result.caveats:
-        lines += [plain(result.caveats).strip(), ""]
-    lines += [table(result.headline, result.key), *unknown_lines(result.headline), ""]
+    """The end of a sweep in the terminal (``report.writers.console``): the answer, the
+    caveats grouped by kind, the headline table, the most important findings and where to
+    look; ``report.console=full``: everything the report says."""
+    from report.writers import console as writer
+
+    addresses = where_to_look(result.artifact_uri, tracking_uri, result.experiment_id,
+                              result.run_id)
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
+    extra = [*unknown_lines(result.headline)]
     if not_finished:
-        lines.append("not finished: " + ", ".join(
+        extra.append("not finished: " + ", ".join(
             f"{r['run']} ({'; '.join(filter(None, [r['status'], stopped_words(r)]))})"
             for r in not_finished))
-    lines += [plain(result.finding), ""]
-    found = findings.console_lines(result.findings)
-    if found:
-        lines += [*found, ""]
-    if result.notes:
-        lines += [plain(result.notes).strip(), ""]
-    lines += where_to_look(result.artifact_uri, tracking_uri, result.experiment_id,
-                           result.run_id)
-    return "\n".join(lines)
+    if result.console == "full":
+        lines = writer.full(result.answer, result.caveat_notes, result.headline, result.key,
+                            result.keys or [result.key], result.claims,
+                            [*extra, plain(result.notes).strip()], addresses)
+    else:  # the judge's measured agreement with people is said first among the rest
+        judge = [p for p in plain(result.judge_validation).split("\n") if p.strip()]
+        lines = writer.summary(plain(result.answer), result.caveat_notes, result.headline,
+                               result.key, result.claims, result.answered,
+                               [*judge[:1], *extra], addresses)
+    return "\n".join(["", *lines])

@@ -10,18 +10,15 @@ score in proportion to how often it occurs (the labelled tasks must stand for al
 as PPI++ assumes), and says the CI width of the corrected mean to expect for n labels.
 It is written as a labels-file template (one JSON line per answer and dimension, ``score``
 and ``labeller`` null, the question and the answer beside them) and, with ``--html``, as a
-self-contained page that shows each answer once with every dimension to label, each
-dimension's rubric and what it is judged against (the reference; the text of the context
-the system read, source by source, from ``report.label_sources``; a link to the answer's
-trace), all of it as escaped text, and saves the filled-in labels file under a name
-of its own (``<template>.labelled.jsonl``). The judge's scores are in neither: a labeller
-who sees them anchors on them.
+labelling page (``report.label_page``). A template never replaces a file holding filled-in
+scores (``--force`` moves it aside first); the same path for both, a missing folder, a size
+below 1 and a dimension no judge scored are refused with the fix. The default sample draws
+the same tasks for every run wherever its strata allow, so its labels serve PPI too.
 """
 
 from __future__ import annotations
 
 import argparse
-import html
 import json
 import random
 import sys
@@ -30,11 +27,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from arag.records import answer_key
 from metrics.ppi import width_without_labels
 from report.compare import trace_ids
+from report.label_page import SCALES, Traces, labelled_name, page, page_answers, rubrics
 from report.label_sources import Read, run_sources
-from tracking.human_labels import FIVE_POINT, YES_NO
+from tracking.human_labels import FIVE_POINT
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, ui_address
 from tracking.runs import TrackingError
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
@@ -44,6 +41,9 @@ from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
 DEFAULT_SIZE = 60
 DEFAULT_DIMENSIONS = ("geval_faithfulness", "geval_coverage")
 Picked = tuple[str, dict[str, Any]]  # (run label, record)
+# the page's functions, importable from here as before
+__all__ = ["DEFAULT_SIZE", "Read", "labelled_name", "main", "page", "page_answers",
+           "ppi_sample", "rubrics", "stratified_sample", "template_lines"]
 ONE_SCORE = "no width to expect before labels: the judge gave one score throughout"
 
 
@@ -58,18 +58,29 @@ def stratified_sample(records: dict[str, list[dict[str, Any]]], dimension: str, 
             if rec.get("predicted") and isinstance(score, int | float) and not rec.get("error") \
                     and int(rec.get("repeat") or 0) == 0:
                 groups[(run, round(float(score)))].append(rec)
-    rng = random.Random(seed)
-    queues = []
-    for key in sorted(groups):
-        group = sorted(groups[key], key=lambda r: r["id"])
-        rng.shuffle(group)
-        queues.append((key[0], group))
+    # one seeded order of the tasks for every run, and a task already drawn for another run
+    # first: the runs share their labelled tasks wherever their strata allow (for PPI too)
+    ids = sorted({r["id"] for group in groups.values() for r in group})
+    random.Random(seed).shuffle(ids)
+    rank = {task: k for k, task in enumerate(ids)}
+    queues = [(key[0], sorted(groups[key], key=lambda r: rank[r["id"]])) for key in sorted(groups)]
     picked: list[Picked] = []
+    drawn: set[str] = set()
     while len(picked) < size and any(group for _, group in queues):
         for run, group in queues:
             if group and len(picked) < size:
-                picked.append((run, group.pop()))
+                at = next((k for k, r in enumerate(group) if r["id"] in drawn), 0)
+                picked.append((run, group.pop(at)))
+                drawn.add(picked[-1][1]["id"])
     return picked
+
+
+def shared_tasks(picked: list[Picked], runs: int) -> int:
+    """How many of the picked tasks are drawn for every one of ``runs`` runs."""
+    by_task: dict[str, set[str]] = defaultdict(set)
+    for run, rec in picked:
+        by_task[rec["id"]].add(run)
+    return sum(1 for found in by_task.values() if len(found) >= runs)
 
 
 def _scored(recs: list[dict[str, Any]], dimension: str) -> list[dict[str, Any]]:
@@ -122,162 +133,6 @@ def template_lines(picked: list[Picked], dimensions: list[str], scale: str = FIV
             for run, rec in picked for dim in dimensions]
 
 
-def _safe_json(value: Any) -> str:
-    """JSON to embed in a <script> block: no character of the data can end the block or
-    start markup (``<``, ``>`` and ``&`` are written as JSON escapes)."""
-    text = json.dumps(value, ensure_ascii=False)
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
-# the page's own code: it only gathers the choices made. Every text of the data is in the
-# page as escaped HTML (html.escape), so nothing from the data runs as markup or script
-_PAGE_SCRIPT = """
-const scale = JSON.parse(document.getElementById('scale').textContent);
-const saveAs = JSON.parse(document.getElementById('save-as').textContent);
-document.getElementById('save').addEventListener('click', () => {
-  const labeller = document.getElementById('labeller').value.trim();
-  if (!labeller) { alert('Write your name or initials first.'); return; }
-  const lines = [...document.querySelectorAll('select')].filter(s => s.value !== '')
-    .map(s => JSON.stringify({task_id: s.dataset.task, system: s.dataset.system,
-      dimension: s.dataset.dimension, scale: scale, score: Number(s.value),
-      labeller: labeller}));
-  const blob = new Blob([lines.join('\\n') + '\\n'], {type: 'application/x-ndjson'});
-  const link = document.createElement('a');
-  link.href = URL.createObjectURL(blob); link.download = saveAs; link.click();
-});
-"""
-SCALES = {FIVE_POINT: [[str(s), str(s)] for s in range(1, 6)],
-          YES_NO: [["1", "1 consistent"], ["0", "0 inconsistent"]]}
-Traces = dict[tuple[str, str], str]  # (run label, task id) -> the trace's address in the UI
-# a source longer than this (a stuffed 10-K) is cut at a line end, saying how much was cut
-MAX_SOURCE_CHARS = 20_000
-AGAINST = {"context": "the context the system read (above)",
-           "reference": "the reference summary (above)",
-           "both": "the reference summary and the context the system read (above)"}
-
-
-def rubrics(dimensions: list[str]) -> dict[str, dict[str, str]]:
-    """Each dimension's rubric as the judge was given it, and what it is judged against
-    (``context``, ``reference`` or ``both``); a dimension of the team's own says where it is
-    defined."""
-    from metrics.geval import DEFAULT_DIMENSIONS
-
-    known = {f"geval_{d.name}": {"definition": d.definition, "against": d.against.value}
-             for d in DEFAULT_DIMENSIONS}
-    return {d: known.get(d, {"definition": f"{d}: as defined in this sweep's "
-                                           "metrics.geval.dimensions (its run parameters)",
-                             "against": "context"}) for d in dimensions}
-
-
-def page_answers(picked: list[Picked], dimensions: list[str], traces: Traces | None = None,
-                 read: dict[tuple[str, str], Read] | None = None) -> list[dict[str, Any]]:
-    """Each sampled answer once, with every dimension to label, the reference and the
-    context it read (``read``: by run label and answer key, from ``label_sources``)."""
-    out = []
-    for run, rec in picked:
-        key = answer_key(rec["id"], int(rec.get("repeat") or 0))
-        ids = rec.get("context_chunk_ids") or []
-        context = (read or {}).get((run, key)) or Read(notes=[
-            "the text the system read was not read back; the chunks it read: "
-            + (f"{len(ids)}, {', '.join(ids)}" if ids else "not recorded")
-            + " (the trace shows them)"])
-        out.append({"task_id": rec["id"], "system": run, "question": rec.get("question"),
-                    "answer": rec.get("predicted"), "dimensions": dimensions,
-                    "reference": rec.get("reference"), "context": context,
-                    "trace": (traces or {}).get((run, rec["id"]))})
-    return out
-
-
-def labelled_name(template: str) -> str:
-    """The name the page saves under: beside the template's, never the same
-    (``labels.jsonl`` -> ``labels.labelled.jsonl``)."""
-    path = Path(template)
-    return f"{path.stem.removesuffix('.labelled')}.labelled{path.suffix or '.jsonl'}"
-
-
-def shown_text(text: str, limit: int = MAX_SOURCE_CHARS) -> str:
-    """``text`` escaped in a <pre>; past ``limit`` characters it is cut at a line end and
-    the page says how much of it is not shown."""
-    if len(text) <= limit:
-        return f"<pre>{html.escape(text)}</pre>"
-    cut = text.rfind("\n", 0, limit)
-    cut = cut if cut > limit // 2 else limit
-    rest = text[cut:]
-    return (f"<pre>{html.escape(text[:cut])}</pre><p class='cut'>Cut here: "
-            f"{len(rest.split()):,} more words ({len(rest):,} characters) of this source are "
-            "not shown on this page (the trace and the document hold them).</p>")
-
-
-def _source(name: str, text: str) -> str:
-    return (f"<details><summary>{html.escape(name)} ({len(text.split()):,} words)</summary>"
-            f"{shown_text(text)}</details>")
-
-
-def _sources_html(item: dict[str, Any], against: set[str]) -> str:
-    """The reference (for dimensions judged against it) and the context read (for those
-    judged against the context), each source in a block of its own."""
-    out = []
-    if against & {"reference", "both"}:
-        reference = item["reference"]
-        out.append("<h4>The reference summary</h4>" + (
-            f"<details open><summary>reference ({len(reference.split()):,} words)</summary>"
-            f"{shown_text(reference)}</details>" if reference
-            else "<p class='note'>This task has no reference summary.</p>"))
-    if against & {"context", "both"}:
-        read: Read = item["context"]
-        out.append(f"<h4>The context the system read: {len(read.sources)} source(s)</h4>"
-                   + "".join(f"<p class='note'>{html.escape(n)}</p>" for n in read.notes)
-                   + "".join(_source(name, text) for name, text in read.sources))
-    return "".join(out)
-
-
-def _answer_html(k: int, item: dict[str, Any], rubric: dict[str, dict[str, str]],
-                 scale: str) -> str:
-    """One answer: the question, the answer, what it is judged against, then each
-    dimension's rubric and its choice."""
-    esc = html.escape
-    trace = (f"<p><a href='{esc(item['trace'])}' target='_blank' rel='noopener'>open the "
-             "trace (every step the system took)</a></p>" if item["trace"] else "")
-    options = "<option value=''>—</option>" + "".join(
-        f"<option value='{esc(v)}'>{esc(text)}</option>" for v, text in SCALES[scale])
-    dims = "".join(
-        f"<div class='dimension'><h4>{esc(d)}</h4><p class='rubric'>"
-        f"{esc(rubric[d]['definition'])}</p><p class='muted'>Judge it against "
-        f"{AGAINST.get(rubric[d]['against'], AGAINST['context'])}.</p><label>score <select "
-        f"data-task='{esc(item['task_id'])}' data-system='{esc(item['system'])}' "
-        f"data-dimension='{esc(d)}'>{options}</select></label></div>"
-        for d in item["dimensions"])
-    return (f"<section><h3>{k}. {esc(item['system'])} / {esc(item['task_id'])}</h3>{trace}"
-            f"<p>{esc(item['question'] or '')}</p><h4>Answer</h4>"
-            f"<pre class='answer'>{esc(item['answer'] or '')}</pre>"
-            f"{_sources_html(item, {rubric[d]['against'] for d in item['dimensions']})}"
-            f"{dims}</section>")
-
-
-def page(answers: list[dict[str, Any]], title: str, scale: str, save_as: str) -> str:
-    """A self-contained HTML page that shows each answer once, with what it is judged
-    against and each dimension's rubric, and saves the labels as ``save_as``."""
-    style = ("body{font-family:system-ui,sans-serif;max-width:900px;margin:2em auto;padding:0 1em}"
-             "pre{background:#f6f6f6;padding:.6em;white-space:pre-wrap}section{margin:1.5em 0;"
-             "border-top:1px solid #ccc}.rubric{font-style:italic}.muted,.note{color:#666}"
-             "details pre{max-height:24em;overflow:auto}.cut{color:#a40}"
-             ".answer{background:#eef4ff}")
-    rubric = rubrics(sorted({d for a in answers for d in a["dimensions"]}))
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title><style>{style}</style></head><body><h1>{html.escape(title)}</h1>"
-            "<p>Score each answer on each dimension by its rubric, against what it names: the "
-            "reference summary, or the context the system read (click a source to open it). "
-            "Then save: the file "
-            f"(<code>{html.escape(save_as)}</code>) is <code>report.human_labels</code>.</p>"
-            "<label>Labeller <input id='labeller'></label> <button id='save'>Save "
-            f"{html.escape(save_as)}</button>"
-            + "".join(_answer_html(k, a, rubric, scale) for k, a in enumerate(answers, 1))
-            + "<script type='application/json' id='scale'>"
-            f"{_safe_json(scale)}</script>"
-            f"<script type='application/json' id='save-as'>{_safe_json(save_as)}</script>"
-            f"<script>{_PAGE_SCRIPT}</script></body></html>")
-
-
 def read_sources(client: Any, runs: dict[str, str], picked: list[Picked]
                  ) -> dict[tuple[str, str], Read]:
     """What each picked answer was judged against (``runs``: run label -> run id), by run
@@ -309,6 +164,59 @@ def sweep_records(client: Any, ref: str
     return parent.info.run_name, records, traces, {label: rid for rid, label in labels.items()}
 
 
+def filled_in(path: Path) -> int:
+    """How many lines of a labels file carry a score (0: none, or no such file)."""
+    if not path.is_file():
+        return 0
+    count = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            item = json.loads(line.removeprefix("\ufeff"))
+        except ValueError:
+            count += bool(line.strip())  # a line that is not JSON may be someone's work
+            continue
+        count += isinstance(item, dict) and item.get("score") is not None
+    return count
+
+
+def set_aside(path: Path) -> Path | None:
+    """``path`` moved to ``<path>.<time>.bak`` when it holds any label (None: nothing kept)."""
+    if not filled_in(path):
+        return None
+    import time
+
+    backup = path.with_name(f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}.bak")
+    path.replace(backup)
+    return backup
+
+
+def refusal(args: argparse.Namespace) -> str | None:
+    """Why label-sample must not write what it was asked to, with the fix (None: it may)."""
+    out = Path(args.out)
+    if args.size < 1:
+        return f"--size {args.size}: a sample holds at least 1 answer. Fix: --size {DEFAULT_SIZE}"
+    if args.html and Path(args.html).resolve() == out.resolve():
+        return (f"--out and --html are both {args.out}: the page would replace the template. "
+                f"Fix: --html {out.with_suffix('.html').name}")
+    for flag, path in (("--out", out), ("--html", Path(args.html) if args.html else None)):
+        if path is not None and not path.resolve().parent.is_dir():
+            return (f"{flag} {path}: the folder {path.parent} does not exist. Fix: mkdir -p "
+                    f"{path.parent}, or give a path in an existing folder")
+    held = filled_in(out)
+    if held and not args.force:
+        return (f"--out {args.out} holds {held} filled-in label(s), which a new template would "
+                "overwrite. Fix: --out <another file> (e.g. labels.2.jsonl), or --force to "
+                "replace it (it is kept as <out>.<time>.bak first)")
+    return None
+
+
+def judged_dimensions(client: Any, run_ids: Any) -> list[str]:
+    """The fields a judge scored in these runs (``human_agreement.judged_fields``)."""
+    from report.human_agreement import judged_fields
+
+    return judged_fields([dict(client.get_run(rid).data.metrics) for rid in run_ids])
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m report label-sample",
@@ -333,7 +241,14 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tracking-uri", default=default_tracking_uri(),
                         help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
                              "sqlite:///mlruns/mlflow.db)")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an --out file that holds filled-in scores (it is kept "
+                             "as <out>.<time>.bak first)")
     args = parser.parse_args(argv)
+    refused = refusal(args)
+    if refused:
+        print(f"error: {refused}", file=sys.stderr)
+        return 2
     import mlflow
     from mlflow import MlflowClient
 
@@ -346,6 +261,14 @@ def main(argv: list[str]) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     dimensions = args.dimensions or list(DEFAULT_DIMENSIONS)
+    judged = judged_dimensions(client, run_ids.values())
+    unjudged = [d for d in dimensions if d not in judged]
+    if args.dimensions and unjudged:  # a template report.human_labels would then refuse
+        print(f"error: --dimension {', '.join(unjudged)}: no judge of {name!r} scored it, so "
+              "its labels could be held against nothing. Fix: --dimension "
+              + (" --dimension ".join(judged) if judged else "<a judged score> (run the sweep "
+                 "with judge=...)"), file=sys.stderr)
+        return 2
     draw = ppi_sample if args.purpose == "ppi" else stratified_sample
     picked = draw(records, dimensions[0], args.size)
     if not picked:
@@ -354,8 +277,13 @@ def main(argv: list[str]) -> int:
               file=sys.stderr)
         return 2
     lines = template_lines(picked, dimensions, args.scale)
+    backup = set_aside(Path(args.out)) if args.force else None
     Path(args.out).write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
-    print(f"{len(picked)} answers x {len(dimensions)} dimension(s) -> {args.out}")
+    print(f"{len(picked)} answers x {len(dimensions)} dimension(s) -> {args.out}"
+          + (f" (the labels it held are kept in {backup})" if backup else ""))
+    runs = len({run for run, _ in picked})
+    print(f"{shared_tasks(picked, runs)} task(s) drawn for every one of the {runs} run(s): "
+          "labels of those serve the corrected means (PPI) too")
     if args.purpose == "ppi":
         per_run = max(1, len(picked) // max(1, len(records)))
         print(f"95% CI width of the corrected {dimensions[0]} mean to expect with n labels "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from report.findings import Finding
+from report.model import Claim
 from report.verdict import fmt, table
 
 Row = dict[str, Any]
@@ -80,25 +80,31 @@ def meta_answer(rows: list[Row]) -> str:
             f"({_split_words(row)}).")
 
 
-def meta_findings(rows: list[Row]) -> list[Finding]:
+def meta_findings(rows: list[Row]) -> list[Claim]:
     """The key finding of each meta-evaluation run: every signal's balanced accuracy with
     its CI, beside the published figures, and on which split."""
-    out = []
-    for row in (r for r in rows if signals(r)):
-        figures = {s: {"balanced_accuracy": row.get(s + SUFFIX),
-                       "ci_low": row.get(f"{s}{SUFFIX}_ci_low"),
-                       "ci_high": row.get(f"{s}{SUFFIX}_ci_high"),
-                       "n": row.get(f"{s}_n")} for s in signals(row)}
-        published = ", ".join(f"{name} {value:.1f}%" for name, value in PUBLISHED)
-        out.append(Finding(
-            kind="meta_evaluation", section="Key finding", key=True, figures={
-                "split": row.get("dataset_split"), "domain": row.get("dataset_domain"),
-                "signals": figures, "published": dict(PUBLISHED)},
-            text=(f"**Agreement with people** ({row['run']}, {_split_words(row)}): balanced "
-                  "accuracy " + "; ".join(_signal_figure(row, s) for s in signals(row))
-                  + f". Published ({PUBLISHED_SPLIT[0]} domain, {PUBLISHED_SPLIT[1]} split, no "
-                  f"CIs): {published}. {same_split_sentence(row)}")))
-    return out
+    return [Claim("meta_evaluation", "Key finding", (row["run"],), key=True, figures={
+        "split": row.get("dataset_split"), "domain": row.get("dataset_domain"),
+        "signals": {s: {"balanced_accuracy": row.get(s + SUFFIX),
+                        "ci_low": row.get(f"{s}{SUFFIX}_ci_low"),
+                        "ci_high": row.get(f"{s}{SUFFIX}_ci_high"),
+                        "n": row.get(f"{s}_n")} for s in signals(row)},
+        "published": dict(PUBLISHED)}) for row in rows if signals(row)]
+
+
+def meta_words(c: Claim, style: Any, short: bool) -> str:
+    """A meta-evaluation run's agreement with people, in words (``report/writers``)."""
+    row = {"dataset_domain": c.figures["domain"], "dataset_split": c.figures["split"],
+           **{k: v for s, f in c.figures["signals"].items() for k, v in (
+               (s + SUFFIX, f["balanced_accuracy"]), (f"{s}{SUFFIX}_ci_low", f["ci_low"]),
+               (f"{s}{SUFFIX}_ci_high", f["ci_high"]), (f"{s}_n", f["n"]))}}
+    figures = "; ".join(_signal_figure(row, s) for s in c.figures["signals"])
+    if short:
+        return f"agreement with people ({_split_words(row)}): " + figures.replace("`", "")
+    published = ", ".join(f"{name} {value:.1f}%" for name, value in c.figures["published"].items())
+    return (f"**Agreement with people** ({c.runs[0]}, {_split_words(row)}): balanced accuracy "
+            f"{figures}. Published ({PUBLISHED_SPLIT[0]} domain, {PUBLISHED_SPLIT[1]} split, no "
+            f"CIs): {published}. {same_split_sentence(row)}")
 
 
 def meta_section(rows: list[Row]) -> str:

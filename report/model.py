@@ -133,11 +133,9 @@ class Analysis:
     metrics: dict[str, float] = field(default_factory=dict)
     plots: list[Plot] = field(default_factory=list)
     run_metrics: dict[str, dict[str, float]] = field(default_factory=dict)
-    findings: list[Any] = field(default_factory=list)  # pre-rendered (report.findings), going
 
     def extend(self, other: Analysis) -> None:
         # new lists, not in place: a list the caller handed in is never changed under it
-        self.findings = [*self.findings, *other.findings]
         self.claims = [*self.claims, *other.claims]
         self.notes = [*self.notes, *other.notes]
         for run_id, metrics in other.run_metrics.items():

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from report import findings
 from report.console import NOTE_TAG  # the run description MLflow's UI shows and edits
 from report.result import ReportResult
-from report.verdict import table
+from report.writers.markdown import inert
 
 MAX_NOTE = 60_000  # well under MLflow's tag value limit
 # the description's section on the sweep's latest baseline comparison (report.baseline,
@@ -28,37 +27,25 @@ BASELINE_HEADING = "**Against the baseline**"
 APPENDED = (BASELINE_HEADING,)
 
 
-def _number(value: Any, digits: int, missing: str = "n/a") -> str:
-    return missing if value is None else f"{value:,.{digits}f}"
-
-
-def runs_table(result: ReportResult) -> str:
-    """Every finished run in one Markdown table, numbers rounded for reading."""
-    key = result.key
-    rows = [[f"`{r['run']}`", _number(r.get(f"{key}_mean"), 3),
-             _number(r.get("retrieval_recall_mean"), 3),
-             # a cost or latency the records do not carry is unknown, never 0
-             _number(r.get("cost_usd_per_task"), 5, "unknown"),
-             _number(r.get("latency_ms_p50"), 0, "unknown"),
-             f"{r.get('n_answered', 0):.0f}/{r.get('n_tasks', 0):.0f}"]
-            for r in result.finished]
-    return table(["run", key, "retrieval recall", "cost / task ($)", "P50 latency (ms)",
-                  "answered"], rows)
-
-
 def description(result: ReportResult) -> str:
-    """The parent run's description: the answer, caveats, the verdict's details, every run,
-    where to look."""
+    """The parent run's description: the answer, caveats, the headline table (the same rows
+    and columns as the console's and compare.html's), the verdict's details, the analyses'
+    key claims, where to look."""
+    from report.writers.markdown import FAMILY_KINDS, headline_table, key_finding
+    from report.writers.words import say
+
+    keys = result.keys or [result.key]
+    found = [say(c) for c in result.claims if c.key and c.kind not in FAMILY_KINDS | {"plot"}]
     parts = [f"**{result.answer}**" if result.answer else "", result.caveats,
-             result.judge_validation,
-             f"**Verdict** (decided on {', '.join(f'`{k}`' for k in result.keys or [result.key])}"
-             f"): {result.finding}" if result.finding else "",
-             findings.description(result.findings), runs_table(result),
+             headline_table(result.headline, result.key), result.judge_validation,
+             f"**Verdict** (decided on {', '.join(f'`{k}`' for k in keys)}): "
+             + key_finding(result.claims, keys, result.headline) if result.finding else "",
+             "\n\n".join(found),
              "Artifacts: `report.html` (the full report, plots inline), `compare.html` (every "
              "task, the runs side by side, links to each trace), `plots/comparison.png` (every "
              "system in one figure), `comparison_table.json`. The child runs (expand this run "
              "in the Runs list) hold each system's metrics and one trace per task."]
-    text = findings.inert("\n\n".join(p.strip() for p in parts if p))  # data is never markup
+    text = inert("\n\n".join(p.strip() for p in parts if p))  # data is never markup
     return text if len(text) <= MAX_NOTE else text[:MAX_NOTE - 1] + "…"
 
 

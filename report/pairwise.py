@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metrics.aggregate import task_means
 from metrics.pairwise import ARTIFACT, PairFigures, Summary, outcomes, summarize
-from metrics.stats import ALPHA, Paired, paired_difference
+from metrics.stats import ALPHA, Paired
 from report import policy
-from report.verdict import fmt, table
+from report.verdict import fmt, pair_records, table
 
 SKIPPED_TAG = "pairwise_skipped"
 FINDING_DIMENSION = "overall"  # the dimension the key finding states (else the first judged)
@@ -157,7 +156,8 @@ def length_warning(f: PairFigures) -> str:
         return ""
     longer = (f.pair.a if lc.a_longer > lc.b_longer else f.pair.b) \
         if lc.systematically_longer else None
-    said = (f" Length-controlled win rate of {f.pair.a}: {lc.win_rate:.2f}"
+    ci = f" [{lc.ci[0]:.2f}, {lc.ci[1]:.2f}]" if lc.ci is not None else ""
+    said = (f" Length-controlled win rate of {f.pair.a} (ties ½): {lc.win_rate:.2f}{ci}"
             if lc.win_rate is not None else f" Length-controlled win rate: not read "
             f"({lc.why_not})")
     said += f" ({f.pair.a} longer on {lc.a_longer} tasks, {f.pair.b} on {lc.b_longer})."
@@ -181,7 +181,7 @@ def _pair_sentence(f: PairFigures, absolute: Paired | None, key: str) -> str:
     ci = f" [{f.win_rate_ci[0]:.2f}, {f.win_rate_ci[1]:.2f}]" if f.win_rate_ci else ""
     p = f", sign test p={f.sign_test_p:.3g}" if f.sign_test_p is not None else ""
     said = (f"Pairwise judge ({f.dimension}), {f.pair.name}: {_preference(f)}; {f.pair.a} "
-            f"wins {f.wins} of {f.n_tasks} tasks (win rate {f.win_rate:.2f}{ci}; {f.ties} "
+            f"wins {f.wins} of {f.n_tasks} tasks (win rate, ties ½: {f.win_rate:.2f}{ci}; {f.ties} "
             f"ties, {f.losses} losses{p})")
     if absolute is None:
         return f"{said}; the absolute scores (`{key}`) have no pair to compare."
@@ -199,6 +199,9 @@ def _preference(f: PairFigures) -> str:
     if f.winner is None:
         return "no preference (as many wins as losses)"
     other = f.pair.b if f.winner == f.pair.a else f.pair.a
+    if f.length_explains:
+        return (f"{f.winner} preferred over {other}, but the preference is explained by "
+                "length (at equal length its CI includes 0.5)")
     if f.sign_test_p is not None and f.sign_test_p < ALPHA:
         return f"{f.winner} beats {other}"
     return f"{f.winner} ahead of {other}, not significant"
@@ -207,10 +210,8 @@ def _preference(f: PairFigures) -> str:
 def _absolute(by_run: dict[str, list[dict[str, Any]]], f: PairFigures, key: str
               ) -> Paired | None:
     """The paired difference (first run minus second) on ``key`` over the tasks both
-    scored (None below two)."""
-    mine, theirs = (task_means(by_run.get(run, []), key) for run in (f.pair.a, f.pair.b))
-    common = [t for t in mine if t in theirs]
-    return paired_difference([mine[t] for t in common], [theirs[t] for t in common])
+    scored (None below two), paired as every comparison is (``verdict.pair_records``)."""
+    return pair_records(by_run.get(f.pair.a, []), by_run.get(f.pair.b, []), key)[3]
 
 
 def per_task(view: PairwiseView | None) -> dict[str, str]:

@@ -19,7 +19,6 @@ import json
 import logging
 import re
 import tempfile
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -30,7 +29,6 @@ from report import (
     analyses,
     compare,
     console,
-    findings,
     human_agreement,
     meta_eval,
     pairwise,
@@ -41,12 +39,12 @@ from report import (
     verdict,
 )
 from report.analyses import sequential
-from report.analyses.corrected import corrected_answer
+from report.answer import compose
 from report.meta_eval import judge_caveats, judge_validation, meta_section
+from report.model import Analysis, Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
 from report.sections import (
-    caveats,
     examples,
     further_dimensions,
     judge_section,
@@ -68,6 +66,8 @@ from report.verdict import (
 )
 from report.verdict import fmt as _fmt
 from report.verdict import table as _table
+from report.writers import corrected_words, words
+from report.writers import markdown as writers_md
 from tracking.human_labels import (
     HumanLabel,
     read_feedback_labels,
@@ -172,8 +172,13 @@ def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[st
 
 
 REPORT_OPTIONS_TAG = "report_options"  # on a sweep run: the options its report was written with
+# on a sweep run: those options as written (JSON), for a rebuild (``python -m report``)
+REPORT_SETTINGS_TAG = "report_settings"
+# on a run: the analysis artifacts its report wrote, each rewritten (empty) by the next
+REPORT_ARTIFACTS_TAG = "report_artifacts"
 # the baseline comparison's options: it runs again on every re-run, whatever the report holds
 BASELINE_OPTIONS = ("baseline", "fail_on", "min_overlap", "baseline_map")
+SHOWN_ONLY = ("console",)  # options of what is printed, not of what the report says
 
 
 def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
@@ -185,7 +190,7 @@ def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
 
     labels = Path(human_labels).expanduser() if human_labels else None
     chosen = {k: v for k, v in (options or {}).items()
-              if k not in BASELINE_OPTIONS and v not in (None, [], {}, "")}
+              if k not in (*BASELINE_OPTIONS, *SHOWN_ONLY) and v not in (None, [], {}, "")}
     chosen.update(decide_on=list(decide_on or []), human_labels=hashlib.sha256(
         labels.read_bytes()).hexdigest() if labels and labels.is_file() else None)
     text = json.dumps(chosen, sort_keys=True, default=str)
@@ -212,16 +217,16 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     sets = task_sets(finished, records_by_run)
     decided = verdict.decisions(sets, keys)
     meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
-    analysis = findings.Analysis(findings=meta)
+    analysis = Analysis(claims=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [])))
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
+    answers = compose(analysis.claims, keys)
+    headline = verdict.headline_rows(sets, finished, key, keys[1:])
     answer = (meta_eval.meta_answer(finished) if meta else
-              corrected_answer(analysis.findings, keys, verdict.answer(sets, keys, decided)))
-    out = [f"# {title}\n", f"**Answer:** {answer}\n"]
-    banner = caveats(finished, more_caveats)
-    if banner:
-        out.append(banner)
+              corrected_words.answer(analysis.claims, keys, words.answer(answers)))
+    notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
+    out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes)]
     unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
                   for r in rows if r["status"] != "FINISHED"]
     out.append(f"Runs: {len(rows) - len(unfinished)} finished"
@@ -231,14 +236,16 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                + f". {_decided_on(keys)}\n")
     out.append(data_line(rows))
     out.append(query_priors(finished))
+    out.append("## Headline\n\n" + writers_md.headline_table(headline, key))
     out.append("## Task sets\n\n" + task_set_section(sets))
     finding = "" if meta else (
-        verdict.key_finding(sets, keys, _null_reasons(records_by_run, keys), decided)
+        writers_md.key_finding(analysis.claims, keys, headline)
         + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
         out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
-    out.append(findings.markdown(analysis.findings))
+    out.append(writers_md.section_of([c for c in analysis.claims
+                                      if c.kind not in writers_md.FAMILY_KINDS]))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append("## Quality\n")
@@ -274,7 +281,8 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(pairwise.section(judged_pairs))
     if not meta:  # a meta-evaluation compares signals with people, not systems
         out.append("\n## Paired comparisons\n")
-        out.append(paired_section(sets, keys, decided))
+        out.append(paired_section(sets, keys, decided,
+                                  any(a.descriptive_family for a in answers)))
         repeat_text = repeats.section(sets, finished, key)
         if repeat_text:
             out.append("\n## Repeats\n\n" + repeat_text)
@@ -282,7 +290,33 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(verdict.each_dataset(sets, lambda part: examples(part, key)))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
-                            "answer": answer, "analysis": analysis}
+                            "answer": answer, "analysis": analysis, "answers": answers,
+                            "headline": headline, "notes": notes}
+
+
+def result_of(rows: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], title: str,
+              requested: list[str] | None = None, options: Mapping[str, Any] | None = None,
+              artifact_uri: str = "", run_id: str = "", experiment_id: str = "",
+              **more: Any) -> ReportResult:
+    """The report's model for these runs, as every writer reads it (no store needed)."""
+    _, data = build_report(rows, records, title, requested, options=options, **more)
+    return _result(data, rows, records, options, artifact_uri, run_id, experiment_id)
+
+
+def _result(data: dict[str, Any], rows: list[dict[str, Any]],
+            records: dict[str, list[dict[str, Any]]], options: Mapping[str, Any] | None,
+            artifact_uri: str, run_id: str, experiment_id: str, notes: str = "",
+            validation: str = "") -> ReportResult:
+    analysis = data["analysis"]
+    return ReportResult(run_id, experiment_id, rows, records, data["keys"][0], artifact_uri,
+                        data["finding"], writers_md.banner(data["notes"]), notes,
+                        judge_validation=validation, keys=data["keys"],
+                        decided=data["decided"], answer=data["answer"],
+                        claims=analysis.claims,
+                        caveat_notes=data["notes"], headline=data["headline"],
+                        answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
+                        console=getattr(console_mode := (options or {}).get("console"), "value",
+                                        console_mode) or "summary")
 
 
 def _decided_on(keys: list[str]) -> str:
@@ -329,22 +363,14 @@ def _count(value: Any) -> str:
 def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                 key: str | list[str]) -> str:
     """The key finding of these runs on ``key`` (or each decision metric), on the tasks they
-    all answered."""
+    all answered, as report.md says it."""
+    from report.analyses.family import family
+
     keys = [key] if isinstance(key, str) else key
-    return verdict.key_finding(task_sets(finished, records_by_run), keys,
-                               _null_reasons(records_by_run, keys))
-
-
-def _null_reasons(records_by_run: dict[str, list[dict[str, Any]]], keys: list[str]
-                  ) -> dict[str, str]:
-    return {k: _null_reason(records_by_run, k) for k in keys}
-
-
-def _null_reason(records_by_run: dict[str, list[dict[str, Any]]], key: str) -> str:
-    reasons = Counter(x.get("null_reasons", {}).get(key) for recs in records_by_run.values()
-                      for x in recs)
-    reasons.pop(None, None)
-    return f": {reasons.most_common(1)[0][0]}" if reasons else ""
+    sets = task_sets(finished, records_by_run)
+    decided = verdict.decisions(sets, keys)
+    claims = family(analyses.Inputs(finished, finished, records_by_run, sets, keys, decided)).claims
+    return writers_md.key_finding(claims, keys, verdict.headline_rows(sets, finished, keys[0]))
 
 
 def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
@@ -389,17 +415,21 @@ def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) ->
 
 
 def _taxonomy(finished: list[dict[str, Any]]) -> str:
-    """The judge's codes per run, beside the mechanical premature-stop flag."""
+    """The judge's codes per run, beside the path's mechanical P and IR (metrics/trajectory)
+    and how often each agrees with the judge's."""
     defs = "; ".join(f"**{c}** {d.split(':')[0]}" for c, d in ERROR_CODES.items())
     rows = [[r["run"], *(r.get(f"error_rate_{c}") for c in ERROR_CODES),
-             r.get("premature_stop_mean") if r.get("agentic") else "not agentic"]
+             *(cell for c in ("P", "IR") for cell in (
+                 (r.get(f"trajectory_{c.lower()}_mean"), r.get(f"trajectory_judge_agreement_{c}"))
+                 if r.get("agentic") else ("not agentic", "–")))]
             for r in finished]
     return (f"Share of judged tasks with each code ({defs}), as the judge assigned them to "
-            "tasks scoring below 3. **P flagged**: the mechanical check for agentic runs "
-            "(answered with loops and context budget left and G-Eval coverage below 3), over "
-            "tasks with a "
-            "coverage score.\n\n"
-            + _table(["run", *ERROR_CODES, "P flagged"], rows)
+            "tasks scoring below 3. **P (path)**: the share of tasks whose agent stopped with "
+            "budget left while gold it had seen in a search hit went unread; **IR (path)**: "
+            "the share with a read from another document (docs/judging.md); *agrees*: how "
+            "often each matches the judge's code, over tasks where both are known.\n\n"
+            + _table(["run", *ERROR_CODES, "P (path)", "P agrees", "IR (path)", "IR agrees"],
+                     rows)
             + "\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
 
 
@@ -424,7 +454,7 @@ def _loop_section(out: list[str], finished: list[dict[str, Any]],
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
                             r.get("loops_mean"), _fmt(verdict.task_cost(r), 5),
                             _fmt(r.get("cost_usd_per_task"), 5)] for m, r in curve])
-                   + "\n" + verdict.LOOPS_NOTE + "\n")
+                   + "\n" + writers_md.LOOPS_NOTE + "\n")
     return arag_points
 
 
@@ -481,12 +511,12 @@ _IMAGE = re.compile(r"!\[([^\]]*)\]\((plots/[^)\s]+)\)")
 def readable_markdown(markdown_text: str, made: set[str]) -> str:
     """``report.md`` as text: MLflow shows Markdown artifacts verbatim, so an image link
     becomes a line naming the plot file (report.html shows it inline); a plot that was not
-    drawn is left out; no text from the data can open an HTML tag (``findings.inert``)."""
+    drawn is left out; no text from the data can open an HTML tag (``writers.markdown.inert``)."""
     def line(match: re.Match[str]) -> str:
         alt, path = match.group(1), match.group(2)
         return f"(plot: {alt}, `{path}` in this run's artifacts)" if path in made else ""
 
-    return findings.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
+    return writers_md.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
 
 
 def _html_body(markdown_text: str) -> str:
@@ -564,14 +594,33 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
     ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
     beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
     read by the analyses (``report/analyses.py``)."""
+    # kept first, so a report that cannot be written is rebuilt as it was asked for
+    settings = json.dumps({"decide_on": decide_on, "human_labels": human_labels,
+                           "options": dict(options or {})}, default=str)
+    if len(settings) <= 5000:  # MLflow's tag limit; longer, a rebuild takes the defaults
+        client.set_tag(parent["run_id"], REPORT_SETTINGS_TAG, settings)
+    else:
+        log.warning("the report settings (%d characters) are too long to keep on the sweep "
+                    "run: a rebuild (python -m report) uses the defaults", len(settings))
     result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                           f"Sweep report: {parent.get('sweep_id', parent['run_id'])}",
+                           question_title(child_runs(client, parent),
+                                          parent.get("sweep_id", parent["run_id"]), decide_on),
                            sweep=True, decide_on=decide_on, human_labels=human_labels,
                            options=options)
     logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
     client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
         options, logged if decide_on is None else decide_on, human_labels))
     return result
+
+
+def question_title(runs: list[Any], sweep: str, decide_on: list[str] | None) -> str:
+    """The report's title states its question: the systems, the data and what decides."""
+    rows = [_row(r) for r in runs]
+    systems = " vs ".join(dict.fromkeys(r["run"] for r in rows)) or "no run"
+    data = " + ".join(dict.fromkeys(str(r.get("dataset") or "?") for r in rows))
+    keys = decide_on or next((r["decide_on"] for r in rows if r.get("decide_on")), [])
+    on = f" on {', '.join(keys)}" if keys else ""
+    return f"Which is better{on}: {systems}, {data} (sweep {sweep})"
 
 
 def people_labels(rows: list[dict[str, Any]], experiment_id: str,
@@ -593,7 +642,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
     rows = [_row(r) for r in runs]
-    spend.annotate(rows, runs, target.info.start_time if sweep else None)
+    spend.annotate(rows, runs, target.info.start_time if sweep else None, client,
+                   target if sweep else None)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}
@@ -611,7 +661,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         text, data = build_report(rows, records, title, requested=decide_on,
                                   judged_pairs=judged_pairs, options=options, labels=labels,
                                   more_caveats=judge_notes)
-        analysis: findings.Analysis = data["analysis"]
+        analysis: Analysis = data["analysis"]
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
@@ -633,9 +683,17 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         experiment_id = target.info.experiment_id
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished, traces),
-            experiment_id, title, pairwise.per_task(judged_pairs)), encoding="utf-8")
-        artifacts = {"findings.jsonl": [f.record() for f in analysis.findings],
-                     **analysis.artifacts} if analysis.findings or analysis.artifacts else {}
+            experiment_id, title, pairwise.per_task(judged_pairs),
+            _html_body(writers_md.summary(data["answer"], data["headline"], key,
+                                          analysis.claims))), encoding="utf-8")
+        # every claim and note with the words the Markdown writer gives it (``text``)
+        found = [*({**item.record(), "text": words.say(item)}
+                   for item in [*analysis.claims, *data["notes"]]),
+]
+        artifacts = {"findings.jsonl": found, **analysis.artifacts} if found else {}
+        written = sorted(artifacts)
+        for name in json.loads(target.data.tags.get(REPORT_ARTIFACTS_TAG) or "[]"):
+            artifacts.setdefault(name, [])  # rewritten with the report, never left from before
         for name, lines in artifacts.items():
             (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines),
                                        encoding="utf-8")
@@ -643,13 +701,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
             client.log_artifact(target_run_id, str(path), "plots")
-    result = ReportResult(target_run_id, target.info.experiment_id, rows, records, key,
-                          f"{target.info.artifact_uri}/report.html",
-                          data["finding"], caveats(finished, judge_notes),
-                          unreadable_note(finished) + resumed_latency_note(finished) + validation,
-                          judge_validation=validation, keys=data["keys"],
-                          decided=data["decided"], answer=data["answer"],
-                          findings=analysis.findings)
+        client.set_tag(target_run_id, REPORT_ARTIFACTS_TAG, json.dumps(written))
+    result = _result(data, rows, records, options, f"{target.info.artifact_uri}/report.html",
+                     target_run_id, target.info.experiment_id,
+                     unreadable_note(finished) + resumed_latency_note(finished) + validation,
+                     validation)
     if analysis.metrics:
         RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
             analysis.metrics)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from report import verdict
-from report.findings import Finding
+from report.model import Claim, Note
 from report.verdict import headline_rows, task_sets
 
 
@@ -35,14 +35,17 @@ class ReportResult:
     keys: list[str] = field(default_factory=list)  # the decision metrics (report.decide_on)
     decided: list[verdict.Decision] = field(default_factory=list)  # the verdict's tests
     answer: str = ""  # the one sentence that answers the question, said first everywhere
-    findings: list[Finding] = field(default_factory=list)  # the analyses' (report/analyses.py)
+    claims: list[Claim] = field(default_factory=list)  # every analysis's claims
+    caveat_notes: list[Note] = field(default_factory=list)  # every analysis's notes
+    answered: list[Claim] = field(default_factory=list)  # the claims the answer states
+    console: str = "summary"  # report.console: summary or full
+    headline: list[dict[str, Any]] = field(default_factory=list)  # verdict.headline_rows
 
     @property
     def finished(self) -> list[dict[str, Any]]:
         return [r for r in self.rows if compared(r)]
 
-    @property
-    def headline(self) -> list[dict[str, Any]]:
-        """The console's rows (``verdict.headline_rows``)."""
-        return headline_rows(task_sets(self.finished, self.records), self.finished, self.key,
-                             self.keys[1:])
+    def __post_init__(self) -> None:
+        if not self.headline:  # one table for every writer (``verdict.headline_rows``)
+            self.headline = headline_rows(task_sets(self.finished, self.records),
+                                          self.finished, self.key, self.keys[1:])

@@ -4,87 +4,22 @@ judge can be trusted, and examples chosen from the numbers (all on the common ta
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from metrics import declared_metrics
 from metrics.geval import DIMENSIONS
 from metrics.stats import correlation
-from report import policy, repeats
-from report.meta_eval import is_meta_evaluation
+from report import policy
 from report.verdict import SMALL_N, Row, TaskSets, fmt, is_answered, table
 
 _FLAG_SUFFIX = "_parse_failures"
 
-JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
 REASONING_CHARS = 1500
 # what makes a model call tools, for an agentic run whose model answered without them
 TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged "
                     "\"tools\"; llama.cpp: llama-server --jinja; vLLM: "
                     "--enable-auto-tool-choice), or run system=naive,stuffing only")
-
-
-def caveats(rows: list[Row], more: Sequence[str] = ()) -> str:
-    """A banner when the numbers below cannot carry a real verdict (``more``: caveats found
-    outside the runs, e.g. a judge measured no better than chance). A meta-evaluation
-    (``dataset=summedits``) gets only the caveats on its own figures: it compares no systems,
-    so what limits a comparison of systems (the offline model, the context budget, missing
-    references, tool calls) does not apply."""
-    notes = list(more)
-    if is_meta_evaluation(rows):
-        notes += repeats.caveat(rows)
-        return _banner(notes)
-    # a run whose model was called elsewhere (predictions from a file) is not the offline model's
-    offline = sorted({r["run"] for r in rows if r.get("model_provider") == "offline"
-                      and r.get("calls_models") is not False})
-    if offline:
-        notes.append(f"The model is `offline` ({', '.join(offline)}): a deterministic extractive "
-                     "stand-in, not an LLM. It measures the retrieval plumbing (which chunks "
-                     "reach the model under each system's fixed policy), not whether agentic "
-                     "retrieval helps an LLM, nor how an LLM would summarize.")
-    unjudged = sorted({r["run"] for r in rows
-                       if r.get("judge_provider") in JUDGES_THAT_DO_NOT_JUDGE})
-    if unjudged:
-        notes.append(f"No judge ({', '.join(unjudged)}): G-Eval faithfulness and coverage, the "
-                     "error taxonomy and factual consistency are missing; the comparison "
-                     "falls back to reference overlap. Run with `judge=claude-haiku-4-5`.")
-    if any(r.get("synthetic") for r in rows):
-        notes.append("The dataset is synthetic (invented companies and figures, a handful of "
-                     "tasks): it shows the harness works, not which system is better.")
-    notes += dataset_caveats(rows)
-    notes += [f"`{r['run']}`: references from `{r['references']}` (dataset.references), not "
-              "the dataset's own" for r in rows if r.get("references")]
-    notes += agreement_caveats(rows)
-    notes += [f"`{r['run']}`: " + tool_call_caveat(policy.tasks_without_tool_call(r),
-                                                    int(r.get("n_answered") or 0))
-              for r in rows if policy.tasks_without_tool_call(r)]
-    notes += [f"`{r['run']}`: {note}" for r in rows for note in r.get("system_notes") or []]
-    notes += repeats.caveat(rows)
-    return _banner(notes)
-
-
-def _banner(notes: list[str]) -> str:
-    if not notes:
-        return ""
-    return "> **Caveats: read before trusting any number below.**\n>\n" + "\n".join(
-        f"> - {n}" for n in notes) + "\n"
-
-
-def agreement_caveats(rows: list[Row]) -> list[str]:
-    """Low agreement between the judge and its panel (Krippendorff's alpha below
-    ``policy.AGREEMENT_FLOOR``) on a dimension: a verdict on it rests on one judge's taste."""
-    low: dict[str, list[str]] = {}
-    for r in rows:
-        for d in judged_dimensions(rows) if r.get("judge_panel") else []:
-            alpha = r.get(f"judge_agreement_{d}")
-            if alpha is not None and alpha < policy.AGREEMENT_FLOOR:
-                low.setdefault(d, []).append(f"{r['run']} {alpha:.2f}")
-    return [f"The judges agree poorly on {d} (Krippendorff's alpha {', '.join(runs)}; below "
-            f"{policy.AGREEMENT_FLOOR} a verdict resting on one judge is fragile): a "
-            f"difference in G-Eval {d} may be one judge's taste; see the judge agreement "
-            "table." for d, runs in low.items()]
 
 
 def tool_call_caveat(without_tool_call: int, answered: int) -> str:
@@ -127,28 +62,6 @@ def query_priors(rows: list[Row]) -> str:
     return ("What each system searches with (its prior knowledge): " + "; ".join(parts) + "."
             + (" With `system.tools=[semantic_search,chunk_read]` the offline agent reads "
                "naive's top-k." if offline_agent else "") + "\n")
-
-
-def dataset_caveats(rows: list[Row]) -> list[str]:
-    """What the dataset lets the comparison show, from the metrics each run logged: short
-    documents inside the context budget, and tasks without a reference."""
-    notes = []
-    share = max((r.get("docs_within_context_budget_share") or 0.0 for r in rows), default=0.0)
-    if share > 0.5:
-        budget = max(r.get("context_budget_chunks") or 0 for r in rows)
-        notes.append(f"{share:.0%} of the documents fit inside the retrieval context budget "
-                     f"({budget:.0f} chunks): every system sees nearly all of each, so "
-                     "retrieval cannot make a difference here.")
-    missing = max((r.get("n_tasks_without_reference") or 0.0 for r in rows), default=0.0)
-    if missing:
-        shown = [m for m in declared_metrics() if m.report]
-        can = [m.title for m in shown if any(r.get(f"{m.name}_mean") is not None for r in rows)]
-        cannot = [m.title for m in shown if m.title not in can]
-        notes.append(f"{missing:.0f} task(s) have no reference summary, so reference-based "
-                     "metrics are null for them. Comparisons possible here: "
-                     f"{', '.join([*can, 'cost', 'latency'])}; not possible (null, with the "
-                     f"reason in each record): {', '.join(cannot) or 'none'}.")
-    return notes
 
 
 def _terciles(sets: TaskSets) -> tuple[dict[str, float], list[tuple[str, Any]]] | None:
@@ -516,7 +429,7 @@ def code(text: Any) -> str:
     return f"{ticks}{pad}{body}{pad}{ticks}"
 
 
-__all__ = ["caveats", "code", "examples", "fenced", "fmt", "further_dimensions", "judge_section",
+__all__ = ["code", "examples", "fenced", "fmt", "further_dimensions", "judge_section",
            "judged_dimensions", "length_breakdown", "length_finding", "loops_recall",
            "tool_call_caveat"]
 
@@ -539,8 +452,10 @@ def unreadable_note(rows: list[Row]) -> str:
 
 def resumed_latency_note(rows: list[Row]) -> str:
     """Runs whose predictions (and so their latencies) were resumed from an earlier run,
-    made under whatever load that run had."""
-    resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0]
+    made under whatever load that run had; only runs whose latencies were measured
+    (``latency_ms_p50``): a note on latencies that do not exist says nothing."""
+    resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0
+               and r.get("latency_ms_p50") is not None]
     if not resumed:
         return ""
     parts = [f"{r['run']} ({int(r['n_resumed'])} of {int(r.get('n_tasks') or 0)} answers)"

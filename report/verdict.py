@@ -26,7 +26,7 @@ verdict (``report.repeats``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -34,18 +34,13 @@ import numpy as np
 
 from metrics import bootstrap_ci
 from metrics.aggregate import task_means
-from metrics.repeats import STABLE_SHARE, repeat_differences, stability_share
 from metrics.stats import (
     ALPHA,
     MIN_UNTIED,
-    POWER,
-    SIMULATIONS,
     Paired,
     cluster_means,
     clusters_of,
-    min_detectable_difference,
     paired_difference,
-    tasks_needed,
 )
 from report import policy
 
@@ -70,13 +65,13 @@ class TaskSets:
     answers: dict[str, list[Record]] = field(default_factory=dict)
 
     def values(self, run: Row, key: str, ids: list[str] | None = None) -> list[float]:
-        table = self.tables[run["run_id"]]
+        table = self.tables.get(run["run_id"], {})
         return [table[t][key] for t in (self.common if ids is None else ids)
                 if table.get(t, {}).get(key) is not None]
 
     def has(self, run: Row, key: str) -> bool:
         """Whether the run has any ``key`` score (stuffing has no retrieval metric at all)."""
-        return any(x.get(key) is not None for x in self.tables[run["run_id"]].values())
+        return any(x.get(key) is not None for x in self.tables.get(run["run_id"], {}).values())
 
     def common_for(self, key: str) -> list[str]:
         """The common task set of one metric: the tasks every compared run that has the
@@ -124,6 +119,21 @@ class TaskSets:
         """``a``'s score minus ``b``'s on each of ``ids``."""
         ta, tb = self.tables[a["run_id"]], self.tables[b["run_id"]]
         return [ta[t][key] - tb[t][key] for t in ids]
+
+
+def pair_records(first: Sequence[Record], second: Sequence[Record], key: str
+                 ) -> tuple[list[str], list[float], list[float], Paired | None]:
+    """The one task pairing of two runs' records outside a sweep's task sets (a baseline,
+    the pairwise judge's absolute scores): each answered task's mean over its repeats, the
+    tasks both have a ``key`` value for (in ``first``'s order), clustered by the documents
+    they read; returns the ids, both runs' values and the paired difference first minus
+    second."""
+    a, b = (task_means([r for r in recs if is_answered(r)], key) for recs in (first, second))
+    ids = [t for t in a if t in b]
+    docs = {r["id"]: r.get("doc_ids") for r in [*second, *first] if r.get("doc_ids")}
+    a_vals, b_vals = [a[t] for t in ids], [b[t] for t in ids]
+    return ids, a_vals, b_vals, paired_difference(
+        a_vals, b_vals, clusters=clusters_of([docs.get(t) for t in ids]))
 
 
 def per_task(records: list[Record]) -> dict[str, Record]:
@@ -212,14 +222,6 @@ class Decision:
         return self.first if policy.advantage(self.paired.mean_diff, self.key) > 0 else \
             self.second
 
-    def p_words(self) -> str:
-        """The raw p, and the adjusted p when more than one test was made."""
-        assert self.paired is not None and self.paired.p is not None
-        if self.family == 1:
-            return f"p={self.paired.p_text()}"
-        return (f"p={self.paired.p_text()}, {policy.CORRECTION}-adjusted over {self.family} "
-                f"comparisons p={self.p_adjusted:.3g}")
-
     def verdict(self) -> str:
         if self.paired is None or not self.paired.testable:
             return "too few to test"
@@ -266,71 +268,14 @@ def find(decided: Sequence[Decision], key: str, a: Row, b: Row) -> Decision | No
     for d in decided:
         if d.key == key and d.first is a and d.second is b:
             return d
+        if d.key == key and d.first is b and d.second is a and d.paired is None:
+            return replace(d, first=a, second=b)
         if d.key == key and d.first is b and d.second is a and d.paired is not None:
             p = d.paired
             turned = replace(p, mean_diff=-p.mean_diff, ci_low=-p.ci_high, ci_high=-p.ci_low,
                              wins=p.losses, losses=p.wins)
             return replace(d, first=a, second=b, paired=turned)
     return None
-
-
-MOST_NAMED = 3  # decided differences named in the one-line answer; the rest are counted
-
-
-def answer(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision]) -> str:
-    """The question answered in one sentence, before any caveat or figure: who is
-    significantly better than whom on what (the family's rule: adjusted p and CI), or that
-    nothing was decided and why."""
-    if not sets.runs:
-        return "Nothing decided: no run answered any task."
-    parts = by_dataset(sets)
-    if len(parts) > 1:  # each dataset's answer, from its own tests
-        return " ".join(f"On `{name}`: " + answer(part, keys, [
-            d for d in decided if any(d.first is r for r in part.runs)])
-            for name, part in parts.items())
-    wins = [d for d in decided if d.better is not None]
-    if wins:
-        named = "; ".join(_win_words(d) for d in wins[:MOST_NAMED])
-        more = f" and {len(wins) - MOST_NAMED} more" if len(wins) > MOST_NAMED else ""
-        rest = len(decided) - len(wins)
-        return (f"Decided: {named}{more}" + (f"; the other {rest} comparison(s) decide "
-                                              "nothing" if rest else "")
-                + f" ({_family_words(decided)}).")
-    metrics = ", ".join(keys)
-    contenders = policy.contenders(sets.runs)
-    if len(contenders) < 2:
-        return (f"Nothing decided: {len(contenders)} contender(s) answered, so there is no "
-                "pair to compare.")
-    if not any(d.paired is not None for d in decided):
-        return f"Nothing decided: no two contenders have two scored tasks in common on {metrics}."
-    shared = [d.paired.n for d in decided if d.paired is not None]
-    if not any(d.paired is not None and d.paired.testable for d in decided):
-        return (f"Nothing decided on {metrics}: too few tasks to test (at most {max(shared)} "
-                f"shared; a test needs {MIN_UNTIED} that differ).")
-    return (f"Nothing decided on {metrics}: no difference between "
-            f"{', '.join(r['run'] for r in contenders)} is significant "
-            f"({_family_words(decided)}, {_span(shared)} shared tasks"
-            + (", small n" if min(shared) < SMALL_N else "") + ").")
-
-
-def _span(counts: list[int]) -> str:
-    """``24`` when every pair shares as many tasks, else ``9-24``."""
-    low, high = min(counts), max(counts)
-    return f"{low}" if low == high else f"{low}-{high}"
-
-
-def _win_words(d: Decision) -> str:
-    assert d.paired is not None and d.better is not None
-    loser = d.second if d.better is d.first else d.first
-    small = ", small n" if d.paired.n < SMALL_N else ""
-    return (f"{d.better['run']} beats {loser['run']} on {d.key} "
-            f"(by {abs(d.paired.mean_diff):.3f}, n={n_words(d.paired.n, d.paired)}{small})")
-
-
-def _family_words(decided: Sequence[Decision]) -> str:
-    family = max((d.family for d in decided), default=1)
-    return (f"{policy.CORRECTION}-adjusted over {family} tests" if family > 1
-            else "one test")
 
 
 def task_set_section(sets: TaskSets) -> str:
@@ -363,89 +308,11 @@ def task_set_section(sets: TaskSets) -> str:
 SMALL_N = 10  # fewer pairs than this: a percentile-bootstrap CI is not to be trusted
 
 
-def _nothing_to_rank(sets: TaskSets) -> str:
-    """When no run has any comparison score: why no system is ranked, and what would give
-    one (documents without references, gold passages or a judge)."""
-    if any(sets.has(r, m) for r in sets.runs for m in policy.comparison_order()):
-        return ""
-    return (" No run has any quality score to rank on, so no system is ranked: a judge "
-            "(`judge=claude-haiku-4-5`, or an OpenAI-compatible judge) scores faithfulness "
-            "without references; reference summaries give ROUGE, BERTScore and G-Eval coverage; "
-            "gold passages give retrieval precision and recall (`tasks.jsonl`, "
-            "docs/your-documents.md). What needs none of them (citations, numeric precision, "
-            "context, cost, latency) is compared in the report.")
-
-
-def key_finding(sets: TaskSets, keys: str | Sequence[str],
-                reasons: Mapping[str, str] | None = None,
-                decided: Sequence[Decision] | None = None) -> str:
-    """The verdict on each decision metric of ``keys`` (``report.decide_on``, first the main
-    one): each agentic run against each baseline (or, without that split, the two best
-    contenders), each pair with n, difference, CI and its test from the family
-    ``decided`` (``decisions``); then the best contender, the bounds beside them (on the
-    first metric), and what a task costs."""
-    keys = [keys] if isinstance(keys, str) else list(keys)
-    reasons = reasons or {}
-    if not sets.runs:
-        return "No run answered any task: nothing to compare." + _spent_sentence(sets.left_out)
-    decided = decisions(sets, keys) if decided is None else decided
-    if len(by_dataset(sets)) > 1:  # each dataset's runs compared among themselves
-        return each_dataset(sets, lambda part: key_finding(part, keys, reasons, decided))
-    blocks = [_metric_block(sets, key, reasons.get(key, ""), decided, bounds=i == 0)
-              for i, key in enumerate(keys)]
-    ranked = policy.contenders([r for r in sets.runs if sets.has(r, keys[0])]) or sets.runs
-    cost = f"- {cost_sentence(sets, ranked + [r for r in sets.runs if policy.is_bound(r)])}"
-    return "\n".join([*blocks, cost]) + _spent_sentence(sets.left_out)
-
-
-def _metric_block(sets: TaskSets, key: str, reason: str, decided: Sequence[Decision],
-                  bounds: bool) -> str:
-    """The finding on one decision metric: its pairs, its best contender and (``bounds``)
-    the bounds beside them."""
-    scored = [r for r in sets.runs if sets.has(r, key)]
-    if not scored:
-        return f"No run has `{key}` scores{reason}." + _nothing_to_rank(sets)
-    ids = sets.scored_ids(scored, key)
-    if not ids:
-        return (f"On `{key}`: no task was answered by every compared run, so no run is "
-                "ranked; each run's own means are in the Quality section.")
-    means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
-    ranked = policy.ranked_by_mean(policy.contenders(scored), means, key)
-    if len(scored) == len(sets.runs):
-        head = f"On the **{len(ids)} tasks** every compared run answered and has `{key}` for"
-    else:
-        names = ", ".join(r["run"] for r in scored)
-        head = f"On the **{len(ids)} tasks** every run with `{key}` ({names}) answered"
-    parts = [f"{head} ({direction(key)}):"]
-    agents, baselines = policy.agent_baselines(scored)
-    budgets = budget_pairs(ranked)
-    pairs = [(a, b) for a in agents for b in baselines] or budgets or \
-        ([(ranked[0], ranked[1])] if len(ranked) > 1 else [])
-    parts += [f"- {pair_sentence(sets, find(decided, key, a, b), a, b, key, means)}"
-              for a, b in pairs]
-    if budgets:
-        parts.append(f"- {BUDGET_NOTE}")
-    parts.append(f"- {_best_sentence(sets, ranked, key, means, decided, pairs)}")
-    shown = [r for r in scored if policy.is_bound(r)] if bounds else []
-    if shown:
-        parts.append("- Bounds (reference points, never ranked): " + "; ".join(
-            f"{r['run']} {means[r['run_id']]:.3f}" for r in shown) + ".")
-    return "\n".join(parts)
-
-
 def direction(key: str) -> str:
     return "higher is better" if policy.higher_is_better(key) else "lower is better"
 
 
 # what a loop count means (arag/agent/loop.py): the budget, then a forced answer call
-LOOPS_NOTE = ("`max_loops` is the budget of model calls that may use tools; an agent that "
-              "spends it makes one more call, without tools, to answer, so its `loops` is then "
-              "max_loops + 1.")
-BUDGET_NOTE = ("Every budget is compared with the largest above; the loop-budget curve "
-               "(`plots/loop_budget_curve.png`, section \"Retrieval and the loop budget\") "
-               f"draws them all. {LOOPS_NOTE}")
-
-
 def budget_pairs(runs: list[Row]) -> list[tuple[Row, Row]]:
     """A loop-budget sweep (every contender agentic, each with its own ``max_loops``): each
     budget against the largest, smallest first; any other sweep: none."""
@@ -457,161 +324,11 @@ def budget_pairs(runs: list[Row]) -> list[tuple[Row, Row]]:
     return [(r, ordered[-1]) for r in ordered[:-1]]
 
 
-def pair_sentence(sets: TaskSets, decision: Decision | None, a: Row, b: Row, key: str,
-                  means: dict[str, float]) -> str:
-    """One comparison: the two means on the tasks both have a score for, their paired
-    difference with its CI, the test (raw and adjusted p) and what it decides."""
-    ids = sets.pair_ids(a, b, key)
-    ma, mb = (float(np.mean(sets.values(r, key, ids))) if ids else means[r["run_id"]]
-              for r in (a, b))
-    res = decision.paired if decision is not None else None
-    text = (f"**{_name(a)}** vs **{_name(b)}** (n={n_words(len(ids), res)}"
-            f"{shrunk(sets, a, b, ids)}): {ma:.3f} vs {mb:.3f}")
-    if decision is None or res is None:
-        return f"{text}; too few tasks for a paired comparison."
-    if res.n_untied == 0:
-        return f"{text}: **a tie**, identical on all {res.n} tasks."
-    text += (f", difference {res.mean_diff:+.3f}, 95% CI [{res.ci_low:.3f}, {res.ci_high:.3f}]"
-             + small_n_note(res.n))
-    if res.testable:
-        untied = "documents' mean differences" if res.n_clusters else "pairs"
-        text += f", Wilcoxon {decision.p_words()} over {res.n_untied} untied {untied}"
-    power = " " + power_sentence(sets.cluster_differences(a, b, key, ids), decision.family,
-                                 "documents" if res.n_clusters else "tasks")
-    better = decision.better
-    if better is not None:
-        return (f"{text}: **significant**, {better['run']} is better."
-                + stability_note(sets, a, b, key, ids, res.mean_diff) + power)
-    if not res.testable:
-        return (f"{text}: **too few to test** (only {res.n_untied} pairs differ, at least "
-                f"{MIN_UNTIED} are needed)." + stability_note(sets, a, b, key, ids, res.mean_diff)
-                + power)
-    return (f"{text}: **no significant difference** ({decision.why_not()})."
-            + stability_note(sets, a, b, key, ids, res.mean_diff) + power)
-
-
-def stability_note(sets: TaskSets, a: Row, b: Row, key: str, ids: list[str],
-                   mean_diff: float) -> str:
-    """With repeats: whether the pair's winner holds in every repeat taken alone, and the
-    share of tasks whose winner holds in at least 80% of their repeats; empty with one."""
-    wanted = set(ids)
-    first, second = ([x for x in sets.answers.get(r["run_id"], [])
-                      if x["id"] in wanted and is_answered(x)] for r in (a, b))
-    shares = stability_share(first, second, key, policy.higher_is_better(key))
-    if shares is None:
-        return ""
-    share, counted = shares
-    tasks = (f" On {share:.0%} of the {counted} tasks the winner is the same in at least "
-             f"{STABLE_SHARE:.0%} of the repeats.")
-    per_repeat = repeat_differences(first, second, key)
-    leads = sum(policy.advantage(d, key) > 0 for d in per_repeat)
-    if mean_diff == 0 or all(np.sign(d) == np.sign(mean_diff) for d in per_repeat):
-        return f" Each of the {len(per_repeat)} repeats alone gives the same sign.{tasks}"
-    return (f" **The winner is not stable across repeats**: {a['run']} leads in {leads} of "
-            f"{len(per_repeat)} repeats taken alone.{tasks}")
-
-
-CONTEXT_SETTING = "model.context_limit"  # what a "exceeds the model's context" skip names
-
-
-def shrunk(sets: TaskSets, a: Row, b: Row, ids: list[str]) -> str:
-    """Said beside a pair's n when it is not every task: which set it is, and what shrank
-    it (each run's skips with their commonest reason, the config setting named)."""
-    if len(ids) == len(sets.all_ids):
-        return ""
-    whys = []
-    for run in (a, b):
-        records = [sets.tables[run["run_id"]].get(t, {}) for t in sets.all_ids]
-        skipped = [x for x in records if x.get("skipped")]
-        errored = sum(bool(x.get("error")) for x in records)
-        if skipped:
-            reason = max(set(r := [x.get("skip_reason") or "no reason given" for x in skipped]),
-                         key=r.count)
-            setting = f", `{CONTEXT_SETTING}`" if "context" in reason else ""
-            whys.append(f"{run['run']} skipped {len(skipped)} ({reason}{setting})")
-        if errored:
-            whys.append(f"{run['run']} errored on {errored}")
-    why = "; ".join(whys) or "the rest lack a score"
-    return f" of {len(sets.all_ids)}: the tasks both answered; {why}"
-
-
-
-def _name(run: Row) -> str:
-    """A run's name in a comparison; an agent that called no tool is named as what it was."""
-    return f"{run['run']} (called no tool: closed-book)" if policy.void_agent(run) else run["run"]
-
-
-def small_n_note(n: int, unit: str = "pairs") -> str:
-    """Said beside a CI over fewer than ``SMALL_N`` pairs (or tasks)."""
-    return (f" (small n: a bootstrap CI over {n} {unit} is unreliable)" if n < SMALL_N else "")
-
-
-def _best_sentence(sets: TaskSets, ranked: list[Row], key: str, means: dict[str, float],
-                   decided: Sequence[Decision], pairs: Sequence[tuple[Row, Row]]) -> str:
-    """The best contender, and whether it is significantly ahead of the runner-up (with the
-    rule's power when that pair has no line of its own among ``pairs``)."""
-    if not ranked:
-        return "Only bounds are scored: no contender to name."
-    best = ranked[0]
-    if len(ranked) == 1:
-        return f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), the only contender scored."
-    runner_up = ranked[1]
-    tied = [r["run"] for r in ranked if means[r["run_id"]] == means[best["run_id"]]]
-    if len(tied) > 1:  # an exact tie has no best: naming one would pick by the sort order
-        return (f"No best mean: {', '.join(tied)} tie at {means[best['run_id']]:.3f}: no "
-                "winner is declared.")
-    decision = find(decided, key, best, runner_up)
-    res = decision.paired if decision is not None else None
-    power = ""
-    if res is not None and res.n_untied and not any({id(best), id(runner_up)} == {id(a), id(b)}
-                                                    for a, b in pairs):
-        ids = sets.pair_ids(best, runner_up, key)
-        power = " " + power_sentence(sets.cluster_differences(best, runner_up, key, ids),
-                                     decision.family if decision else 1,
-                                     "documents" if res.n_clusters else "tasks")
-    if decision is not None and res is not None and decision.better is best:
-        return (f"Best: **{best['run']}** ({means[best['run_id']]:.3f}), significantly ahead "
-                f"of {runner_up['run']}.{power}")
-    return (f"Best mean: {best['run']} ({means[best['run_id']]:.3f}), but not significantly "
-            f"ahead of {runner_up['run']}: no winner is declared.{power}")
-
-
-RULE_WORDS = (f"Holm-adjusted Wilcoxon with a bootstrap CI, simulated from the observed "
-              f"differences, {SIMULATIONS:,} resamples")
-
-
 def n_words(n: int, paired: Paired | None) -> str:
     """A pair's n: its tasks, and the documents they read where tasks share one."""
     if paired is None or not paired.n_clusters:
         return str(n)
     return f"{n} tasks on {paired.n_clusters} documents"
-
-
-def power_sentence(differences: Sequence[float], comparisons: int, unit: str = "tasks") -> str:
-    """The minimum detectable difference of the rule the verdict applies, over a pair's own
-    tasks (or documents, ``unit``, where tasks share them: the differences are then each
-    document's mean) and family, and how many its observed difference would need."""
-    holm = f"; Holm at its worst case, p < {ALPHA}/{comparisons}" if comparisons > 1 else ""
-    rule = f"the rule that decides ({RULE_WORDS}{holm})"
-    mdd = min_detectable_difference(differences, comparisons)
-    cannot = f"The **minimum detectable difference** of {rule} cannot be computed: {mdd.why}."
-    if not mdd.defined:
-        return cannot
-    if mdd.value is None:
-        text = cannot
-    else:
-        text = (f"The **minimum detectable difference** over these {len(differences)} {unit} "
-                f"is {mdd.value:.3f}: the smallest true difference {rule} declares with "
-                f"{POWER:.0%} power.")
-    observed = abs(float(np.mean(differences)))
-    if observed == 0:
-        return text + " The observed difference is 0: no number of tasks would declare it."
-    if mdd.value is None or observed < mdd.value:
-        needed = tasks_needed(differences, comparisons)
-        text += (f" Declaring the observed difference ({observed:.3f}) would "
-                 + (f"take about {int(needed.value):,} {unit}." if needed.value is not None
-                    else f"take {needed.why}."))
-    return text
 
 
 def task_cost(run: Row) -> float | None:
@@ -666,40 +383,8 @@ def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def unknown(sets: TaskSets, run: Row, key: str, what: str) -> str:
-    """What a figure the records cannot support is called: unknown, never 0."""
-    missing, total = lacking(sets, run, key)
-    return (f"{what} unknown ({missing} of {total} records lack it)" if missing
-            else f"{what} unknown")
-
-
-def cost_sentence(sets: TaskSets, runs: list[Row]) -> str:
-    parts = [f"{r['run']} {_cost_words(sets, r)}" for r in runs]
-    judge = sum(judge_spent(r) or 0.0 for r in runs)
-    return ("Cost per task (every task run, errored included; without the response cache, "
-            "actual spend in brackets): " + "; ".join(parts) + "."
-            + (f" The judge cost ${judge:.4f} in all." if judge else ""))
-
-
-def _cost_words(sets: TaskSets, run: Row) -> str:
-    """A run's cost per task, what it spent and its P50 latency; each unknown where the
-    records cannot support it (never $0)."""
-    cost, paid = task_cost(run), run.get("cost_usd_per_task")
-    p50 = run.get("latency_ms_p50")
-    latency = f"P50 {p50:.0f} ms" if p50 is not None else unknown(sets, run, "latency_ms",
-                                                                 "P50 latency")
-    if cost is None:
-        return f"({unknown(sets, run, 'cost_usd', 'cost')}; {latency})"
-    spent_words = f"spent ${paid:.5f}" if paid is not None else "spent unknown"
-    return f"${cost:.5f} ({spent_words}; {latency})"
-
-
-def _spent_sentence(left_out: list[Row]) -> str:
-    return "".join(f" {r['run']} answered no task but spent ${spent(r) or 0.0:.5f}."
-                   for r in left_out if (spent(r) or 0.0) > 0)
-
-
-def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision]) -> str:
+def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision],
+                   descriptive: bool = False) -> str:
     """Every pair of runs on each decision metric: the family's tests with raw and adjusted
     p (a pair with a bound is shown for reference, untested by the verdict)."""
     family = max((d.family for d in decided), default=1)
@@ -710,10 +395,15 @@ def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decisi
              f"decides on {', '.join(f'`{k}`' for k in keys)}: every pair of contenders on each, "
              f"{family} test(s) in all, whose p-values are {policy.CORRECTION}-adjusted together "
              "(both shown). Significant: adjusted p < 0.05 and the CI excludes 0.\n")
-    return intro + "".join(_paired_table(sets, key, decided) for key in keys)
+    if descriptive:
+        intro += ("**Descriptive:** this sweep stopped by its anytime-valid intervals (section "
+                  "\"Sequential stop\"): these tests are on tasks a data-dependent rule chose "
+                  "to run, so their verdicts decide nothing.\n")
+    return intro + "".join(_paired_table(sets, key, decided, descriptive) for key in keys)
 
 
-def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
+def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision],
+                  descriptive: bool = False) -> str:
     rows = []
     for part, (a, b) in ((within, pair) for within in by_dataset(sets).values()
                          for pair in itertools.combinations(within.runs, 2)):
@@ -727,6 +417,7 @@ def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision]) -> str:
                      f"{d.p_adjusted:.3g}" if held and d else
                      "– (a bound: not decided on)" if d is None else "–",
                      f"{res.wins}/{res.losses}/{res.ties}",
+                     f"descriptive ({d.verdict() if d else res.verdict()})" if descriptive else
                      d.verdict() if d is not None else f"{res.verdict()} (unadjusted)"])
     head = f"\n### `{key}`\n\n"
     if not rows:
@@ -795,6 +486,10 @@ def headline_rows(sets: TaskSets, finished: list[Row], key: str, also: Sequence[
                     if k.endswith(("_mean", "_n"))})
         row["cost_per_task"] = task_cost(run)
         row["n_all"] = len(sets.all_ids)
+        row["n_asked"] = tasks_asked(run)
+        row["judge_cost"] = judge_spent(run)
+        row["answered_any"] = run in sets.runs
+        row["spent"] = spent(run)
         # how many records lack each figure, so an unknown is said as one, never 0
         row["lacking"] = {key: lacking(sets, run, key)[0] for key in UNKNOWABLE}
         row["n_records"] = lacking(sets, run, "cost_usd")[1]

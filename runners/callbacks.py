@@ -58,6 +58,7 @@ from runners.naming import experiment_name, sweep_labels, sweep_run_name
 from runners.preflight import (
     all_finished,
     check_jobs,
+    check_labels,
     credentials_message,
     job_configs,
     prediction_folders,
@@ -69,7 +70,7 @@ from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.human_labels import LabelsError, read_labels_file
 from tracking.paths import resolve
-from tracking.storage import server_gone
+from tracking.storage import explain_write_failure, server_gone
 from tracking.sweeps import PARENT_ROLE, find_sweep, set_description_section
 
 log = logging.getLogger(__name__)
@@ -96,6 +97,7 @@ class MLflowSweepCallback(Callback):
         self.earlier: list[Any] = []  # parents holding a finished sweep's verdict (re-run)
         self.locks = FolderLocks()
         self.report_cfg: Any = None  # the ``report`` node: the baseline to compare with
+        self.storage_cfg: Any = None  # the sweep's config: where its files are written
         self.baseline_exit = 0  # the baseline comparison's exit status (report.baseline_report)
         self.baseline_text = ""  # what it decided, for the console
         self.jobs: list[Settings] = []  # every job's settings, checked before the parent opens
@@ -149,8 +151,7 @@ class MLflowSweepCallback(Callback):
         self.decide_on = list(config.report.decide_on)
         self.human_labels = config.report.get("human_labels")
         try:  # every check before the parent run opens: a sweep that fails leaves no run
-            if self.human_labels:  # a bad labels file is found before any job is checked
-                read_labels_file(self.human_labels)
+            labels = read_labels_file(self.human_labels) if self.human_labels else []
             configs = job_configs(config)
             # no two runs share a name (and so parent metrics); prediction files whose
             # stems collide are named after their folders
@@ -158,6 +159,8 @@ class MLflowSweepCallback(Callback):
                 OmegaConf.select(config, "hydra.overrides.task", default=[]))))
             self.configs = configs
             jobs = check_jobs(configs, dry_run=bool(config.runner.dry_run))
+            if self.human_labels:  # labels of what this sweep's judge will score, or none
+                check_labels(self.human_labels, labels, jobs)
             if config.runner.get("sequential") and len(jobs) < 2:
                 raise ConfigError("runner.sequential=true stops when the comparisons between "
                                   "systems are settled, and this sweep has one job. Fix: sweep "
@@ -194,6 +197,7 @@ class MLflowSweepCallback(Callback):
     def _open_parent(self, config: DictConfig, sweep_dir: Path, jobs: list[Settings]) -> None:
         self.client = track.connect(config.tracking)
         self.report_cfg = config.report
+        self.storage_cfg = config  # the keys a failed write of the report is named by
         name = experiment_name(self.configs or [config])
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)
         overrides = list(config.hydra.overrides.task)
@@ -312,22 +316,27 @@ class MLflowSweepCallback(Callback):
                                 runs_key(row["run_id"] for row in self.result.rows))
             overview.publish(self.client, self.result)  # the verdict, first thing in the UI
         except Exception as exc:  # noqa: BLE001 - a report problem must not hide the result
-            log.exception("could not build the sweep comparison")
+            # a full disk names the path and the key that chose it; anything else its trace
+            explained = explain_write_failure(exc, self.storage_cfg) \
+                if self.storage_cfg is not None else None
+            if explained is None:
+                log.exception("could not build the sweep comparison")
             # visible on the parent: rebuild with python -m report <parent run id>
             self.client.set_tag(self.parent["run_id"], "report_error",
-                                f"{type(exc).__name__}: {exc}"[:5000])
-            report_error = (f"the sweep report could not be written ({one_line(exc)}); the "
-                            "jobs' runs are kept. Fix the cause, then rebuild it: python -m "
-                            f"report {self.parent['run_id']}")
+                                str(explained or f"{type(exc).__name__}: {exc}")[:5000])
+            report_error = (f"the sweep report could not be written ("
+                            f"{explained or one_line(exc)}); the jobs' runs are kept. Fix the "
+                            f"cause, then rebuild it: python -m report {self.parent['run_id']}")
             set_description_section(self.client, self.parent["run_id"], REPORT_FAILED, (
-                f"The sweep report could not be written: `{one_line(exc)}`. The jobs' runs "
-                "are kept. Fix the cause, then finish it with "
+                f"The sweep report could not be written: `{explained or one_line(exc)}`. The "
+                "jobs' runs are kept. Fix the cause, then finish it with "
                 f"`python -m report {self.parent['run_id']}`."))
         if failures:
             self.client.set_tag(self.parent["run_id"], "failed_jobs",
                                 json.dumps(failures)[:5000])
         else:
             self._compare_with_baseline(self.parent["run_id"])
+        # FAILED until its report is written: python -m report <parent> ends it FINISHED
         self.client.set_terminated(self.parent["run_id"],
                                    "FAILED" if failures or report_error else "FINISHED")
         self.parent = None

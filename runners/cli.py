@@ -166,6 +166,12 @@ def suggest_closest_keys() -> None:
 
 def unknown_key_message(override: str, cfg: DictConfig) -> str:
     key, _, value = override.partition("=")
+    parent = key.rpartition(".")[0]
+    node = OmegaConf.select(cfg, parent) if parent and not key.startswith("+") else None
+    if isinstance(node, DictConfig) and OmegaConf.get_type(node) is dict:
+        # a map whose keys are the user's (report.equivalence_margin): a new key takes "+"
+        return (f"{key} is a new key of the map {parent}, which Hydra adds only with \"+\". "
+                f"Fix: +{key}={value}")
     group = closest_group(key)
     if group is not None:
         return group_message(key, group, _as_typed(key, value))

@@ -7,6 +7,7 @@ group option and override is type-checked at compose time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, make_dataclass
+from enum import Enum
 from pathlib import Path
 
 from hydra.core.config_store import ConfigStore
@@ -106,6 +107,29 @@ def metrics_config() -> type:
 MetricsConfig = metrics_config()
 
 
+class ConsoleMode(str, Enum):
+    summary = "summary"  # the verdict in at most 30 lines of 120 characters
+    full = "full"  # everything the report says
+
+
+@dataclass
+class PPIConfig:
+    """``report.ppi``: the judge corrected by people's labels (docs/validate-your-judge.md)."""
+
+    # a corrected comparison of two runs decides only with at least this many tasks
+    # labelled for both (fewer: its figures are shown, nothing is decided)
+    min_shared: int = positive(10, "tasks labelled for both runs of a corrected comparison")
+
+
+@dataclass
+class BudgetConfig:
+    """What a recommendation may cost: ``report.budget.cost_usd_per_task`` (uncached USD a
+    task) and ``report.budget.latency_ms_p90`` (ms); null: no limit."""
+
+    cost_usd_per_task: float | None = None
+    latency_ms_p90: float | None = None
+
+
 @dataclass
 class ReportConfig:
     """What the sweep's verdict decides on and what it is held against (no model calls)."""
@@ -140,10 +164,27 @@ class ReportConfig:
     # (every numeric feature is a key, so an override needs no "+"; empty: quantiles)
     slice_edges: dict[str, list[float]] = field(default_factory=lambda: {
         name: [] for name in sorted(NUMERIC)})
-    # a sequential sweep calls two systems equivalent on a metric when its anytime-valid
-    # interval lies within +-margin: {<metric>: <margin in the metric's units>}; a metric
-    # left out gets 2% of its declared range (metrics.sequential.margin_for)
+    # a difference not worth having, per metric: {<metric>: <margin in the metric's units>};
+    # a metric left out gets 2% of its declared range (metrics.sequential.margin_for). Two
+    # uses: a sequential sweep calls two systems equivalent when its anytime-valid interval
+    # lies within +-margin, and "What to ship" calls a run dominated when a cheaper one
+    # exists and the upper CI bound of (costlier - cheaper) lies below the margin
     equivalence_margin: dict[str, float] = field(default_factory=dict)
+    # "What to ship" (docs/verdict.md): the numeric features a threshold policy may route
+    # by, known before any system answers (document_tokens, n_documents; never
+    # evidence_position, which comes from the gold)
+    route_by: list[str] = field(default_factory=lambda: ["document_tokens"])
+    # folds of whole documents the policies are cross-fitted over
+    route_folds: int = ranged(5, low=2, must="at least 2 (folds of whole documents)")
+    # the what-if cascade's order, run names of the sweep ([naive,arag]: naive first,
+    # arag where it declined); empty: the order best on the training folds, cheaper first
+    cascade: list[str] = field(default_factory=list)
+    # the recommendation is the best system or policy within these (null: no limit)
+    budget: BudgetConfig = field(default_factory=lambda: BudgetConfig())
+    # what the terminal shows at a sweep's end: summary (a screen: the answer, caveats by
+    # kind, the headline table, the most important findings) or full (everything)
+    console: ConsoleMode = ConsoleMode.summary
+    ppi: PPIConfig = field(default_factory=PPIConfig)
 
 
 @dataclass

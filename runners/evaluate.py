@@ -28,7 +28,8 @@ from metrics import Scorer, ScoringItem
 
 PASSTHROUGH = ("repeat", "loops", "max_loops_reached", "context_budget_reached", "cost_usd",
                "cost_usd_uncached", "latency_ms", "input_tokens", "output_tokens", "cache_read_input_tokens",
-               "cache_creation_input_tokens", "skipped", "skip_reason", "error")
+               "cache_creation_input_tokens", "skipped", "skip_reason", "error", "stop_reason",
+               "routed_to", "route_reason")
 
 
 def gold_chunk_ids(task: Task, chunks_by_doc: dict[str, list[Chunk]]) -> set[str] | None:
@@ -66,7 +67,7 @@ def scoring_items(predictions: list[Prediction], tasks: dict[str, Task], corpus:
             prediction=replace(p, predicted=strip_citations(p.predicted)), task=tasks[p.id],
             gold_chunk_ids=gold_chunk_ids(tasks[p.id], chunks_by_doc),
             context_text=system.judged_context(p, tasks[p.id], sources),
-            target_length=target_length, retrieves=system.retrieves,
+            target_length=target_length, retrieves=system.retrieves_task(p),
             line_pages=paged_gold_documents(tasks[p.id], corpus),
             ranking=system.ranking(p) if system.ranks else None,
             context_chunks=system.context_chunks(p, tasks[p.id], sources), agentic=system.agentic,

@@ -92,6 +92,7 @@ def run(settings: Settings, parent: dict[str, Any] | None = None, run_name: str 
 def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
              sweep_id: str | None) -> dict[str, float]:
     settings, cfg = job.settings, job.cfg
+    job.sweep_run = (parent or {}).get("run_id")  # named on every line of its spend journals
     model = job.journaled(cached(job.capped(make_model(cfg.model)), cfg.cache))
     client = track.connect(cfg.tracking)
     experiment_id = (parent or {}).get("experiment_id") or track.ensure_experiment(

@@ -58,6 +58,8 @@ class Job:
     # names this attempt's lines in the spend journal: what it paid, apart from what
     # earlier attempts paid for the answers it carries over
     attempt: str = field(default_factory=lambda: uuid.uuid4().hex, init=False)
+    # the sweep run this job runs under (None: a single run), named on each journal line
+    sweep_run: str | None = field(default=None, init=False)
     _index: SearchIndex | None = field(default=None, init=False, repr=False)
     # runner.max_cost_usd held call by call, once the run's model is ``capped``
     spend_cap: SpendCap | None = field(default=None, init=False, repr=False)
@@ -89,7 +91,14 @@ class Job:
         if model.provider == "offline":
             return model
         return MeteredModel(model, Prices.from_config(self.cfg.model),
-                            SpendJournal(self.spend_path, self.attempt))
+                            SpendJournal(self.spend_path, self.attempt, self.journal_tags))
+
+    @property
+    def journal_tags(self) -> dict[str, Any]:
+        """What each spend-journal line of this job says of who paid: the sweep run and the
+        round (``runner.round_tasks``: a sequential sweep's looks sum the spend of their
+        rounds, however often the sweep was run again)."""
+        return {"sweep_run": self.sweep_run, "round_tasks": self.cfg.runner.round_tasks}
 
     def capped(self, model: ChatModel) -> ChatModel:
         """The run's model with every call reserving its cost against

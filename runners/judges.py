@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from arag.config import ConfigError, JudgeConfig
+from arag.config import ConfigError, JudgeConfig, compose_option
 from tracking.paths import PROJECT_ROOT
 
 TRANSPORT = ("base_url", "max_retries", "retry_base_delay_s", "timeout_s",
@@ -31,20 +31,7 @@ def judge_options() -> list[str]:
 
 def _compose(group: str, name: str) -> DictConfig:
     """``conf/<group>/<name>.yaml`` with the files its defaults list names merged under it."""
-    node = OmegaConf.load(PROJECT_ROOT / "conf" / group / f"{name}.yaml")
-    assert isinstance(node, DictConfig)
-    merged: Any = OmegaConf.create()
-    for entry in node.get("defaults", []):
-        # ``/group@package: name``, or a plain ``name``: another option of the same group
-        pairs = entry.items() if isinstance(entry, DictConfig) else \
-            [] if entry == "_self_" else [(group, entry)]
-        for key, value in pairs:
-            base_group = str(key).lstrip("/").split("@")[0]
-            merged = OmegaConf.merge(merged, _compose(base_group, str(value)))
-    own = {k: v for k, v in node.items_ex(resolve=False) if k != "defaults"}
-    result = OmegaConf.merge(merged, own)
-    assert isinstance(result, DictConfig)
-    return result
+    return compose_option(PROJECT_ROOT / "conf", group, name)
 
 
 def panel_configs(cfg: DictConfig) -> dict[str, DictConfig]:

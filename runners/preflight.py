@@ -17,7 +17,7 @@ from arag.redact import keys_with_credentials
 from runners.job import load_tasks, prepare
 from runners.resume import nothing_to_do, own_experiments
 from runners.settings import Settings, read, require_keys
-from runners.validation import ConfigError
+from runners.validation import ConfigError, check_policies
 from tracking.paths import resolve
 from tracking.runs import find_run
 from tracking.storage import check_storage
@@ -41,6 +41,12 @@ def job_overrides(overrides: list[str]) -> list[list[str]]:
         key, line = o.get_key_element().lstrip("+~"), str(o.input_line)
         if o.is_sweep_override():
             swept.add(key)
+            values = list(o.sweep_string_iterator())
+            if len(set(values)) < len(values):  # the same job twice, adjusted twice
+                twice = sorted({v for v in values if values.count(v) > 1})
+                raise ConfigError(
+                    f"{line} names {', '.join(twice)} more than once: the same job would run "
+                    f"twice and be compared twice. Fix: {key}={','.join(dict.fromkeys(values))}")
         if key in seen and key in swept:
             merged = ",".join(_choices(seen[key]) + _choices(line))
             raise ConfigError(
@@ -84,6 +90,7 @@ def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
     checking the values, keys, storage and data of every job, each distinct setting once;
     each job's system is configured on its data (a predictions file is read and checked)."""
     jobs = [read(cfg) for cfg in configs]
+    check_policies(configs)
     checked: set[str] = set()
     for job in [] if dry_run else jobs:
         require_keys(job)
@@ -103,6 +110,33 @@ def check_jobs(configs: list[DictConfig], dry_run: bool) -> list[Settings]:
     # identified by their data as the jobs will be: a changed dataset is no finished sweep
     return [job.with_dataset(datasets[_key(job, "dataset", "task_type")].digest)
             for job in jobs]
+
+
+def judged_fields(jobs: list[Settings]) -> set[str]:
+    """The fields a judge will score in this sweep: those of each job's scorers that ask a
+    judge (``Scorer.judge_requests``), in the jobs that have a judge that can judge."""
+    from arag.llm.registry import PROVIDERS
+    from metrics import Scorer, default_scorers
+
+    out: set[str] = set()
+    for job in jobs:
+        cfg = job.config
+        provider = str(cfg.judge.provider)
+        if provider == "none" or not PROVIDERS.has(provider) or not PROVIDERS.get(provider).judges:
+            continue
+        scorers = list(job.tree["metrics"]["scorers"])
+        out |= {f for s in default_scorers() if s.name in scorers
+                and type(s).judge_requests is not Scorer.judge_requests for f in s.fields}
+    return out
+
+
+def check_labels(path: str, labels: list[Any], jobs: list[Settings]) -> None:
+    """``report.human_labels`` against what the sweep will score, before anything runs
+    (``tracking.human_labels.check_judged``: ``python -m report`` checks a rebuild's
+    labels with it too)."""
+    from tracking.human_labels import check_judged
+
+    check_judged(path, labels, judged_fields(jobs), jobs[0].config.judge.name if jobs else "none")
 
 
 def prediction_folders(jobs: list[Settings]) -> dict[Path, str]:

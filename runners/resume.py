@@ -38,7 +38,10 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
         log.info("%s: this configuration already FINISHED as run %s (config hash %s); nothing "
                  "to do. runner.rerun=true runs it again", cfg.system.name,
                  existing.info.run_id, job.config_hash)
-        if existing.info.experiment_id != experiment_id or not adopt(client, existing, parent):
+        mine = existing.data.tags.get("mlflow.parentRunId") == (parent or {}).get("run_id")
+        # a child already is one of its runs; a run of another experiment is reused as it is
+        if existing.info.experiment_id != experiment_id or (
+                not mine and not adopt(client, existing, parent)):
             record_reused(parent, existing.info.run_id)
         return None, dict(existing.data.metrics)
     errored = has_errors(existing.data.metrics) and cfg.runner.retry_errors

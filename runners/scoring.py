@@ -53,7 +53,7 @@ def score_and_log(job: Job, predictions: list[Prediction], tracker: track.RunTra
     for p in predictions:  # a reused prediction is scored against today's reference
         p.ground_truth = tasks[p.id].reference
     chunks = build_chunks(job.dataset.corpus, cfg.retrieval.chunk_size, cfg.retrieval.chunk_overlap)
-    judge_spend = SpendJournal(job.judge_spend_path(tracker.run_id))
+    judge_spend = SpendJournal(job.judge_spend_path(tracker.run_id), tags=job.journal_tags)
     scorers, judges = make_scorers(job.settings, judge_spend)
     records = evaluate(predictions, tasks, job.dataset.corpus, chunks, scorers,
                        cfg.target_length, job.system_class, cfg.system.citations,

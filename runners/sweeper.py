@@ -24,6 +24,7 @@ from hydra.core.utils import JobReturn
 
 from metrics.sequential import stop_reason
 from report.analyses.sequential import looks_at
+from report.spend import journal_entries, spend_until
 from runners.preflight import check_jobs, job_configs
 from tracking import runs as track
 from tracking.sweeps import run_records
@@ -73,7 +74,7 @@ class Rounds:
                          dict(self.report.equivalence_margin))
         capped = any(run is not None and run.data.tags.get("stopped") for run in runs)
         stop = stop_reason(looks, done, total, self.runner.max_tasks, cost_capped=capped)
-        costs = [m.get("cost_usd_total") for m in metrics]  # None: a run that gives none
+        costs = [look_spend(run, done, m) for run, m in zip(runs, metrics, strict=True)]
         spend = sum(c for c in costs if c is not None) if None not in costs else None
         row = {"look": len(self.looks) + 1, "tasks": done, "tasks_total": total,
                "spend_usd": spend,
@@ -93,6 +94,19 @@ class Rounds:
         path.write_text("".join(json.dumps(r) + "\n" for r in self.looks), encoding="utf-8")
         if parent_id:  # a killed sweep keeps the looks it made
             self.client.log_artifact(parent_id, str(path))
+
+
+def look_spend(run: Any, tasks: int, metrics: dict[str, float]) -> float | None:
+    """What a run's rounds up to ``tasks`` tasks paid, its judge included, from its spend
+    journals (so a look replayed after a kill states what it stated then); a run without a
+    journal: its records' cost (None: they give none)."""
+    entries = (journal_entries(run) if run is not None else None) or []
+    system = [e for e in entries if e["kind"] == "system"]
+    recorded = metrics.get("cost_usd_total")  # a free or unjournaled system: its records'
+    if not system and recorded is None:
+        return None  # the system's cost is unknown, and so is the look's
+    judge = spend_until([e for e in entries if e["kind"] == "judge"], tasks)
+    return (spend_until(system, tasks) if system else float(recorded or 0.0)) + judge
 
 
 def _label(run: Any, label: str) -> str:

@@ -18,11 +18,13 @@ from arag.llm.registry import PROVIDERS
 from arag.retrieval import check_precision
 from arag.retrieval.embedder import resolve_embedder_path
 from arag.systems import SYSTEMS
+from arag.systems.routed import ROUTE_FEATURES, member_config, route_of
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS, declared_metrics
 from report import policy
 from report.baseline import COST_FIELDS, parse_map, parse_rules
 from report.baseline_report import ON_INCONCLUSIVE
+from report.cli import check_decide_on
 from runners.judges import panel_configs
 from tracking.paths import resolve
 
@@ -80,9 +82,6 @@ def validate_config(cfg: DictConfig) -> None:
          "an experiment name, or null for the dataset's name", "tracking.experiment=null"),
         ("report.decide_on", all(m in policy.decidable() for m in cfg.report.decide_on),
          *_decide_on_fix(cfg)),
-        ("report.decide_on", len(set(cfg.report.decide_on)) == len(cfg.report.decide_on),
-         "a list naming each metric once",
-         "report.decide_on=[" + ",".join(dict.fromkeys(cfg.report.decide_on)) + "]"),
         ("report.on_inconclusive", cfg.report.on_inconclusive in ON_INCONCLUSIVE,
          f"one of {', '.join(ON_INCONCLUSIVE)}", "report.on_inconclusive=fail"),
         ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
@@ -94,6 +93,8 @@ def validate_config(cfg: DictConfig) -> None:
         if not ok:
             value = OmegaConf.select(cfg, key)
             raise ConfigError(f"{key}={value!r} is invalid: it must be {must}. Fix: {example}")
+    check_routing(cfg)  # before the schema's generic finite check: its fixes name the rule's
+    check_decide_on(list(cfg.report.decide_on))
     check_schema(cfg)
     check_providers(cfg)
     check_embedder(cfg.retrieval.embedder)
@@ -166,6 +167,12 @@ def check_sequential(cfg: DictConfig) -> None:
                               f"report.equivalence_margin.{metric}=0.02 (or leave it out for "
                               "2% of the metric's range)")
     if not cfg.runner.get("sequential"):
+        if cfg.runner.get("max_tasks") is not None:  # a cap the user set is never ignored
+            raise ConfigError(f"runner.max_tasks={cfg.runner.max_tasks} caps a sequential "
+                              "sweep's rounds, and runner.sequential is false, so it would "
+                              "cap nothing. Fix: dataset.limit="
+                              f"{cfg.runner.max_tasks} (it caps the tasks of any run), or "
+                              "runner.sequential=true")
         return
     if not cfg.report.decide_on:
         raise ConfigError("runner.sequential=true stops when the comparisons on "
@@ -350,10 +357,54 @@ def _reordered(names: list[str]) -> list[str]:
     return out
 
 
+def check_routing(cfg: DictConfig) -> None:
+    """``report.budget`` limits are finite and not negative; ``report.route_by`` names
+    features known before any system answers; ``system=routed``'s rule or cascade is one
+    it can run (its members are conf/system options, its threshold finite)."""
+    report = cfg.report
+    for name in ("cost_usd_per_task", "latency_ms_p90"):
+        value = (report.get("budget") or {}).get(name)
+        if value is not None and (not math.isfinite(float(value)) or float(value) < 0):
+            raise ConfigError(f"report.budget.{name}={value!r} is invalid: it must be a finite "
+                              "number, 0 or more (or null for no limit). Fix: "
+                              f"report.budget.{name}={0.05 if name.startswith('cost') else 5000}")
+    for name in report.get("route_by") or []:
+        if name not in ROUTE_FEATURES:
+            gold = " (evidence_position comes from the gold)" \
+                if name == "evidence_position" else ""
+            raise ConfigError(f"report.route_by names {name!r}, which is not a feature known "
+                              f"before any system answers; use any of {list(ROUTE_FEATURES)}"
+                              f"{gold}. Fix: report.route_by=[document_tokens]")
+    if len(report.get("cascade") or []) == 1:
+        raise ConfigError(f"report.cascade={list(report.cascade)} is a cascade of one system. "
+                          "Fix: report.cascade=[naive,arag] (or [] to choose the order)")
+    if cfg.system.kind == "routed":
+        names, _ = route_of(OmegaConf.to_object(cfg.system))  # type: ignore[arg-type]
+        for name in names:
+            member_config(name, resolve("."))
+
+
+def check_policies(configs: list[Any]) -> None:
+    """``report.cascade`` names systems of the sweep (its jobs' ``system.name``, or what
+    their runs are called: an external file's stem)."""
+    names = sorted({str(c.system.name) for c in configs} | {
+        SYSTEMS.get(c.system.kind).run_label(str(c.system.name), c.system.get("predictions"))
+        for c in configs if SYSTEMS.has(c.system.kind)})
+    for cfg in configs[:1]:
+        unknown = [n for n in cfg.report.get("cascade") or [] if n not in names]
+        if unknown:
+            raise ConfigError(f"report.cascade names {unknown[0]!r}, which is not a system of "
+                              f"this sweep ({names}). Fix: report.cascade=[{','.join(names[:2])}]")
+
+
 def check_slices(report: Any) -> None:
     """``report.slice_by`` names known document features; ``report.slice_edges`` gives
     increasing edges of a numeric one."""
     known = known_features()
+    repeated = sorted({str(n) for n in report.slice_by if list(report.slice_by).count(n) > 1})
+    if repeated:  # a feature twice would be tested twice and counted twice in the family
+        raise ConfigError(f"report.slice_by names {', '.join(repeated)} more than once. Fix: "
+                          f"report.slice_by=[{','.join(dict.fromkeys(map(str, report.slice_by)))}]")
     for name in report.slice_by:
         if name not in known:
             close = difflib.get_close_matches(str(name), known, n=1)
@@ -367,6 +418,11 @@ def check_slices(report: Any) -> None:
                               f"({sorted(NUMERIC)}); a categorical one is sliced by value. "
                               f"Fix: remove report.slice_edges.{name}")
         values = list(edges)  # empty: quantile bins
+        if any(isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+               for v in values):
+            raise ConfigError(f"report.slice_edges.{name}={_shown(values)} is invalid: every "
+                              "edge must be a finite number (the outer bins are open already). "
+                              f"Fix: report.slice_edges.{name}=[8000,32000,128000]")
         if any(b <= a for a, b in zip(values, values[1:], strict=False)):
             raise ConfigError(f"report.slice_edges.{name}={values} is invalid: the edges "
                               "must be a strictly increasing list. Fix: "

@@ -179,9 +179,10 @@ def test_the_report_says_how_often_text_matching_gives_the_judges_status():
     runs = [{"run": "naive", "run_id": "n"}, {"run": "stuffing", "run_id": "s"}]
     found = attribution.analysis(Inputs(runs, runs, {"n": [r], "s": [unjudged]},
                                         TaskSets(runs, [], {}, ["t1"]), [], []))
-    said = [f.text for f in found.findings if "judge's status" in f.text]
-    assert said == ["naive: text matching gives the judge's status to 1 of 2 gold facts (50%) "
-                    "and 2 of 3 claims (67%) (attribution_agreement_*)."]
+    (claim,) = [c for c in found.claims if c.kind == "attribution_agreement"]
+    assert claim.runs == ("naive",)
+    assert {k: (v["agree"], v["n"]) for k, v in claim.figures.items()} == {
+        "facts": (1, 2), "claims": (2, 3)}
 
 
 def test_gold_facts_the_judge_leaves_unanswered_are_text_matched_and_the_record_says_why():
@@ -248,43 +249,58 @@ def test_attribution_listed_before_the_claims_it_reuses_is_refused_with_the_orde
         validate_config(cfg)
 
 
-def sweep_inputs():
-    """A decided sweep of two planted runs: stuffing wins on rouge2_f1 over naive, which
-    read far from the gold."""
+def sweep_inputs(n: int = 8):
+    """A decided sweep of two planted runs over ``n`` tasks: stuffing wins on rouge2_f1 over
+    naive, which read far from the gold."""
     from metrics.stats import Paired
     from report.analyses import Inputs
     from report.verdict import Decision, TaskSets
 
     naive = {"run": "naive", "run_id": "n", "system": "naive"}
     stuffing = {"run": "stuffing", "run_id": "s", "system": "stuffing"}
-    records = {"n": [planted([20, 25], [20, 25], task_id=f"t{k}") for k in range(3)],
+    records = {"n": [planted([20, 25], [20, 25], task_id=f"t{k}") for k in range(n)],
                "s": [planted([], [3, 20], system="stuffing", task_id=f"t{k}")
-                     for k in range(3)]}
+                     for k in range(n)]}
     won = Decision("rouge2_f1", stuffing, naive,
-                   Paired(3, 3, 0.2, 0.01, 0.1, 0.3, 0.001, 3, 0, 0), p_adjusted=0.001)
-    sets = TaskSets([naive, stuffing], [], {}, ["t0", "t1", "t2"])
+                   Paired(n, n, 0.2, 0.01, 0.1, 0.3, 0.001, n, 0, 0), p_adjusted=0.001)
+    sets = TaskSets([naive, stuffing], [], {}, [f"t{k}" for k in range(n)])
     return Inputs([naive, stuffing], [naive, stuffing], records, sets, ["rouge2_f1"], [won])
 
 
 def test_the_report_names_each_systems_main_cause_and_where_the_loser_falls_short(tmp_path):
+    """Eight tasks, each missing its facts for one cause: the sign test names it (p = 2/256);
+    the gap says where the loser falls short; the table and the plot show the counts."""
     from report import analyses
-    from report.findings import console_lines, markdown
+    from report.writers.markdown import section_of
 
     result = analyses.run_all(sweep_inputs())
-    lines = console_lines(result.findings)
-    assert ("naive: main failure cause never retrieved (100% of its 6 missed gold facts); 0% "
-            "of its checked claims unsupported.") in lines
-    assert any(line.startswith("stuffing: main failure cause in context but unused (100% of "
-                               "its 3 missed") for line in lines)
-    assert ("naive loses to stuffing on rouge2_f1: naive: 100% of 6 missed facts never "
-            "retrieved; stuffing: 100% of 3 missed facts in context but unused.") in lines
-    text = markdown(result.findings)
-    assert "![attribution](plots/attribution.png)" in text and "| naive | 6 | 0 | 0 | 6 |" in text
+    causes = {c.runs: c for c in result.claims if c.kind == "cause"}
+    naive, stuffing = causes[("naive",)], causes[("stuffing",)]
+    assert naive.key and naive.figures["cause"] == "not_retrieved" and naive.p < 0.05
+    assert (naive.figures["not_retrieved"], naive.figures["retrieved_unused"]) == (16, 0)
+    assert naive.figures["share_of_missed"] == 1.0 and naive.figures["unsupported_pooled"] == 0
+    assert stuffing.figures["cause"] == "retrieved_unused" and stuffing.figures["missed"] == 8
+    (gap,) = [c for c in result.claims if c.kind == "attribution_gap"]
+    assert gap.runs == ("naive", "stuffing") and gap.key and gap.metric == "rouge2_f1"
+    assert [s["cause"] for s in gap.figures["sides"]] == ["not_retrieved", "retrieved_unused"]
+    text = section_of(result.claims)
+    assert "![attribution](plots/attribution.png)" in text
+    assert "| naive | 16 | 0 | 0 | 16 |" in text
     rows = result.artifacts["attribution.jsonl"]
     assert {(r["system"], r["kind"]) for r in rows} >= {("naive", "gold"), ("stuffing", "claim")}
-    assert len({(r["task_id"], r["system"], r["repeat"]) for r in rows}) == 6
+    assert len({(r["task_id"], r["system"], r["repeat"]) for r in rows}) == 16
     drawn = [draw(tmp_path) for draw in result.plots]
     assert tmp_path / "attribution.png" in drawn and (tmp_path / "attribution.png").stat().st_size
+
+
+def test_three_tasks_name_no_cause_however_one_sided():
+    """Three of three tasks one way is p = 0.25 by the sign test: no cause is named."""
+    from report import analyses
+
+    result = analyses.run_all(sweep_inputs(3))
+    naive = next(c for c in result.claims if c.kind == "cause" and c.runs == ("naive",))
+    assert naive.figures["cause"] is None and naive.p == 0.25
+    assert naive.figures["not_retrieved"] == 6
 
 
 def test_compare_page_shows_each_tasks_causes_with_the_fact_text():
@@ -325,7 +341,7 @@ def test_a_task_without_gold_or_reference_gets_only_the_claim_side_and_the_repor
     run = {"run": "naive", "run_id": "n"}
     found = attribution.analysis(Inputs([run], [run], {"n": [r]}, TaskSets([run], [], {}, ["t1"]),
                                         [], []))
-    assert any(f.caveat and "naive: no gold facts" in f.text for f in found.findings)
+    assert [(n.kind, n.runs) for n in found.notes] == [("attribution_no_gold", ("naive",))]
 
 
 def test_on_a_paginated_filing_each_evidence_page_is_one_fact():

@@ -24,6 +24,7 @@ REQUIRED = "???"  # a value only the user can give: a marker, not a default
 # what an option needs beside it to compose: a value only the user gives, or the option
 # whose defaults list holds the group
 NEEDS = {"dataset=folder": ["dataset.root=data/sample"],
+         "system=routed": ["system.cascade=[naive,arag]"],
          "dataset/reference_model": ["dataset=financebench_qfs"]}
 
 

@@ -104,28 +104,34 @@ def test_compare_page_folds_the_judges_reasoning_and_draws_the_sections_touched(
     assert "lines 41-90: not touched" in strip and "lines 1-40: touched" in strip
 
 
+def result_of(rows, records, console_mode="summary", title="t"):
+    """The report's model as the console reads it (``report.report.result_of``)."""
+    return report.result_of(rows, records, title, options={"console": console_mode},
+                            artifact_uri="file:///store/3/p1/artifacts/report.html",
+                            run_id="p1", experiment_id="3")
+
+
 def test_verdict_lists_every_run_the_finding_and_where_to_look():
-    result = report.ReportResult("p1", "3", ROWS, RECORDS, "rouge2_f1",
-                                 "file:///store/3/p1/artifacts/report.html",
-                                 report.key_finding(ROWS, RECORDS, "rouge2_f1"))
+    result = result_of(ROWS, RECORDS)
     text = console.verdict(result, "sqlite:///mlruns/mlflow.db")
     lines = text.splitlines()
-    assert lines[1].split() == ["run", "rouge2_f1", "recall", "cost/task", "$", "spent/task",
-                                "$", "P50", "ms", "answered"]
-    # each score on its common set (t1: stuffing errored on t2), its n said
-    assert lines[2].split()[:5] == ["arag", "max_loops=8", "0.300", "(n=1)", "n/a"]
-    assert lines[2].split()[5:8] == ["0.00300", "0.00200", "450"]  # no cache, then spent
-    assert lines[2].split()[-1] == "2/2"
-    assert lines[3].split()[:3] == ["stuffing", "0.100", "(n=1)"]
-    assert lines[3].split()[-1] == "1/2"  # one errored task: answered 1 of 2
-    finding = console.plain(report.key_finding(ROWS, RECORDS, "rouge2_f1"))
-    assert finding in text and ("arag max_loops=8 vs stuffing (n=1 of 2: the tasks both "
-                                "answered; stuffing errored on 1): 0.300 vs 0.100") in finding
+    header = next(i for i, line in enumerate(lines) if line.startswith("run "))
+    assert lines[header].split() == ["run", "rouge2_f1", "n", "recall", "cost/task", "$",
+                                     "spent/task", "$", "P50", "ms", "answered"]
+    # each score on its common set (t1: stuffing errored on t2), its n beside it
+    arag, stuffing = (lines[header + k].split() for k in (1, 2))
+    assert arag[:5] == ["arag", "max_loops=8", "0.300", "1", "n/a"]
+    assert arag[5:8] == ["0.00300", "0.00200", "450"] and arag[-1] == "2/2"  # no cache, spent
+    assert stuffing[:3] == ["stuffing", "0.100", "1"] and stuffing[-1] == "1/2"  # one errored
     assert "report:  /store/3/p1/artifacts/report.html" in text
     assert "compare: /store/3/p1/artifacts/compare.html" in text
     assert "make ui, then http://127.0.0.1:5000/#/experiments/3/runs/p1/artifacts" in text
     server = console.verdict(result, "http://tracking:5000")
     assert "http://tracking:5000/#/experiments/3/runs/p1/artifacts" in server
+    # everything, key finding included, with report.console=full
+    everything = console.verdict(result_of(ROWS, RECORDS, "full"), "sqlite:///m.db")
+    assert ("arag max_loops=8 vs stuffing (n=1 of 2: the tasks both answered; stuffing errored "
+            "on 1): 0.300 vs 0.100") in everything
 
 
 def test_headline_metrics_and_parent_metric_names():
@@ -283,22 +289,19 @@ def test_make_ui_takes_a_port():
     assert "--port 5123" in dry.stdout and "sqlite:///mlruns/mlflow.db" in dry.stdout
 
 
-def test_the_console_verdict_opens_with_the_caveats_and_says_the_reports_finding():
-    from report.sections import caveats
-
+def test_the_console_verdict_opens_with_the_answer_then_the_caveats():
     rows = [dict(r, model_provider="offline", judge_provider="none", synthetic=True)
             for r in ROWS]
-    finding = report.key_finding(rows, RECORDS, "rouge2_f1")
-    result = report.ReportResult("p1", "3", rows, RECORDS, "rouge2_f1", "file:///r", finding,
-                                 caveats(rows))
+    result = result_of(rows, RECORDS)
     lines = [line for line in console.verdict(result, "sqlite:///m.db").splitlines() if line]
-    assert lines[0].startswith("Caveats")
-    assert "offline" in lines[1] and "not whether agentic retrieval helps an LLM" in lines[1]
-    assert any("No judge" in line for line in lines[:5])
-    assert any("synthetic" in line for line in lines[:5])
-    text = "\n".join(lines)
-    assert console.plain(finding) in text  # the report's key finding, word for word
-    assert "arag max_loops=8 vs stuffing (n=1 of 2" in text and "Best mean:" in text
+    assert " ".join(lines[:2]).startswith(result.answer[:60])
+    caveats = [line for line in lines if line.startswith("! ")]
+    assert lines.index(caveats[0]) < next(i for i, x in enumerate(lines) if x.startswith("run "))
+    said = " ".join(caveats)
+    assert "offline model (arag max_loops=8, stuffing)" in said and "not evidence" in said
+    assert "no judge" in said and "synthetic" in said
+    everything = console.verdict(result_of(rows, RECORDS, "full"), "sqlite:///m.db")
+    assert "arag max_loops=8 vs stuffing (n=1 of 2" in everything and "Best mean:" in everything
 
 
 def test_the_printed_address_and_trace_links_follow_the_ui_port(monkeypatch):

@@ -71,7 +71,8 @@ def given_answers(tmp: Path) -> Path:
 
 @pytest.mark.parametrize("system", [*SYSTEM_YAMLS, "keyword_rag"])
 def test_system_contract(system, make_cfg, mini, tmp_path):
-    extra = [external_predictions(mini, tmp_path)] if system == "external" else []
+    extra = [external_predictions(mini, tmp_path)] if system == "external" else \
+        ["system.cascade=[arag,naive]"] if system == "routed" else []
     data = [f"dataset.root={mini}"] if system != "given" else [  # answers given with the tasks
         "dataset=summedits", f"dataset.root={given_answers(tmp_path)}"]
     cfg = make_cfg(PLUGINS, f"system={system}", *data, "metrics.scorers=[length]", *extra)

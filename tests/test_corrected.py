@@ -64,8 +64,10 @@ def test_with_ten_labels_on_every_run_the_corrected_difference_decides():
     low, high = (analysis.run_metrics["arag"][f"{DIM}_ppi_ci_{k}"] for k in ("low", "high"))
     assert low <= corrected <= high
     assert f"arag_vs_naive_{DIM}_ppi_diff" in analysis.metrics
-    key = [f for f in analysis.findings if f.key and f.kind == "ppi"]
-    assert key and "Corrected by your labels" in key[0].text and key[0].figures["decides"]
+    (claim,) = [c for c in analysis.claims if c.kind == "corrected"]
+    assert claim.decisive and claim.figures["decides"] and claim.key
+    assert claim.figures["shared"] == 10 and claim.figures["min_shared"] == 10
+    assert claim.difference == pytest.approx(-0.5, abs=0.01) and claim.ci[1] < 0
     assert "The judge corrected by your labels" in text and "moved by" in text
     # the planted point made arag look better; corrected, naive (truly 0.5 higher) is
     assert data["answer"].startswith("Corrected by your labels (PPI++): arag − naive = -0.50")
@@ -77,9 +79,10 @@ def test_too_few_labels_do_not_decide_and_a_run_without_labels_is_named():
     _, data = report({"arag": list(range(5))})
     analysis = data["analysis"]
     assert "naive" not in analysis.run_metrics  # no labels, no corrected figure
-    said = " ".join(f.text for f in analysis.findings if f.caveat)
-    assert "No corrected" in said and "naive (0 labelled answers" in said
-    assert not [f for f in analysis.findings if f.key and f.kind == "ppi"]
+    notes = {(n.kind, n.runs): n.counts for n in analysis.notes}
+    assert notes[("ppi_no_estimate", ("naive",))]["labelled"] == 0
+    assert notes[("ppi_too_few_shared", ("arag", "naive"))]["shared"] == 0
+    assert not [c for c in analysis.claims if c.kind == "corrected" and c.decisive]
     assert data["answer"].startswith("Decided: arag beats naive")  # the raw answer stands
 
 
@@ -89,13 +92,15 @@ def test_a_judge_of_the_judged_models_family_is_flagged_and_another_family_sugge
     rows = [row("arag", judge="claude-haiku-4-5", model="claude-sonnet-4-6"),
             row("naive", judge="claude-haiku-4-5", model="gpt-4o-mini")]
     _, data = build_report(rows, records, "t", ["geval_coverage"])
-    flagged = [f for f in data["analysis"].findings if f.kind == "self_preference"]
-    assert len(flagged) == 1 and flagged[0].caveat
-    assert flagged[0].figures["runs"] == ["arag (claude-sonnet-4-6)"]
-    assert "`judge.panel=[gpt-4o-mini]`" in flagged[0].text
+    from report.writers.words import say
+
+    flagged = [n for n in data["analysis"].notes if n.kind == "self_preference"]
+    assert len(flagged) == 1 and flagged[0].runs == ("arag (claude-sonnet-4-6)",)
+    assert flagged[0].counts["suggest"] == "gpt-4o-mini"
+    assert "`judge.panel=[gpt-4o-mini]`" in say(flagged[0])
     other = [row(s, judge="gpt-4o-mini", model="claude-sonnet-4-6") for s in ("arag", "naive")]
     _, data = build_report(other, records, "t", ["geval_coverage"])
-    assert not [f for f in data["analysis"].findings if f.kind == "self_preference"]
+    assert not [n for n in data["analysis"].notes if n.kind == "self_preference"]
 
 
 def test_the_ppi_sample_is_the_same_tasks_for_each_run_proportional_to_the_judges_scores():

@@ -13,7 +13,7 @@ import pytest
 from arag.config import ConfigError
 from metrics.stats import holm
 from report import console, verdict
-from report.report import ReportResult, build_report
+from report.report import ReportResult, build_report, result_of
 from runners.validation import validate_config
 from tests.anthropic_fake import FakeAnthropic
 from tests.conftest import all_runs, client_for, compose_cfg
@@ -178,7 +178,7 @@ def test_cost_and_latency_the_records_lack_are_unknown_everywhere_never_zero():
     cost table, the console and the parent's description say unknown and how many records
     lack it; aggregation logs no cost metric rather than 0."""
     from metrics.aggregate import aggregate
-    from report.overview import runs_table
+    from report.overview import description
 
     bare = [{**judged(f"t{k}", k, 0.3, 4), "cost_usd": None, "latency_ms": None}
             for k in range(4)]
@@ -195,13 +195,12 @@ def test_cost_and_latency_the_records_lack_are_unknown_everywhere_never_zero():
     assert "| arag | 4 | 0 | 0 | unknown (4 of 4 lack it) | unknown (4 of 4 lack it) |" in costs
     assert ("Total spent: unknown (no run's spend is known: records without cost, no spend "
             "journal): arag, naive." in costs)  # never $0
-    result = ReportResult("p", "1", rows, records, "rouge2_f1", "file:///r", data["finding"],
-                          keys=["rouge2_f1"], decided=data["decided"], answer=data["answer"])
+    result = result_of(rows, records, "t", ["rouge2_f1"])
     terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db")
     assert "0.00000" not in terminal
-    assert "cost unknown, not 0: arag (4 of 4 records lack it)" in terminal
-    assert "latency unknown, not 0: arag (4 of 4 records lack it)" in terminal
-    assert "| `arag` | 0.300 | n/a | unknown | unknown | 4/4 |" in runs_table(result)
+    assert "cost unknown, not 0: arag, naive (4 of 4 records lack it)" in terminal
+    assert "latency unknown, not 0: arag, naive (4 of 4 records lack it)" in terminal
+    assert "| arag | 0.300 | 4 | n/a | unknown | unknown | unknown | 4/4 |" in description(result)
 
 
 def test_the_answer_comes_first_in_the_console_the_report_and_the_mlflow_description():
@@ -216,11 +215,11 @@ def test_the_answer_comes_first_in_the_console_the_report_and_the_mlflow_descrip
     assert "(Holm-adjusted over 3 tests)" in data["answer"]
     assert text.startswith(f"# t\n\n**Answer:** {data['answer']}\n")
     assert text.index("**Answer:**") < text.index("Caveats") < text.index("## Key finding")
-    result = ReportResult("p", "1", rows, records, "rouge2_f1", "file:///r", data["finding"],
-                          "> **Caveats**\n> - synthetic", keys=["rouge2_f1"],
-                          decided=data["decided"], answer=data["answer"])
+    result = result_of(rows, records, "t", ["rouge2_f1"])
     terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db").strip().splitlines()
-    assert terminal[0] == data["answer"] and terminal[2].startswith("Caveats")
+    blank = terminal.index("")
+    assert " ".join(x.strip() for x in terminal[:blank]) == data["answer"]  # wrapped to fit
+    assert terminal[blank + 1].startswith("! synthetic dataset")
     note = description(result)
     assert note.startswith(f"**{data['answer']}**\n\n")
     assert note.index("Caveats") < note.index("**Verdict** (decided on `rouge2_f1`)")
@@ -234,7 +233,12 @@ def test_the_answer_comes_first_in_the_console_the_report_and_the_mlflow_descrip
                  for i, r in enumerate(v)] for j, (k, v) in enumerate(records.items())}
     _, data = build_report(rows, mixed, "t", ["rouge2_f1"])
     assert data["answer"].startswith("Nothing decided on rouge2_f1: no difference between ")
-    assert data["answer"].endswith("(Holm-adjusted over 3 tests, 8 shared tasks, small n).")
+    assert "(Holm-adjusted over 3 tests, 8 shared tasks, small n)" in data["answer"]
+    # and says what would decide: the closest pair, the rule's detectable difference there
+    # and the tasks its observed difference would need (the answer's pending claim)
+    [closest] = data["answers"][0].pending[:1]
+    assert closest.figures["mdd"] > 0 and closest.figures["needed"] > 8
+    assert f"detects {closest.figures['mdd']:.3f}" in data["answer"]
 
 
 def test_each_pair_is_compared_on_the_tasks_both_answered_and_what_shrank_it_is_named():
@@ -274,8 +278,7 @@ def test_a_loop_budget_sweep_compares_every_budget_with_the_largest_and_calls_ti
     assert "`plots/loop_budget_curve.png`" in finding and "max_loops + 1" in finding
     loops = section(text, "Retrieval and the loop budget")
     assert "sweep `max_loops` to see" not in loops and "max_loops + 1" in loops
-    result = ReportResult("p", "1", rows, records, "rouge2_f1", "file:///r", data["finding"],
-                          keys=["rouge2_f1"], decided=data["decided"], answer=data["answer"])
+    result = result_of(rows, records, "t", ["rouge2_f1"], options={"console": "full"})
     terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db")
     assert "arag max_loops=2 vs arag max_loops=8" in terminal
     assert "loop_budget_curve.png" in terminal
@@ -310,7 +313,11 @@ def test_a_sentence_about_document_length_on_few_tasks_says_small_n():
 
 
 def test_low_judge_panel_agreement_is_a_caveat():
-    from report.sections import caveats
+    from report.analyses.caveats import caveat_notes
+    from report.writers import markdown
+
+    def caveats(rows):
+        return markdown.banner(caveat_notes(rows))
 
     panel = {"judge_panel": ["claude-sonnet-4-6"], "geval_faithfulness_parse_failures": 0.0,
              "geval_coverage_parse_failures": 0.0}

@@ -15,7 +15,7 @@ import pytest
 from arag.agent.prompts import task_prompt
 from arag.datasets import DatasetError, load_dataset
 from arag.retrieval.chunking import chunk_document
-from report.sections import dataset_caveats
+from report.analyses.caveats import caveat_notes
 from runners.job import prepare
 from runners.settings import read
 from tests.conftest import ROOT, SHARED, all_runs, run_cli
@@ -257,10 +257,9 @@ def test_budget_warning_for_short_documents(tmp_path, make_cfg):
     assert any("4 of 4 documents (100%) fit inside the retrieval context budget of 5 chunks"
                in n for n in job.dataset.notes)
     rows = [{"run": "arag", **job.dataset_metrics}]
-    notes = dataset_caveats(rows)
-    assert any("100% of the documents fit inside the retrieval context budget" in n
-               for n in notes)
-    assert any("4 task(s) have no reference summary" in n for n in notes)
+    notes = {n.kind: n for n in caveat_notes(rows)}
+    assert notes["fits_budget"].counts == {"share": 1.0, "chunks": 5.0}
+    assert notes["no_reference"].counts["tasks"] == 4
 
 
 def test_no_budget_warning_for_ectsum(make_cfg):
@@ -271,7 +270,8 @@ def test_no_budget_warning_for_ectsum(make_cfg):
                                    "dataset.limit=20")), call_models=False)
     assert job.dataset_metrics["docs_within_context_budget_share"] < 0.2
     assert not any("context budget" in n for n in job.dataset.notes)
-    assert dataset_caveats([{"run": "arag", **job.dataset_metrics}]) == []
+    kinds = {n.kind for n in caveat_notes([{"run": "arag", **job.dataset_metrics}])}
+    assert not kinds & {"fits_budget", "no_reference"}
 
 
 @pytest.mark.slow

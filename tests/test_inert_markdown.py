@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from report import human_agreement
-from report.findings import inert
 from report.overview import description
 from report.report import ReportResult, build_report, readable_markdown
+from report.writers.markdown import inert
 from tests.test_report import rec, row
 from tracking.human_labels import HumanLabel
 

@@ -1,5 +1,5 @@
 """Trusting the judge: the plan's taxonomy in the request, independent samples paid once,
-a panel's agreement, the mechanical premature-stop flag, and factual consistency."""
+a panel's agreement and factual consistency."""
 
 from __future__ import annotations
 
@@ -131,22 +131,6 @@ def test_panel_parse_failures_stay_null_and_are_counted():
     m = panel_aggregates(records, ["b"])
     assert m["panel_b_geval_coverage_parse_failures"] == 1
     assert "judge_agreement_coverage" not in m  # one item: alpha is undefined, not made up
-
-
-@pytest.mark.parametrize("agentic,spent,coverage_base,flag", [
-    (True, False, 1, 1.0),   # answered with loops left and covered little: premature stop
-    (True, True, 1, 0.0),    # used its whole budget: not premature
-    (True, False, 4, 0.0),   # covered the reference
-    (False, False, 1, None),  # no loop to end early
-])
-def test_premature_stop_is_flagged_mechanically_for_agentic_systems(tmp_path, agentic, spent,
-                                                                     coverage_base, flag):
-    judge = CountingJudge("j", {"the summary": coverage_base}, drift=False)
-    (s,) = GEvalScorer(judge, "fake/j", tmp_path).score(
-        [item("the summary", agentic=agentic, budget_spent=spent)])
-    assert s.values["premature_stop"] == flag
-    if flag is None:
-        assert "not agentic" in s.null_reasons["premature_stop"]
 
 
 def test_factual_consistency_is_the_verified_share_of_the_judges_claims(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -151,3 +152,34 @@ def test_an_installed_package_adds_a_system_and_a_scorer_to_a_sweep(tmp_path):
 def _artifact(client, run, name: str, tmp: Path) -> list[dict]:
     path = client.download_artifacts(run.info.run_id, name, str(tmp / run.info.run_id))
     return [json.loads(line) for line in Path(path).read_text().splitlines() if line]
+
+
+@pytest.mark.slow
+def test_an_installed_package_adds_an_analysis_that_every_writer_shows(tmp_path):
+    """A report analysis from a package installed outside the shared environment (module
+    entry point in group ``arag_eval.analyses``), with no edit to report/: its claims reach
+    the console, report.md and report.html, the MLflow description, compare.html and
+    findings.jsonl, and its rows are logged on the parent run."""
+    site = install_plugins(tmp_path)
+    mini = write_mini_dataset(tmp_path / "mini")
+    before = git_status()
+    result = run_cli(tmp_path, "system=naive,stuffing", f"dataset.root={mini}",
+                     env={**os.environ, "PYTHONPATH": str(site)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert git_status() == before
+    assert "Shortest answer naive on word_count" in result.stdout  # the console
+    client = client_for(tmp_path)
+    [parent] = [r for r in client.search_runs([e.experiment_id for e in
+                                               client.search_experiments()])
+                if r.data.tags.get("role") == "sweep_parent"]
+    rows = {r["run"]: r for r in _artifact(client, parent, "shortest_answer.jsonl", tmp_path)}
+    assert set(rows) == {"naive", "stuffing"} and rows["naive"]["shortest_words"] > 0
+    said = "Shortest answer naive on `word_count`"
+    for name in ("report.md", "report.html", "compare.html"):
+        path = client.download_artifacts(parent.info.run_id, name, str(tmp_path / "a"))
+        assert said.replace("`", "") in re.sub(r"<[^>]+>|`", "", Path(path).read_text()), name
+    assert said in parent.data.tags["mlflow.note.content"]
+    found = [f for f in _artifact(client, parent, "findings.jsonl", tmp_path)
+             if f["kind"] == "shortest_answer"]
+    assert {f["runs"][0] for f in found} == {"naive", "stuffing"}
+    assert found[0]["figures"]["shortest_words"] == rows[found[0]["runs"][0]]["shortest_words"]

@@ -181,22 +181,24 @@ def test_a_capped_run_is_counted_over_every_task_with_the_journals_spend():
                "naive": [rec(f"t{k}", 3) for k in range(6)]}
     capped = row("arag", status="KILLED", n_tasks=4.0, n_not_run=2.0, n_answered=4.0,
                  cost_usd_total=0.0032, cost_usd_spent_total=0.00633)
-    text, _ = build_report([capped, row("naive", n_tasks=6.0, n_answered=6.0)], records, "t")
+    text, data = build_report([capped, row("naive", n_tasks=6.0, n_answered=6.0)], records, "t")
     said = "stopped by the cost cap: 4 of 6 tasks run, 2 not run, spent $0.0063"
     assert stopped_words(capped) == said and said in text
     assert "spent $0.0032" not in text
-    assert "4/6" in table([{**capped, "n_all": 6}], "geval_coverage")
+    [arag] = [r for r in data["headline"] if r["run"] == "arag"]
+    assert arag["n_asked"] == 6 and "4/6" in table([arag], "geval_coverage")
 
 
-def test_error_taxonomy_shows_the_judges_p_beside_the_mechanical_flag():
+def test_error_taxonomy_shows_the_judges_p_beside_the_paths_mechanical_p():
     records = {"arag": [rec("t0", 2)], "naive": [rec("t0", 3)]}
-    rows = [row("arag", geval_coverage_mean=2.0, error_rate_P=1.0, premature_stop_mean=1.0),
+    rows = [row("arag", geval_coverage_mean=2.0, error_rate_P=1.0, trajectory_p_mean=1.0,
+                trajectory_judge_agreement_P=1.0),
             row("naive", geval_coverage_mean=3.0, error_rate_P=0.0)]
     text, _ = build_report(rows, records, "t")
     taxonomy = section(text, "Error taxonomy")
     assert "**P** premature termination" in taxonomy and "**IC** incoherence" in taxonomy
-    assert "| arag | – | – | – | 1.000 | – | – | – | 1.000 |" in taxonomy
-    assert "| naive | – | – | – | 0.000 | – | – | – | not agentic |" in taxonomy
+    assert "| arag | – | – | – | 1.000 | – | – | – | 1.000 | 1.000 | – | – |" in taxonomy
+    assert "| naive | – | – | – | 0.000 | – | – | – | not agentic | – | not agentic | – |" in taxonomy
 
 
 def test_a_run_without_the_metric_does_not_shrink_its_task_set():

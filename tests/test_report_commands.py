@@ -14,12 +14,12 @@ import mlflow
 import pytest
 
 from report import console, overview
+from report.cli import main
 from report.overview import BASELINE_HEADING
 from report.report import (
     BASELINE_SECTION,
     REPORT_OPTIONS_TAG,
     decide_on,
-    main,
     options_key,
     write_sweep_report,
 )

@@ -103,29 +103,40 @@ def report_inputs(records: dict[str, list[dict]], done: int, total: int, cost: f
 
 def test_a_sweep_that_stopped_early_decides_by_its_intervals_and_says_when():
     from report.analyses.sequential import sequential_verdict
+    from report.model import Authority
+    from report.writers.words import say
 
     records = coin_records(20, 0, planted=True)
     found = sequential_verdict(report_inputs(records, 20, 120, 0.5))
-    key, caveat = found.findings
-    assert key.key and key.text.startswith("Decided after 20 of 120 tasks ($1.00 of an "
-                                           "estimated $6.00)")
-    assert "**ref** is better on `rouge1_f1`" in key.text
-    assert caveat.caveat and "descriptive" in caveat.text
-    assert caveat.text.startswith("The sweep stopped when its anytime-valid intervals allowed")
+    stopped, look = found.claims
+    assert stopped.kind == "stopped" and stopped.key
+    assert (stopped.figures["tasks"], stopped.figures["tasks_total"]) == (20, 120)
+    assert stopped.figures["spend_usd"] == 1.0 and stopped.figures["estimated_full_usd"] == 6.0
+    assert stopped.figures["stop"] == "decided" and stopped.figures["early"]
+    assert look.authority == Authority.sequential and look.decisive
+    assert look.figures["better"] == "ref" and look.ci[0] > 0
+    [note] = found.notes
+    assert note.kind == "descriptive_tests" and note.counts["early"]
     assert found.metrics == {"sequential_tasks": 20.0, "sequential_decided": 1.0}
+    # the words, said once here (the writers' snapshots hold the rest)
+    assert say(stopped).startswith("Decided after 20 of 120 tasks ($1.00 of an estimated $6.00)")
+    assert "**ref** is better on `rouge1_f1`" in say(look)
+    assert say(note).startswith("The sweep stopped when its anytime-valid intervals allowed")
 
 
 def test_a_null_that_ran_out_of_tasks_declares_nothing():
     from report.analyses.sequential import sequential_verdict
+    from report.writers.words import say
 
     found = sequential_verdict(report_inputs(coin_records(60, 1, planted=False), 60, 60, None))
-    text = found.findings[0].text
-    assert text.startswith("Ran out of tasks after 60 of 60 tasks: undecided")
-    assert "is better" not in text and "undecided" in text
-    caveat = found.findings[1].text  # it never stopped early, and does not say it did
-    assert "stopped when its anytime-valid intervals allowed" not in caveat
-    assert caveat.startswith("The sweep looked at its anytime-valid intervals after every round "
-                             "and stopped for another reason (ran out of tasks)")
+    stopped, look = found.claims
+    assert stopped.figures["stop"] == "tasks_out" and not stopped.figures["early"]
+    assert not look.decisive and look.figures["state"] == "open" and look.ci[0] < 0 < look.ci[1]
+    assert say(stopped).startswith("Ran out of tasks after 60 of 60 tasks: undecided")
+    [note] = found.notes  # it never stopped early, and does not say it did
+    assert not note.counts["early"] and note.counts["stop"] == "tasks_out"
+    assert say(note).startswith("The sweep looked at its anytime-valid intervals after every "
+                                "round and stopped for another reason (tasks out)")
 
 
 def test_a_sweep_that_was_not_sequential_gets_no_sequential_finding():
@@ -134,7 +145,8 @@ def test_a_sweep_that_was_not_sequential_gets_no_sequential_finding():
     inputs = report_inputs(coin_records(20, 0, planted=True), 20, 20, None)
     for row in inputs.rows:
         row["sequential"] = None
-    assert sequential_verdict(inputs).findings == []
+    found = sequential_verdict(inputs)
+    assert found.claims == [] and found.notes == []
 
 
 def planted_folder(root: Path, n: int) -> tuple[Path, Path, Path]:
@@ -318,10 +330,12 @@ def test_a_claude_sweep_killed_mid_round_resumes_and_decides_with_far_fewer_requ
 
 def test_a_sweep_stopped_by_the_cost_cap_says_so_and_declares_nothing():
     from report.analyses.sequential import sequential_verdict
+    from report.writers.words import say
 
     inputs = report_inputs(coin_records(20, 2, planted=False), 20, 120, 0.5)
     inputs.rows[1]["status"] = "KILLED"  # the cost cap stopped this job's run
-    text = sequential_verdict(inputs).findings[0].text
-    assert text.startswith("Stopped at the cost cap after 20 of 120 tasks ($1.00 of an "
-                           "estimated $6.00): undecided")
-    assert "is better" not in text
+    found = sequential_verdict(inputs)
+    assert found.claims[0].figures["stop"] == "cost_cap"
+    assert not any(c.decisive for c in found.claims)
+    assert say(found.claims[0]).startswith("Stopped at the cost cap after 20 of 120 tasks "
+                                           "($1.00 of an estimated $6.00): undecided")

@@ -23,6 +23,11 @@ def records_by(scores: dict[str, list[float]], tokens: list[int], **features) ->
             for system, values_ in scores.items()}
 
 
+def slice_notes(analysis) -> list:
+    """The section's notes (other sections, "What to ship", add their own)."""
+    return [n for n in analysis.notes if n.kind.startswith("slices")]
+
+
 def report(records: dict, **options):
     rows = [row(name) for name in records]
     return build_report(rows, records, "t", ["rouge2_f1"], options=options)
@@ -46,16 +51,18 @@ def test_a_planted_crossover_is_found_and_the_key_finding_says_where_each_wins(t
     analysis = data["analysis"]
     [inter] = analysis.artifacts["interaction.jsonl"]
     assert inter["test"] == "spearman permutation" and inter["p_adjusted"] < 0.05
-    key = [f.text for f in analysis.findings if f.key]
-    assert len(key) == 1
+    [key] = [c for c in analysis.claims if c.kind == "interaction" and c.key]
+    assert key.decisive and (key.figures["above"], key.figures["below"]) == ("arag", "stuffing")
     edge = min(t for t in tokens[len(tokens) // 2:])
-    found = float(key[0].split("above ~")[1].split(" tokens")[0].replace(",", ""))
-    assert "the difference depends on document length: arag ahead above ~" in key[0]
-    assert "tokens, stuffing below" in key[0]
     # the lead changes hands at a bin edge between the two halves
-    assert tokens[len(tokens) // 2 - 1] <= found <= edge + 1
+    assert tokens[len(tokens) // 2 - 1] <= key.figures["edge"] <= edge + 1
+    # no average winner: the answer is the crossover, and names who leads where
+    [answer] = data["answers"]
+    assert answer.mode == "crossover" and answer.claims == [key]
+    assert data["answer"].startswith("No average winner: arag ahead above ~")
+    assert "stuffing below on rouge2_f1 (interaction p" in data["answer"]
     assert "![crossover_arag_vs_stuffing](plots/crossover_arag_vs_stuffing.png)" in text
-    [draw] = analysis.plots
+    draw = analysis.plots[0]  # the crossover's (the frontier's comes after it)
     drawn = draw(tmp_path)
     assert drawn is not None and drawn.name == "crossover_arag_vs_stuffing.png"
     assert drawn.read_bytes().startswith(b"\x89PNG")
@@ -72,9 +79,9 @@ def test_a_fair_coin_per_task_claims_no_interaction():
     _, data = report(records_by(scores, tokens), slice_by=["document_tokens"])
     [inter] = data["analysis"].artifacts["interaction.jsonl"]
     assert inter["p_adjusted"] >= 0.05
-    [key] = [f.text for f in data["analysis"].findings if f.key]
-    assert "no evidence that the difference depends on document length (" in key
-    assert "ahead above" not in key
+    [key] = [c for c in data["analysis"].claims if c.kind == "interaction" and c.key]
+    assert not key.decisive and "edge" not in key.figures
+    assert data["answers"][0].mode != "crossover"
 
 
 def _holm(p: list[float]) -> list[float]:
@@ -151,11 +158,12 @@ def test_explicit_edges_replace_the_quartiles():
 def test_one_system_gives_no_slices_and_says_so_and_a_missing_feature_is_named():
     scores, tokens = crossover_records("arag", "naive")
     _, one = report(records_by({"arag": scores["arag"]}, tokens), slice_by=["document_tokens"])
-    [said] = one["analysis"].findings
-    assert said.caveat and "no pair to slice" in said.text and not one["analysis"].artifacts
+    [said] = slice_notes(one["analysis"])
+    assert said.kind == "slices_no_pair" and not one["analysis"].artifacts
     _, old = report(records_by(scores, tokens), slice_by=["evidence_position"])
-    [missing] = old["analysis"].findings
-    assert missing.caveat and "`evidence_position`" in missing.text
+    [missing] = slice_notes(old["analysis"])
+    assert missing.kind == "slices_missing_feature"
+    assert missing.counts["feature"] == "evidence_position"
 
 
 @pytest.mark.parametrize(("override", "says"), [
@@ -208,8 +216,8 @@ def test_two_prediction_files_copying_the_reference_on_long_and_on_short_transcr
     _, data = report(records, slice_by=["document_tokens"])
     [inter] = data["analysis"].artifacts["interaction.jsonl"]
     assert inter["p_adjusted"] < 0.05
-    [key] = [f.text for f in data["analysis"].findings if f.key]
-    assert "arag ahead above ~" in key and "tokens, stuffing below" in key
+    [key] = [c for c in data["analysis"].claims if c.kind == "interaction" and c.key]
+    assert key.decisive and (key.figures["above"], key.figures["below"]) == ("arag", "stuffing")
 
 
 def test_compare_page_filters_tasks_by_a_features_value_or_length_bin():
@@ -284,15 +292,16 @@ def test_a_sweep_over_two_datasets_compares_within_each_and_slices_pooled_pairs(
         a = [x["rouge2_f1"] for x in records[f"arag dataset={r['bin']}"]]
         b = [x["rouge2_f1"] for x in records[f"naive dataset={r['bin']}"]]
         assert r["n"] == 30 and r["diff"] == pytest.approx(np.mean(a) - np.mean(b))
-    key = [f.text for f in analysis.findings if f.key and f.figures.get("feature") ==
-           "document_tokens" and f.figures["a"] == "arag" and f.figures["b"] == "naive"]
-    assert key and "over 2 datasets (`ectsum`, `financebench_qfs`" in key[0]
-    assert "arag ahead above ~" in key[0]
+    [key] = [c for c in analysis.claims if c.kind == "interaction" and c.key and c.figures[
+        "feature"] == "document_tokens" and c.runs == ("arag", "naive")]
+    assert key.figures["datasets"] == ["ectsum", "financebench_qfs"]
+    assert key.decisive and key.figures["above"] == "arag"
 
 
 def test_pooled_length_slices_warn_that_length_may_stand_for_the_dataset():
     rows, records = two_dataset_records()
     _, data = build_report(rows, records, "t", ["rouge2_f1"],
                            options={"slice_by": ["document_tokens"]})
-    [caveat] = [f for f in data["analysis"].findings if f.caveat]
-    assert "may stand for the dataset" in caveat.text and "dataset]" in caveat.text
+    [caveat] = slice_notes(data["analysis"])
+    assert caveat.kind == "slices_pooled"
+    assert caveat.counts["datasets"] == ["ectsum", "financebench_qfs"]

@@ -226,7 +226,6 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
     from mlflow import MlflowClient
 
     from report.meta_eval import judge_caveats, judge_validation
-    from report.sections import caveats
     from runners.identity import prompt_versions
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
@@ -266,7 +265,10 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
                              "judge prompts) agrees with people at balanced accuracy 47.7% "
                              "[95% CI 38.3, 56.7]")
     assert "does not lie above 50.0% (chance)" in caveat
-    assert f"- {caveat}" in caveats([], [caveat])
+    from report.model import Note
+    from report.writers.markdown import banner
+
+    assert f"- {caveat}" in banner([Note("stated", counts={"text": caveat})])
 
 
 def fake_judge(request: dict, n: int) -> dict:
@@ -331,11 +333,13 @@ def test_a_verdict_deciding_on_factcheck_quotes_its_held_out_accuracy_and_split(
     records = {name: [rec(f"t{k}", 3, factcheck=1.0 - 0.1 * (k % 3) - shift) for k in range(6)]
                for name, shift in (("arag", 0.0), ("naive", 0.1))}
     text, data = build_report([row("arag"), row("naive")], records, "t", ["factcheck"])
-    quoted = [f for f in data["analysis"].findings if f.kind == "factcheck"]
-    assert quoted and quoted[0].caveat
-    assert "0.688 [0.643, 0.734] on SummEdits' sales_call test split" in quoted[0].text
+    from report.writers.words import say
+
+    [quoted] = [n for n in data["analysis"].notes if n.kind == "factcheck_accuracy"]
+    assert quoted.counts["sales_call test"][0] == 0.688
+    assert "0.688 [0.643, 0.734] on SummEdits' sales_call test split" in say(quoted)
     _, other = build_report([row("arag"), row("naive")], records, "t", ["geval_coverage"])
-    assert not [f for f in other["analysis"].findings if f.kind == "factcheck"]
+    assert not [n for n in other["analysis"].notes if n.kind == "factcheck_accuracy"]
 
 
 def test_a_meta_evaluation_reports_its_own_finding_not_a_system_verdict():
@@ -343,7 +347,7 @@ def test_a_meta_evaluation_reports_its_own_finding_not_a_system_verdict():
     published figures and the split; no "Nothing decided", and none of the caveats on
     comparing systems (offline model, context budget, missing references)."""
     from report import console
-    from report.report import ReportResult, build_report
+    from report.report import build_report, result_of
     from tests.test_report import rec, row
 
     meta = row("summedits", model_provider="offline", judge_provider="none", judge_calls=0.0,
@@ -367,9 +371,8 @@ def test_a_meta_evaluation_reports_its_own_finding_not_a_system_verdict():
     key = text.split("## Key finding\n", 1)[1]
     assert "`numeric_precision` 55.1% [95% CI 50.0, 60.0]" in key
     assert "GPT-4 87.0%" in key and "not the same split as the published figures" in key
-    result = ReportResult("p", "1", [meta], records, data["keys"][0], "file:///r",
-                          data["finding"], keys=data["keys"], decided=data["decided"],
-                          answer=data["answer"], findings=data["analysis"].findings)
-    terminal = console.verdict(result, "sqlite:///mlruns/mlflow.db")
+    result = result_of([meta], records, "t")
+    terminal = " ".join(x.strip() for x in console.verdict(
+        result, "sqlite:///mlruns/mlflow.db").splitlines())
     assert "factcheck 71.2% [95% CI 65.5, 76.8]" in terminal
     assert "numeric_precision 55.1%" in terminal and "Nothing decided" not in terminal

@@ -89,7 +89,7 @@ def test_a_report_that_could_not_be_written_exits_non_zero_naming_the_rebuild(
     client = Closing()
     with caplog.at_level(logging.ERROR, logger="runners.callbacks"):
         code = _ended(tmp_path, monkeypatch, client, _no_report)
-    assert code == 1 and client.status == "FAILED"  # the jobs' runs stand; the sweep did not
+    assert code == 1 and client.status == "FAILED"  # until python -m report rebuilds it
     assert client.tags["report_error"] == "ValueError: plot failed"
     assert "python -m report p1" in caplog.text
     # the parent's Overview says what failed and the command that finishes it

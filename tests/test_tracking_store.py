@@ -27,7 +27,7 @@ def test_mlflow_tracking_uri_is_the_store_unless_tracking_uri_is_given(monkeypat
     assert compose_cfg([f"tracking.uri={given}"]).tracking.uri == given  # the command wins
 
 
-@pytest.mark.parametrize("module", ["report.report", "report.baseline_report"])
+@pytest.mark.parametrize("module", ["report.cli", "report.baseline_report"])
 def test_python_m_report_reads_mlflow_tracking_uri_and_names_the_store(module, monkeypatch,
                                                                         capsys):
     import importlib
@@ -45,15 +45,19 @@ def test_python_m_report_reads_mlflow_tracking_uri_and_names_the_store(module, m
 
     monkeypatch.setattr(mlflow, "MlflowClient", Client)
     monkeypatch.setattr(mlflow, "set_tracking_uri", lambda uri: None)
+    import tracking.storage  # the store is checked first, as run.py checks it: no server here
+
+    monkeypatch.setattr(tracking.storage, "probe_server", lambda *args, **kw: None)
+    monkeypatch.setattr(tracking.storage, "bound_server_calls", lambda: None)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", TEAM)
     main = importlib.import_module(module).main
     with pytest.raises(LookupError):
-        main(["p1"] if module == "report.report" else ["b1", "c1"])
+        main(["p1"] if module == "report.cli" else ["b1", "c1"])
     assert opened == [TEAM]
     assert f"MLflow store: {TEAM} (from $MLFLOW_TRACKING_URI)" in capsys.readouterr().err
     opened.clear()
     with pytest.raises(LookupError):
-        main(["p1", "--tracking-uri", "http://other:5000"] if module == "report.report"
+        main(["p1", "--tracking-uri", "http://other:5000"] if module == "report.cli"
              else ["b1", "c1", "--tracking-uri", "http://other:5000"])
     assert opened == ["http://other:5000"]
     assert "MLflow store: http://other:5000 (given on the command)" in capsys.readouterr().err

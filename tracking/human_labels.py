@@ -36,6 +36,8 @@ SCALE_SCORES = {FIVE_POINT: (1, 2, 3, 4, 5), YES_NO: (0, 1)}
 # people label tens to thousands of answers (a line is ~100-300 bytes without the answer
 # text): a bigger file is almost surely not a labels file, and is refused before reading
 MAX_FILE_BYTES = 20_000_000
+MAX_PROBLEMS_SHOWN = 20  # bad lines listed in one refusal; the rest are counted
+RENAMES = {"id": "task_id"}  # a key people often give -> the key it should be
 FEEDBACK_SOURCE = "MLflow feedback"
 SCORES = "an integer 1-5, or 1/0 for consistent/inconsistent (null: not labelled yet)"
 
@@ -83,16 +85,55 @@ def read_labels_file(path: str | Path) -> list[HumanLabel]:
     labels: list[HumanLabel] = []
     unscaled: list[HumanLabel] = []
     source = f"file {file.name}"
+    problems: list[str] = []
+    seen: dict[str, int] = {}  # a line's text -> the first line that holds it
+    repeated: list[str] = []
     for number, line in enumerate(_utf8_lines(file), start=1):
-        if line.strip():
-            label = _parse_line(line, f"{file}:{number}", source)
-            if label is not None:
-                (labels if label.scale else unscaled).append(label)
+        text = line.removeprefix("\ufeff") if number == 1 else line  # a byte-order mark
+        if not text.strip():
+            continue
+        if text.strip() in seen:  # the same label pasted twice: one label, said once
+            repeated.append(f"{number} (as {seen[text.strip()]})")
+            continue
+        seen[text.strip()] = number
+        try:
+            label = _parse_line(text, f"{file}:{number}", source)
+        except LabelsError as exc:  # every bad line is listed, not only the first
+            problems.append(str(exc))
+            continue
+        if label is not None:
+            (labels if label.scale else unscaled).append(label)
+    labels = _on_scale(labels, problems)
+    unscaled = _on_scale(_with_inferred_scale(unscaled, str(file)), problems)
+    if len(problems) == 1:
+        raise LabelsError(problems[0])
+    if problems:
+        shown = problems[:MAX_PROBLEMS_SHOWN]
+        more = len(problems) - len(shown)
+        raise LabelsError(f"report.human_labels={path}: {len(problems)} bad line(s):\n  "
+                          + "\n  ".join(shown) + (f"\n  ... and {more} more" if more else ""))
+    if repeated:
+        log.warning("%s: %d line(s) repeat an earlier line exactly and are counted once: "
+                    "line %s", file, len(repeated), ", ".join(repeated[:MAX_PROBLEMS_SHOWN]))
     if not labels and not unscaled:
         raise LabelsError(f"report.human_labels={path}: no labelled line (the file is empty, "
                           "or every score is null). Fix: fill in score and labeller on the "
                           "lines you labelled (or use the page: label-sample --html)")
-    return labels + _with_inferred_scale(unscaled, str(file))
+    return labels + unscaled
+
+
+def _on_scale(labels: list[HumanLabel], problems: list[str]) -> list[HumanLabel]:
+    """The labels whose score is on their scale; each other one is a problem naming its line
+    (a 0 in a file read as 1-5 is no score of that scale)."""
+    kept = []
+    for x in labels:
+        if x.score in SCALE_SCORES[x.scale]:
+            kept.append(x)
+        else:
+            problems.append(f"{x.where}: score {x.score} is not on the {x.scale} scale the file "
+                            f"is read on. Fix: score is one of {SCALE_SCORES[x.scale]} (or give "
+                            "\"scale\": \"yes/no\" on a line scored 1/0)")
+    return kept
 
 
 def _utf8_lines(file: Path) -> Iterator[str]:
@@ -121,9 +162,25 @@ def _with_inferred_scale(labels: list[HumanLabel], source: str) -> list[HumanLab
     return [replace(x, scale=scale) for x in labels]
 
 
+class _RepeatedKey(ValueError):
+    pass
+
+
+def _no_repeated_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every key is given once (json keeps the last of a repeated one)."""
+    keys = [k for k, _ in pairs]
+    twice = next((k for k in keys if keys.count(k) > 1), None)
+    if twice is not None:
+        raise _RepeatedKey(repr(twice))
+    return dict(pairs)
+
+
 def _parse_line(line: str, where: str, source: str) -> HumanLabel | None:
     try:
-        item = json.loads(line)
+        item = json.loads(line, object_pairs_hook=_no_repeated_key)
+    except _RepeatedKey as exc:
+        raise LabelsError(f"{where}: the key {exc} is given twice (only one would count). "
+                          f"Fix: keep one {exc} on the line") from None
     except json.JSONDecodeError as exc:
         raise LabelsError(f"{where}: not JSON ({exc.msg}). Fix: one JSON object per line, "
                           f"with keys {', '.join(REQUIRED)}") from None
@@ -135,8 +192,12 @@ def _parse_line(line: str, where: str, source: str) -> HumanLabel | None:
     if missing or unknown:
         what = "; ".join(([f"missing {', '.join(missing)}"] if missing else [])
                          + ([f"unknown key {', '.join(unknown)}"] if unknown else []))
-        raise LabelsError(f"{where}: {what}. Fix: each line has exactly the keys "
-                          f"{', '.join(REQUIRED)} (answer and question may stay)")
+        renames = [f"rename {k} to {RENAMES[k]}" for k in unknown
+                   if k in RENAMES and RENAMES[k] in missing]
+        fix = "; ".join(renames) + " (" if renames else ""
+        raise LabelsError(f"{where}: {what}. Fix: {fix}each line has exactly the keys "
+                          f"{', '.join(REQUIRED)}{')' if renames else ''} (answer and question "
+                          "may stay)")
     scale = item.get("scale")
     if scale is not None and scale not in SCALE_SCORES:
         raise LabelsError(f"{where}: scale {scale!r} is not one of {', '.join(SCALE_SCORES)}. "
@@ -156,6 +217,27 @@ def _parse_line(line: str, where: str, source: str) -> HumanLabel | None:
     return HumanLabel(item["task_id"], item["system"], item["dimension"], int(item["score"]),
                       item["labeller"].strip(), source, scale or "", where)
 
+
+
+def check_judged(path: str, labels: list[HumanLabel], judged: set[str] | list[str],
+                 judge: str = "none") -> None:
+    """Labels a sweep can hold against its judge: a sweep that judges nothing takes none;
+    a label of a field no judge scores is listed with its line (up to 20)."""
+    if not judged:
+        raise LabelsError(f"report.human_labels={path} holds people's scores to hold a judge "
+                          "against, and no job of this sweep has a judge that scores "
+                          f"(judge={judge}). Fix: add judge=claude-haiku-4-5 (or another "
+                          "judge), or leave out report.human_labels")
+    bad = [f"{x.where}: dimension {x.dimension!r} is scored by no judge of this sweep"
+           for x in labels if x.dimension not in judged]
+    if bad:
+        more = len(bad) - MAX_PROBLEMS_SHOWN
+        named = ", ".join(sorted(judged))
+        raise LabelsError(f"report.human_labels={path}: {len(bad)} label(s) of a field no "
+                          f"judge scores (judged: {named}):\n  "
+                          + "\n  ".join(bad[:MAX_PROBLEMS_SHOWN])
+                          + (f"\n  ... and {more} more" if more > 0 else "")
+                          + f"\nFix: give dimension one of {named}")
 
 
 def read_feedback_labels(experiment_id: str, systems: dict[str, str],

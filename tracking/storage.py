@@ -30,7 +30,7 @@ from arag.config import ConfigError, option_value
 from arag.files import DISK_FULL, MISPLACED, is_storage_failure
 from arag.redact import redact, reveal
 from tracking import sqlite_store
-from tracking.paths import DEFAULT_URI, artifact_location, resolve
+from tracking.paths import DEFAULT_URI, URI_ENV, artifact_location, resolve
 
 log = logging.getLogger(__name__)
 SQLITE = sqlite_store.SQLITE
@@ -84,17 +84,30 @@ def check_tracking(tracking_cfg: Any) -> str:
     """The MLflow URI to use for ``tracking.uri``, after checking it can be used."""
     uri = str(tracking_cfg.uri)
     shown = redact(uri)
+    from_env = uri.strip() == os.environ.get(URI_ENV, "\0").strip()
+    named = f"tracking.uri={shown!r}" + (f" (from ${URI_ENV})" if from_env else "")
+    fix = f"export {URI_ENV}=" if from_env else "tracking.uri="
+    unset = f", or unset {URI_ENV} for the project's store ({DEFAULT_URI})" if from_env else ""
     scheme = urlsplit(uri).scheme.lower()
+    if not uri.strip():  # an empty variable, or tracking.uri=''
+        raise StorageError(f"{named} names no tracking store. Fix: {fix}"
+                           f"sqlite:///<dir>/mlflow.db (a local store){unset}")
     if scheme in ("http", "https"):
         bound_server_calls()
         probe_server(reveal(uri), shown)
         return reveal(uri)
-    # no scheme (or a drive letter) is a directory: MLflow's file store
     if scheme and scheme not in known_schemes() and not (len(scheme) == 1 and os.name == "nt"):
         raise StorageError(
-            f"tracking.uri={shown!r}: {scheme!r} is not a tracking store MLflow knows "
-            f"(it knows {', '.join(sorted(known_schemes()))}). Fix: tracking.uri="
-            f"{DEFAULT_URI} (a local store), a directory, or http://host:5000 (a server)")
+            f"{named}: {scheme!r} is not a tracking store MLflow knows (it knows "
+            f"{', '.join(sorted(known_schemes()))}). Fix: {fix}sqlite:///<dir>/mlflow.db (a "
+            f"local store; {DEFAULT_URI} is the project's) or http://host:5000 (a server)"
+            f"{unset}")
+    if scheme in ("", "file") and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() != "true":
+        # a folder is MLflow's file store, which MLflow refuses: a sqlite file there works
+        folder = (urlsplit(uri).path if scheme else uri).rstrip("/") or "."
+        raise StorageError(f"{named} is a folder, and MLflow no longer keeps runs in a folder "
+                           f"(its file store). Fix: {fix}sqlite:///{resolve(folder)}/mlflow.db "
+                           f"(a store in that folder){unset}")
     if scheme == "sqlite" and _in_memory(uri):
         raise StorageError(
             f"tracking.uri={shown!r} is an in-memory store: every run is lost when the process "

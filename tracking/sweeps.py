@@ -92,7 +92,8 @@ def child_runs(client: Any, parent: dict[str, Any]) -> list[Any]:
     reused = Path(parent.get("sweep_dir") or "/nonexistent") / REUSED_RUNS_FILE
     if reused.exists():
         ids = [json.loads(line)["run_id"] for line in reused.read_text().splitlines() if line]
-        runs += [client.get_run(i) for i in dict.fromkeys(ids)]
+        children = {r.info.run_id for r in runs}  # a run reused and then adopted: once
+        runs += [client.get_run(i) for i in dict.fromkeys(ids) if i not in children]
     return [r for r in runs if r.info.status == "FINISHED"] + \
         [r for r in runs if r.info.status != "FINISHED"]
 

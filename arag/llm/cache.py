@@ -437,15 +437,19 @@ class SpendJournal:
     A call killed mid-flight is not in the journal: its line is written only once the reply
     came back (the provider may still bill it); a line torn by a kill is not counted."""
 
-    def __init__(self, path: Path, attempt: str | None = None):
+    def __init__(self, path: Path, attempt: str | None = None,
+                 tags: dict[str, Any] | None = None):
         self.path = path
         self.attempt = attempt or uuid.uuid4().hex
+        # written on every line: who paid (the sweep run, the round), so a report tells
+        # this sweep's rounds from an earlier attempt's or another sweep's spend
+        self.tags = dict(tags or {})
         self._lock = threading.Lock()
 
     def record(self, cost_usd: float, usage: Usage) -> None:
         line = json.dumps({"cost_usd": round(cost_usd, 10), "input_tokens": usage.input_tokens,
                            "output_tokens": usage.output_tokens, "at": round(time.time(), 3),
-                           "attempt": self.attempt})
+                           "attempt": self.attempt, **self.tags})
         with self._lock:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             # one whole line or none; a full disk raises naming the journal
@@ -455,6 +459,18 @@ class SpendJournal:
         """USD over every intact line (a line torn by a kill is not a call that returned)."""
         new, earlier = self.spent()
         return new + earlier
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every intact line with a cost, as written (a line torn by a kill is left out)."""
+        out = []
+        for line in _journal_lines(self.path):
+            try:
+                entry = json.loads(line)
+                entry["cost_usd"] = float(entry["cost_usd"])
+            except (ValueError, KeyError, TypeError):
+                continue
+            out.append(entry)
+        return out
 
     def spent(self) -> tuple[float, float]:
         """(USD this attempt paid, USD earlier attempts paid), over the intact lines."""

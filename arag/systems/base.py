@@ -154,6 +154,12 @@ class System(ABC):
         return None
 
     @classmethod
+    def retrieves_task(cls, pred: Prediction) -> bool:
+        """Whether this task's answer rests on chunks the system picked (``retrieves``;
+        ``routed``: whether the member that answered retrieves)."""
+        return cls.retrieves
+
+    @classmethod
     def judged_sources(cls, pred: Prediction, task: Task, sources: Sources
                        ) -> list[tuple[str, str]] | None:
         """What the system put in front of the model, source by source as ``(name, text)``:

@@ -182,10 +182,10 @@ def _no_context(pred: Prediction) -> bool:
     return not pred.contexts and "context_chunk_ids" in pred.not_recorded
 
 
-def _notes(file: PredictionsFile, model_label: str | None) -> list[str]:
+def _notes(file: PredictionsFile, model_label: str | None) -> list[Any]:
     """What the report must say about how these predictions were scored."""
     preds, missing = list(file.predictions.values()), file.missing
-    notes = [] if model_label else ["the pipeline's model is not named (set "
+    notes: list[Any] = [] if model_label else ["the pipeline's model is not named (set "
                                     "system.model_label=<model>): no model was called here"]
     if missing:
         notes.append(f"{len(missing)} task(s) of the dataset have no prediction in the file "
@@ -231,20 +231,21 @@ def _context_notes(preds: list[Prediction]) -> list[str]:
     return notes
 
 
-def _record_notes(file: PredictionsFile) -> list[str]:
+def _record_notes(file: PredictionsFile) -> list[Any]:
     preds = list(file.predictions.values())
-    notes = []
+    notes: list[Any] = []
     if file.foreign_traces:
         notes.append(f"{len(file.foreign_traces)} record(s) carry a trace in a format of their "
-                     "own: kept as given in foreign_traces.json, not scored")
+                     "own: kept as given in foreign_traces.json; their tool calls, located in "
+                     "the dataset by their text, are scored as the agent's path (trajectory_*)")
     if file.reads_from_traces:
         notes.append(f"{len(file.reads_from_traces)} record(s) give no contexts: the chunk texts "
                      "their trace's chunk_read calls returned are their contexts")
     absent = Counter(k for p in preds for k in p.not_recorded
                      if k in ("cost_usd", "latency_ms", "loops", "max_loops_reached"))
-    for key, count in sorted(absent.items()):
-        notes.append(f"{count} of {len(preds)} record(s) give no {key}: null, not 0")
     if preds and len(file.model_calls) < len(preds):
-        notes.append(f"{len(preds) - len(file.model_calls)} of {len(preds)} record(s) give no "
-                     "model_calls: the run's model_calls is null, not 0")
+        absent["model_calls"] = len(preds) - len(file.model_calls)
+    # declared, not worded: the report says fields the records lack once across runs
+    notes += [{"kind": "not_recorded", "field": key, "count": count, "of": len(preds)}
+              for key, count in sorted(absent.items())]
     return notes

@@ -23,6 +23,7 @@ import csv
 import io
 import json
 import math
+import re
 from collections.abc import Collection, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ from typing import Any
 
 from arag import progress
 from arag.datasets.base import DatasetError, read_jsonl
-from arag.records import MEASURED, Chunk, Corpus, Document, Prediction, Task
+from arag.records import MEASURED, Chunk, Corpus, Document, Prediction, Task, content_hash
 from arag.trace import step_from_dict
 
 # a document line shorter than this (normalised) is not matched inside a context: short
@@ -57,7 +58,8 @@ class PredictionsFile:
     missing: list[str] = field(default_factory=list)  # dataset tasks with no record
     extra: int = 0  # records whose ids are not tasks, left out (system.ignore_extra)
     past_limit: int = 0  # records of tasks past dataset.limit, left out
-    # task id -> a trace in a format of the pipeline's own: kept as given, not scored
+    # task id -> a trace in a format of the pipeline's own, kept as given (its located tool
+    # calls are the prediction's ``foreign_path``, scored by metrics.trajectory)
     foreign_traces: dict[str, Any] = field(default_factory=dict)
     # task id -> the model calls the record says it made (only records that say)
     model_calls: dict[str, int] = field(default_factory=dict)
@@ -228,9 +230,13 @@ def _read_record(obj: dict[str, Any], task: Task, locator: Locator, file: Predic
                  n: int) -> Prediction:
     """``to_prediction``, keeping what the file says beyond a Prediction: a trace in a
     format of its own, and the model calls made."""
+    path = None
     if _foreign_trace(obj):
         file.foreign_traces[task.id] = obj["trace"]
         reads = trace_reads(obj["trace"])
+        budget = _measure(obj, "max_loops", file.path, n)
+        path = {"steps": trace_path(obj["trace"], locator, task),
+                "max_loops": None if budget is None else int(budget)}
         obj = {k: v for k, v in obj.items() if k != "trace"}
         if reads and not obj.get("contexts") and obj.get("retrieved_chunk_ids") is None:
             obj["contexts"] = reads  # what it read is what it says it read: located below
@@ -238,7 +244,9 @@ def _read_record(obj: dict[str, Any], task: Task, locator: Locator, file: Predic
     calls = _measure(obj, "model_calls", file.path, n)
     if calls is not None:
         file.model_calls[task.id] = int(calls)
-    return to_prediction(obj, task, locator, file.path, n)
+    pred = to_prediction(obj, task, locator, file.path, n)
+    pred.foreign_path = path
+    return pred
 
 
 READ_TOOLS = ("chunk_read", "read_chunk", "read_chunks")
@@ -246,23 +254,37 @@ TOOL_KEYS = ("tool", "tool_name", "name", "action", "function")
 RESULT_KEYS = ("output", "result", "observation", "content", "chunks", "text")
 
 
+# the text of one hit or read a tool returned: the chunk's text, or what a search shows of it
+ITEM_TEXT_KEYS = ("text", "preview", "snippet")
+
+
 def trace_reads(trace: Any) -> list[str]:
     """The chunk texts a foreign trace's read calls returned (an ARagPoc-style trace: steps
-    naming ``chunk_read`` with the text it gave back), in read order; [] when it has none."""
+    naming ``chunk_read`` with the text it gave back, as a list or as ``{"results": [...]}``),
+    in read order; [] when it has none."""
     steps = trace if isinstance(trace, list) else []
-    out: list[str] = []
-    for step in steps:
-        if not isinstance(step, dict):
-            continue
-        tool = next((step[k] for k in TOOL_KEYS if isinstance(step.get(k), str)), "")
-        if tool.lower() not in READ_TOOLS:
-            continue
-        result = next((step[k] for k in RESULT_KEYS if step.get(k)), None)
+    return [t for step in steps if isinstance(step, dict) and _tool(step).lower() in READ_TOOLS
+            for t in _item_texts(_output(step))]
+
+
+def _tool(step: dict[str, Any]) -> str:
+    return next((step[k] for k in TOOL_KEYS if isinstance(step.get(k), str)), "")
+
+
+def _output(step: dict[str, Any]) -> Any:
+    return next((step[k] for k in RESULT_KEYS if step.get(k)), None)
+
+
+def _item_texts(result: Any) -> list[str]:
+    """The texts of a tool's output items: a list, ``{"results": [...]}`` (the public A-RAG
+    project's shape), or one item; an item is a string or ``{"text" | "preview" | "snippet"}``."""
+    if isinstance(result, dict) and isinstance(result.get("results"), list):
+        items = result["results"]
+    else:
         items = result if isinstance(result, list) else [result]
-        out += [t for item in items
-                 if (t := item.get("text") if isinstance(item, dict) else item)
-                 and isinstance(t, str) and t.strip()]
-    return out
+    texts = [next((item[k] for k in ITEM_TEXT_KEYS if isinstance(item.get(k), str)), None)
+             if isinstance(item, dict) else item for item in items]
+    return [t for t in texts if isinstance(t, str) and t.strip()]
 
 
 def _foreign_trace(obj: dict[str, Any]) -> bool:
@@ -405,6 +427,16 @@ class Locator:
         self.by_doc: dict[str, list[Chunk]] = {}
         for c in chunks:
             self.by_doc.setdefault(c.doc_id, []).append(c)
+        self._text_index: TextIndex | None = None
+
+    def place(self, text: str, task: Task) -> dict[str, Any]:
+        """``{"doc_id", "lines", "text_hash"}`` of a foreign hit or read, found in any document
+        of the dataset by its text (``TextIndex``); ``doc_id`` None: not found."""
+        if self._text_index is None:
+            self._text_index = TextIndex(self.corpus)
+        found = self._text_index.find(text, task.doc_ids)
+        doc_id, lines = found if found else (None, [])
+        return {"doc_id": doc_id, "lines": lines, "text_hash": content_hash(_norm(text))}
 
     def locate(self, raw: Any, task: Task, path: Path, n: int, k: int) -> dict[str, Any]:
         """``{"text", "doc_id", "lines", "chunk_ids", "unmapped"}`` of one context; ``unmapped``
@@ -496,3 +528,78 @@ def outside_contexts(predictions: Iterable[Prediction]) -> int:
 def unmapped_contexts(predictions: Iterable[Prediction]) -> list[tuple[str, str]]:
     """(task id, why) of every context that could not be placed in the dataset."""
     return [(p.id, c["unmapped"]) for p in predictions for c in p.contexts if c.get("unmapped")]
+
+
+# a foreign trace step naming one of these gives the final answer: not a tool call
+FINAL_TOOLS = ("answer", "final_answer", "finish", "final", "respond")
+
+
+def trace_path(trace: Any, locator: Locator, task: Task) -> list[dict[str, Any]]:
+    """Each tool call of a foreign trace, in order, with its hits (searches) or reads located
+    in the dataset by their text (``Locator.place``): ``{"tool", "kind": read | search |
+    other, "items": [{"doc_id", "lines", "text_hash"}], "unlocated"}``. A search whose output
+    is a plain string (a listing, not texts) is ``unlocated``, as is a step none of whose items
+    could be placed; an item not placed has ``doc_id`` None. The final answer is not a step."""
+    out: list[dict[str, Any]] = []
+    for step in trace if isinstance(trace, list) else []:
+        tool = _tool(step) if isinstance(step, dict) else ""
+        if not tool or tool.lower() in FINAL_TOOLS:
+            continue
+        name = tool.lower()
+        kind = "read" if name in READ_TOOLS else "search" if "search" in name or \
+            "retriev" in name else "other"
+        result = _output(step)
+        items = ([] if kind == "other" or (kind == "search" and isinstance(result, str))
+                 else [locator.place(t, task) for t in _item_texts(result)])
+        unlocated = (kind == "search" and isinstance(result, str)) or (
+            bool(items) and all(i["doc_id"] is None for i in items))
+        out.append({"tool": tool, "kind": kind, "items": items, "unlocated": unlocated})
+    return out
+
+
+ELLIPSIS = re.compile(r"^(\.\.\.|…)|(\.\.\.|…)$")
+Entry = tuple[str, int, str]  # (doc_id, 1-based line, the line normalised)
+
+
+class TextIndex:
+    """Every sentence of the corpus by its normalised text, so a text from anywhere (another
+    transcript than the task's too) is found by what it says, as ``Locator`` finds contexts:
+    the document lines it contains (at least ``MIN_MATCH_CHARS`` long), else the one line
+    that contains it. The task's own documents win a tie."""
+
+    def __init__(self, corpus: Corpus):
+        self.starts: dict[str, list[Entry]] = {}
+        self.words: dict[str, list[Entry]] = {}
+        for doc in corpus.documents.values():
+            for n, line in enumerate(doc.lines, start=1):
+                normed = _norm(line)
+                if len(normed) < MIN_MATCH_CHARS:
+                    continue
+                entry = (doc.doc_id, n, normed)
+                self.starts.setdefault(normed[:MIN_MATCH_CHARS], []).append(entry)
+                for word in set(normed.split()):
+                    self.words.setdefault(word, []).append(entry)
+
+    def find(self, text: str, prefer: Collection[str]) -> tuple[str, list[int]] | None:
+        """(document, 1-based lines) where ``text`` came from, or None when nothing places it
+        or two documents (or two lines) hold it alike."""
+        needle = ELLIPSIS.sub("", _norm(text)).strip()  # a preview cut short says so
+        inside: dict[str, set[int]] = {}
+        for i in (0, *(k + 1 for k, c in enumerate(needle) if c == " ")):
+            for doc_id, n, line in self.starts.get(needle[i:i + MIN_MATCH_CHARS], []):
+                if needle.startswith(line, i):
+                    inside.setdefault(doc_id, set()).add(n)
+        if inside:
+            best = max(inside, key=lambda d: (len(inside[d]), d in prefer))
+            return best, sorted(inside[best])
+        if len(needle) < MIN_MATCH_CHARS:
+            return None
+        words = needle.split()
+        inner = words[1:-1] or words  # the first and last may be cut
+        candidates = min((self.words.get(w, []) for w in inner), key=len)
+        holding = [(d, n) for d, n, line in candidates if needle in line]
+        preferred = [h for h in holding if h[0] in prefer]
+        for found in (preferred, [] if preferred else holding):
+            if len(found) == 1:
+                return found[0][0], [found[0][1]]
+        return None

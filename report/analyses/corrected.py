@@ -5,29 +5,39 @@ difference, corrected the same way on the tasks both runs answered.
 
 Logged on each child run: ``<dimension>_ppi_mean``, ``<dimension>_ppi_ci_low``,
 ``<dimension>_ppi_ci_high``; on the parent: ``<a>_vs_<b>_<dimension>_ppi_diff`` with its CI.
-The corrected difference decides (the key finding) only when every compared run has at
-least ``MIN_LABELS_TO_DECIDE`` labels on that dimension; below that the report says so and
-gives the corrected figures for information only. A run without labels gets no corrected
-figure, and the report says why.
+
+Claims (words: ``report/writers/corrected_words.py``): ``ppi_means`` (each run's judged and
+corrected mean) and ``corrected`` (a pair's corrected difference). A corrected difference
+decides (``figures["decides"]``, the key finding) only with at least ``report.ppi.min_shared``
+tasks labelled for both runs and an interval of non-zero width. Notes: ``ppi_too_few_shared``
+("too few shared labels (2 of at least 10)"), ``ppi_zero_width``, ``ppi_no_estimate`` (a run
+without enough labels) and ``ppi_all_labelled`` (every task labelled: people's mean is the
+estimate, nothing is left to correct).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from itertools import combinations
 from typing import Any, Protocol
 
 from metrics.ppi import MIN_LABELS, PPIEstimate, ppi_mean
-from report.findings import Finding, Table
 from report.human_agreement import _threshold
-from report.model import Analysis, register_analysis
+from report.model import Analysis, Authority, Claim, Note, Table, register_analysis
 from report.verdict import TaskSets
 from tracking.human_labels import YES_NO, HumanLabel
 
-MIN_LABELS_TO_DECIDE = 10
+MIN_SHARED = 10  # report.ppi.min_shared's default (runners.config.PPIConfig)
 SECTION = "The judge corrected by your labels"
+RULE = "PPI++ (prediction-powered inference, power-tuned), 95% CI"
 Row = dict[str, Any]
+
+
+def min_shared(options: Mapping[str, Any]) -> int:
+    """``report.ppi.min_shared`` from the sweep's report node (its default on a rebuild)."""
+    ppi = options.get("ppi") or {}
+    return int(ppi.get("min_shared") or MIN_SHARED)
 
 
 class Inputs(Protocol):
@@ -38,6 +48,9 @@ class Inputs(Protocol):
 
     @property
     def labels(self) -> list[HumanLabel]: ...
+
+    @property
+    def options(self) -> Mapping[str, Any]: ...
 
 
 def people_scores(labels: Iterable[HumanLabel], dimension: str, run: Row, runs: list[Row]
@@ -71,10 +84,6 @@ def corrected(people: dict[str, float], judged: dict[str, float], tasks: list[st
                     [judged[t] for t in unlabelled])
 
 
-def _ci(e: PPIEstimate) -> str:
-    return f"{e.mean:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]"
-
-
 def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel]) -> Analysis:
     scales = {x.scale for x in labels}  # labels carry their scale (tracking.human_labels)
     if len(scales) != 1:
@@ -83,81 +92,84 @@ def dimension_analysis(inputs: Inputs, dimension: str, labels: list[HumanLabel])
     runs = inputs.sets.runs
     yes_at = _threshold(dimension, [v for run in runs for v in judge_scores(
         inputs, run, dimension, None).values()]) if scale == YES_NO else None
-    out, rows, missing = Analysis(), [], []
+    out, rows = Analysis(), []
     people = {r["run_id"]: people_scores(labels, dimension, r, runs) for r in runs}
     judged = {r["run_id"]: judge_scores(inputs, r, dimension, yes_at) for r in runs}
-    estimates: dict[str, PPIEstimate] = {}
     for run in runs:
         rid, mine = run["run_id"], judged[run["run_id"]]
         if not mine:
             continue  # no judge score on this dimension: nothing to correct
         estimate = corrected(people[rid], mine, list(mine))
         raw = sum(mine.values()) / len(mine)
-        n = len(set(people[rid]) & set(mine))
+        labelled = [t for t in mine if t in people[rid]]
         if estimate is None:
-            missing.append(f"{run['run']} ({n} labelled answer{'s' * (n != 1)}; at least "
-                           f"{MIN_LABELS} and one unlabelled task needed)")
-            rows.append([run["run"], n, round(raw, 3), "n/a", "n/a"])
+            out.notes.append(_without_estimate(run["run"], dimension, labelled, len(mine),
+                                               people[rid]))
+            rows.append([run["run"], len(labelled), raw, None, None, None, None])
             continue
-        estimates[rid] = estimate
         out.run_metrics[rid] = {f"{dimension}_ppi_mean": estimate.mean,
                                 f"{dimension}_ppi_ci_low": estimate.ci_low,
                                 f"{dimension}_ppi_ci_high": estimate.ci_high}
-        rows.append([run["run"], n, round(raw, 3), _ci(estimate), round(estimate.mean - raw, 3)])
-    if not estimates:
+        rows.append([run["run"], len(labelled), raw, estimate.mean, estimate.ci_low,
+                     estimate.ci_high, estimate.mean - raw])
+    if not out.run_metrics:
         return out
     unit = "share judged yes" if yes_at is not None else "mean"
-    out.findings.append(Finding(
-        "ppi", SECTION,
-        f"`{dimension}` ({scale}): each run's judged {unit} over all its tasks, corrected by "
-        "people's labels (PPI++, 95% CI including the judge's error); *moved by* is corrected "
-        "minus judged.", {"dimension": dimension, "runs": {r[0]: r[1:] for r in rows}},
-        table=Table(["run", "labelled", f"judged {unit}", "corrected [95% CI]", "moved by"],
-                    rows)))
-    if missing:
-        out.findings.append(Finding(
-            "ppi", SECTION, f"No corrected `{dimension}` for " + "; ".join(missing) + ".",
-            {"dimension": dimension, "without": missing}, caveat=True))
+    out.claims.append(Claim(
+        "ppi_means", SECTION, tuple(r[0] for r in rows), metric=dimension, rule=RULE,
+        figures={"dimension": dimension, "scale": scale, "unit": unit,
+                 "runs": {r[0]: r[1:] for r in rows}},
+        table=Table(["run", "labelled", f"judged {unit}", "corrected", "95% CI low",
+                     "95% CI high", "moved by"], rows)))
     out.extend(_differences(inputs, dimension, people, judged))
     return out
+
+
+def _without_estimate(run: str, dimension: str, labelled: list[str], tasks: int,
+                      people: dict[str, float]) -> Note:
+    """Why a run has no corrected mean: every task labelled (people's mean is then the
+    estimate), or too few labels."""
+    if labelled and len(labelled) == tasks:
+        mean = sum(people[t] for t in labelled) / len(labelled)
+        return Note("ppi_all_labelled", SECTION, (run,),
+                    {"dimension": dimension, "labelled": len(labelled), "people_mean": mean})
+    return Note("ppi_no_estimate", SECTION, (run,),
+                {"dimension": dimension, "labelled": len(labelled), "min_labels": MIN_LABELS})
 
 
 def _differences(inputs: Inputs, dimension: str, people: dict[str, dict[str, float]],
                  judged: dict[str, dict[str, float]]) -> Analysis:
     out = Analysis()
+    needed = min_shared(inputs.options)
     runs = [r for r in inputs.sets.runs if judged[r["run_id"]]]
     for first, second in combinations(runs, 2):
         a, b = first["run_id"], second["run_id"]
+        names = (first["run"], second["run"])
         tasks = [t for t in judged[a] if t in judged[b]]
         both = {t: people[a][t] - people[b][t] for t in tasks if t in people[a] and t in people[b]}
+        counts = {"dimension": dimension, "shared": len(both), "min_shared": needed}
+        if len(both) < needed:
+            out.notes.append(Note("ppi_too_few_shared", SECTION, names, counts))
         diff = corrected(both, {t: judged[a][t] - judged[b][t] for t in tasks}, tasks)
         if diff is None:
             continue
         name = f"{first['run']}_vs_{second['run']}_{dimension}_ppi_diff"
         out.metrics |= {name: diff.mean, f"{name}_ci_low": diff.ci_low,
                         f"{name}_ci_high": diff.ci_high}
-        enough = min(len(people[a]), len(people[b])) >= MIN_LABELS_TO_DECIDE
-        out.findings.append(_difference_finding(first, second, dimension, diff, enough))
+        zero_width = diff.ci_high - diff.ci_low <= 1e-12
+        if zero_width:
+            out.notes.append(Note("ppi_zero_width", SECTION, names, counts))
+        decides = len(both) >= needed and not zero_width
+        shown = diff.ci_low > 0 or diff.ci_high < 0
+        out.claims.append(Claim(
+            "corrected", SECTION, names, metric=dimension, difference=diff.mean,
+            ci=(diff.ci_low, diff.ci_high), n_tasks=len(tasks), rule=RULE,
+            authority=Authority.corrected if decides else Authority.descriptive,
+            decisive=decides, key=decides,
+            figures={**counts, "labelled": diff.labelled, "decides": decides,
+                     "shown": shown, "zero_width": zero_width,
+                     "higher": (names[0] if diff.mean > 0 else names[1]) if shown else None}))
     return out
-
-
-def _difference_finding(first: Row, second: Row, dimension: str, diff: PPIEstimate,
-                        enough: bool) -> Finding:
-    pair = f"{first['run']} − {second['run']}"
-    if diff.ci_low > 0 or diff.ci_high < 0:
-        higher = first["run"] if diff.mean > 0 else second["run"]
-        says = f"{higher} is higher on `{dimension}` after correction"
-    else:
-        says = f"after correction the CI includes 0: no difference on `{dimension}` is shown"
-    figures = {"dimension": dimension, "pair": pair, "diff": diff.mean, "ci_low": diff.ci_low,
-               "ci_high": diff.ci_high, "labelled": diff.labelled, "decides": enough}
-    if enough:
-        return Finding("ppi", SECTION, f"**Corrected by your labels:** {pair} = {_ci(diff)} "
-                       f"({diff.labelled} tasks labelled for both): {says}.", figures, key=True)
-    return Finding("ppi", SECTION, f"{pair} corrected = {_ci(diff)}: not used to decide, "
-                   f"fewer than {MIN_LABELS_TO_DECIDE} labels on `{dimension}` for a run "
-                   "(label more: `python -m report label-sample --for ppi`).", figures,
-                   caveat=True)
 
 
 @register_analysis("corrected", 40)
@@ -170,15 +182,3 @@ def judge_corrected(inputs: Inputs) -> Analysis:
     for dimension, labels in sorted(by_dimension.items()):
         out.extend(dimension_analysis(inputs, dimension, labels))
     return out
-
-
-def corrected_answer(found: list[Finding], keys: list[str], raw: str) -> str:
-    """The verdict's answer when people's labels decide: the corrected differences on the
-    decision metrics, each run with at least ``MIN_LABELS_TO_DECIDE`` labels, then the raw
-    answer for comparison; ``raw`` unchanged when no corrected figure decides."""
-    deciding = [f for f in found if f.kind == "ppi" and f.figures.get("decides")
-                and f.figures.get("dimension") in keys]
-    if not deciding:
-        return raw
-    said = "; ".join(f.text.replace("**Corrected by your labels:** ", "") for f in deciding)
-    return f"Corrected by your labels (PPI++): {said} The judge's raw scores: {raw}"

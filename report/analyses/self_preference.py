@@ -9,8 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Protocol
 
-from report.findings import Finding
-from report.model import Analysis, register_analysis
+from report.model import Analysis, Note, register_analysis
 
 # family -> the pattern of model names and ids in it (lower case)
 FAMILIES = {"Claude": r"claude|anthropic", "GPT": r"gpt|\bo[134]\b|\bo[134]-", "Gemini": r"gemini",
@@ -46,16 +45,8 @@ def self_preference(inputs: Inputs) -> Analysis:
             by_judge.setdefault((judge, mine), []).append(f"{row['run']} ({row.get('model')})")
     for (judge, mine), runs in by_judge.items():
         panel = {j for row in inputs.finished for j in row.get("judge_panel") or []}
-        other = [j for j in panel if family(j) not in (None, mine)]
-        another = OTHER_JUDGE.get(mine, DEFAULT_OTHER_JUDGE)
-        suggestion = (f"the panel's {', '.join(f'`{j}`' for j in sorted(other))} is of another "
-                      "family: read its figures beside the primary judge's" if other else
-                      f"add a judge of another family: `judge.panel=[{another}]`")
-        out.findings.append(Finding(
-            "self_preference", "How far the judge can be trusted",
-            f"**Self-preference:** the judge `{judge}` is of the {mine} family, as the model of "
-            f"{', '.join(runs)}; LLM judges favour their own family's answers, so its scores "
-            f"may favour {'that run' if len(runs) == 1 else 'those runs'}: {suggestion}.",
-            {"judge": judge, "family": mine, "runs": runs, "panel_other_family": other},
-            caveat=True))
+        other = sorted(j for j in panel if family(j) not in (None, mine))
+        out.notes.append(Note("self_preference", "How far the judge can be trusted", tuple(runs),
+                              {"judge": judge, "family": mine, "panel_other_family": other,
+                               "suggest": OTHER_JUDGE.get(mine, DEFAULT_OTHER_JUDGE)}))
     return out

@@ -11,8 +11,7 @@ from typing import Any
 
 from metrics import declared_metrics
 from metrics.sequential import Look, State, Stop, compare, paired, run_order, stop_reason
-from report.findings import Finding, Table
-from report.model import Analysis, register_analysis
+from report.model import Analysis, Authority, Claim, Note, Table, register_analysis
 from report.policy import higher_is_better
 
 Row = dict[str, Any]
@@ -62,43 +61,38 @@ def sequential_verdict(inputs: Any) -> Analysis:
                      dict(inputs.options.get("equivalence_margin") or {}))
     capped = any(r.get("status") == "KILLED" for r in inputs.rows)
     stop = stop_reason(looks, done, total, settings["max_tasks"], cost_capped=capped)
-    costs = [r.get("cost_usd_total") for r in runs]
+    # every paid call of the runs, the judge's too, over every round (report.spend)
+    costs = [r.get("run_spend_usd", r.get("cost_usd_total")) for r in runs]
     spend = sum(c for c in costs if c is not None) if None not in costs else None
-    money = "" if not spend else f" (${spend:.2f} of an estimated ${spend * total / done:.2f})"
-    said = STOP_WORDS[stop] if stop else "stopped before its rule did: undecided"
-    head, _, tail = said.partition(":")
-    text = (f"{head[0].upper()}{head[1:]} after {done} of {total} tasks{money}{':' + tail if tail else ''}, "
-            "by anytime-valid 95% intervals for each mean paired difference (the family's error "
-            f"rate split across {len(looks)} comparison(s)). "
-            + " ".join(_sentence(look) for look in looks))
+    early = stop in (Stop.decided, Stop.equivalent, Stop.settled)
     figures = {"tasks": done, "tasks_total": total, "spend_usd": spend,
-               "stop": stop.value if stop else None, "comparisons": [lk.row() for lk in looks]}
+               "estimated_full_usd": spend * total / done if spend and done else None,
+               "stop": stop.value if stop else None, "early": early,
+               "comparisons": [lk.row() for lk in looks]}
     table = Table(["metric", "first", "second", "n", "mean difference", "interval", "state"],
                   [[lk.metric, lk.first, lk.second, lk.n, lk.mean_diff,
                     f"[{lk.low:.3f}, {lk.high:.3f}]", lk.state.value] for lk in looks])
-    early = stop in (Stop.decided, Stop.equivalent, Stop.settled)
-    why = ("The sweep stopped when its anytime-valid intervals allowed" if early else
-           "The sweep looked at its anytime-valid intervals after every round and stopped "
-           f"for another reason ({STOP_WORDS[stop].partition(':')[0] if stop else 'undecided'})")
-    caveat = (f"{why}: the p-values and bootstrap CIs elsewhere in this report are computed on "
-              "tasks a data-dependent rule chose to run and are descriptive, not tests. The "
-              "decision is the intervals' above.")
-    return Analysis(
-        findings=[Finding("sequential", SECTION, text, figures, key=True, table=table),
-                  Finding("sequential", SECTION, caveat, {}, caveat=True)],
-        metrics={"sequential_tasks": float(done),
-                 "sequential_decided": float(any(lk.state == State.decided for lk in looks))})
+    claims = [Claim("stopped", SECTION, n_tasks=done, rule=RULE, key=True, figures=figures,
+                    table=table)]
+    claims += [_look_claim(look, len(looks)) for look in looks]
+    return Analysis(claims=claims, notes=[Note("descriptive_tests", runs=tuple(records),
+                                               counts={"early": early, "stop": figures["stop"]})],
+                    metrics={"sequential_tasks": float(done),
+                             "sequential_decided": float(any(lk.state == State.decided
+                                                             for lk in looks))})
 
 
-def _sentence(look: Look) -> str:
-    interval = f"[{look.low:+.3f}, {look.high:+.3f}]"
+RULE = "anytime-valid 95% interval"
+
+
+def _look_claim(look: Look, comparisons: int) -> Claim:
+    decided = look.state in (State.decided, State.equivalent)
+    better = None
     if look.state == State.decided:
         better = look.higher if higher_is_better(look.metric) else (
             look.second if look.higher == look.first else look.first)
-        return (f"**{better}** is better on `{look.metric}`: {look.first} minus {look.second} "
-                f"lies in {interval} over {look.n} tasks.")
-    if look.state == State.equivalent:
-        return (f"{look.first} and {look.second} are equivalent on `{look.metric}`: the "
-                f"difference lies in {interval}, within +-{look.margin:g}.")
-    return (f"{look.first} vs {look.second} on `{look.metric}` is undecided: the difference "
-            f"lies in {interval} over {look.n} tasks.")
+    return Claim("sequential", SECTION, (look.first, look.second), look.metric,
+                 difference=look.mean_diff, ci=(look.low, look.high), n_tasks=look.n,
+                 rule=RULE, authority=Authority.sequential, decisive=decided, key=True,
+                 figures={"state": look.state.value, "better": better, "margin": look.margin,
+                          "comparisons": comparisons})

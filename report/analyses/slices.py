@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from metrics.slices import (
+    PERMUTATIONS,
     Bin,
     Interaction,
     Slice,
@@ -29,10 +30,9 @@ from metrics.slices import (
     is_numeric,
     slice_difference,
 )
-from metrics.stats import ALPHA, MIN_UNTIED
+from metrics.stats import ALPHA
 from report import policy
-from report.findings import Finding, Plot, Table
-from report.model import Analysis, register_analysis
+from report.model import Analysis, Authority, Claim, Note, Plot, Table, register_analysis
 from report.plots import crossover_plot
 from report.verdict import Decision, TaskSets, by_dataset, is_answered
 
@@ -173,9 +173,7 @@ def slices_analysis(inputs: SliceInputs) -> Analysis:
     if not features:
         return Analysis()
     if len(policy.contenders(inputs.sets.runs)) < 2:
-        return Analysis(findings=[Finding("slice", SECTION, f"`report.slice_by` names {features}, but "
-                                 "fewer than two systems are compared: there is no pair to "
-                                 "slice, so no slices are given.", caveat=True)])
+        return Analysis(notes=[Note("slices_no_pair", SECTION, counts={"features": features})])
     out = Analysis()
     done: list[PairSlices] = []
     pairs = pooled_pairs(inputs.sets, inputs.decided)
@@ -184,33 +182,24 @@ def slices_analysis(inputs: SliceInputs) -> Analysis:
     for feature in features:
         values = {t: v for t, v in feature_values(inputs.sets, feature).items() if t in answered}
         if not values:
-            out.findings.append(Finding("slice", SECTION, f"No compared task has the feature "
-                                        f"`{feature}`, so nothing is sliced by it: its records "
-                                        "do not carry it (runs scored before document features "
-                                        "existed, or a dataset that does not say it; re-score "
-                                        "with mode=evaluate).", caveat=True))
+            out.notes.append(Note("slices_missing_feature", SECTION, counts={"feature": feature}))
             continue
         edges = (inputs.options.get("slice_edges") or {}).get(feature) or None
         bins = feature_bins(values, int(inputs.options.get("slice_bins") or 4), edges)
         done += [slice_pair(pair, feature, values, bins) for pair in pairs]
     pooled = sorted({n for p in pairs for n in p.datasets})
     if len(pooled) > 1 and "dataset" not in features:
-        out.findings.append(Finding("slice", SECTION, f"Slices pool {len(pooled)} datasets "
-                                    f"({', '.join(f'`{n}`' for n in pooled)}), each task paired "
-                                    "only with itself; a feature that differs between them "
-                                    "(document length) may stand for the dataset: "
-                                    "`report.slice_by=[...,dataset]` tests that too.",
-                                    {"datasets": pooled}, caveat=True))
+        out.notes.append(Note("slices_pooled", SECTION, counts={"datasets": pooled}))
     slice_rows, interaction_rows = _rows(done)
     out.artifacts = {"slices.jsonl": slice_rows, "interaction.jsonl": interaction_rows}
-    out.findings += _findings(done, interaction_rows, slice_rows, inputs.keys)
+    out.claims += _claims(done, interaction_rows, slice_rows, inputs.keys)
     keyed = policy.keyed_slices(inputs.decided, inputs.keys)
     for p in done:
         if p.feature == CROSSOVER_FEATURE and p.numeric and any(
                 d is k for d in p.pair.decisions for k in keyed):
             name = plot_name(p)
             out.plots.append(_crossover_plot(p, slice_rows, name))
-            out.findings.append(Finding("crossover", SECTION, f"![{name}](plots/{name}.png)"))
+            out.claims.append(Claim("plot", SECTION, figures={"name": name}))
     return out
 
 
@@ -250,18 +239,42 @@ def _rows(done: Sequence[PairSlices]) -> tuple[list[dict[str, Any]], list[dict[s
     return slice_rows, inter_rows
 
 
-def _findings(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
-              slice_rows: list[dict[str, Any]], keys: Sequence[str]) -> list[Finding]:
+def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
+            slice_rows: list[dict[str, Any]], keys: Sequence[str]) -> list[Claim]:
+    """Per pair and feature: whether its difference depends on the feature (decisive at a
+    Holm-adjusted p below ALPHA: part of the answer) and where each side leads."""
     out = []
     for p, row in zip(done, inter_rows, strict=True):
         mine = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == row[
             "metric"] and (r["a"], r["b"]) == (row["a"], row["b"])]
-        key = bool(keys) and p.pair.key == keys[0]
-        out.append(Finding("interaction", SECTION, interaction_sentence(p, row),
-                           {k: row[k] for k in ("feature", "a", "b", "metric", "n", "statistic",
-                                                "p", "p_adjusted", "test")},
-                           key=key, table=_table(mine)))
+        decisive = p.test is not None and row["p_adjusted"] < ALPHA
+        out.append(Claim("interaction", SECTION, (row["a"], row["b"]), row["metric"],
+                         p=row["p"], p_adjusted=row["p_adjusted"], n_tasks=row["n"],
+                         rule=row["test"] or "", authority=Authority.interaction,
+                         decisive=decisive, key=bool(keys) and p.pair.key == keys[0],
+                         figures={"feature": p.feature, "datasets": p.pair.datasets,
+                                  "statistic": row["statistic"], "numeric": p.numeric,
+                                  "p_floor": 1 / (PERMUTATIONS + 1)
+                                  if row["test"] == "spearman permutation" else None,
+                                  **(_where(p, row) if decisive else {})},
+                         table=_table(mine)))
     return out
+
+
+def _where(p: PairSlices, row: dict[str, Any]) -> dict[str, Any]:
+    """Where each side of a pair whose difference depends on the feature leads: the
+    categories each is ahead on, or the value where the lead changes hands (None: it
+    grows or shrinks without changing hands) and who leads below and above it."""
+    a, b = row["a"], row["b"]
+    sign = 1.0 if policy.higher_is_better(row["metric"]) else -1.0
+    if not p.numeric:
+        return {"leads": {side: [s.bin.label for s in p.slices
+                                 if sign * (s.mean_a - s.mean_b) * (1 if side == a else -1) > 0]
+                          for side in (a, b)}}
+    first = p.slices[0]
+    low = a if sign * (first.mean_a - first.mean_b) > 0 else b
+    return {"edge": crossover(p.slices, sign), "below": low, "above": b if low == a else a,
+            "grows": (p.test is not None and (p.test.statistic > 0) == (sign > 0))}
 
 
 def _table(rows: list[dict[str, Any]]) -> Table:
@@ -271,43 +284,6 @@ def _table(rows: list[dict[str, Any]]) -> Table:
                    "n/a" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
                    "too few" if r["p"] is None else r["p"],
                    "too few" if r["p_adjusted"] is None else r["p_adjusted"]] for r in rows])
-
-
-def interaction_sentence(p: PairSlices, row: dict[str, Any]) -> str:
-    """Whether the pair's difference depends on the feature, and where each side leads."""
-    a, b = row["a"], row["b"]
-    name, unit = words(p.feature)
-    pooled = p.pair.datasets
-    over = (f" over {len(pooled)} datasets ({', '.join(f'`{n}`' for n in pooled)}; each "
-            "task paired with itself)" if len(pooled) > 1 else "")
-    head = f"**{a}** vs **{b}** on `{row['metric']}`{over}: "
-    if p.test is None:
-        return (head + f"whether the difference depends on {name} cannot be tested (fewer "
-                f"than {MIN_UNTIED} tasks with a value, or no spread in it or in the "
-                "difference).")
-    figures = f"{p.test.test}, p = {row['p']:.3g}, {policy.CORRECTION}-adjusted p = " \
-              f"{row['p_adjusted']:.3g}, n = {p.test.n}"
-    if row["p_adjusted"] >= ALPHA:
-        return head + f"no evidence that the difference depends on {name} ({figures})."
-    sign = 1.0 if policy.higher_is_better(row["metric"]) else -1.0
-    if not p.numeric:
-        leads = {side: [s.bin.label for s in p.slices
-                        if sign * (s.mean_a - s.mean_b) * (1 if side == a else -1) > 0]
-                 for side in (a, b)}
-        where = "; ".join(f"{side} ahead on {', '.join(bins)}" for side, bins in leads.items()
-                          if bins)
-        return head + f"the difference depends on {name}: {where} ({figures})."
-    edge = crossover(p.slices, sign)
-    first = p.slices[0]
-    low_side = a if sign * (first.mean_a - first.mean_b) > 0 else b
-    high_side = b if low_side == a else a
-    if edge is None:
-        grows = (p.test.statistic > 0) == (sign > 0)
-        return (head + f"the difference depends on {name}: {a}'s "
-                f"{'advantage grows' if grows else 'advantage shrinks'} as it increases, "
-                f"without changing hands ({figures}).")
-    return (head + f"the difference depends on {name}: {high_side} ahead above "
-            f"~{edge:,.0f}{unit}, {low_side} below ({figures}).")
 
 
 def _crossover_plot(p: PairSlices, slice_rows: list[dict[str, Any]], name: str) -> Plot:

@@ -1,0 +1,81 @@
+"""The caveats: what limits what the report may claim, as notes the writers say before any
+figure (report.md's banner, the console, the MLflow description). A meta-evaluation
+(``dataset=summedits``) gets only the notes on its own figures: it compares no systems."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metrics import declared_metrics
+from report import policy, repeats
+from report.meta_eval import is_meta_evaluation
+from report.model import Analysis, Inputs, Note, register_analysis
+
+Row = dict[str, Any]
+JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
+
+
+@register_analysis("caveats", -10)
+def caveats(inputs: Inputs) -> Analysis:
+    return Analysis(notes=caveat_notes(inputs.finished))
+
+
+def caveat_notes(rows: list[Row]) -> list[Note]:
+    """The notes on what these runs' figures can show."""
+    notes = [Note("repeats_fixed", runs=tuple(r["run"] for r in repeats.repeated(rows)
+                                             if repeats.cannot_vary(r)))]
+    if not is_meta_evaluation(rows):
+        notes += _comparison_notes(rows)
+    return [n for n in notes if n.runs or n.counts]
+
+
+def _runs(rows: list[Row], test: Any) -> tuple[str, ...]:
+    return tuple(sorted({r["run"] for r in rows if test(r)}))
+
+
+def _comparison_notes(rows: list[Row]) -> list[Note]:
+    # a run whose model was called elsewhere (predictions from a file) is not the offline model's
+    notes = [Note("offline_model", runs=_runs(rows, lambda r: r.get("model_provider") == "offline"
+                                                   and r.get("calls_models") is not False)),
+             Note("no_judge", runs=_runs(rows, lambda r: r.get("judge_provider")
+                                           in JUDGES_THAT_DO_NOT_JUDGE)),
+             Note("synthetic", runs=_runs(rows, lambda r: r.get("synthetic")))]
+    share = max((r.get("docs_within_context_budget_share") or 0.0 for r in rows), default=0.0)
+    if share > 0.5:
+        notes.append(Note("fits_budget", counts={"share": share, "chunks": max(
+            r.get("context_budget_chunks") or 0 for r in rows)}))
+    missing = max((r.get("n_tasks_without_reference") or 0.0 for r in rows), default=0.0)
+    if missing:
+        shown = [m for m in declared_metrics() if m.report]
+        can = [m.title for m in shown if any(r.get(f"{m.name}_mean") is not None for r in rows)]
+        notes.append(Note("no_reference", counts={"tasks": missing, "can": can,
+                                                  "cannot": [m.title for m in shown
+                                                             if m.title not in can]}))
+    notes += [Note("references", runs=(r["run"],), counts={"from": r["references"]})
+              for r in rows if r.get("references")]
+    notes += _agreement(rows)
+    notes += [Note("tool_calls", runs=(r["run"],), counts={
+        "without": policy.tasks_without_tool_call(r), "answered": int(r.get("n_answered") or 0),
+        "void": policy.void_agent(r)}) for r in rows if policy.tasks_without_tool_call(r)]
+    for r in rows:
+        for note in r.get("system_notes") or []:
+            notes.append(Note(note["kind"], runs=(r["run"],), counts=note)
+                         if isinstance(note, dict) else
+                         Note("system_note", runs=(r["run"],), counts={"text": note}))
+    return notes
+
+
+def _agreement(rows: list[Row]) -> list[Note]:
+    """Low agreement between the judge and its panel (Krippendorff's alpha below
+    ``policy.AGREEMENT_FLOOR``) on a dimension: a verdict on it rests on one judge's taste."""
+    from report.sections import judged_dimensions
+
+    low: dict[str, list[tuple[str, float]]] = {}
+    for r in rows:
+        for d in judged_dimensions(rows) if r.get("judge_panel") else []:
+            alpha = r.get(f"judge_agreement_{d}")
+            if alpha is not None and alpha < policy.AGREEMENT_FLOOR:
+                low.setdefault(d, []).append((r["run"], alpha))
+    return [Note("judge_agreement", runs=tuple(run for run, _ in found),
+                 counts={"dimension": d, "alphas": [a for _, a in found],
+                         "floor": policy.AGREEMENT_FLOOR}) for d, found in low.items()]

@@ -1,0 +1,97 @@
+"""The one rule that composes a sweep's answer from the analyses' claims.
+
+Taken in order of authority (``report.model.Authority``):
+
+1. A regression against the baseline is always stated, first.
+2. A sequential sweep decides by its anytime-valid intervals: its answer is their claims,
+   decided or not; the fixed-sample tests are descriptive and never answer.
+3. Where people's labels correct the judge, the corrected differences on the decision
+   metrics outrank the raw judge means.
+4. Otherwise the fixed-sample family's declared differences; a significant interaction (the
+   lead changes with a document feature) is part of the answer, and is the answer when no
+   average difference is declared ("no average winner: ...").
+5. A recommendation of what to ship (the frontier) is added where one was made.
+6. With nothing decisive, the answer says what would decide: the rule's minimum detectable
+   difference and the tasks it would need.
+
+The writers render the ``Answer``; nothing here makes a sentence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+from report.model import Authority, Claim
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What the answer states: ``mode`` says which rule answered (``sequential``,
+    ``corrected``, ``decided``, ``crossover``, ``undecided``); ``claims`` the decisive
+    claims it states, regressions first; ``pending``: for an undecided answer, the claims
+    that say what would decide (each with its minimum detectable difference)."""
+
+    mode: str
+    claims: list[Claim] = field(default_factory=list)
+    pending: list[Claim] = field(default_factory=list)
+    dataset: str = ""
+    family: int = 0  # the fixed-sample tests adjusted together (Holm)
+    undecided: int = 0  # of them, those that decide nothing
+
+    @property
+    def descriptive_family(self) -> bool:
+        """Whether the fixed-sample tests are descriptive here (a sequential sweep)."""
+        return self.mode == "sequential" or any(
+            c.authority == Authority.sequential for c in self.pending)
+
+
+def compose(claims: Sequence[Claim], keys: Sequence[str]) -> list[Answer]:
+    """The answer, one per dataset the claims name (a sweep over one dataset: one)."""
+    datasets = list(dict.fromkeys(str(c.figures.get("dataset") or "") for c in claims
+                                  if c.authority == Authority.fixed_sample))
+    if len(datasets) <= 1:
+        return [_compose(claims, keys, datasets[0] if datasets else "")]
+    shared = [c for c in claims if c.authority != Authority.fixed_sample
+              and not c.figures.get("dataset")]
+    return [_compose([c for c in claims if c.figures.get("dataset") == name] + shared, keys,
+                     name) for name in datasets]
+
+
+def _compose(claims: Sequence[Claim], keys: Sequence[str], dataset: str) -> Answer:
+    tests = [c for c in claims if c.authority == Authority.fixed_sample
+             and c.kind in ("difference", "no_difference", "untestable")]
+    family = max((int(c.figures.get("family") or 1) for c in tests), default=0)
+    answer = _rule(claims, keys, dataset)
+    return replace(answer, family=family,
+                   undecided=sum(not c.decisive for c in tests) if answer.mode == "decided" else 0)
+
+
+def _rule(claims: Sequence[Claim], keys: Sequence[str], dataset: str) -> Answer:
+    regressions = [c for c in claims if c.authority == Authority.regression and c.decisive]
+    sequential = [c for c in claims if c.authority == Authority.sequential]
+    if sequential:
+        decided = [c for c in sequential if c.decisive]
+        return Answer("sequential" if decided else "undecided", regressions + decided,
+                      [] if decided else sequential, dataset)
+    corrected = [c for c in claims if c.authority == Authority.corrected and c.decisive
+                 and c.metric in keys]
+    shipping = [c for c in claims if c.authority == Authority.recommendation and c.decisive]
+    if corrected:
+        return Answer("corrected", regressions + corrected + shipping, [], dataset)
+    differences = [c for c in claims if c.authority == Authority.fixed_sample and c.decisive]
+    crossovers = [c for c in claims if c.authority == Authority.interaction and c.decisive]
+    if differences or crossovers or shipping or regressions:
+        mode = "decided" if differences else "crossover" if crossovers else "decided"
+        return Answer(mode, regressions + differences + crossovers + shipping, [], dataset)
+    pending = [c for c in claims if c.authority == Authority.fixed_sample and c.key
+               and c.kind in ("no_difference", "untestable", "no_test")]
+    return Answer("undecided", [], sorted(pending, key=_nearest), dataset)
+
+
+def _nearest(claim: Claim) -> tuple[int, float]:
+    """Why nothing could be tested first, then the comparison closest to a decision: the
+    fewest tasks needed."""
+    needed = claim.figures.get("needed")
+    return (claim.kind != "no_test",
+            float(needed) if isinstance(needed, int | float) else float("inf"))

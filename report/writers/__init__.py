@@ -1,0 +1,1 @@
+"""The report's writers: they turn claims and notes (``report.model``) into words."""

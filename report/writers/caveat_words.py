@@ -1,0 +1,133 @@
+"""Words for the caveats (``report/analyses/caveats.py``): in full for report.md and the
+MLflow description, and short for the console, where one line says a kind across runs."""
+
+from __future__ import annotations
+
+from report.model import Note
+from report.writers.cells import Style
+from report.writers.words import words
+
+# what makes a model call tools, for an agentic run whose model answered without them
+TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged "
+                    "\"tools\"; llama.cpp: llama-server --jinja; vLLM: "
+                    "--enable-auto-tool-choice), or run system=naive,stuffing only")
+
+
+def _runs(n: Note, short: bool = False) -> str:
+    """The runs a note concerns; in a short line, counted when more than two."""
+    return f"{len(n.runs)} runs" if short and len(n.runs) > 2 else ", ".join(n.runs)
+
+
+@words("offline_model")
+def offline(n: Note, style: Style, short: bool) -> str:
+    if short:
+        return (f"offline model ({_runs(n, short)}): a plumbing check of retrieval, not evidence "
+                "about LLMs")
+    return (f"The model is {style.code('offline')} ({_runs(n)}): a deterministic extractive "
+            "stand-in, not an LLM. It measures the retrieval plumbing (which chunks reach the "
+            "model under each system's fixed policy), not whether agentic retrieval helps an "
+            "LLM, nor how an LLM would summarize.")
+
+
+@words("no_judge")
+def no_judge(n: Note, style: Style, short: bool) -> str:
+    if short:
+        return f"no judge ({_runs(n, short)}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5"
+    return (f"No judge ({_runs(n)}): G-Eval faithfulness and coverage, the error taxonomy and "
+            "factual consistency are missing; the comparison falls back to reference overlap. "
+            f"Run with {style.code('judge=claude-haiku-4-5')}.")
+
+
+@words("synthetic")
+def synthetic(n: Note, style: Style, short: bool) -> str:
+    if short:
+        return "synthetic dataset: it shows the harness works, not which system is better"
+    return ("The dataset is synthetic (invented companies and figures, a handful of tasks): "
+            "it shows the harness works, not which system is better.")
+
+
+@words("fits_budget")
+def fits_budget(n: Note, style: Style, short: bool) -> str:
+    share, chunks = n.counts["share"], n.counts["chunks"]
+    if short:
+        return f"{share:.0%} of documents fit the context budget: retrieval cannot differ much"
+    return (f"{share:.0%} of the documents fit inside the retrieval context budget "
+            f"({chunks:.0f} chunks): every system sees nearly all of each, so retrieval cannot "
+            "make a difference here.")
+
+
+@words("no_reference")
+def no_reference(n: Note, style: Style, short: bool) -> str:
+    c = n.counts
+    if short:
+        return f"{c['tasks']:.0f} task(s) have no reference: reference metrics null for them"
+    return (f"{c['tasks']:.0f} task(s) have no reference summary, so reference-based metrics "
+            f"are null for them. Comparisons possible here: {', '.join([*c['can'], 'cost', 'latency'])}; "
+            "not possible (null, with the reason in each record): "
+            f"{', '.join(c['cannot']) or 'none'}.")
+
+
+@words("references")
+def references(n: Note, style: Style, short: bool) -> str:
+    return (f"{style.code(_runs(n))}: references from {style.code(n.counts['from'])} "
+            "(dataset.references), not the dataset's own")
+
+
+@words("judge_agreement")
+def judge_agreement(n: Note, style: Style, short: bool) -> str:
+    c = n.counts
+    alphas = ", ".join(f"{run} {a:.2f}" for run, a in zip(n.runs, c["alphas"], strict=True))
+    if short:
+        return f"judges agree poorly on {c['dimension']} (alpha {alphas})"
+    return (f"The judges agree poorly on {c['dimension']} (Krippendorff's alpha {alphas}; below "
+            f"{c['floor']} a verdict resting on one judge is fragile): a difference in G-Eval "
+            f"{c['dimension']} may be one judge's taste; see the judge agreement table.")
+
+
+@words("tool_calls")
+def tool_calls(n: Note, style: Style, short: bool) -> str:
+    c = n.counts
+    if c["void"]:
+        if short:
+            return f"{_runs(n)} called no tool: closed-book, its agentic comparison is void"
+        return (f"{style.code(_runs(n))}: the model called no tool on any of its {c['answered']} "
+                "answered tasks: it answered closed-book, with no retrieval, so "
+                f"{style.strong('the agentic comparison is void for this run')} (against naive "
+                f"RAG and stuffing it compares closed-book answering). Fix: {TOOL_CALLING_FIX}.")
+    if short:
+        return f"{_runs(n)}: {c['without']} of {c['answered']} answered tasks had no tool call"
+    return (f"{style.code(_runs(n))}: {c['without']} of {c['answered']} answered tasks had no "
+            "tool call (answered without retrieval). Some tasks need none; on these the agent's "
+            f"scores are closed-book answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
+
+
+@words("repeats_fixed")
+def repeats_fixed(n: Note, style: Style, short: bool) -> str:
+    if short:
+        return f"repeats of {_runs(n, short)} cannot vary (a deterministic model)"
+    return (f"Repeats of {_runs(n)} cannot vary: the offline model is deterministic and a "
+            "request at temperature 0 usually gets the same reply (some APIs still vary). They "
+            "were run and their measured within-task spread is in the Repeats section (0 when "
+            "every repeat matched); it says nothing about generation noise of a sampled model.")
+
+
+@words("system_note")
+def system_note(n: Note, style: Style, short: bool) -> str:
+    return f"{style.code(_runs(n))}: {n.counts['text']}"
+
+
+@words("not_recorded")
+def not_recorded(n: Note, style: Style, short: bool) -> str:
+    fields = n.counts.get("fields") or [n.counts["field"]]
+    named = ", ".join(fields[:-1]) + f" or {fields[-1]}" if len(fields) > 1 else fields[0]
+    if short and len(n.runs) > 1:
+        return f"{len(n.runs)} runs give no {named}: null, not 0"
+    if len(n.runs) > 1:
+        return f"{len(n.runs)} runs ({_runs(n)}) give no {named}: null, not 0"
+    return (f"{style.code(_runs(n))}: {n.counts['count']} of {n.counts['of']} record(s) give "
+            f"no {named}: null, not 0")
+
+
+@words("stated")
+def stated(n: Note, style: Style, short: bool) -> str:
+    return str(n.counts["text"])

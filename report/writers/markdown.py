@@ -1,0 +1,177 @@
+"""report.md's parts rendered from the model: the key finding from the family's claims, the
+analyses' sections from their claims and notes, the caveats banner from the notes, and the
+headline table every writer shares. No figure is computed here."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from report.model import Claim, Note
+from report.writers.cells import MARKDOWN, Style, markdown_table, money, number
+from report.writers.words import grouped, say
+
+Row = dict[str, Any]
+
+LOOPS_NOTE = ("`max_loops` is the budget of model calls that may use tools; an agent that "
+              "spends it makes one more call, without tools, to answer, so its `loops` is then "
+              "max_loops + 1.")
+BUDGET_NOTE = ("Every budget is compared with the largest above; the loop-budget curve "
+               "(`plots/loop_budget_curve.png`, section \"Retrieval and the loop budget\") "
+               f"draws them all. {LOOPS_NOTE}")
+
+
+NOTHING_TO_RANK = (
+    " No run has any quality score to rank on, so no system is ranked: a judge "
+    "(`judge=claude-haiku-4-5`, or an OpenAI-compatible judge) scores faithfulness without "
+    "references; reference summaries give ROUGE, BERTScore and G-Eval coverage; gold passages "
+    "give retrieval precision and recall (`tasks.jsonl`, docs/your-documents.md). What needs "
+    "none of them (citations, numeric precision, context, cost, latency) is compared in the "
+    "report.")
+# the verdict family's kinds: said in the key finding (``key_finding``), not as a section
+FAMILY_KINDS = frozenset({"difference", "no_difference", "untestable", "best", "scope",
+                          "no_test"})
+
+
+def key_finding(claims: Sequence[Claim], keys: Sequence[str], headline: Sequence[Row],
+                style: Style = MARKDOWN) -> str:
+    """Each decision metric's comparisons, best contender and bounds, then what a task
+    costs; each dataset in turn where the sweep has several."""
+    family = [c for c in claims if c.kind in FAMILY_KINDS]
+    datasets = list(dict.fromkeys(str(c.figures.get("dataset") or "") for c in family))
+    blocks = []
+    for name in datasets:
+        mine = [c for c in family if str(c.figures.get("dataset") or "") == name]
+        text = "\n".join(_metric_block(mine, k, style) for k in keys)
+        if len(datasets) > 1:
+            runs = ", ".join(dict.fromkeys(r for c in mine if c.kind == "scope" for r in c.runs))
+            text = f"{style.strong('Dataset ' + style.code(name))} ({runs}):\n{text}"
+        blocks.append(text)
+    if not blocks:
+        return ""
+    return "\n\n".join(blocks) + "\n- " + cost_sentence(headline) + "\n"
+
+
+def _metric_block(claims: Sequence[Claim], key: str, style: Style) -> str:
+    scope = next((c for c in claims if c.kind == "scope" and c.metric == key), None)
+    untested = next((c for c in claims if c.kind == "no_test"), None)
+    if scope is None:
+        return f"On {style.code(key)}: " + (say(untested, style) if untested else "no run answered.")
+    if not scope.runs:
+        reason = scope.figures.get("reason")
+        return (f"No run has {style.code(key)} scores" + (f": {reason}" if reason else "") + "."
+                + (NOTHING_TO_RANK if scope.figures.get("nothing_to_rank") else ""))
+    if not scope.n_tasks:
+        return (f"On {style.code(key)}: no task was answered by every compared run, so no run "
+                "is ranked; each run's own means are in the Quality section.")
+    direction = "higher is better" if scope.figures.get("higher_is_better") else "lower is better"
+    who = ("every compared run answered and has " + style.code(key) + " for"
+           if scope.figures.get("every_run") else
+           f"every run with {style.code(key)} ({', '.join(scope.runs)}) answered")
+    lines = [f"On the {style.strong(f'{scope.n_tasks} tasks')} {who} ({direction}):"]
+    lines += [f"- {say(c, style)}" for c in claims if c.metric == key and c.key
+              and c.kind in ("difference", "no_difference", "untestable")]
+    if scope.figures.get("budgets"):
+        lines.append(f"- {BUDGET_NOTE}")
+    lines += [f"- {say(c, style)}" for c in claims if c.kind == "best" and c.metric == key]
+    bounds = scope.figures.get("bounds") or []
+    if bounds:
+        lines.append("- Bounds (reference points, never ranked): " + "; ".join(
+            f"{run} {mean:.3f}" for run, mean in bounds) + ".")
+    return "\n".join(lines)
+
+
+def cost_sentence(headline: Sequence[Row]) -> str:
+    """What a task costs each run (the headline rows' figures), unknown where unknown."""
+    parts = [f"{r['run']} {_cost_words(r)}" for r in headline if r.get("answered_any", True)]
+    judge = sum(r.get("judge_cost") or 0.0 for r in headline)
+    idle = "".join(f" {r['run']} answered no task but spent {money(r['spent'])}."
+                   for r in headline if not r.get("answered_any", True) and (r.get("spent") or 0) > 0)
+    return ("Cost per task (every task run, errored included; without the response cache, "
+            "actual spend in brackets): " + "; ".join(parts) + "."
+            + (f" The judge cost {money(judge, 4)} in all." if judge else "") + idle)
+
+
+def _unknown(row: Row, field: str, what: str) -> str:
+    missing = (row.get("lacking") or {}).get(field)
+    return (f"{what} unknown ({missing} of {row.get('n_records', 0)} records lack it)"
+            if missing else f"{what} unknown")
+
+
+def _cost_words(row: Row) -> str:
+    """A run's cost per task, what it spent and its P50 latency; each unknown where the
+    records cannot support it (never $0)."""
+    p50 = row.get("latency_ms_p50")
+    latency = f"P50 {p50:.0f} ms" if p50 is not None else _unknown(row, "latency_ms",
+                                                                  "P50 latency")
+    if row.get("cost_per_task") is None:
+        return f"({_unknown(row, 'cost_usd', 'cost')}; {latency})"
+    return f"{money(row['cost_per_task'])} (spent {money(row.get('cost_usd_per_task'))}; {latency})"
+
+
+def headline_table(headline: Sequence[Row], key: str) -> str:
+    """The one headline table (``report.verdict.headline_rows``): the same columns, from
+    the same rows, as the console's, the MLflow description's and compare.html's."""
+    return markdown_table(HEADLINE_COLUMNS(key), [headline_cells(r, key) for r in headline])
+
+
+def HEADLINE_COLUMNS(key: str) -> list[str]:  # noqa: N802 - a table's fixed header
+    return ["run", key, "n", "recall", "cost/task $", "spent/task $", "P50 ms", "answered"]
+
+
+def headline_cells(row: Row, key: str) -> list[str]:
+    """One run's headline cells: the decision metric's mean and n on its common task set,
+    retrieval recall, cost per task (uncached), spend per task, P50 latency, answered."""
+    return [row["run"] + (" (bound)" if row.get("bound") else ""),
+            number(row.get(f"{key}_mean"), 3, "n/a"), number(row.get(f"{key}_n"), 0, "n/a"),
+            number(row.get("retrieval_recall_mean"), 3, "n/a"),
+            number(row.get("cost_per_task"), 5), number(row.get("cost_usd_per_task"), 5),
+            number(row.get("latency_ms_p50"), 0),
+            f"{row.get('n_answered', 0):.0f}/{row.get('n_asked', 0):.0f}"]
+
+
+def banner(notes: Sequence[Note], style: Style = MARKDOWN) -> str:
+    """The caveats, before any figure: every note in full, one kind said once across runs."""
+    if not notes:
+        return ""
+    return ("> " + style.strong("Caveats: read before trusting any number below.") + "\n>\n"
+            + "".join(f"> - {say(n, style)}\n" for n in grouped(notes)))
+
+
+def summary(answer: str, headline: Sequence[Row], key: str, claims: Sequence[Claim]) -> str:
+    """What compare.html opens with: the answer, the headline table and the key claims."""
+    found = [f"- {say(c)}" for c in claims if c.key and c.kind not in FAMILY_KINDS | {"plot"}]
+    return (f"**Answer:** {answer}\n\n" + headline_table(headline, key)
+            + ("\n" + "\n".join(found) + "\n" if found else ""))
+
+
+def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:
+    """The analyses' sections: one heading each, in the order they came, every claim and
+    note in full with its table."""
+    sections: dict[str, list[Claim | Note]] = {}
+    for item in items:
+        sections.setdefault(item.section, []).append(item)
+    out = []
+    for title, group in sections.items():
+        out.append(f"\n## {title}\n")
+        for item in group:
+            out.append(say(item, style) + "\n")
+            table = getattr(item, "table", None)
+            if table is not None and table.rows:
+                out.append(markdown_table(table.header, table.rows))
+    return "\n".join(out)
+
+
+_CODE_SPAN = re.compile(r"(`+[^`]*`+)")
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def inert(markdown_text: str) -> str:
+    """Markdown in which no text from the data (a run label, a labeller's name, an answer)
+    can become HTML: outside code spans (which show ``<`` as it is) every ``<`` that could
+    open a tag or comment is written ``&lt;``; a ``<`` before a space or a digit (p < 0.05)
+    is left as it reads."""
+    parts = _CODE_SPAN.split(markdown_text)
+    return "".join(part if k % 2 else _TAG_START.sub("&lt;", part)
+                   for k, part in enumerate(parts))
