@@ -67,7 +67,9 @@ lint: $(DEV)
 # make ui STORE=sqlite:///X/mlflow.db for a store of your own (the address a run prints says so)
 PORT ?= $(or $(ARAG_UI_PORT),5000)
 STORE ?= sqlite:///mlruns/mlflow.db
+# a port already taken is said with the fix (ARAG_UI_PORT), not MLflow's Errno 98
 ui: $(STAMP)
+	@$(BIN)/python -m tracking.ui_port $(PORT)
 	$(BIN)/mlflow ui --backend-store-uri $(STORE) --host 127.0.0.1 --port $(PORT)
 
 # link the real datasets of a checkout that has ../shared/datasets beside it into

@@ -455,4 +455,8 @@ def run_comparison(client: Any, baseline_ref: str, candidate_ref: str, options: 
         baseline = load_sweep(client, baseline_ref, Path(tmp) / "baseline")
         candidate = load_sweep(client, candidate_ref, Path(tmp) / "candidate",
                                key="the candidate")
+    if baseline.run_id == candidate.run_id:  # it would pass, and write onto the baseline
+        raise NotComparable(f"the baseline {baseline_ref!r} is the candidate sweep itself "
+                            f"(run {baseline.run_id}). Fix: name an earlier sweep to hold "
+                            "this one against")
     return compare(baseline, candidate, options)

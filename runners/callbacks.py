@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import socket
 from collections.abc import Iterable
 from pathlib import Path
@@ -48,9 +49,12 @@ from report.report import (
     write_sweep_report,
 )
 from runners import dryrun, pairwise
+from runners.cli import INTERRUPTED
 from runners.cores import share_cores
+from runners.endpoints import check_endpoints
 from runners.errors import show_trace
-from runners.naming import sweep_labels
+from runners.job import load_tasks
+from runners.naming import experiment_name, sweep_labels, sweep_run_name
 from runners.preflight import (
     all_finished,
     check_jobs,
@@ -60,16 +64,20 @@ from runners.preflight import (
     prediction_folders,
 )
 from runners.scoring import DATASET_DIGEST_PARAM
-from runners.settings import Settings, data_label
+from runners.settings import Settings
 from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.human_labels import LabelsError, read_labels_file
+from tracking.paths import resolve
 from tracking.storage import explain_write_failure, server_gone
-from tracking.sweeps import find_sweep
+from tracking.sweeps import PARENT_ROLE, find_sweep, set_description_section
 
 log = logging.getLogger(__name__)
 REPORT_RUNS_TAG = "report_runs"  # which job runs the parent's report covers (runs_key)
+# what the sweep is (its jobs' config hashes and its report options): a killed parent with
+# the same key is continued by the next run of the same command
+SWEEP_KEY_TAG = "sweep_key"
 
 
 def swept_keys(overrides: list[str]) -> list[str]:
@@ -96,6 +104,8 @@ class MLflowSweepCallback(Callback):
         self.decide_on: list[str] = []  # report.decide_on: what the verdict decides on
         self.human_labels: str | None = None  # report.human_labels: people's labels file
         self.file_labels: dict[str, str] = {}  # prediction file -> its run's name (naming.py)
+        self.configs: list[DictConfig] = []  # every job's config, as the task function gets it
+        self.interrupted = False  # Ctrl-C: the parent ends KILLED, and is continued
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         """A single run: URL credentials in a config file stop it before Hydra writes the
@@ -147,6 +157,7 @@ class MLflowSweepCallback(Callback):
             # stems collide are named after their folders
             self.file_labels = sweep_labels(configs, swept_keys(list(
                 OmegaConf.select(config, "hydra.overrides.task", default=[]))))
+            self.configs = configs
             jobs = check_jobs(configs, dry_run=bool(config.runner.dry_run))
             if self.human_labels:  # labels of what this sweep's judge will score, or none
                 check_labels(self.human_labels, labels, jobs)
@@ -174,17 +185,20 @@ class MLflowSweepCallback(Callback):
         clear_sweep_files(sweep_dir)
         try:
             self._open_parent(config, sweep_dir, jobs)
-        except track.TrackingError as exc:  # SweepNotFound among them
+        except (track.TrackingError, ConfigError) as exc:  # SweepNotFound among them
             log.error("%s", exc)
             raise SystemExit(2) from None
+        signal.signal(signal.SIGINT, self._on_interrupt)  # Ctrl-C: the parent ends KILLED
+
+    def _on_interrupt(self, signum: int, frame: Any) -> None:
+        self.interrupted = True
+        raise KeyboardInterrupt
 
     def _open_parent(self, config: DictConfig, sweep_dir: Path, jobs: list[Settings]) -> None:
         self.client = track.connect(config.tracking)
         self.report_cfg = config.report
         self.storage_cfg = config  # the keys a failed write of the report is named by
-        if config.report.baseline:  # a baseline that is not there stops the sweep first
-            find_sweep(self.client, config.report.baseline)
-        name = config.tracking.experiment or config.dataset.name
+        name = experiment_name(self.configs or [config])
         experiment_id = track.ensure_experiment(self.client, name, config.tracking)
         overrides = list(config.hydra.overrides.task)
         swept = swept_keys(overrides)
@@ -195,6 +209,13 @@ class MLflowSweepCallback(Callback):
         finished = all_finished(self.client, experiment_id, jobs)
         options = options_key(self._report_options(), self.decide_on, self.human_labels)
         reported = finished and reporting_parent(self.client, experiment_id, finished, options)
+        key = runs_key([*(job.config_hash for job in jobs), options])
+        if config.report.baseline:  # a baseline that is not another finished sweep: refused
+            check_baseline(self.client, str(config.report.baseline),
+                           runs_key(r.info.run_id for r in finished) if finished else None,
+                           reported.info.run_id if reported else None)
+        if not (finished and reported) and config.runner.check_endpoints:
+            check_endpoints(jobs)  # an endpoint that does not answer stops it before any job
         if finished and reported:  # a re-run of a finished sweep opens no empty parent
             close_dead_parents(self.client, experiment_id, None)
             self.earlier = [reported]
@@ -212,20 +233,24 @@ class MLflowSweepCallback(Callback):
         elif finished:
             log.info("every job of this sweep already FINISHED, but no sweep run holds their "
                      "report (the sweep was stopped while writing it): writing it now")
-        run = self.client.create_run(
-            experiment_id, run_name=sweep_name(overrides, swept, config.dataset)[:250],
-            tags={"sweep_id": sweep_id, "sweep_overrides": redact(" ".join(overrides)),
-                  "sweep_dir": str(sweep_dir.resolve()), "sweep_host": socket.gethostname(),
-                  "sweep_pid": str(os.getpid()),
-                  "git_commit": track.git_commit(), "role": "sweep_parent"},
-        )
-        self.client.log_param(run.info.run_id, DATASET_DIGEST_PARAM, sweep_digest(jobs))
-        close_dead_parents(self.client, experiment_id, run.info.run_id)
-        self.parent = {**info, "run_id": run.info.run_id}
+        tags = {"sweep_id": sweep_id, "sweep_overrides": redact(" ".join(overrides)),
+                "sweep_command": redact(" ".join(["python run.py -m", *overrides])),
+                "sweep_dir": str(sweep_dir.resolve()), "sweep_host": socket.gethostname(),
+                "sweep_pid": str(os.getpid()), SWEEP_KEY_TAG: key,
+                "git_commit": track.git_commit(), "role": PARENT_ROLE}
+        run_id = continued_parent(self.client, experiment_id, key, tags)
+        if run_id is None:
+            run_id = self.client.create_run(
+                experiment_id, tags=tags,
+                run_name=sweep_run_name(self.configs or [config], swept, self.file_labels),
+            ).info.run_id
+            self.client.log_param(run_id, DATASET_DIGEST_PARAM, sweep_digest(jobs))
+            log_sweep_datasets(self.client, run_id, experiment_id, jobs)
+        close_dead_parents(self.client, experiment_id, run_id)
+        self.parent = {**info, "run_id": run_id}
         (sweep_dir / track.PARENT_FILE).write_text(json.dumps(self.parent))
         atexit.register(self._close_if_open)
-        log.info("MLflow parent run %s (experiment %r, sweep %s)", run.info.run_id, name,
-                 sweep_id)
+        log.info("MLflow parent run %s (experiment %r, sweep %s)", run_id, name, sweep_id)
 
     def on_multirun_end(self, config: DictConfig, **kwargs: Any) -> None:
         # as at the start: a failure while closing the sweep must not exit 0 as a warning
@@ -302,6 +327,10 @@ class MLflowSweepCallback(Callback):
             report_error = (f"the sweep report could not be written ("
                             f"{explained or one_line(exc)}); the jobs' runs are kept. Fix the "
                             f"cause, then rebuild it: python -m report {self.parent['run_id']}")
+            set_description_section(self.client, self.parent["run_id"], REPORT_FAILED, (
+                f"The sweep report could not be written: `{explained or one_line(exc)}`. The "
+                "jobs' runs are kept. Fix the cause, then finish it with "
+                f"`python -m report {self.parent['run_id']}`."))
         if failures:
             self.client.set_tag(self.parent["run_id"], "failed_jobs",
                                 json.dumps(failures)[:5000])
@@ -334,20 +363,83 @@ class MLflowSweepCallback(Callback):
             self.baseline_exit = 1
 
     def _close_if_open(self) -> None:
+        """At exit with the parent still open: KILLED when interrupted (the same command
+        continues in it), FAILED otherwise."""
         if self.parent and self.client is not None:
+            run_id = self.parent["run_id"]
             try:
-                self.client.set_terminated(self.parent["run_id"], "FAILED")
+                if self.interrupted:
+                    set_description_section(self.client, run_id, STOPPED,
+                                            f"{INTERRUPTED} (it continues in this run).")
+                self.client.set_terminated(run_id, "KILLED" if self.interrupted else "FAILED")
             except Exception:  # noqa: BLE001 - best effort at interpreter exit
                 pass
 
 
-def sweep_name(overrides: list[str], swept: list[str], dataset: Any) -> str:
-    """``sweep system=arag,naive,stuffing ectsum/val[:30]``: the swept overrides and the
-    data (unless the dataset is swept: the overrides name it then)."""
-    parts = [o for o in overrides if o.split("=")[0] in swept]
-    if "dataset" not in swept:
-        parts.append(data_label(dataset))
-    return " ".join(["sweep", *parts])
+REPORT_FAILED = "### The report failed"
+STOPPED = "### Stopped"
+
+
+def check_baseline(client: Any, ref: str, runs: str | None, reported: str | None) -> None:
+    """``report.baseline`` names another finished sweep: not this one (the parent holding
+    this sweep's report, or one reporting the very runs it reuses, ``runs``: compared with
+    itself a sweep passes and would write onto its baseline), nor a parent that never
+    finished; else ConfigError with the fix, before any job."""
+    base = find_sweep(client, ref)
+    run_id, status = base.info.run_id, base.info.status
+    if run_id == reported or (runs and base.data.tags.get(REPORT_RUNS_TAG) == runs):
+        raise ConfigError(f"report.baseline={ref!r} is this sweep itself (run {run_id}): a "
+                          "sweep compared with itself finds no regression. Fix: "
+                          "report.baseline=<the parent run id of an earlier sweep>")
+    if status != "FINISHED":
+        raise ConfigError(f"report.baseline={ref!r} is sweep run {run_id}, which is {status}, "
+                          "not a finished sweep. Fix: finish it (run its command again) or "
+                          "name a finished sweep (MLflow UI: a FINISHED parent's Run ID)")
+
+
+def continued_parent(client: Any, experiment_id: str, key: str, tags: dict[str, str]
+                     ) -> str | None:
+    """The parent a killed run of this same sweep left (KILLED, or RUNNING with its process
+    gone), reopened with this process's tags; None when there is none."""
+    host = socket.gethostname()
+    for run in client.search_runs(
+            [experiment_id], filter_string=f"tags.role = '{PARENT_ROLE}' and "
+            f"tags.{SWEEP_KEY_TAG} = '{key}'", order_by=["attributes.start_time DESC"],
+            max_results=20):
+        status, run_tags = run.info.status, run.data.tags
+        dead = status == "RUNNING" and run_tags.get("sweep_host") == host and not _alive(
+            int(run_tags.get("sweep_pid") or 0))
+        if status == "KILLED" or dead:
+            client.update_run(run.info.run_id, status="RUNNING")
+            for name, value in {**tags, "continued": str(int(run_tags.get("continued", "0"))
+                                                         + 1)}.items():
+                client.set_tag(run.info.run_id, name, value)
+            if "superseded_by" in run_tags:
+                client.delete_tag(run.info.run_id, "superseded_by")
+            set_description_section(client, run.info.run_id, STOPPED, "Continued by the same "
+                                    "command after it was stopped.")
+            log.info("continuing sweep run %s, stopped before it finished", run.info.run_id)
+            return str(run.info.run_id)
+        if status == "FINISHED":
+            return None  # a later run finished: a killed one before it stays as it was
+    return None
+
+
+def log_sweep_datasets(client: Any, run_id: str, experiment_id: str, jobs: list[Settings]
+                       ) -> None:
+    """Each dataset of the sweep as the parent's MLflow dataset input (the run list's
+    Dataset column), with the digest and counts its jobs read."""
+    tracker = track.RunTracker(client, run_id, experiment_id)
+    seen: set[str] = set()
+    for job in jobs:
+        cfg = job.config
+        if job.dataset_digest in seen:
+            continue
+        seen.add(job.dataset_digest or "")
+        data = load_tasks(cfg, call_models=False)  # read once per process: this is a look-up
+        tracker.log_dataset(data.name, data.digest, resolve(cfg.dataset.root),
+                            {"n_documents": len(data.corpus.documents),
+                             "n_tasks": len(data.tasks)})
 
 
 def sweep_digest(jobs: list[Settings]) -> str:

@@ -15,11 +15,57 @@ from omegaconf import DictConfig, OmegaConf
 
 from arag.redact import stash_credentials
 
+# what Ctrl-C prints (and exit status 130, the shell's for SIGINT): every answer written
+# before it is kept, so the same command goes on from there
+INTERRUPTED = "interrupted: run the same command to resume"
+INTERRUPTED_EXIT = 130
+
 
 def prepare_command_line() -> None:
     sys.argv = stash_credentials(sys.argv)
+    sys.argv = listed_values(sys.argv)
     suggest_closest_keys()
     suggest_closest_options()
+
+
+def list_keys() -> set[str]:
+    """Every config key the schema types as a list (``report.slice_by``, ``system.tools``)."""
+    import dataclasses
+    import typing
+
+    from runners.config import RunConfig
+
+    def walk(cls: type, prefix: str) -> set[str]:
+        out: set[str] = set()
+        hints = typing.get_type_hints(cls)
+        for f in dataclasses.fields(cls):
+            kind = hints.get(f.name)
+            if typing.get_origin(kind) is list:
+                out.add(prefix + f.name)
+            elif isinstance(kind, type) and dataclasses.is_dataclass(kind):
+                out |= walk(kind, f"{prefix}{f.name}.")
+        return out
+
+    return walk(RunConfig, "")
+
+
+def listed_values(argv: list[str]) -> list[str]:
+    """A list key given a bare value (``report.slice_by=document_tokens``, or ``a,b``) takes
+    it as the list it means (``[document_tokens]``), where Hydra would refuse it ("str is
+    not a ListConfig") or sweep it value by value."""
+    keys = list_keys()
+    out = []
+    for arg in argv:
+        key, sep, value = arg.partition("=")
+        bare = value and not value.startswith(("[", "'", '"', "${")) and "(" not in value
+        out.append(f"{key}=[{value}]" if sep and key in keys and bare else arg)
+    return out
+
+
+def interrupted() -> int:
+    """Say that Ctrl-C stopped the command and how to go on; the exit status."""
+    print(f"\n{INTERRUPTED}", file=sys.stderr, flush=True)
+    return INTERRUPTED_EXIT
 
 
 def suggest_closest_options() -> None:

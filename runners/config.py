@@ -55,6 +55,9 @@ class RunnerConfig:
     max_cost_usd: float | None = ranged(None, low=0, above=True,
                                         must="a positive amount in USD, or null for no cap")
     dry_run: bool = False
+    # before a sweep's first job, each model and judge endpoint is asked once for its model
+    # list (free): one that does not answer stops the sweep at once (runners/endpoints.py)
+    check_endpoints: bool = True
     rerun: bool = False
     # errors are not results: the same command predicts errored tasks again
     retry_errors: bool = True

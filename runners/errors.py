@@ -57,6 +57,27 @@ class TooManyErrors(RuntimeError):
     """A run's errors exceed ``runner.max_error_rate``; the message lists them and the fix."""
 
 
+class EndpointDown(TooManyErrors):
+    """Every call of a run (its model's, or its judge's) failed on connection errors or
+    timeouts: the endpoint is not there, and the sweep's next job would wait out the same
+    retries, so the sweep stops."""
+
+
+# the failures that say an endpoint is not there (not busy, not refusing a request)
+UNREACHABLE = frozenset({"connection", "timeout"})
+
+
+def endpoint_down(metrics: Mapping[str, float]) -> bool:
+    """Whether every task errored, or every judge call failed, on ``UNREACHABLE`` kinds."""
+    n_tasks, n_errors = int(metrics.get("n_tasks", 0)), int(metrics.get("n_errors", 0))
+    task_kinds = set(kinds_of(metrics, "n_errors_"))
+    if n_tasks and n_errors == n_tasks and task_kinds and task_kinds <= UNREACHABLE:
+        return True
+    judge_kinds = set(kinds_of(metrics, "judge_errors_")) - {UNPARSEABLE, CONTEXT_WINDOW}
+    return (failed_judge_calls(metrics) > 0 and not metrics.get("judge_calls")
+            and bool(judge_kinds) and judge_kinds <= UNREACHABLE)
+
+
 class CostCapReached(RuntimeError):
     """``runner.max_cost_usd`` stopped the run before every task ran; the message says what
     was answered and how to go on."""

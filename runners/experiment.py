@@ -34,9 +34,11 @@ from runners.cores import math_threads
 from runners.dry_job import dry_run
 from runners.errors import (
     CostCapReached,
+    EndpointDown,
     TooManyErrors,
     all_skipped,
     cost_cap_message,
+    endpoint_down,
     show_trace,
     too_many_errors,
 )
@@ -132,8 +134,9 @@ def _run_job(job: Job, parent: dict[str, Any] | None, run_name: str | None,
         f"{k}={v:.4g}" for k, v in metrics.items() if k in SUMMARY))
     if parent is None:
         single_run_report(client, client.get_run(tracker.run_id), str(cfg.tracking.uri))
-    if failed:
-        raise TooManyErrors(f"run {tracker.run_id}: {failed}")
+    if failed:  # an endpoint that is not there stops the sweep: the next job would wait too
+        raise (EndpointDown if endpoint_down(metrics) else TooManyErrors)(
+            f"run {tracker.run_id}: {failed}")
     cap = cfg.runner.max_cost_usd
     if tracker.end_status == "KILLED" and cap is not None:  # only the cost cap stops a run
         raise CostCapReached(cost_cap_message(tracker.run_id, metrics, cap))
@@ -226,6 +229,15 @@ def main(cfg: DictConfig) -> dict[str, float] | None:
     except TrackingServerGone as exc:
         # nothing more can be logged: the sweep stops here instead of failing job by job
         log.error("%s", exc, exc_info=show_trace())
+        raise SystemExit(f"error: {exc}") from None
+    except EndpointDown as exc:
+        log.error("%s", exc, exc_info=show_trace())
+        if multirun:  # every job after it would wait out the same retries
+            _record_failure(Path(hc.sweep.dir), run_name, str(exc))
+            raise SystemExit(f"error: the sweep stops at {run_name}: every call failed on "
+                             "connection errors, so its next jobs would too. Run the same "
+                             "command again once the endpoint answers (finished tasks are "
+                             "kept)") from None
         raise SystemExit(f"error: {exc}") from None
     except (ConfigError, DatasetError, track.TrackingError, MissingCredentials,
             TooManyErrors, CostCapReached, SweepBusy) as exc:

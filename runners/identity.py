@@ -29,7 +29,7 @@ _TRANSPORT = ("max_retries", "retry_base_delay_s", "retry_after_max_s", "timeout
 COSMETIC_KEYS = (
     "runner.concurrency", "runner.progress", "runner.verbose", "runner.rerun", "runner.retry_errors",
     "runner.dry_run", "runner.runs_dir", "runner.max_cost_usd", "runner.max_error_rate",
-    "runner.max_parse_failure_rate", "judge.reask_unreadable",
+    "runner.max_parse_failure_rate", "judge.reask_unreadable", "runner.check_endpoints",
     # a sequential sweep's rounds continue one run; its tasks' answers do not depend on them
     "runner.sequential", "runner.order_seed", "runner.batch_size", "runner.max_tasks",
     "runner.round_tasks",

@@ -129,3 +129,43 @@ def sweep_labels(jobs: list[DictConfig], swept: list[str]) -> dict[str, str]:
 def _shown(value: Any) -> Any:
     """A swept value as it was typed: ``dense``, not ``RetrievalMethod.dense``."""
     return value.name if isinstance(value, Enum) else value
+
+
+def sweep_run_name(jobs: list[DictConfig], swept: list[str],
+                   file_labels: dict[str, str] | None = None) -> str:
+    """``ectsum/test[:12] arag·naive·stuffing repeats=3``: what tells a sweep's parent run
+    apart in MLflow's run list, most telling first: the data, the systems, the other keys
+    it sweeps, then the settings that change the comparison (repeats, sequential stopping,
+    people's labels, a baseline, slices, the judge)."""
+    from runners.settings import data_label
+
+    first = jobs[0]
+    data = "+".join(dict.fromkeys(data_label(job.dataset) for job in jobs))
+    systems = "·".join(dict.fromkeys(_system_label(job, file_labels) for job in jobs))
+    varied = []
+    for key in swept:
+        if key in ("system", "dataset", _FILE_KEY) or key.startswith(("dataset.", *_PLACES)):
+            continue
+        values = dict.fromkeys(str(_shown(_option_name(OmegaConf.select(job, key))))
+                               for job in jobs)
+        varied.append(f"{key}={'·'.join(values)}")
+    runner, report = first.runner, first.report
+    settings = [
+        f"repeats={runner.repeats}" if runner.repeats > 1 else "",
+        "sequential" if runner.get("sequential") else "",
+        f"labels={Path(str(report.human_labels)).name}" if report.get("human_labels") else "",
+        f"baseline={report.baseline}" if report.baseline else "",
+        f"slice_by={'·'.join(report.slice_by)}" if report.slice_by else "",
+        f"decide_on={'·'.join(report.decide_on)}" if report.decide_on else "",
+        f"judge={first.judge.name}" if "judge" not in swept and str(first.judge.provider)
+        != "none" else "",
+    ]
+    return " ".join([data, systems, *varied, *(s for s in settings if s)])[:250]
+
+
+def experiment_name(jobs: list[DictConfig]) -> str:
+    """The MLflow experiment of a sweep: ``tracking.experiment``, else its dataset's name;
+    a sweep over several datasets goes in one named after them all
+    (``ectsum+financebench_qfs``), its job runs with it."""
+    return "+".join(dict.fromkeys(str(job.tracking.experiment or job.dataset.name)
+                                  for job in jobs))

@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from arag.redact import keys_with_credentials
 from runners.job import load_tasks, prepare
-from runners.resume import nothing_to_do
+from runners.resume import nothing_to_do, own_experiments
 from runners.settings import Settings, read, require_keys
 from runners.validation import ConfigError, check_policies
 from tracking.paths import resolve
@@ -153,7 +153,8 @@ def _key(job: Settings, *nodes: str) -> str:
 def all_finished(client: Any, experiment_id: str, jobs: list[Settings]) -> list[Any] | None:
     """The runs of a sweep whose every job already FINISHED with nothing left to do, or
     None."""
-    runs = [find_run(client, experiment_id, job.config_hash) for job in jobs]
+    runs = [find_run(client, experiment_id, job.config_hash,
+                     own_experiments(client, job.config)) for job in jobs]
     if not all(nothing_to_do(run, job.config.runner) for run, job in zip(runs, jobs, strict=True)):
         return None
     return runs

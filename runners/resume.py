@@ -27,7 +27,8 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
     """(run id to continue, or None; its metrics when it FINISHED and there is nothing to
     do, or None)."""
     cfg = job.cfg
-    existing = track.find_run(client, experiment_id, job.config_hash)
+    existing = track.find_run(client, experiment_id, job.config_hash,
+                              own_experiments(client, cfg))
     if cfg.runner.rerun:
         start_fresh(job.predictions_path)
         return None, None
@@ -38,7 +39,9 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
                  "to do. runner.rerun=true runs it again", cfg.system.name,
                  existing.info.run_id, job.config_hash)
         mine = existing.data.tags.get("mlflow.parentRunId") == (parent or {}).get("run_id")
-        if not mine and not adopt(client, existing, parent):  # a child already is one of its runs
+        # a child already is one of its runs; a run of another experiment is reused as it is
+        if existing.info.experiment_id != experiment_id or (
+                not mine and not adopt(client, existing, parent)):
             record_reused(parent, existing.info.run_id)
         return None, dict(existing.data.metrics)
     errored = has_errors(existing.data.metrics) and cfg.runner.retry_errors
@@ -48,6 +51,12 @@ def prior_run(client: Any, experiment_id: str, job: Job, parent: dict[str, Any] 
              f"; asking the judge again for {unread} unreadable replies" if unread else "")
     track.close_orphaned_parent(client, existing, (parent or {}).get("run_id"))
     return existing.info.run_id, None
+
+
+def own_experiments(client: Any, cfg: Any) -> list[str]:
+    """The experiment a run of this config has alone (``tracking.experiment`` or its
+    dataset's name), where a sweep over several datasets finds its finished runs."""
+    return track.experiment_ids(client, [str(cfg.tracking.experiment or cfg.dataset.name)])
 
 
 def _round_grows(run: Any, job: Job) -> bool:

@@ -80,6 +80,8 @@ def validate_config(cfg: DictConfig) -> None:
         ("tracking.experiment", cfg.tracking.experiment is None
          or bool(str(cfg.tracking.experiment).strip()),
          "an experiment name, or null for the dataset's name", "tracking.experiment=null"),
+        ("report.decide_on", all(m in policy.decidable() for m in cfg.report.decide_on),
+         *_decide_on_fix(cfg)),
         ("report.on_inconclusive", cfg.report.on_inconclusive in ON_INCONCLUSIVE,
          f"one of {', '.join(ON_INCONCLUSIVE)}", "report.on_inconclusive=fail"),
         ("mode", cfg.mode in ("run", "evaluate"), "'run' or 'evaluate'", "mode=run"),
@@ -102,6 +104,39 @@ def validate_config(cfg: DictConfig) -> None:
     parse_map(cfg.report.baseline_map)  # each entry pairs two run names
     check_slices(cfg.report)
     check_sequential(cfg)
+
+
+def scoreable(cfg: DictConfig) -> list[str]:
+    """The per-task metrics this run's scorers declare (``metrics.scorers``), leaving out,
+    without a judge, those of scorers that ask one (they declare their judge requests)."""
+    from metrics import default_scorers
+    from metrics.base import Scorer
+
+    judged = str(cfg.judge.provider) != "none"
+    chosen = set(cfg.metrics.scorers)
+    return sorted({m.name for scorer in default_scorers() if scorer.name in chosen
+                   and (judged or type(scorer).judge_requests is Scorer.judge_requests)
+                   for m in scorer.metrics})
+
+
+def _decide_on_fix(cfg: DictConfig) -> tuple[str, str]:
+    """What ``report.decide_on`` must be and the fix, in metrics this run can score: the
+    closest to each unknown name (one that only a judge scores is said so)."""
+    can = scoreable(cfg) or policy.decidable()
+    known = set(policy.decidable())
+    fixed, judged = [], []
+    for name in cfg.report.decide_on:
+        close = difflib.get_close_matches(name, can, n=1)
+        other = difflib.get_close_matches(name, sorted(known - set(can)), n=1, cutoff=0.8)
+        if name in known or close:
+            fixed.append(name if name in known else close[0])
+        elif other:
+            judged.append(other[0])
+    fixed = fixed or ["rouge2_f1" if "rouge2_f1" in can else can[0]]
+    needs = (f" ({', '.join(judged)}: scored only with a judge, e.g. judge=claude-haiku-4-5)"
+             if judged else "")
+    return (f"a list of per-task metrics this run can score{needs}: {', '.join(can)}",
+            f"report.decide_on=[{','.join(dict.fromkeys(fixed))}]")
 
 
 def check_fail_on(specs: Any) -> None:

@@ -165,16 +165,34 @@ class FakeAnthropic(FakeServer):
         self.batch_failures: dict[str, str] = {}
         self.batch_polls_to_end = 1  # a batch reports "ended" at this poll
         self._lock = threading.Lock()
+        # GET /v1/models, the free request a sweep checks the endpoint with: recorded here,
+        # not in ``requests``; ``models_reply``: an ``error(...)`` spec to answer it with
+        self.probes: list[dict[str, Any]] = []
+        self.models_reply: Spec | None = None
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def models_list(self) -> Spec:
+        """The Models API's list page (``GET /v1/models``), or ``models_reply``."""
+        return self.models_reply or {"body": {"data": [{
+            "type": "model", "id": "claude-haiku-4-5", "display_name": "Claude Haiku 4.5",
+            "created_at": "2025-10-01T00:00:00Z"}], "has_more": False,
+            "first_id": "claude-haiku-4-5", "last_id": "claude-haiku-4-5"}}
 
     def __enter__(self) -> FakeAnthropic:
         fake = self
 
         class Handler(JSONHandler):
             def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                if self.path.split("?")[0] == "/v1/models":
+                    with fake._lock:
+                        fake.probes.append({"path": self.path, "headers": self.header_dict()})
+                    spec = fake.models_list()
+                    self._send(spec.get("status", 200), json.dumps(
+                        spec.get("error", spec.get("body"))).encode(), spec.get("headers", {}))
+                    return
                 with fake._lock:
                     fake.requests.append({"path": self.path, "headers": {}, "json": None})
                 batch_id = self.path.split("/")[4].split("?")[0]

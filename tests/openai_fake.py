@@ -119,6 +119,10 @@ class FakeOpenAI(FakeServer):
         self.replies: list[tuple[dict, dict]] = []  # (request, usage) of every reply
         self._prefixes: dict[str, int] = {}  # prefix hash -> its tokens
         self._lock = threading.Lock()
+        # GET /v1/models, the free request a sweep checks the endpoint with: recorded here,
+        # not in ``requests``; ``models_reply``: an ``error(...)`` spec to answer it with
+        self.probes: list[dict[str, Any]] = []
+        self.models_reply: Spec | None = None
 
     @property
     def url(self) -> str:
@@ -133,6 +137,17 @@ class FakeOpenAI(FakeServer):
         fake = self
 
         class Handler(JSONHandler):
+            def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+                if self.path.split("?")[0] != "/v1/models":
+                    self._send(404, b'{"error": {"message": "not found"}}', {})
+                    return
+                with fake._lock:
+                    fake.probes.append({"path": self.path, "headers": self.header_dict()})
+                spec = fake.models_reply or {"body": {"object": "list", "data": [
+                    {"id": "fake-model", "object": "model", "created": 0, "owned_by": "fake"}]}}
+                self._send(spec.get("status", 200), json.dumps(
+                    spec.get("error", spec.get("body"))).encode(), spec.get("headers", {}))
+
             def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
                 request = self.read_json()
                 if request is None:

@@ -227,7 +227,7 @@ def test_a_user_lands_on_the_experiment_finds_the_sweep_and_reads_its_verdict(ui
     for name in ("arag", "naive", "stuffing"):  # each job's run, named with the data
         page.get_by_text(f"{name} sample", exact=True).first.wait_for(timeout=30_000)
     _screenshot(page, "mlflow-sweep.png")
-    page.get_by_role("link", name=re.compile("^sweep ")).first.click()
+    page.get_by_role("link", name=re.compile(f"^{re.escape(parent.info.run_name)}")).first.click()
     page.wait_for_url(re.compile(parent.info.run_id), timeout=60_000)
     answer = page.get_by_text(_answer(tmp)[:60], exact=False).first
     answer.wait_for(timeout=60_000)

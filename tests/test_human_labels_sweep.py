@@ -69,7 +69,7 @@ def test_labels_given_to_the_sweeps_own_command_report_the_judges_agreement(tmp_
         assert "Judge unvalidated" in text and "Judge unvalidated" in note
         assert "Agreement with your labels" not in text
         template = tmp_path / "template.jsonl"
-        assert label_sample(["sweep system=naive,stuffing sample", "--size", "12",
+        assert label_sample([first, "--size", "12",
                              "--out", str(template), "--html", str(tmp_path / "label.html"),
                              "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]) == 0
         items = [json.loads(x) for x in template.read_text().splitlines()]

@@ -53,6 +53,9 @@ class Closing:
     def set_tag(self, run_id, key, value):
         self.tags[key] = value
 
+    def get_run(self, run_id):
+        return SimpleNamespace(data=SimpleNamespace(tags=dict(self.tags)))
+
     def set_terminated(self, run_id, status):
         if self.fail_close:
             raise ConnectionError("tracking server went away")
@@ -89,6 +92,9 @@ def test_a_report_that_could_not_be_written_exits_non_zero_naming_the_rebuild(
     assert code == 1 and client.status == "FAILED"  # until python -m report rebuilds it
     assert client.tags["report_error"] == "ValueError: plot failed"
     assert "python -m report p1" in caplog.text
+    # the parent's Overview says what failed and the command that finishes it
+    assert "plot failed" in client.tags["mlflow.note.content"]
+    assert "python -m report p1" in client.tags["mlflow.note.content"]
 
 
 def test_a_sweep_closed_well_raises_nothing(tmp_path, monkeypatch):

@@ -84,7 +84,7 @@ def _check_runs(tmp_path) -> None:
     digests = [p.data.params["dataset_digest"] for p in parents]
     assert len(set(digests)) == 3
     for parent, digest in zip(parents, digests, strict=True):
-        assert parent.info.run_name == "sweep system=arag,naive,stuffing my_calls"
+        assert parent.info.run_name == "my_calls arag·naive·stuffing"
         children = [r for r in runs
                     if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id]
         assert sorted(c.data.tags["system"] for c in children) == sorted(SYSTEMS)

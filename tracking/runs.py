@@ -285,13 +285,27 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def find_run(client, experiment_id: str, config_hash: str):
-    """The latest job run with this config hash (sweep parents excluded), or None."""
+def find_run(client, experiment_id: str, config_hash: str, also: Sequence[str] = ()):
+    """The latest job run with this config hash (sweep parents excluded), or None; where
+    the experiment has none, the latest FINISHED one of the experiments ``also`` names (a
+    sweep over several datasets reuses a finished run of one dataset's own experiment)."""
     runs = client.search_runs(
         [experiment_id], filter_string=f"tags.config_hash = '{config_hash}'",
         order_by=["attributes.start_time DESC"], max_results=1,
     )
+    others = [e for e in also if e != experiment_id]
+    if not runs and others:
+        runs = client.search_runs(
+            others, filter_string=f"tags.config_hash = '{config_hash}' and "
+            "attributes.status = 'FINISHED'", order_by=["attributes.start_time DESC"],
+            max_results=1)
     return runs[0] if runs else None
+
+
+def experiment_ids(client, names: Sequence[str]) -> list[str]:
+    """The ids of the experiments of these names that exist."""
+    found = (client.get_experiment_by_name(n) for n in dict.fromkeys(names))
+    return [e.experiment_id for e in found if e is not None]
 
 
 def close_orphaned_parent(client, run, new_parent_id: str | None) -> None:
@@ -334,8 +348,9 @@ def tracked_run(client, experiment_id: str, run_name: str, tags: dict[str, str],
     except BaseException as exc:
         try:
             client.set_tag(run.info.run_id, "error", redact(f"{type(exc).__name__}: {exc}")[:5000])
-        finally:
-            client.set_terminated(run.info.run_id, "FAILED")
+        finally:  # Ctrl-C: stopped, not broken (the same command continues it either way)
+            client.set_terminated(run.info.run_id, "KILLED" if isinstance(
+                exc, KeyboardInterrupt) else "FAILED")
         raise
     client.set_terminated(run.info.run_id, tracker.end_status)
 

@@ -54,6 +54,20 @@ def classify_sdk_error(exc: Exception, sdk: ModuleType, api: str) -> APIFailure 
     return None
 
 
+def probe(call: Callable[[], Any], classify: Callable[[Exception], APIFailure | None]
+          ) -> APIFailure | None:
+    """What one request that costs nothing (``call``: a model list) says of an endpoint:
+    None when it answered, else its failure as the provider reads it (a bug is raised)."""
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - classified; anything else is raised
+        failure = classify(exc)
+        if failure is None:
+            raise
+        return failure
+    return None
+
+
 def api_message(exc: Any) -> str:
     """The error message in an API error's body (``{"error": {"type", "message"}}`` or a
     flat ``{"message"}``), else the exception's own."""

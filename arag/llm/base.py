@@ -163,6 +163,12 @@ class ChatModel(ABC):
         model by the same name never share answers."""
         return None
 
+    def probe(self, timeout_s: float) -> APIFailure | None:
+        """Whether its endpoint answers, asked with one request that costs nothing (a
+        provider's model list); None: it answered, or there is nothing to reach (offline,
+        scripted). Asked once per endpoint before a sweep's first job."""
+        return None
+
     judges: bool = True  # set from its provider's declaration by ``make_model``
     # how its answers' headers say what is left of the account's rate limits (a provider
     # declares it, as it declares its retryable errors); None: they say nothing

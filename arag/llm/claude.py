@@ -26,7 +26,7 @@ import os
 import time
 from typing import Any
 
-from arag.llm.api_errors import MalformedResponse, classify_sdk_error, parse_reply
+from arag.llm.api_errors import MalformedResponse, classify_sdk_error, parse_reply, probe
 from arag.llm.base import (
     APIFailure,
     ChatModel,
@@ -163,6 +163,11 @@ class ClaudeModel(ChatModel):
     def _with_retries(self, call: Any) -> Any:
         return call_with_retries(call, self.classify_error, self.retry, self.name,
                                  lambda seconds: self.sleep(seconds))
+
+    def probe(self, timeout_s: float) -> APIFailure | None:
+        """``GET /v1/models``: free, and it needs the key and the endpoint a call needs."""
+        return probe(lambda: self.client.models.list(limit=1, timeout=timeout_s),
+                     self.classify_error)
 
     def sent_temperature(self, requested: float) -> float | None:
         return None  # the current Messages API takes no sampling parameters (``_request``)

@@ -46,7 +46,7 @@ import time
 from typing import Any
 
 from arag.config import ConfigError
-from arag.llm.api_errors import MalformedResponse, api_message, classify_sdk_error, parse_reply
+from arag.llm.api_errors import MalformedResponse, api_message, classify_sdk_error, parse_reply, probe
 from arag.llm.base import (
     APIFailure,
     ChatModel,
@@ -133,6 +133,10 @@ class OpenAICompatibleModel(ChatModel):
                                  retry_after_max_s=float(cfg.retry_after_max_s))
         self.tools_refused: str | None = None  # why, once the server refused tools
         self._tools_worked = False
+
+    def probe(self, timeout_s: float) -> APIFailure | None:
+        """``GET <base_url>/models``: free, and every OpenAI-compatible server answers it."""
+        return probe(lambda: self.client.models.list(timeout=timeout_s), self.classify_error)
 
     def sent_temperature(self, requested: float) -> float | None:
         return requested if self.send_temperature else None

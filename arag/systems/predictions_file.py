@@ -199,11 +199,23 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def _task_id(obj: dict[str, Any], path: Path, n: int) -> str:
     if "id" not in obj:
         raise PredictionsFileError("missing required field 'id' (the task id the prediction "
-                                   "answers)", path, n, "id")
+                                   f"answers){_rename(obj, 'id')}", path, n, "id")
     if not isinstance(obj["id"], str) or not obj["id"]:
         raise PredictionsFileError(f"must be a non-empty string, got {obj['id']!r:.60}",
                                    path, n, "id")
     return obj["id"]
+
+
+# what other pipelines call the required fields: a record using one is told the rename
+OTHER_NAMES = {"id": ("task_id", "question_id", "example_id", "uid"),
+               "predicted": ("summary", "answer", "prediction", "output", "response")}
+
+
+def _rename(obj: dict[str, Any], required: str) -> str:
+    """``; it has 'task_id': rename it to 'id'`` when the record holds the field under a
+    name another pipeline uses; "" otherwise."""
+    found = next((k for k in OTHER_NAMES[required] if k in obj), None)
+    return f"; it has {found!r}: rename it to {required!r}" if found else ""
 
 
 # the kind of a task error the pipeline itself recorded (``"error"`` in its record)
@@ -294,7 +306,8 @@ def to_prediction(obj: dict[str, Any], task: Task, locator: Locator, path: Path,
     skipped = _flag(obj, "skipped", path, n)
     if "predicted" not in obj:
         raise PredictionsFileError("missing required field 'predicted' (the answer; null "
-                                   "only with an 'error' or 'skipped')", path, n, "predicted")
+                                   f"only with an 'error' or 'skipped'){_rename(obj, 'predicted')}",
+                                   path, n, "predicted")
     predicted = obj["predicted"]
     if not isinstance(predicted, str) and not (predicted is None and (error or skipped)):
         raise PredictionsFileError(f"must be a string (null only with an 'error' or "
