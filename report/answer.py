@@ -81,12 +81,14 @@ def _rule(claims: Sequence[Claim], keys: Sequence[str], dataset: str) -> Answer:
         return Answer("corrected", regressions + corrected + shipping, [], dataset)
     differences = [c for c in claims if c.authority == Authority.fixed_sample and c.decisive]
     crossovers = [c for c in claims if c.authority == Authority.interaction and c.decisive]
-    if differences or crossovers or shipping or regressions:
-        mode = "decided" if differences else "crossover" if crossovers else "decided"
+    if differences or crossovers or regressions:
+        mode = "decided" if differences or regressions else "crossover"
         return Answer(mode, regressions + differences + crossovers + shipping, [], dataset)
+    # nothing decided on quality: a recommendation (the cheapest, say) follows that, never
+    # stands for it
     pending = [c for c in claims if c.authority == Authority.fixed_sample and c.key
                and c.kind in ("no_difference", "untestable", "no_test")]
-    return Answer("undecided", [], sorted(pending, key=_nearest), dataset)
+    return Answer("undecided", shipping, sorted(pending, key=_nearest), dataset)
 
 
 def _nearest(claim: Claim) -> tuple[int, float]:

@@ -248,7 +248,7 @@ def test_a_kill_loses_no_spend(tmp_path):
     # the resumed sweep's report: new is what the server served it, earlier what it served
     # the killed sweep (the 4 replies before the kill), each once
     before = sum(prices.cost_usd(Usage(**u)) for u in fake.usages[:4])
-    reported = reported_spend(tmp_path, 1)
+    reported = reported_spend(tmp_path, -1)  # the killed parent, continued by the re-run
     assert reported["earlier"] == pytest.approx(before, abs=6e-5)
     assert reported["new"] == pytest.approx(paid - before, abs=6e-5)
 

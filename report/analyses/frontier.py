@@ -263,6 +263,10 @@ def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
         versus, why = (front[k - 1], "step") if k else (chosen, "cheapest")
         p_adj = step_p[k - 1] if k else None
     diff = paired(tasks, chosen.per_task, versus.per_task) if versus is not chosen else None
+    # the cheapest point is a choice only where costs differ: with every cost the same (the
+    # offline model's $0) there is nothing to ship on
+    costs = {round(p.cost.mean, 12) for p in points if p.cost}
+    decisive = not (why == "cheapest" and len(costs) <= 1)
     systems = {r["run"]: str(r.get("system") or r["run"]) for r in runs}
     members = policy_of[chosen.name].route if chosen.name in policy_of else None
     return Claim("recommendation", SECTION, (chosen.name, versus.name), key,
@@ -271,7 +275,7 @@ def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
                  diff.n if diff else int(tasks.scored.sum()), n_docs,
                  "best within the budget" if budget.given else
                  "the frontier climbed while each step's gain is significant",
-                 authority, decisive=True, key=True,
+                 authority, decisive=decisive, key=True,
                  figures={"why": why, "budget": limits, "dataset": dataset,
                           "cost_usd_per_task": chosen.cost.mean if chosen.cost else None,
                           "latency_ms_p90": chosen.latency_p90,

@@ -118,14 +118,15 @@ def system_note(n: Note, style: Style, short: bool) -> str:
 
 @words("not_recorded")
 def not_recorded(n: Note, style: Style, short: bool) -> str:
-    fields = n.counts.get("fields") or [n.counts["field"]]
+    lacking = n.counts.get("lacking") or {n.runs[0] if n.runs else "": {
+        n.counts["field"]: (n.counts["count"], n.counts["of"])}}
+    fields = list(dict.fromkeys(f for per_run in lacking.values() for f in per_run))
     named = ", ".join(fields[:-1]) + f" or {fields[-1]}" if len(fields) > 1 else fields[0]
     if short and len(n.runs) > 1:
         return f"{len(n.runs)} runs give no {named}: null, not 0"
-    if len(n.runs) > 1:
-        return f"{len(n.runs)} runs ({_runs(n)}) give no {named}: null, not 0"
-    return (f"{style.code(_runs(n))}: {n.counts['count']} of {n.counts['of']} record(s) give "
-            f"no {named}: null, not 0")
+    return "; ".join(f"{style.code(run)}: " + "; ".join(
+        f"{count} of {of} record(s) give no {field}: null, not 0"
+        for field, (count, of) in per_run.items()) for run, per_run in lacking.items())
 
 
 @words("stated")

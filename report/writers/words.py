@@ -88,22 +88,21 @@ def _generic(item: Item, style: Style, short: bool) -> str:
 
 def grouped(notes: Sequence[Note]) -> list[Note]:
     """Notes of one kind said once across runs: the same words for several runs become one
-    note naming them; fields the records lack are gathered into one note."""
+    note naming them; fields the records lack are gathered into one note (each field with
+    the count of records lacking it, per run)."""
     out: dict[str, Note] = {}
     for n in notes:
         if n.kind == "not_recorded":
-            key = n.kind
-            counts: dict[str, Any] = {"fields": [n.counts["field"]]}
-        else:
-            counts = dict(n.counts)
-            key = n.kind + json.dumps(counts, sort_keys=True, default=str)
-        if key in out:
-            known = out[key]
-            fields = list(dict.fromkeys([*known.counts.get("fields", []), *counts.get("fields", [])]))
-            out[key] = replace(known, runs=tuple(dict.fromkeys([*known.runs, *n.runs])),
-                               counts={**known.counts, **({"fields": fields} if fields else {})})
-        else:
-            out[key] = replace(n, counts={**n.counts, **counts})
+            known = out.get(n.kind)
+            lacking = {**(known.counts["lacking"] if known else {})}
+            lacking.setdefault(n.runs[0] if n.runs else "", {})[n.counts["field"]] = (
+                n.counts["count"], n.counts["of"])
+            runs = tuple(dict.fromkeys([*(known.runs if known else ()), *n.runs]))
+            out[n.kind] = replace(n, runs=runs, counts={"lacking": lacking})
+            continue
+        key = n.kind + json.dumps(dict(n.counts), sort_keys=True, default=str)
+        known = out.get(key)
+        out[key] = replace(n, runs=tuple(dict.fromkeys([*known.runs, *n.runs]))) if known else n
     return list(out.values())
 
 
@@ -117,7 +116,8 @@ def answer(answers: Sequence[Answer], style: Style = MARKDOWN) -> str:
 def _answer(a: Answer, style: Style) -> str:
     _load()
     if a.mode == "undecided":
-        return _undecided(a, style)
+        return _undecided(a, style) + "".join(
+            f" {say(c, style, short=True).rstrip('.')}." for c in a.claims)
     shipping = [say(c, style, short=True).rstrip(".") for c in a.claims
                 if c.authority == Authority.recommendation]
     stated = [c for c in a.claims if c.authority != Authority.recommendation]
