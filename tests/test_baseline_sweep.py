@@ -59,19 +59,15 @@ def test_a_regression_of_naive_fails_the_sweep_and_itself_passes(tmp_path):
     assert "- worse: `" in section and "baseline trace](#/experiments/" in section
     recompute(client, tmp_path, baseline, candidate)
 
-    # a what-if comparison is read-only: the stored sweep keeps its own gate's outcome
+    # a sweep held against itself is refused (it would pass, and write onto its own run);
+    # the stored sweep keeps its own gate's outcome
     before = client.get_run(candidate).data.tags
-    itself = compare_cli(tmp_path, candidate, candidate, "--fail-on", "rouge2_f1:0.01")
-    assert itself.returncode == 0, itself.stderr[-2000:]
-    assert "No regression" in itself.stdout and "rouge2_f1 (margin 0.01) on naive" in itself.stdout
-    assert "add --record" in itself.stderr
-    assert client.get_run(candidate).data.tags == before
-    recorded = compare_cli(tmp_path, candidate, candidate, "--fail-on", "rouge2_f1:0.01",
-                           "--record")
-    assert recorded.returncode == 0, recorded.stderr[-2000:]
-    assert "regression" not in client.get_run(candidate).data.tags
-    page = artifact(client, candidate, "report.html", tmp_path / "recorded").read_text()
-    assert "Against the baseline" in page  # report.html has every section report.md has
+    for extra in ((), ("--record",)):
+        itself = compare_cli(tmp_path, candidate, candidate, "--fail-on", "rouge2_f1:0.01",
+                             *extra)
+        assert itself.returncode == REFUSED_EXIT, itself.stderr[-2000:]
+        assert "is the candidate sweep itself" in itself.stdout + itself.stderr
+        assert client.get_run(candidate).data.tags == before
 
     mini = write_mini_dataset(tmp_path / "mini")
     other = run_cli(tmp_path, "system=naive", "dataset=sample", f"dataset.root={mini}",

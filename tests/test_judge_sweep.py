@@ -69,7 +69,7 @@ def check_judged_report(tmp: Path, client) -> None:
     assert "### A failure" in text and "Judge's reasoning:" in text
     plots = {a.path for a in client.list_artifacts(parent.info.run_id, "plots")}
     assert "plots/error_taxonomy_by_system.png" in plots
-    rebuilt = forked.run([sys.executable, "-m", "report.report", parent.info.run_id,
+    rebuilt = forked.run([sys.executable, "-m", "report", parent.info.run_id,
                          "--tracking-uri", f"sqlite:///{tmp}/mlflow.db"], cwd=ROOT, timeout=300)
     assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
     assert f"report logged to run {parent.info.run_id}" in rebuilt.stdout

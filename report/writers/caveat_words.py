@@ -50,7 +50,8 @@ def synthetic(n: Note, style: Style, short: bool) -> str:
 def fits_budget(n: Note, style: Style, short: bool) -> str:
     share, chunks = n.counts["share"], n.counts["chunks"]
     if short:
-        return f"{share:.0%} of documents fit the context budget: retrieval cannot differ much"
+        return (f"{share:.0%} of the documents fit inside the retrieval context budget: "
+                "retrieval cannot make a difference here")
     return (f"{share:.0%} of the documents fit inside the retrieval context budget "
             f"({chunks:.0f} chunks): every system sees nearly all of each, so retrieval cannot "
             "make a difference here.")
