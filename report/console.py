@@ -263,8 +263,8 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
                               result.run_id)
     not_finished = [r for r in result.rows if r["status"] != "FINISHED"]
     extra = [*unknown_lines(result.headline)]
-    if not_finished:
-        extra.append("not finished: " + ", ".join(
+    if not_finished:  # said first: what a run did not do comes before what it cost
+        extra.insert(0, "not finished: " + ", ".join(
             f"{r['run']} ({'; '.join(filter(None, [r['status'], stopped_words(r)]))})"
             for r in not_finished))
     if result.console == "full":
@@ -275,5 +275,5 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
         judge = [p for p in plain(result.judge_validation).split("\n") if p.strip()]
         lines = writer.summary(plain(result.answer), result.caveat_notes, result.headline,
                                result.key, result.claims, result.answered,
-                               [*judge[:1], *extra], addresses)
+                               [*extra[:1], *judge[:1], *extra[1:]], addresses)
     return "\n".join(["", *lines])

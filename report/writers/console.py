@@ -58,7 +58,7 @@ def summary(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any
     found = [f"- {say(c, PLAIN, short=True)}" for c in important(claims, answered)]
     lines_extra = [e for e in extra if e]
     body: list[str] = []
-    for group, limit in ((caveats, max(2, budget // 2)), (lines_extra, 2),
+    for group, limit in ((caveats, max(2, budget // 2)), (lines_extra, 3),
                          (found, MOST_FINDINGS)):
         for item in group[:limit]:
             wrapped = _wrap(item)[:2]
