@@ -245,12 +245,16 @@ def test_a_kill_loses_no_spend(tmp_path):
     assert metrics["cost_usd_unrecorded_total"] > 0  # the calls of the task in flight at the kill
     assert metrics["cost_usd_unrecorded_total"] == pytest.approx(
         paid - metrics["cost_usd_total"], rel=1e-6)
-    # the resumed sweep's report: new is what the server served it, earlier what it served
-    # the killed sweep (the 4 replies before the kill), each once
+    # the re-run continues the killed sweep's parent: its report counts what the server
+    # served both attempts once, as this sweep's, and says which of those replies the re-run
+    # took from the response cache (the 4 before the kill) rather than paying again
     before = sum(prices.cost_usd(Usage(**u)) for u in fake.usages[:4])
-    reported = reported_spend(tmp_path, -1)  # the killed parent, continued by the re-run
-    assert reported["earlier"] == pytest.approx(before, abs=6e-5)
-    assert reported["new"] == pytest.approx(paid - before, abs=6e-5)
+    [parent] = [r for r in all_runs(tmp_path) if r.data.tags.get("role") == "sweep_parent"]
+    reported = reported_spend(tmp_path, -1)
+    assert parent.info.status == "FINISHED"
+    assert reported["earlier"] == 0.0
+    assert reported["new"] == pytest.approx(paid, abs=6e-5)
+    assert reported["reused"] == pytest.approx(before, abs=6e-5)
 
 
 JUDGE_KILL_AT = 5  # the 6th judge request: criteria for both dimensions, then scoring
