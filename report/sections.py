@@ -16,22 +16,14 @@ from report.verdict import SMALL_N, Row, TaskSets, fmt, is_answered, table
 _FLAG_SUFFIX = "_parse_failures"
 
 REASONING_CHARS = 1500
-# what makes a model call tools, for an agentic run whose model answered without them
-TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged "
-                    "\"tools\"; llama.cpp: llama-server --jinja; vLLM: "
-                    "--enable-auto-tool-choice), or run system=naive,stuffing only")
-
-
 def tool_call_caveat(without_tool_call: int, answered: int) -> str:
-    """What answered tasks without any tool call mean for an agentic run, and the fix."""
-    if policy.agentic_void(without_tool_call, answered):
-        return (f"the model called no tool on any of its {answered} answered tasks: it answered "
-                "closed-book, with no retrieval, so **the agentic comparison is void for this "
-                "run** (against naive RAG and stuffing it compares closed-book answering). "
-                f"Fix: {TOOL_CALLING_FIX}.")
-    return (f"{without_tool_call} of {answered} answered tasks had no tool call (answered "
-            "without retrieval). Some tasks need none; on these the agent's scores are "
-            f"closed-book answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
+    """What answered tasks without any tool call mean for an agentic run, and the fix (the
+    caveat's own words, ``report.writers.caveat_words``)."""
+    from report.writers.caveat_words import tool_call_words
+    from report.writers.cells import MARKDOWN
+
+    return tool_call_words(without_tool_call, answered,
+                           policy.agentic_void(without_tool_call, answered), MARKDOWN)
 
 
 def query_priors(rows: list[Row]) -> str:

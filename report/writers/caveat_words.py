@@ -85,21 +85,28 @@ def judge_agreement(n: Note, style: Style, short: bool) -> str:
             f"{c['dimension']} may be one judge's taste; see the judge agreement table.")
 
 
+def tool_call_words(without: int, answered: int, void: bool, style: Style) -> str:
+    """What answered tasks without any tool call mean for an agentic run, and the fix (the
+    runner's warning says it too: ``report.sections.tool_call_caveat``)."""
+    if void:
+        return (f"the model called no tool on any of its {answered} answered tasks: it answered "
+                "closed-book, with no retrieval, so "
+                f"{style.strong('the agentic comparison is void for this run')} (against naive "
+                f"RAG and stuffing it compares closed-book answering). Fix: {TOOL_CALLING_FIX}.")
+    return (f"{without} of {answered} answered tasks had no tool call (answered without "
+            "retrieval). Some tasks need none; on these the agent's scores are closed-book "
+            f"answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
+
+
 @words("tool_calls")
 def tool_calls(n: Note, style: Style, short: bool) -> str:
     c = n.counts
-    if c["void"]:
-        if short:
-            return f"{_runs(n)} called no tool: closed-book, its agentic comparison is void"
-        return (f"{style.code(_runs(n))}: the model called no tool on any of its {c['answered']} "
-                "answered tasks: it answered closed-book, with no retrieval, so "
-                f"{style.strong('the agentic comparison is void for this run')} (against naive "
-                f"RAG and stuffing it compares closed-book answering). Fix: {TOOL_CALLING_FIX}.")
+    if short and c["void"]:
+        return f"{_runs(n)} called no tool: closed-book, its agentic comparison is void"
     if short:
         return f"{_runs(n)}: {c['without']} of {c['answered']} answered tasks had no tool call"
-    return (f"{style.code(_runs(n))}: {c['without']} of {c['answered']} answered tasks had no "
-            "tool call (answered without retrieval). Some tasks need none; on these the agent's "
-            f"scores are closed-book answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
+    return (f"{style.code(_runs(n))}: "
+            + tool_call_words(c["without"], c["answered"], c["void"], style))
 
 
 @words("repeats_fixed")
