@@ -18,7 +18,7 @@ $(BIN)/python:
 # compile (torch ships some for newer Pythons) is compiled, or fails, where it is imported.
 COMPILE = $(BIN)/python -m compileall -q -q -j 0 \
 	$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') \
-	arag metrics runners report tracking hydra_plugins run.py || true
+	arag metrics runners report labelling tracking hydra_plugins run.py || true
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
 	$(BIN)/pip install --quiet --no-compile -e .
@@ -56,7 +56,7 @@ test-all: $(DEV) chromium
 	$(BIN)/python -m pytest --runslow $(PYTEST_ARGS)
 
 # ruff over the whole tree, mypy over the packages, import-linter over their layering
-# (runners > report > tracking > metrics > arag, no cycles; pyproject.toml)
+# (runners > report > labelling > tracking > metrics > arag, no cycles; pyproject.toml)
 lint: $(DEV)
 	$(BIN)/ruff check .
 	$(BIN)/mypy

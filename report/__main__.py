@@ -2,7 +2,7 @@
 ``python -m report compare <baseline> <candidate>``: hold a sweep against a baseline
 (see ``report.baseline_report``; exit 3 on a regression);
 ``python -m report label-sample <sweep>``: answers for people to label (see
-``report.label_sample``)."""
+``labelling.sample``)."""
 
 import logging
 import sys
@@ -24,7 +24,7 @@ if __name__ == "__main__":
 
         sys.exit(compare(sys.argv[2:]))
     if sys.argv[1:2] == ["label-sample"]:
-        from report.label_sample import main as label_sample
+        from labelling.sample import main as label_sample
 
         sys.exit(label_sample(sys.argv[2:]))
     from report.cli import main

@@ -24,7 +24,7 @@ from report.report import (
     stored_report,
     write_sweep_report,
 )
-from tracking.human_labels import LabelsError, check_judged, read_labels_file
+from tracking.human_labels import LabelsError, check_judged, judged_fields, read_labels_file
 from tracking.paths import URI_ENV, default_tracking_uri, store_line
 from tracking.runs import TrackingError
 from tracking.sweeps import sweep_info
@@ -142,7 +142,6 @@ def rebuild(uri: str, configured: str, run_id: str, decide_on: list[str] | None,
 
 
 def _check_labels(client: Any, run: Any, path: str) -> None:
-    from report.human_agreement import judged_fields
     from tracking.sweeps import child_runs
 
     runs = child_runs(client, sweep_info(run))

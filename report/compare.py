@@ -19,7 +19,6 @@ from __future__ import annotations
 import html
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from arag.datasets.features import known_features
@@ -30,6 +29,7 @@ from report import policy
 from report.analyses import attribution, trajectory
 from report.verdict import per_task
 from tracking.paths import ui_address
+from tracking.traces import trace_ids as trace_ids  # its callers' name for it
 
 log = logging.getLogger(__name__)
 
@@ -115,28 +115,6 @@ def score_fields(records: dict[str, list[dict[str, Any]]], key: str) -> list[str
                if v is not None}
     names = [key] + [m.name for m in declared_metrics() if m.report and m.name != key]
     return [n for n in dict.fromkeys(names) if n in present]
-
-
-def trace_ids(experiment_id: str, finished: list[dict[str, Any]],
-              traces: Callable[[str], list[Any]] | None = None) -> dict[str, dict[str, str]]:
-    """run id -> answer key (the task id; ``<task>#<repeat>`` from repeat 1 on) -> the id
-    of that answer's MLflow trace. ``traces``: a run's traces, where the caller holds them
-    (``tracking.traces.RunTraces``)."""
-    from tracking.traces import RunTraces
-
-    out: dict[str, dict[str, str]] = {}
-    of_run = traces or RunTraces(experiment_id)
-    for run in finished:
-        try:
-            traces_of_run = of_run(run["run_id"])
-        except Exception as exc:  # noqa: BLE001 - the page is still useful without links
-            log.warning("traces of run %s not found (%s): compare.html has no links to them",
-                        run["run_id"], exc)
-            continue
-        out[run["run_id"]] = {
-            answer_key(meta["task_id"], int(meta.get("repeat") or 0)): t.info.trace_id
-            for t in traces_of_run if "task_id" in (meta := t.info.trace_metadata)}
-    return out
 
 
 def _chunks(record: dict[str, Any]) -> str:

@@ -28,12 +28,11 @@ from metrics.agreement import Kappa, kappa
 from metrics.meta_eval import MetaEvalOptions, balanced_accuracy_ci
 from metrics.stats import Correlation, correlation
 from report.verdict import table
-from tracking.human_labels import FEEDBACK_SOURCE, FIVE_POINT, HumanLabel, LabelsError
+from tracking.human_labels import FEEDBACK_SOURCE, FIVE_POINT, HumanLabel, LabelsError, judged_fields
 
 log = logging.getLogger(__name__)
 # Landis & Koch (1977): kappa 0.41-0.60 is "moderate"; at or below 0.40 "fair" or worse
 LOW_KAPPA = 0.4
-PARSE_FAILURES = "_parse_failures"  # the run metric every judged field logs
 SHOWN_LINES = 5  # a warning names this many lines, then counts the rest
 FIVE = (1, 2, 3, 4, 5)
 Item = tuple[str, str]  # (system or run label, task id)
@@ -115,15 +114,6 @@ def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
         out.judge.append(_against_judge(dimension, scale, mine, values))
         out.labellers += _between_labellers(dimension, scale, mine)
     return out
-
-
-def judged_fields(rows: list[dict[str, Any]]) -> list[str]:
-    """The fields a judge scored in these runs: each logs how many of its replies were
-    unreadable (``<field>_parse_failures``); none when no judge was called."""
-    if not any((r.get("judge_calls") or 0) > 0 for r in rows):
-        return []
-    return sorted({key[:-len(PARSE_FAILURES)] for r in rows for key in r
-                   if key.endswith(PARSE_FAILURES) and not key.endswith("_sample" + PARSE_FAILURES)})
 
 
 def _usable(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],

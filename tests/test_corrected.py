@@ -104,7 +104,7 @@ def test_a_judge_of_the_judged_models_family_is_flagged_and_another_family_sugge
 
 
 def test_the_ppi_sample_is_the_same_tasks_for_each_run_proportional_to_the_judges_scores():
-    from report.label_sample import expected_widths, ppi_sample
+    from labelling.sample import expected_widths, ppi_sample
 
     records = {"arag": [{"id": f"t{k}", "predicted": "x", DIM: 4 if k % 4 else 2}
                         for k in range(40)],

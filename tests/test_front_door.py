@@ -21,7 +21,8 @@ from tests.anthropic_fake import FakeAnthropic, agent_policy
 from tests.conftest import ROOT, store_overrides
 
 README = ROOT / "README.md"
-CODE = ("run.py", "pyproject.toml", "conf", "arag", "metrics", "runners", "report", "tracking")
+CODE = ("run.py", "pyproject.toml", "conf", "arag", "metrics", "runners", "report", "labelling",
+        "tracking")
 # linked by name from the README, written in their own change: checked once they exist
 WRITTEN_ELSEWHERE = {"docs/your-documents.md", "docs/your-pipeline.md", "docs/models.md"}
 MAX_FRONT_DOOR_LINES = 120

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from metrics.agreement import kappa
-from report import human_agreement
-from report.label_sample import (
+from labelling import (
+    Read,
     labelled_name,
     page,
     page_answers,
@@ -22,7 +21,8 @@ from report.label_sample import (
     stratified_sample,
     template_lines,
 )
-from report.label_sources import Read
+from metrics.agreement import kappa
+from report import human_agreement
 from tests import forked
 from tests.conftest import ROOT, store_overrides
 from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
@@ -232,7 +232,7 @@ def test_a_sweep_with_a_bad_labels_file_stops_before_any_run(tmp_path):
 
 
 def test_label_sample_of_an_unknown_sweep_exits_2_with_the_fix(store, capsys):
-    from report.label_sample import main
+    from labelling import main
 
     assert main(["no such sweep", "--tracking-uri", f"sqlite:///{store}/mlflow.db",
                  "--out", str(store / "never.jsonl")]) == 2
@@ -396,7 +396,7 @@ def test_label_html_shows_the_text_a_stored_run_read_escaped(store, tmp_path):
 
     from arag.datasets.base import load_dataset
     from arag.retrieval.chunking import chunk_document
-    from report.label_sample import main as label_sample
+    from labelling import main as label_sample
     from tests.conftest import compose_cfg, write_mini_dataset
 
     root = write_mini_dataset(tmp_path / "mini", n_docs=1, filler=6)

@@ -11,8 +11,8 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from labelling import main as label_sample
 from report.cli import main as report_main
-from report.label_sample import main as label_sample
 from tests.anthropic_fake import FakeAnthropic
 from tests.conftest import all_runs, client_for
 from tests.test_judge_sweep import cli, judge

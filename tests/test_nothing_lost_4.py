@@ -143,7 +143,7 @@ def _args(tmp_path: Path, **given) -> Namespace:
 
 
 def test_label_sample_never_overwrites_filled_in_labels(tmp_path, capsys):
-    from report.label_sample import main
+    from labelling import main
 
     path = _labels(tmp_path, *(json.dumps({**LINE, "task_id": f"t{i}"}) for i in range(24)))
     before = path.read_bytes()
@@ -154,7 +154,7 @@ def test_label_sample_never_overwrites_filled_in_labels(tmp_path, capsys):
 
 
 def test_force_keeps_the_filled_in_labels_aside(tmp_path):
-    from report.label_sample import set_aside
+    from labelling.sample import set_aside
 
     path = _labels(tmp_path, json.dumps(LINE))
     backup = set_aside(path)
@@ -170,7 +170,7 @@ def test_force_keeps_the_filled_in_labels_aside(tmp_path):
     ({"out": "/no/such/dir/x.jsonl"}, "Fix: mkdir -p /no/such/dir"),
 ])
 def test_label_sample_refuses_what_it_should_not_write_with_the_fix(tmp_path, given, fix):
-    from report.label_sample import refusal
+    from labelling.sample import refusal
 
     if given.get("html") == "SAME":
         given = {"html": str(tmp_path / "labels.jsonl")}
@@ -180,7 +180,7 @@ def test_label_sample_refuses_what_it_should_not_write_with_the_fix(tmp_path, gi
 
 def test_a_dimension_no_judge_scored_is_refused_naming_the_judged_ones(tmp_path, monkeypatch,
                                                                        capsys):
-    from report import label_sample
+    from labelling import sample as label_sample
 
     monkeypatch.setattr(label_sample, "sweep_records", lambda client, ref: (
         "sweep", {"naive": [{"id": "t1", "predicted": "x", "rouge2_f1": 0.2}]}, {},
@@ -196,7 +196,7 @@ def test_a_dimension_no_judge_scored_is_refused_naming_the_judged_ones(tmp_path,
 
 
 def test_the_agreement_sample_draws_the_same_tasks_for_every_run():
-    from report.label_sample import shared_tasks, stratified_sample
+    from labelling.sample import shared_tasks, stratified_sample
 
     records = {run: [{"id": f"t{i:02d}", "predicted": "x",
                       "geval_faithfulness": 1 + (i + shift) % 5} for i in range(40)]

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -510,6 +510,25 @@ class RunTraces:
                 locations=[self.experiment_id], run_id=run_id, return_type="list",
                 include_spans=False)
         return self._held[run_id]
+
+
+def trace_ids(experiment_id: str, finished: list[dict[str, Any]],
+              traces: Callable[[str], list[Any]] | None = None) -> dict[str, dict[str, str]]:
+    """run id -> answer key (the task id; ``<task>#<repeat>`` from repeat 1 on) -> the id
+    of that answer's MLflow trace. ``traces``: a run's traces, where the caller holds them
+    (a ``RunTraces``). A run whose traces cannot be read has no entry: links to them are
+    left out, nothing else."""
+    out: dict[str, dict[str, str]] = {}
+    of_run = traces or RunTraces(experiment_id)
+    for run in finished:
+        try:
+            traces_of_run = of_run(run["run_id"])
+        except Exception as exc:  # noqa: BLE001 - the pages are still useful without links
+            log.warning("traces of run %s not found (%s): no links to them", run["run_id"], exc)
+            continue
+        out[run["run_id"]] = {_trace_key(t.info.trace_metadata): t.info.trace_id
+                              for t in traces_of_run if "task_id" in t.info.trace_metadata}
+    return out
 
 
 def _task_traces(experiment_id: str, run_id: str) -> list[Any]:

@@ -4,13 +4,13 @@ label, so the report can hold the judge against them (``report.human_labels``).
 The sample is stratified by run and by the judge's score on the first dimension: answers
 are drawn in turn from each (run, judge score) group, at random within a group (seeded),
 so every run and every score the judge gave is labelled, the rare low scores included.
-``--for ppi`` draws for the corrected means instead (``report/corrected.py``): the same
+``--for ppi`` draws for the corrected means instead (``report/analyses/corrected.py``): the same
 tasks for every run (a corrected difference needs both answers labelled), from each judge
 score in proportion to how often it occurs (the labelled tasks must stand for all of them,
 as PPI++ assumes), and says the CI width of the corrected mean to expect for n labels.
 It is written as a labels-file template (one JSON line per answer and dimension, ``score``
 and ``labeller`` null, the question and the answer beside them) and, with ``--html``, as a
-labelling page (``report.label_page``). A template never replaces a file holding filled-in
+labelling page (``labelling.page``). A template never replaces a file holding filled-in
 scores (``--force`` moves it aside first); the same path for both, a missing folder, a size
 below 1 and a dimension no judge scored are refused with the fix. The default sample draws
 the same tasks for every run wherever its strata allow, so its labels serve PPI too.
@@ -27,23 +27,19 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from labelling.page import SCALES, Picked, Traces, labelled_name, page, page_answers
+from labelling.sources import Read, run_sources
 from metrics.ppi import width_without_labels
-from report.compare import trace_ids
-from report.label_page import SCALES, Traces, labelled_name, page, page_answers, rubrics
-from report.label_sources import Read, run_sources
-from tracking.human_labels import FIVE_POINT
+from tracking.human_labels import FIVE_POINT, judged_fields
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, ui_address
 from tracking.runs import TrackingError
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
+from tracking.traces import trace_ids
 
 # 60 answers: 20 per run of a three-system sweep; on 60 pairs a moderate weighted kappa has a
 # 95% CI about +-0.15 wide (yes/no: +-0.2), enough to tell "fair" from "good" (simulated)
 DEFAULT_SIZE = 60
 DEFAULT_DIMENSIONS = ("geval_faithfulness", "geval_coverage")
-Picked = tuple[str, dict[str, Any]]  # (run label, record)
-# the page's functions, importable from here as before
-__all__ = ["DEFAULT_SIZE", "Read", "labelled_name", "main", "page", "page_answers",
-           "ppi_sample", "rubrics", "stratified_sample", "template_lines"]
 ONE_SCORE = "no width to expect before labels: the judge gave one score throughout"
 
 
@@ -211,9 +207,7 @@ def refusal(args: argparse.Namespace) -> str | None:
 
 
 def judged_dimensions(client: Any, run_ids: Any) -> list[str]:
-    """The fields a judge scored in these runs (``human_agreement.judged_fields``)."""
-    from report.human_agreement import judged_fields
-
+    """The fields a judge scored in these runs."""
     return judged_fields([dict(client.get_run(rid).data.metrics) for rid in run_ids])
 
 
@@ -233,7 +227,7 @@ def main(argv: list[str]) -> int:
                         default="agreement",
                         help="agreement: every judge score labelled, the rare ones too "
                              "(kappa); ppi: a sample that stands for each run's tasks, for "
-                             "the corrected means (report/corrected.py)")
+                             "the corrected means (report/analyses/corrected.py)")
     parser.add_argument("--out", default="labels.jsonl", help="the labels-file template")
     parser.add_argument("--html", default=None,
                         help="also write this labelling page (it saves the labels as "

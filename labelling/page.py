@@ -1,7 +1,7 @@
 """The labelling page of ``python -m report label-sample --html``: each sampled answer once,
 with every dimension to label, each dimension's rubric and what it is judged against (the
 reference; the text of the context the system read, source by source, from
-``report.label_sources``; a link to the answer's trace), all of it as escaped text; it saves
+``labelling.sources``; a link to the answer's trace), all of it as escaped text; it saves
 the filled-in labels file under a name of its own (``<template>.labelled.jsonl``). The
 judge's scores are not on it: a labeller who sees them anchors on them."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from arag.records import answer_key
-from report.label_sources import Read
+from labelling.sources import Read
 from tracking.human_labels import FIVE_POINT, YES_NO
 
 Picked = tuple[str, dict[str, Any]]  # (run label, record)
@@ -69,7 +69,7 @@ def rubrics(dimensions: list[str]) -> dict[str, dict[str, str]]:
 def page_answers(picked: list[Picked], dimensions: list[str], traces: Traces | None = None,
                  read: dict[tuple[str, str], Read] | None = None) -> list[dict[str, Any]]:
     """Each sampled answer once, with every dimension to label, the reference and the
-    context it read (``read``: by run label and answer key, from ``label_sources``)."""
+    context it read (``read``: by run label and answer key, from ``labelling.sources``)."""
     out = []
     for run, rec in picked:
         key = answer_key(rec["id"], int(rec.get("repeat") or 0))
