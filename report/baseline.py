@@ -1,36 +1,8 @@
-"""A sweep held against a pinned earlier one (its baseline), task by task.
-
-``report.baseline=<parent run id | sweep name | key=value tag>`` on a sweep, or
-``python -m report compare <baseline> <candidate>`` over two finished sweeps. Both read the
-two sweeps' runs and artifacts (``tracking.sweeps``) and nothing else, so every figure of
-the comparison can be recomputed from those artifacts.
-
-1. **Comparable first** (``NotComparable`` otherwise, naming why and the fix): the same
-   data (the runs' ``dataset_digest`` param; where a sweep has none, the dataset's name
-   must match and the digest is reported unknown); task-id overlap at least
-   ``report.min_overlap`` (the common tasks over the larger sweep's tasks; default 0.9);
-   for each compared metric and system, the same scorer options (``metrics.<scorer>.*``)
-   and, for a judge-scored metric, the same judge: a metric scored differently is listed
-   as not comparable, never compared.
-2. **Systems** are matched by run name (the system and the swept values), else by system
-   when each sweep has one run of it; ``report.baseline_map`` maps the rest.
-3. **Paired differences** (candidate minus baseline) of the per-task means over repeats
-   (``metrics.aggregate.task_means``), on the tasks both answered, per decision metric
-   (``report.decide_on``, else the policy's comparison order, plus every ``fail_on``
-   metric): paired bootstrap 95% CI and Wilcoxon p (``metrics.stats.paired_difference``),
-   Holm-adjusted over every metric and system (``metrics.stats.holm``). A task **flipped**
-   when its difference exceeds ``FLIP_SHARE`` of the metric's spread (max minus min of
-   the pair's per-task values). Cost, latency and tokens per task: the same paired
-   differences, not corrected (no decision rests on them).
-4. **The gate** (``report.fail_on=[metric:margin, ...]``, a non-inferiority test), per
-   rule and system, on the paired 95% CI of the candidate's advantage (candidate minus
-   baseline, signed so that positive is better): **pass** when the CI's worse bound lies
-   within the margin (at least ``-margin``), **regression** when the whole CI lies beyond
-   it (its better bound below ``-margin``), **inconclusive** otherwise: the data allow a
-   drop beyond the margin but do not show one. An inconclusive rule says how many tasks
-   would likely settle it; ``report.on_inconclusive`` (``fail``, the default, or ``pass``)
-   decides what it does to the exit status. A rule that cannot be tested (too few pairs,
-   metric not comparable) is ``untested``.
+"""A sweep held against a pinned earlier one (its baseline), task by task: the checks that
+make two sweeps comparable, the paired differences, the flipped tasks and the
+non-inferiority gate of ``report.fail_on``. The method, its keys and its exit statuses:
+docs/ci.md. Both ``report.baseline`` on a sweep and ``python -m report
+compare`` read the two sweeps' runs and artifacts (``tracking.sweeps``) and nothing else.
 """
 
 from __future__ import annotations
@@ -40,17 +12,20 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 from arag.config import ConfigError
 from metrics import Scorer, default_scorers
 from metrics.stats import Paired
 from report import policy
-from report.compare import trace_ids
+from report.model import Authority, Claim
 from report.verdict import pair_records
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
+from tracking.traces import trace_ids
 
 ARTIFACT = "baseline_comparison.json"
+SECTION = "Against the baseline"  # the report section its claims belong to
 DIGEST_PARAM = "dataset_digest"
 FLIP_SHARE = 0.1  # a task flipped: its difference exceeds this share of the metric's spread
 # per task, beside the scores: what a task costs and takes (cost as if nothing were cached)
@@ -282,19 +257,10 @@ def decision_metrics(options: Options, baseline: Sweep, candidate: Sweep) -> lis
                               + [r.metric for r in options.rules]))
 
 
-def paired(b_records: list[dict[str, Any]], c_records: list[dict[str, Any]], key: str
-           ) -> tuple[list[str], list[float], list[float], Paired | None]:
-    """The tasks both answered with a ``key`` value, their values, and the paired
-    difference candidate minus baseline (``verdict.pair_records``: repeats averaged first,
-    clustered by document)."""
-    ids, c_vals, b_vals, res = pair_records(c_records, b_records, key)
-    return ids, b_vals, c_vals, res
-
-
 def stats(res: Paired | None, n: int, b_vals: list[float], c_vals: list[float]
           ) -> dict[str, Any]:
-    out: dict[str, Any] = {"n": n, "baseline_mean": _mean(b_vals),
-                           "candidate_mean": _mean(c_vals)}
+    out: dict[str, Any] = {"n": n, "baseline_mean": fmean(b_vals) if b_vals else None,
+                           "candidate_mean": fmean(c_vals) if c_vals else None}
     if res is None:
         why = (f"{n} task(s) scored in both runs: at least 2 are needed" if n else
                "no task has this score in both runs (check the metric's name in the records)")
@@ -302,10 +268,6 @@ def stats(res: Paired | None, n: int, b_vals: list[float], c_vals: list[float]
                 "untested": why}
     return {**out, "diff": res.mean_diff, "ci_low": res.ci_low, "ci_high": res.ci_high,
             "p": res.p, "n_untied": res.n_untied, "wins": res.wins, "losses": res.losses}
-
-
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
 
 
 def flips(ids: list[str], b_vals: list[float], c_vals: list[float], key: str,
@@ -329,14 +291,13 @@ def gate(metric_stats: dict[str, Any], rule: Rule, key: str) -> dict[str, Any]:
     """The non-inferiority test of one rule on one metric's paired CI: the outcome
     (``pass``, ``regression`` or ``inconclusive``), the CI of the advantage (positive is
     better) and, when inconclusive, about how many tasks would settle it."""
-    low, high = metric_stats["ci_low"], metric_stats["ci_high"]
-    sign = 1.0 if policy.higher_is_better(key) else -1.0
-    worst, best = sorted((sign * low, sign * high))
+    worst, best = sorted(policy.advantage(metric_stats[b], key) for b in ("ci_low", "ci_high"))
     outcome = ("pass" if worst >= -rule.margin else
                "regression" if best < -rule.margin else "inconclusive")
     out: dict[str, Any] = {"outcome": outcome, "advantage_ci": [worst, best]}
     if outcome == "inconclusive":
-        out["tasks_to_settle"] = tasks_to_settle(metric_stats["n"], sign * metric_stats["diff"],
+        out["tasks_to_settle"] = tasks_to_settle(metric_stats["n"],
+                                                 policy.advantage(metric_stats["diff"], key),
                                                  (best - worst) / 2, rule.margin)
     return out
 
@@ -374,12 +335,12 @@ def compare_pair(baseline: Sweep, candidate: Sweep, names: tuple[str, str],
         if why:
             out["not_comparable"][key] = why
             continue
-        ids, b_vals, c_vals, res = paired(b_recs, c_recs, key)
+        ids, c_vals, b_vals, res = pair_records(c_recs, b_recs, key)
         out["metrics"][key] = {**stats(res, len(ids), b_vals, c_vals),
                                "higher_is_better": policy.higher_is_better(key),
                                "flipped": flips(ids, b_vals, c_vals, key, links)}
     for key in COST_FIELDS:
-        ids, b_vals, c_vals, res = paired(b_recs, c_recs, key)
+        ids, c_vals, b_vals, res = pair_records(c_recs, b_recs, key)
         if ids:
             out["costs"][key] = stats(res, len(ids), b_vals, c_vals)
     return out
@@ -460,3 +421,15 @@ def run_comparison(client: Any, baseline_ref: str, candidate_ref: str, options: 
                             f"(run {baseline.run_id}). Fix: name an earlier sweep to hold "
                             "this one against")
     return compare(baseline, candidate, options)
+
+
+def claims(comparison: dict[str, Any]) -> list[Claim]:
+    """The regressions as the answer hears of them: decisive claims of kind ``regression``,
+    of the authority that is always stated (``report.answer``)."""
+    base = comparison["baseline"]
+    return [Claim("regression", SECTION, runs=(r["system"],), metric=r["metric"],
+                  difference=r["diff"], ci=(r["ci_low"], r["ci_high"]), n_tasks=r["n"],
+                  rule="non-inferiority", authority=Authority.regression, decisive=True,
+                  key=True, figures={"margin": r["margin"], "baseline": base["name"],
+                                     "baseline_run_id": base["run_id"]})
+            for r in comparison["regressions"]]

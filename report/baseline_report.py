@@ -1,12 +1,11 @@
-"""The baseline comparison as people and CI read it: a report section, the candidate
-sweep's artifacts, tags and description, the console lines, and the exit status.
+"""The baseline comparison as people and CI read it: the report section, what is logged on
+the candidate sweep (artifact, tags, description), the console lines and the exit status.
 
     python -m report compare <baseline> <candidate> [--fail-on rouge2_f1:0.01 ...]
 
-Exit status (the same for ``report.baseline`` on a sweep): 0 every rule passed, 3 a
-regression (``REGRESSION_EXIT``), 4 a rule inconclusive (``INCONCLUSIVE_EXIT``; 0 with
-``report.on_inconclusive=pass``), 2 the comparison was refused or a rule could not be
-tested (the message says why), 1 a crash.
+Exit status (the same for ``report.baseline`` on a sweep; docs/ci.md): 0
+every rule passed, 3 a regression, 4 a rule inconclusive (0 with
+``report.on_inconclusive=pass``), 2 refused or a rule untested, 1 a crash.
 """
 
 from __future__ import annotations
@@ -24,13 +23,15 @@ from report.baseline import (
     ARTIFACT,
     NotComparable,
     Options,
+    claims,
     parse_map,
     parse_rules,
     run_comparison,
 )
 from report.overview import BASELINE_HEADING
 from report.report import BASELINE_SECTION, add_sections_to_html, stored_report
-from report.verdict import fmt, table
+from report.writers.cells import PLAIN, interval, markdown_table, number, p_value, signed
+from report.writers.words import say
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
 from tracking.sweeps import SweepNotFound, mark_compared, set_description_section
 
@@ -43,49 +44,34 @@ ON_INCONCLUSIVE = ("fail", "pass")
 SECTION = BASELINE_SECTION
 
 
-def _ci(cell: dict[str, Any]) -> str:
-    return "–" if cell.get("ci_low") is None else f"[{cell['ci_low']:+.3f}, {cell['ci_high']:+.3f}]"
-
-
-def _p(value: float | None) -> str:
-    return "too few to test" if value is None else f"{value:.3g}"
-
-
 def exit_status(comparison: dict[str, Any]) -> int:
-    """The command's exit status for a comparison: an inconclusive gate fails it unless
-    ``report.on_inconclusive=pass``."""
+    """An inconclusive gate fails the command unless ``report.on_inconclusive=pass``."""
     if comparison["decision"] == "inconclusive" and comparison["on_inconclusive"] == "pass":
         return 0
     return EXIT_STATUS[comparison["decision"]]
 
 
 def outcome(comparison: dict[str, Any]) -> str:
-    """What was decided, in lines a CI log shows: each regression with its system, metric
-    and amount; each rule not tested; each inconclusive rule with its CI, margin and the
-    tasks that would settle it; else what passed."""
+    """What was decided, in lines a CI log shows: each regression (its claim's words), each
+    rule not tested, each inconclusive rule with what would settle it; else what passed."""
     base = comparison["baseline"]
     against = f"baseline sweep {base['name']!r} ({base['run_id']})"
-    lines = [f"REGRESSION: {r['system']} is worse on {r['metric']} by {-r['diff']:.4f} "
-             f"(candidate minus baseline {r['diff']:+.4f}, 95% CI [{r['ci_low']:+.4f}, "
-             f"{r['ci_high']:+.4f}], wholly beyond the margin {r['margin']:g}) against "
-             f"{against}" for r in comparison["regressions"]]
+    lines = [say(c, PLAIN) for c in claims(comparison)]
     lines += [f"NOT TESTED: {u['system']} on {u['metric']} against {against}: {u['why']}"
               for u in comparison["untested"]]
-    lines += [_inconclusive_line(i, against, comparison["on_inconclusive"])
-              for i in comparison.get("inconclusive", [])]
+    lines += [_inconclusive(i, against, comparison["on_inconclusive"])
+              for i in comparison["inconclusive"]]
     if lines:
         return "\n".join(lines)
     rules = ", ".join(f"{r['metric']} (margin {r['margin']:g})" for r in comparison["rules"])
     systems = ", ".join(s["system"] for s in comparison["systems"])
     tested = (f"tested {rules} on {systems}: every 95% CI's worse bound lies within its "
               "margin" if rules else
-              f"no report.fail_on rule: compared {', '.join(comparison['metrics'])} on "
-              f"{systems}")
+              f"no report.fail_on rule: compared {', '.join(comparison['metrics'])} on {systems}")
     return f"No regression against {against}: {tested}."
 
 
-def _inconclusive_line(rule: dict[str, Any], against: str, on_inconclusive: str) -> str:
-    low, high = rule["advantage_ci"]
+def _inconclusive(rule: dict[str, Any], against: str, on_inconclusive: str) -> str:
     need = rule["tasks_to_settle"]
     settle = (f"about {need} paired tasks (now {rule['n']}) would likely settle it, were the "
               "mean difference to hold" if need is not None else
@@ -95,14 +81,14 @@ def _inconclusive_line(rule: dict[str, Any], against: str, on_inconclusive: str)
               "this fails the command (report.on_inconclusive=fail)")
     return (f"INCONCLUSIVE: {rule['system']} on {rule['metric']} against {against}: the 95% "
             f"CI of its advantage (candidate minus baseline, positive is better) is "
-            f"[{low:+.4f}, {high:+.4f}], the margin {rule['margin']:g}: the data allow a "
-            f"drop beyond the margin but do not show one; {settle}. Widen the margin, add "
-            f"tasks or repeats; {effect}")
+            f"{interval(rule['advantage_ci'], 4, sign=True)}, the margin {rule['margin']:g}: "
+            f"the data allow a drop beyond the margin but do not show one; {settle}. Widen "
+            f"the margin, add tasks or repeats; {effect}")
 
 
 def markdown(comparison: dict[str, Any]) -> str:
-    """The report section: comparability, the rule's outcome, paired differences, flipped
-    tasks with links to both traces, and cost, latency and token deltas."""
+    """The report section: comparability, the gate's outcome, the paired differences, the
+    flipped tasks with links to both traces, and cost, latency and token deltas."""
     base, data, tasks = comparison["baseline"], comparison["data"], comparison["tasks"]
     parts = [SECTION, "",
              f"Baseline: sweep `{base['name']}` (run `{base['run_id']}`, "
@@ -111,57 +97,54 @@ def markdown(comparison: dict[str, Any]) -> str:
              f"{tasks['common']} in common (baseline {tasks['baseline']}, candidate "
              f"{tasks['candidate']}; overlap {tasks['overlap']:.2f}, at least "
              f"{tasks['min_overlap']:g} required).", "", f"**{outcome(comparison)}**", ""]
-    parts += _unmatched(comparison)
+    for side, extra in (("baseline", ""),
+                        ("candidate", "; `report.baseline_map` maps a run to a baseline run")):
+        if comparison[f"only_in_{side}"]:
+            parts += [f"Only in the {side} (not compared{extra}): "
+                      f"{', '.join(comparison[f'only_in_{side}'])}.", ""]
     parts.append("Candidate minus baseline, paired by task (per-task means over repeats), on "
                  "the tasks both answered: mean difference, paired bootstrap 95% CI, Wilcoxon "
                  "p and Holm-adjusted p over every metric and system compared. Flipped: tasks "
                  f"whose difference exceeds {comparison['flip_share']:g} of the metric's "
-                 "spread.\n")
+                 "spread (docs/ci.md).\n")
     for system in comparison["systems"]:
         parts += _system_section(system)
     return "\n".join(parts) + "\n"
 
 
-def _unmatched(comparison: dict[str, Any]) -> list[str]:
-    lines = []
-    if comparison["only_in_baseline"]:
-        lines.append("Only in the baseline (not compared): "
-                     f"{', '.join(comparison['only_in_baseline'])}.")
-    if comparison["only_in_candidate"]:
-        lines.append("Only in the candidate (not compared; `report.baseline_map` maps a run "
-                     f"to a baseline run): {', '.join(comparison['only_in_candidate'])}.")
-    return [*lines, ""] if lines else []
-
-
 def _system_section(system: dict[str, Any]) -> list[str]:
     title = system["system"] if system["system"] == system["baseline_system"] else \
         f"{system['system']} (baseline: {system['baseline_system']})"
-    rows = [[f"`{key}`", c["n"], c["baseline_mean"], c["candidate_mean"], c["diff"], _ci(c),
-             _p(c["p"]), _p(c.get("p_holm")),
+    rows = [[f"`{key}`", c["n"], c["baseline_mean"], c["candidate_mean"], c["diff"],
+             interval(_ci(c), sign=True), p_value(c["p"]), p_value(c.get("p_holm")),
              f"{sum(f['direction'] == 'better' for f in c['flipped'])} better / "
              f"{sum(f['direction'] == 'worse' for f in c['flipped'])} worse"]
             for key, c in system["metrics"].items()]
-    out = [f"### {title}", "",
-           table(["metric", "tasks", "baseline", "candidate", "diff", "95% CI", "p",
-                  "p (Holm)", "flipped"], rows)]
+    out = [f"### {title}", "", markdown_table(["metric", "tasks", "baseline", "candidate", "diff",
+                                               "95% CI", "p", "p (Holm)", "flipped"], rows)]
     out += [f"Not comparable: `{key}`, {why}." for key, why in system["not_comparable"].items()]
-    for key, cell in system["metrics"].items():
-        out += [_flip_line(key, f) for f in cell["flipped"]]
-    costs = [[key, c["n"], *(fmt(c[v], 5 if "cost" in key else 1)
-                             for v in ("baseline_mean", "candidate_mean", "diff")), _ci(c)]
+    out += [_flip_line(key, f) for key, c in system["metrics"].items() for f in c["flipped"]]
+    costs = [[key, c["n"], *(number(c[v], 5 if "cost" in key else 1)
+                             for v in ("baseline_mean", "candidate_mean", "diff")),
+              interval(_ci(c), 5 if "cost" in key else 1, sign=True)]
              for key, c in system["costs"].items()]
     if costs:
         out += ["", "Cost (USD, as if nothing came from the response cache: "
                 "`cost_usd_uncached`), latency (ms) and tokens per task:", "",
-                table(["per task", "tasks", "baseline", "candidate", "diff", "95% CI"], costs)]
+                markdown_table(["per task", "tasks", "baseline", "candidate", "diff", "95% CI"],
+                               costs)]
     return [*out, ""]
 
 
+def _ci(cell: dict[str, Any]) -> tuple[float, float] | None:
+    return None if cell.get("ci_low") is None else (cell["ci_low"], cell["ci_high"])
+
+
 def _flip_line(key: str, flip: dict[str, Any]) -> str:
-    links = " · ".join(f"[{side} trace]({flip[f'{side}_trace']})"
-                       for side in ("baseline", "candidate") if flip.get(f"{side}_trace"))
-    return (f"- {flip['direction']}: `{flip['task']}` `{key}` {flip['baseline']:.3f} → "
-            f"{flip['candidate']:.3f} ({flip['diff']:+.3f}){' ' + links if links else ''}")
+    links = "".join(f" [{side} trace]({flip[f'{side}_trace']})"
+                    for side in ("baseline", "candidate") if flip.get(f"{side}_trace"))
+    return (f"- {flip['direction']}: `{flip['task']}` `{key}` {number(flip['baseline'])} → "
+            f"{number(flip['candidate'])} ({signed(flip['diff'])}){links}")
 
 
 def publish(client: Any, comparison: dict[str, Any]) -> None:
