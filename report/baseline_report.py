@@ -28,11 +28,13 @@ from report.baseline import (
     parse_rules,
     run_comparison,
 )
+from report.cli import open_store
 from report.overview import BASELINE_HEADING
 from report.report import BASELINE_SECTION, add_sections_to_html, stored_report
 from report.writers.cells import PLAIN, interval, markdown_table, number, p_value, signed
 from report.writers.words import say
-from tracking.paths import default_tracking_uri, resolve_tracking_uri, store_line
+from tracking.paths import store_line
+from tracking.runs import TrackingError
 from tracking.sweeps import SweepNotFound, mark_compared, set_description_section
 
 REGRESSION_EXIT = 3  # a regression: distinct from a crash (1) and from bad input (2)
@@ -169,12 +171,13 @@ def publish(client: Any, comparison: dict[str, Any]) -> None:
                   regressed=comparison["decision"] == "regressed")
 
 
-def options_from(report_cfg: Any) -> Options:
-    """The comparison's options from the ``report`` config node."""
-    return Options(rules=parse_rules(report_cfg.fail_on), decide_on=list(report_cfg.decide_on),
-                   min_overlap=float(report_cfg.min_overlap),
-                   mapping=parse_map(report_cfg.baseline_map),
-                   on_inconclusive=str(report_cfg.on_inconclusive))
+def options_from(cfg: Any, flags: bool = False) -> Options:
+    """The comparison's options from the ``report`` config node, or (``flags``) from the
+    command's options, whose names the errors then give."""
+    return Options(rules=parse_rules(cfg.fail_on, "--fail-on" if flags else "report.fail_on"),
+                   decide_on=list(cfg.decide_on), min_overlap=float(cfg.min_overlap),
+                   mapping=parse_map(cfg.baseline_map, "--map" if flags else "report.baseline_map"),
+                   on_inconclusive=str(cfg.on_inconclusive))
 
 
 def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options,
@@ -199,13 +202,13 @@ def main(argv: list[str] | None = None) -> int:
         description="Compare a finished sweep (candidate) with a baseline sweep, task by task; "
                     "exit 3 on a regression under --fail-on, 4 when a rule is inconclusive "
                     "(unless --on-inconclusive pass), 2 when refused, 0 otherwise.")
-    parser.add_argument("baseline", help="parent run id, sweep name, or <tag>=<value>")
-    parser.add_argument("candidate", help="parent run id, sweep name, or <tag>=<value>")
+    for side in ("baseline", "candidate"):
+        parser.add_argument(side, help="parent run id, sweep name, or <tag>=<value>")
     parser.add_argument("--fail-on", nargs="*", default=[], metavar="METRIC:MARGIN")
     parser.add_argument("--decide-on", nargs="*", default=[], metavar="METRIC")
     parser.add_argument("--min-overlap", type=float, default=Options.min_overlap)
-    parser.add_argument("--map", nargs="*", default=[], metavar="CANDIDATE=BASELINE",
-                        help="candidate run name = baseline run name")
+    parser.add_argument("--map", nargs="*", default=[], dest="baseline_map",
+                        metavar="CANDIDATE=BASELINE", help="candidate run name = baseline run name")
     parser.add_argument("--on-inconclusive", choices=ON_INCONCLUSIVE, default="fail",
                         help="what a rule whose CI straddles the margin does to the exit "
                              "status (default: fail)")
@@ -213,29 +216,25 @@ def main(argv: list[str] | None = None) -> int:
                         help="log the comparison on the candidate sweep (baseline_comparison."
                              "json, the section of report.md and report.html, its description "
                              "and tags); without it nothing in the store is changed")
-    parser.add_argument("--tracking-uri", default=default_tracking_uri(),
+    parser.add_argument("--tracking-uri", default=None,
                         help="the MLflow store (default: $MLFLOW_TRACKING_URI, else "
                              "sqlite:///mlruns/mlflow.db)")
     args = parser.parse_args(argv)
     try:
-        options = Options(rules=parse_rules(args.fail_on, "--fail-on"), decide_on=args.decide_on,
-                          min_overlap=args.min_overlap, mapping=parse_map(args.map, "--map"),
-                          on_inconclusive=args.on_inconclusive)
-    except ConfigError as exc:
+        options = options_from(args, flags=True)
+        uri, configured = open_store(args.tracking_uri)
+    except (ConfigError, TrackingError) as exc:
         parser.error(str(exc))
     import mlflow
     from mlflow import MlflowClient
 
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per file
-    uri = resolve_tracking_uri(args.tracking_uri)
-    print(store_line(args.tracking_uri, uri), file=sys.stderr)
+    print(store_line(configured, uri), file=sys.stderr)
     mlflow.set_tracking_uri(uri)  # traces are found through the fluent API
-    client = MlflowClient(tracking_uri=uri)
-    status, text = compare_and_publish(client, args.baseline, args.candidate, options,
-                                       record=args.record)
+    status, text = compare_and_publish(MlflowClient(tracking_uri=uri), args.baseline,
+                                       args.candidate, options, record=args.record)
     print(text)
     if not args.record:
         print("(not recorded on the candidate sweep: add --record to log it there)",
               file=sys.stderr)
     return status
-

@@ -1,21 +1,6 @@
-"""What a sweep paid, each call counted once: the report's "Total spent" line.
-
-A run logs what its own attempt paid (``cost_usd_spent_total``, ``judge_cost_usd_spent_total``,
-from the spend journals as each call returned) apart from what earlier attempts paid for
-the answers it carries over (``..._spent_earlier``). A sweep's total then says:
-
-* **new**: paid this time, by this sweep (or run) over the runs it ran (a run it reused
-  unchanged from an earlier sweep ran before it started: nothing of it is new), plus its
-  pairwise judge;
-* **earlier**: paid before, by earlier sweeps or killed attempts, for the answers this one
-  carries over or reuses: counted there, never added to the new figure;
-* **reused**: what the replies served by the response cache cost when they were first
-  paid (``cost_usd_uncached_total`` less ``cost_usd_total``): not paid again;
-* **unknown**: runs whose spend neither the metrics nor the journal say, named; a total
-  with no known figure at all is "unknown", never $0.
-
-A run that failed before logging its spend (a full disk) is read from its spend journal
-(the run's ``spend_journal`` and ``spend_attempt`` tags), so money paid is never shown as 0.
+"""What a sweep paid, each call counted once: the report's "Total spent" line (its *new*,
+*earlier*, *reused* and unknown parts: docs/guarantees.md). A run that logged no spend (it
+failed first: a full disk) is read from its spend journal, so money paid is never shown as 0.
 """
 
 from __future__ import annotations
@@ -25,6 +10,7 @@ from typing import Any
 
 from arag.llm.cache import SpendJournal
 from report import verdict
+from report.writers.cells import money
 from tracking.runs import SPEND_ATTEMPT_TAG, SPEND_JOURNAL_TAG
 
 Row = dict[str, Any]
@@ -133,19 +119,19 @@ def total_line(rows: list[Row], pairwise_new: float = 0.0, pairwise_earlier: flo
                 f"spend journal): {', '.join(missing)}.\n")
     sys_new, judge_new = sum(s[0] for s in systems), sum(j[0] for j in judges) + pairwise_new
     earlier = (sum(s[1] for s in systems) + sum(j[1] for j in judges) + pairwise_earlier)
-    line = (f"\nTotal spent: ${sys_new + judge_new:.4f} new, paid this time (systems "
-            f"${sys_new:.4f}, judge ${judge_new:.4f}"
-            + (f", of which the pairwise judge ${pairwise_new:.4f}" if pairwise_new else "")
+    line = (f"\nTotal spent: {money(sys_new + judge_new, 4)} new, paid this time (systems "
+            f"{money(sys_new, 4)}, judge {money(judge_new, 4)}"
+            + (f", of which the pairwise judge {money(pairwise_new, 4)}" if pairwise_new else "")
             + ")")
     rounds = max((int(r.get("spend_rounds") or 0) for r in rows), default=0)
     if rounds > 1:
         line += f" over its {rounds} rounds"
     if earlier:
-        line += (f"; earlier: ${earlier:.4f}, paid before for the answers this one carries "
+        line += (f"; earlier: {money(earlier, 4)}, paid before for the answers this one carries "
                  f"over or reuses (counted there, not again): {_payers(rows, earlier)}")
     reused = sum(_cache_reused(r) for r in rows if not r.get("reused_run"))
     if reused:
-        line += (f"; reused from the response cache: ${reused:.4f}, what those replies cost "
+        line += (f"; reused from the response cache: {money(reused, 4)}, what those replies cost "
                  "when first paid (not paid again)")
     if missing:
         line += (f"; not counted, their spend unknown (records without cost): "
@@ -156,10 +142,10 @@ def total_line(rows: list[Row], pairwise_new: float = 0.0, pairwise_earlier: flo
 def _payers(rows: list[Row], earlier: float) -> str:
     """Who paid the earlier spend: each payer's part, and what the journals do not say."""
     parts = {k: sum((r.get("spent_from") or {}).get(k, 0.0) for r in rows) for k in PAYERS}
-    named = [f"${v:.4f} by {PAYERS[k]}" for k, v in parts.items() if v > 0]
+    named = [f"{money(v, 4)} by {PAYERS[k]}" for k, v in parts.items() if v > 0]
     rest = earlier - sum(parts.values())
     if rest > 5e-5 or not named:
-        named.append(f"${rest:.4f} by earlier sweeps or attempts")
+        named.append(f"{money(rest, 4)} by earlier sweeps or attempts")
     return ", ".join(named)
 
 
