@@ -220,23 +220,16 @@ def match_runs(baseline: Sweep, candidate: Sweep, mapping: dict[str, str]
     return list(pairs.items()), left_b, left_c
 
 
-def scorer_settings(run: Any, metric: str, owners: dict[str, Scorer]) -> dict[str, str]:
-    """The run's params that decide how ``metric`` is scored: its scorer's options and, for
-    a judge-scored metric, the judge (a metric no scorer declares: every scorer option and
-    the judge)."""
-    params = run.data.params
+def scored_differently(b_run: Any, c_run: Any, metric: str, owners: dict[str, Scorer]
+                       ) -> str | None:
+    """Why ``metric`` is not comparable between the two runs (their scorer's options or,
+    for a judge-scored metric or one no scorer declares, the judge differ), or None."""
     scorer = owners.get(metric)
     prefix = f"metrics.{scorer.name}." if scorer else "metrics."
     judged = scorer is None or type(scorer).judge_requests is not Scorer.judge_requests
-    return {k: v for k, v in params.items()
-            if (k.startswith(prefix) and k.rsplit(".", 1)[-1] not in _NOT_SCORING)
-            or (judged and k in JUDGE_KEYS)}
-
-
-def scored_differently(b_run: Any, c_run: Any, metric: str, owners: dict[str, Scorer]
-                       ) -> str | None:
-    """Why ``metric`` is not comparable between the two runs, or None."""
-    b, c = scorer_settings(b_run, metric, owners), scorer_settings(c_run, metric, owners)
+    b, c = ({k: v for k, v in run.data.params.items()
+             if (k.startswith(prefix) and k.rsplit(".", 1)[-1] not in _NOT_SCORING)
+             or (judged and k in JUDGE_KEYS)} for run in (b_run, c_run))
     differ = sorted(k for k in set(b) | set(c) if b.get(k) != c.get(k))
     if not differ:
         return None
@@ -312,20 +305,13 @@ def tasks_to_settle(n: int, advantage: float, half_width: float, margin: float) 
     return max(n + 1, math.ceil(n * (half_width / gap) ** 2))
 
 
-def trace_links(run: Any) -> dict[str, str]:
-    """Task id -> the MLflow UI route of its trace in ``run``."""
-    exp = run.info.experiment_id
-    ids = trace_ids(exp, [{"run_id": run.info.run_id}]).get(run.info.run_id, {})
-    return {t: f"#/experiments/{exp}/traces?selectedEvaluationId={tr}" for t, tr in ids.items()}
-
-
 def compare_pair(baseline: Sweep, candidate: Sweep, names: tuple[str, str],
                  metrics: list[str], owners: dict[str, Scorer]) -> dict[str, Any]:
     """One system of the candidate against its baseline run, every metric."""
     c_name, b_name = names
     b_run, c_run = baseline.runs[b_name], candidate.runs[c_name]
     b_recs, c_recs = baseline.records[b_name], candidate.records[c_name]
-    links = {"baseline": trace_links(b_run), "candidate": trace_links(c_run)}
+    links = {side: _trace_links(run) for side, run in (("baseline", b_run), ("candidate", c_run))}
     out: dict[str, Any] = {"system": c_name, "baseline_system": b_name,
                            "baseline_run_id": b_run.info.run_id,
                            "candidate_run_id": c_run.info.run_id,
@@ -344,6 +330,13 @@ def compare_pair(baseline: Sweep, candidate: Sweep, names: tuple[str, str],
         if ids:
             out["costs"][key] = stats(res, len(ids), b_vals, c_vals)
     return out
+
+
+def _trace_links(run: Any) -> dict[str, str]:
+    """Task id -> the MLflow UI route of its trace in ``run``."""
+    exp = run.info.experiment_id
+    ids = trace_ids(exp, [{"run_id": run.info.run_id}]).get(run.info.run_id, {})
+    return {t: f"#/experiments/{exp}/traces?selectedEvaluationId={tr}" for t, tr in ids.items()}
 
 
 def apply_holm(systems: list[dict[str, Any]]) -> None:
@@ -375,15 +368,6 @@ def decide(systems: list[dict[str, Any]], rules: list[Rule]) -> dict[str, list[d
     return found
 
 
-def decision(found: dict[str, list[dict[str, Any]]]) -> str:
-    """The comparison's one word: a regression outweighs a rule not tested, which outweighs
-    an inconclusive one."""
-    if found["regression"]:
-        return "regressed"
-    return "untested" if found["untested"] else \
-        "inconclusive" if found["inconclusive"] else "passed"
-
-
 def compare(baseline: Sweep, candidate: Sweep, options: Options) -> dict[str, Any]:
     """The comparison as ``baseline_comparison.json`` holds it (``NotComparable`` when the
     sweeps cannot be compared at all)."""
@@ -407,6 +391,14 @@ def compare(baseline: Sweep, candidate: Sweep, options: Options) -> dict[str, An
             "regressions": found["regression"], "inconclusive": found["inconclusive"],
             "passed": found["pass"], "untested": found["untested"],
             "decision": decision(found), "on_inconclusive": options.on_inconclusive}
+
+
+def decision(found: dict[str, list[dict[str, Any]]]) -> str:
+    """The comparison's one word: a regression outweighs a rule not tested, which outweighs
+    an inconclusive one."""
+    return next((word for word, outcome in (("regressed", "regression"), ("untested", "untested"),
+                                            ("inconclusive", "inconclusive")) if found[outcome]),
+                "passed")
 
 
 def run_comparison(client: Any, baseline_ref: str, candidate_ref: str, options: Options

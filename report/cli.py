@@ -1,12 +1,8 @@
-"""``python -m report <parent run id>``: rebuild a sweep's report and its MLflow
-description from the stored runs (``report.report``), with the settings the sweep wrote it
-with (tag ``report_settings``: ``report.decide_on``, ``report.human_labels``, slices, edges,
-margins, baseline, ...), and print its verdict and where to look, as a sweep does.
-
-Only ``--decide-on`` and ``--human-labels`` override them, checked by the code ``run.py``
-checks them with. A rebuild that succeeds clears the parent's ``report_error`` and ends it
-FINISHED; one that cannot write (a full disk) names the path and the key that chose it,
-leaves the parent FAILED and exits 1, with no traceback."""
+"""``python -m report <parent run id>``: rebuild a sweep's report and its MLflow description
+from the stored runs, with the settings the sweep wrote it with (tag ``report_settings``;
+only ``--decide-on`` and ``--human-labels`` override them), and print its verdict. A rebuild
+that cannot write (a full disk) names the path and the key that chose it, leaves the parent
+FAILED and exits 1; one that succeeds ends it FINISHED (docs/running.md)."""
 
 from __future__ import annotations
 
