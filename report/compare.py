@@ -139,6 +139,12 @@ def trace_ids(experiment_id: str, finished: list[dict[str, Any]],
     return out
 
 
+def trace_route(experiment_id: str, trace_id: str) -> str:
+    """The MLflow UI's address of one trace (MLflow 3's trace page, which opens it in the
+    experiment's Traces tab), after the UI's origin."""
+    return f"#/experiments/{experiment_id}/traces/{trace_id}"
+
+
 def _chunks(record: dict[str, Any]) -> str:
     read = record.get("context_chunk_ids") or []
     if not read:
@@ -268,8 +274,7 @@ def _row(task_id: str, finished: list[dict[str, Any]],
         answers = recs.get(task_id, [])
         found = [traces.get(run["run_id"], {}).get(answer_key(task_id, a.get("repeat") or 0))
                  for a in answers]
-        routes = [f"#/experiments/{experiment_id}/traces?selectedEvaluationId={t}" if t
-                  else None for t in found]
+        routes = [trace_route(experiment_id, t) if t else None for t in found]
         cells.append(_cell(answers, fields, routes))
     reference = html.escape(first.get("reference") or "")
     return (f"<tr data-scores='{html.escape(json.dumps(scores))}' "
