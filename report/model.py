@@ -162,6 +162,15 @@ class Inputs:
     labels: list[HumanLabel] = field(default_factory=list)
 
 
+def runs_with(inputs: Inputs, kept: Callable[[Row], bool],
+              run: Callable[[Row], bool] = lambda _: True) -> list[tuple[Row, list[Row]]]:
+    """Each compared run (that ``run`` keeps) with its records that ``kept`` keeps (the
+    ones a scorer measured); a run with none is left out."""
+    found = [(row, [r for r in inputs.records.get(row["run_id"], []) if kept(r)])
+             for row in inputs.finished if run(row)]
+    return [(row, records) for row, records in found if records]
+
+
 @dataclass(frozen=True)
 class Registered:
     name: str

@@ -29,7 +29,7 @@ def compared() -> list[str]:
     return [f"{m.name}_mean" for m in report_metrics()]
 
 
-def _save(fig: Any, path: Path, laid_out: bool = False) -> Path:
+def save(fig: Any, path: Path, laid_out: bool = False) -> Path:
     if not laid_out:
         fig.tight_layout()
     # the layout is set: without this, savefig lays the figure out and draws it once more
@@ -89,7 +89,7 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
                       linewidth=1)
             ax.set_title(f"{metric.name} (n={len(values)})", fontsize=9)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of tasks
-        plots.append(_save(fig, folder / "score_histograms.png", laid_out=True))
+        plots.append(save(fig, folder / "score_histograms.png", laid_out=True))
     assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
     if assessed:
         fig, ax = plt.subplots(figsize=(5, 3))
@@ -97,7 +97,7 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
         ax.bar(codes, [sum(c in a for a in assessed) / len(assessed) for c in codes], color=RED)
         ax.set_ylabel("share of judged tasks")
         ax.set_title(f"Error taxonomy (n={len(assessed)})", fontsize=10)
-        plots.append(_save(fig, folder / "error_taxonomy.png"))
+        plots.append(save(fig, folder / "error_taxonomy.png"))
     return plots
 
 
@@ -131,7 +131,7 @@ def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
         ax.set_title(metric.replace("_mean", ""), fontsize=10)
     fig.suptitle("Systems compared (bars: mean, whiskers: bootstrap 95% CI, n/a: not "
                  "applicable)", fontsize=10)
-    return _save(fig, folder / "comparison.png")
+    return save(fig, folder / "comparison.png")
 
 
 def pareto_front(points: list[tuple[float, float]], key: str | None = None) -> list[int]:
@@ -181,7 +181,7 @@ def cost_quality_plot(rows: list[dict[str, Any]], key: str, folder: Path) -> Pat
                   "is better)")
     ax.set_title("Cost vs quality")
     ax.legend(fontsize=8)
-    return _save(fig, folder / "cost_vs_quality.png")
+    return save(fig, folder / "cost_vs_quality.png")
 
 
 def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
@@ -200,7 +200,7 @@ def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     ax.set_ylabel("share of judged tasks")
     ax.set_title("Error taxonomy by system")
     ax.legend(fontsize=8)
-    return _save(fig, folder / "error_taxonomy_by_system.png")
+    return save(fig, folder / "error_taxonomy_by_system.png")
 
 
 def loops_plot_gap(points: list[tuple[float, float]], swept: bool = False) -> str | None:
@@ -227,7 +227,7 @@ def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | N
     ax.set_xlabel("loops (model calls)")
     ax.set_ylabel("retrieval recall")
     ax.set_title(f"A-RAG: recall vs loops (n={len(points)})")
-    return _save(fig, folder / "recall_vs_loops.png")
+    return save(fig, folder / "recall_vs_loops.png")
 
 
 def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Path | None:
@@ -257,7 +257,7 @@ def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Pat
         right.legend(fontsize=8, loc="lower right")
     ax.set_title("Loop-budget curve of the agentic system")
     ax.legend(fontsize=8, loc="upper left")
-    return _save(fig, folder / "loop_budget_curve.png")
+    return save(fig, folder / "loop_budget_curve.png")
 
 
 ATTRIBUTION_COLOURS = {"covered": "#55A868", "retrieved_unused": "#DD8452",
@@ -290,7 +290,7 @@ def attribution_plot(bars: list[tuple[str, dict[str, float], float | None]], fol
     claims.set_xlim(0, 1)
     claims.set_xlabel("share of claims")
     claims.set_title("Unsupported claims")
-    return _save(fig, folder / "attribution.png")
+    return save(fig, folder / "attribution.png")
 
 
 def crossover_plot(rows: list[dict[str, Any]], path: Path, title: str) -> Path | None:
@@ -314,4 +314,4 @@ def crossover_plot(rows: list[dict[str, Any]], path: Path, title: str) -> Path |
     ax.set_xlabel(f"{rows[0]['feature']} (bin middle)", fontsize=9)
     ax.set_ylabel(f"{rows[0]['a']} − {rows[0]['b']}", fontsize=9)
     ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    return save(fig, path)
