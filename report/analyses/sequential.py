@@ -30,11 +30,6 @@ def looks_at(records: Mapping[str, Sequence[Row]], decide_on: Sequence[str], see
 
 
 SECTION = "Sequential stop"
-STOP_WORDS = {
-    Stop.decided: "decided", Stop.equivalent: "settled: no difference worth having",
-    Stop.settled: "settled", Stop.max_tasks: "stopped at runner.max_tasks: undecided",
-    Stop.tasks_out: "ran out of tasks: undecided", Stop.cost_cap: "stopped at the cost cap: undecided",
-}
 
 
 def settings_of(params: Mapping[str, str]) -> dict[str, Any] | None:
