@@ -23,12 +23,6 @@ HISTOGRAM_COLUMNS = 4
 BLUE, RED = "#4C72B0", "#C44E52"
 
 
-def compared() -> list[str]:
-    """The run means the comparison plots show: every metric declared for the report,
-    comparison metrics first."""
-    return [f"{m.name}_mean" for m in report_metrics()]
-
-
 def save(fig: Any, path: Path, laid_out: bool = False) -> Path:
     if not laid_out:
         fig.tight_layout()
@@ -40,17 +34,20 @@ def save(fig: Any, path: Path, laid_out: bool = False) -> Path:
     return path
 
 
-def _grid(rows: int, cols: int, panel: tuple[float, float], top: float = 0.35,
-          bottom: float = 0.45) -> tuple[Any, Any]:
-    """A grid of panels with margins fixed in inches. ``tight_layout`` measures every tick
-    label of every panel to place them: on a run's 36 score histograms that was half the
-    plot's time; panels of one size need no measuring (``top``/``bottom``: inches kept for
-    a title above and tick labels below)."""
-    width, height = panel[0] * cols, panel[1] * rows + top + bottom
+def _panels(n: int, panel: tuple[float, float], fixed: bool = False) -> tuple[Any, list[Any]]:
+    """``n`` panels, ``HISTOGRAM_COLUMNS`` a row, the rest hidden. ``fixed``: margins fixed
+    in inches (0.3 above and below), as ``tight_layout`` measuring every tick label of a
+    run's 36 score histograms was half the plot's time."""
+    cols = min(HISTOGRAM_COLUMNS, n)
+    rows = -(-n // cols)
+    width, height = panel[0] * cols, panel[1] * rows + (0.6 if fixed else 0.0)
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
-    fig.subplots_adjust(left=0.55 / width, right=1 - 0.15 / width, top=1 - top / height,
-                        bottom=bottom / height, wspace=0.35, hspace=0.45)
-    return fig, axes
+    if fixed:
+        fig.subplots_adjust(left=0.55 / width, right=1 - 0.15 / width, top=1 - 0.3 / height,
+                            bottom=0.3 / height, wspace=0.35, hspace=0.45)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
 
 
 def _histogram_metrics(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None
@@ -74,12 +71,8 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
     plots = []
     present = _histogram_metrics(records, scorers)
     if present:
-        cols = min(HISTOGRAM_COLUMNS, len(present))
-        rows = -(-len(present) // cols)
-        fig, axes = _grid(rows, cols, (3.2, 2.8), top=0.3, bottom=0.3)
-        for ax in axes.flat[len(present):]:
-            ax.set_visible(False)
-        for ax, metric in zip(axes.flat, present, strict=False):
+        fig, axes = _panels(len(present), (3.2, 2.8), fixed=True)
+        for ax, metric in zip(axes, present, strict=True):
             values = [r[metric.name] for r in records if r.get(metric.name) is not None]
             # one outline a panel, white lines between the bins: hist's patch a bin drew
             # the same picture at a third of the speed
@@ -104,16 +97,13 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
 def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     """One panel per metric, one bar per run with its 95% CI; a run without the metric
     gets no bar but the words "n/a" (a zero-height bar would read as a score of 0)."""
-    metrics = [m for m in compared() if any(r.get(m) is not None for r in rows)]
+    metrics = [f"{m.name}_mean" for m in report_metrics()  # comparison metrics first
+               if any(r.get(f"{m.name}_mean") is not None for r in rows)]
     if not rows or not metrics:
         return None
-    cols = min(HISTOGRAM_COLUMNS, len(metrics))
-    grid = -(-len(metrics) // cols)
-    fig, axes = plt.subplots(grid, cols, figsize=(3.8 * cols, 3.6 * grid), squeeze=False)
-    for ax in axes.flat[len(metrics):]:
-        ax.set_visible(False)
+    fig, axes = _panels(len(metrics), (3.8, 3.6))
     labels = [r["run"] for r in rows]
-    for ax, metric in zip(axes.flat, metrics, strict=False):
+    for ax, metric in zip(axes, metrics, strict=True):
         for x, row in enumerate(rows):
             value = row.get(metric)
             if value is None:
