@@ -1,18 +1,10 @@
-"""``compare.html``: every task of a sweep, its runs side by side.
-
-One row per task: the question and reference, then for each run its output, its scores,
-its error (code and message), the chunks it read with the gold ones marked, and a link to
-the task's MLflow trace. The rows sort by the difference between two chosen runs on a
-chosen score. The page is self-contained (inline CSS and JS, no network), so it works in
-MLflow's sandboxed artifact viewer and from a downloaded file alike.
-
-The rows filter by a document feature (``arag.datasets.features``): a categorical one by its
-value, a numeric one by its quartile bin over the page's tasks (as ``report.slice_by`` bins
-it).
-
-With ``runner.repeats`` a run's cell shows the task's repeats side by side (each with its
-output, scores and trace link), and the row sorts by the task's mean over its repeats.
-"""
+"""``compare.html``: every task of a sweep, its runs side by side (a run's repeats side by
+side in its cell), each answer with its scores, error, the chunks it read with the gold ones
+marked, its path, causes and judge's reasoning, and a link to its MLflow trace. The rows sort
+by the difference between two chosen runs on a chosen score (a task's mean over repeats) and
+filter by a document feature (a numeric one by its quartile bin, as ``report.slice_by`` bins
+it). Self-contained (inline CSS and JS, nothing fetched), so it works in MLflow's sandboxed
+artifact viewer and from a downloaded file alike."""
 
 from __future__ import annotations
 

@@ -16,11 +16,8 @@ CAUSE_WORDS = {"not_retrieved": "never retrieved", "retrieved_unused": "in conte
 
 sentences(
     attribution_table=Sentences(
-        "Each gold fact is covered (the answer reflects it), retrieved but unused (in the "
-        "context the system read, not in its answer), not retrieved, or unknown (the record "
-        "does not say what was read); a gold line the reference does not restate is not a gold "
-        "fact. Each checkable answer sentence is supported by that context, from memory (not in "
-        "it, but in the reference) or unsupported (docs/judging.md).\n\n"
+        "Each run's gold facts by status and its checked claims by support (what each status "
+        "means: docs/judging.md#attribution-why-a-system-loses).\n\n"
         "![attribution](plots/attribution.png)"),
     attribution_unknown=Sentences(
         "{runs}: {unknown} gold facts ", short="unknown (no context recorded)",
