@@ -19,13 +19,12 @@ from metrics import declared_metrics, routing
 from metrics.routing import Budget, Point, Route, Scored, Tasks
 from metrics.sequential import margin_for
 from report import policy
-from report.model import Analysis, Authority, Claim, Inputs, Table, register_analysis
+from report.model import Analysis, Authority, Claim, Inputs, Row, Table, register_analysis
 from report.verdict import TaskSets, by_dataset, is_answered
 
 SECTION = "What to ship"
 RULE = (f"cross-fitted over folds of whole documents; {policy.CORRECTION}-adjusted Wilcoxon "
         "with a bootstrap CI clustered by document")
-Row = dict[str, Any]
 
 
 def _number(value: Any) -> float:
@@ -312,8 +311,8 @@ def _plot(points: list[Point], front: list[Point], chosen: Point | None, key: st
         shown = [p for p in front if p.cost and p.quality]
         ax.plot([p.cost.mean for p in shown if p.cost], [p.quality.mean for p in shown if p.quality],
                 "-", color="#4C72B0", linewidth=1)
-        for ceiling in (p for p in placed if p.bound and p.quality):
-            ax.axhline(ceiling.quality.mean, color="#999999", linestyle=":", linewidth=1)
+        for ceiling in (p.quality for p in placed if p.bound and p.quality):
+            ax.axhline(ceiling.mean, color="#999999", linestyle=":", linewidth=1)
         ax.set_xlabel("uncached cost per task (USD)", fontsize=9)
         ax.set_ylabel(key, fontsize=9)
         ax.set_title(f"{key} against cost: the frontier", fontsize=10)

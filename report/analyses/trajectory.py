@@ -16,6 +16,9 @@ from metrics.trajectory import NEVER_READ_GOLD, NO_GOLD, mean_of, recall_curve, 
 from report.model import Analysis, Claim, Inputs, Note, Row, register_analysis, runs_with
 
 SECTION = "Why each system loses"
+MEANS = {"hits_off": "off_document_result_rate", "reads_off": "off_document_read_rate",
+         "redundant": "redundant_read_rate", "recall_at_stop": "gold_recall_at_stop",
+         "p_rate": "p", "ir_rate": "ir", "seen_unread": "seen_unread_gold", "steps": "steps"}
 
 def figures(records: list[Row]) -> dict[str, Any]:
     """A run's path figures over its tasks with a path (means of the per-task measures)."""
@@ -25,17 +28,12 @@ def figures(records: list[Row]) -> dict[str, Any]:
     after = sum(r["trajectory_reads_after_last_new_gold"] for r in gold_read)
     firsts = [r["trajectory_steps_to_first_gold"] for r in records
               if r.get("trajectory_steps_to_first_gold") is not None]
-    out = {"hits_off": mean_of(records, "trajectory_off_document_result_rate"),
-           "reads_off": mean_of(records, "trajectory_off_document_read_rate"),
-           "redundant": mean_of(records, "trajectory_redundant_read_rate"),
-           "recall_at_stop": mean_of(records, "trajectory_gold_recall_at_stop"),
-           "p_rate": mean_of(records, "trajectory_p"), "ir_rate": mean_of(records, "trajectory_ir"),
-           "seen_unread": mean_of(records, "trajectory_seen_unread_gold"),
-           "steps": mean_of(records, "trajectory_steps"),
-           "first_gold_median": median(firsts) if firsts else None,
-           "never_gold": sum(1 for r in records if (r.get("null_reasons") or {}).get(
+    out: dict[str, Any] = {name: mean_of(records, f"trajectory_{field}")
+                           for name, field in MEANS.items()}
+    out |= {"first_gold_median": median(firsts) if firsts else None,
+            "never_gold": sum(1 for r in records if (r.get("null_reasons") or {}).get(
                "trajectory_steps_to_first_gold") == NEVER_READ_GOLD),
-           "over_search": after / reads if reads else None}
+            "over_search": after / reads if reads else None}
     shares = {"off_document": max((v for v in (out["hits_off"], out["reads_off"])
                                    if v is not None), default=None),
               "premature": out["p_rate"], "redundant": out["redundant"],
