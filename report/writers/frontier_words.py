@@ -58,8 +58,7 @@ def recommendation(c: Claim, style: Style, short: bool) -> str:
         gain = (f"{signed(c.difference)} {style.code(str(c.metric))} over "
                 f"{style.strong(versus)}{_ci(c)}{_p(c)}" + (", out of sample" if f.get("rule")
                                                            else ""))
-    costs = ", ".join(f"{n} {money(v, 4) if v is not None else 'unknown'}"
-                      for n, v in (f.get("member_costs") or {}).items())
+    costs = ", ".join(f"{n} {money(v, 4)}" for n, v in (f.get("member_costs") or {}).items())
     text = (f"Ship {_policy(chosen, f.get('rule'), style)}: {gain}, at "
             f"{_cost(f.get('cost_usd_per_task'))} ({costs}).")
     return text if short else text + f" Run it: {style.code(str(f.get('command')))}"
