@@ -40,7 +40,6 @@ padding-left:.4em}
 """
 
 _SCRIPT = """
-const runs = JSON.parse(document.getElementById('runs').textContent);
 const higherIsBetter = JSON.parse(document.getElementById('directions').textContent);
 const origin = (() => { try { const u = new URL(location.href.replace(/^blob:/, ''));
   return /^https?:$/.test(u.protocol) ? u.origin : null; } catch (e) { return null; } })();
@@ -218,7 +217,6 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
                       for i, r in enumerate(finished))
     second = options.replace("value='1'>", "value='1' selected>", 1)
     metrics = "".join(f"<option>{html.escape(f)}</option>" for f in fields)
-    runs_json = _json([r["run"] for r in finished])
     directions = _json({f: policy.higher_is_better(f) for f in fields})
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}: tasks"
@@ -233,7 +231,6 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
         f"(<span id='shown'>{len(task_ids)}</span> shown)</div>"
         f"<div class='scroll'><table><thead><tr><th class='q'>task</th><th>difference</th>"
         f"{head}</tr></thead><tbody id='rows'>{''.join(rows)}</tbody></table></div>"
-        f"<script type='application/json' id='runs'>{runs_json}</script>"
         f"<script type='application/json' id='directions'>{directions}</script>"
         f"<script type='application/json' id='features'>{values}</script>"
         f"<script>{_SCRIPT}</script></body></html>")
