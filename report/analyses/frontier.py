@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -211,8 +212,7 @@ def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
     """What to ship (the frontier's climb, a policy or the budget's pick), with its gain
     over what it is chosen against and the command that runs it."""
     authority = Authority.recommendation
-    limits = {"cost_usd_per_task": budget.cost_usd_per_task,
-              "latency_ms_p90": budget.latency_ms_p90}
+    limits = asdict(budget)
     if chosen is None:
         return Claim("nothing_fits", SECTION, (), key, authority=authority, key=True,
                      n_documents=n_docs, figures={"budget": limits, "dataset": dataset})
