@@ -34,7 +34,7 @@ from tracking.human_labels import FIVE_POINT, judged_fields
 from tracking.paths import default_tracking_uri, resolve_tracking_uri, ui_address
 from tracking.runs import TrackingError
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
-from tracking.traces import trace_ids
+from tracking.traces import trace_ids, trace_route
 
 # 60 answers: 20 per run of a three-system sweep; on 60 pairs a moderate weighted kappa has a
 # 95% CI about +-0.15 wide (yes/no: +-0.2), enough to tell "fair" from "good" (simulated)
@@ -154,8 +154,7 @@ def sweep_records(client: Any, ref: str
                    for r in runs}
     experiment = parent.info.experiment_id
     found = trace_ids(experiment, [{"run_id": r.info.run_id} for r in runs])
-    traces = {(labels[run_id], task): f"{ui_address()}/#/experiments/{experiment}/traces?"
-              f"selectedEvaluationId={trace}"
+    traces = {(labels[run_id], task): f"{ui_address()}/{trace_route(experiment, trace)}"
               for run_id, by_task in found.items() for task, trace in by_task.items()}
     return parent.info.run_name, records, traces, {label: rid for rid, label in labels.items()}
 

@@ -1,21 +1,10 @@
-"""The one rule that composes a sweep's answer from the analyses' claims.
-
-Taken in order of authority (``report.model.Authority``):
-
-1. A regression against the baseline is always stated, first.
-2. A sequential sweep decides by its anytime-valid intervals: its answer is their claims,
-   decided or not; the fixed-sample tests are descriptive and never answer.
-3. Where people's labels correct the judge, the corrected differences on the decision
-   metrics outrank the raw judge means.
-4. Otherwise the fixed-sample family's declared differences; a significant interaction (the
-   lead changes with a document feature) is part of the answer, and is the answer when no
-   average difference is declared ("no average winner: ...").
-5. A recommendation of what to ship (the frontier) is added where one was made.
-6. With nothing decisive, the answer says what would decide: the rule's minimum detectable
-   difference and the tasks it would need.
-
-The writers render the ``Answer``; nothing here makes a sentence.
-"""
+"""The one rule that composes a sweep's answer from the analyses' claims, in order of
+authority (``report.model.Authority``): a regression is always stated first; a sequential
+sweep's anytime-valid intervals answer alone; labels' corrected differences outrank raw judge
+means; else the fixed-sample family's differences with any significant interaction (the
+answer when no average difference is declared), and a recommendation of what to ship; with
+nothing decisive, what would decide. The rule for a reader: docs/verdict.md ("The answer's
+rule"). The writers render the ``Answer``; nothing here makes a sentence."""
 
 from __future__ import annotations
 

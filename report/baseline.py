@@ -22,7 +22,7 @@ from report import policy
 from report.model import Authority, Claim
 from report.verdict import pair_records
 from tracking.sweeps import child_runs, find_sweep, run_records, sweep_info
-from tracking.traces import trace_ids
+from tracking.traces import trace_ids, trace_route
 
 ARTIFACT = "baseline_comparison.json"
 SECTION = "Against the baseline"  # the report section its claims belong to
@@ -336,7 +336,7 @@ def _trace_links(run: Any) -> dict[str, str]:
     """Task id -> the MLflow UI route of its trace in ``run``."""
     exp = run.info.experiment_id
     ids = trace_ids(exp, [{"run_id": run.info.run_id}]).get(run.info.run_id, {})
-    return {t: f"#/experiments/{exp}/traces?selectedEvaluationId={tr}" for t, tr in ids.items()}
+    return {t: trace_route(exp, tr) for t, tr in ids.items()}
 
 
 def apply_holm(systems: list[dict[str, Any]]) -> None:

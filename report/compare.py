@@ -1,18 +1,10 @@
-"""``compare.html``: every task of a sweep, its runs side by side.
-
-One row per task: the question and reference, then for each run its output, its scores,
-its error (code and message), the chunks it read with the gold ones marked, and a link to
-the task's MLflow trace. The rows sort by the difference between two chosen runs on a
-chosen score. The page is self-contained (inline CSS and JS, no network), so it works in
-MLflow's sandboxed artifact viewer and from a downloaded file alike.
-
-The rows filter by a document feature (``arag.datasets.features``): a categorical one by its
-value, a numeric one by its quartile bin over the page's tasks (as ``report.slice_by`` bins
-it).
-
-With ``runner.repeats`` a run's cell shows the task's repeats side by side (each with its
-output, scores and trace link), and the row sorts by the task's mean over its repeats.
-"""
+"""``compare.html``: every task of a sweep, its runs side by side (a run's repeats side by
+side in its cell), each answer with its scores, error, the chunks it read with the gold ones
+marked, its path, causes and judge's reasoning, and a link to its MLflow trace. The rows sort
+by the difference between two chosen runs on a chosen score (a task's mean over repeats) and
+filter by a document feature (a numeric one by its quartile bin, as ``report.slice_by`` bins
+it). Self-contained (inline CSS and JS, nothing fetched), so it works in MLflow's sandboxed
+artifact viewer and from a downloaded file alike."""
 
 from __future__ import annotations
 
@@ -30,6 +22,7 @@ from report.analyses import attribution, trajectory
 from report.verdict import per_task
 from tracking.paths import ui_address
 from tracking.traces import trace_ids as trace_ids  # its callers' name for it
+from tracking.traces import trace_route
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +41,6 @@ padding-left:.4em}
 """
 
 _SCRIPT = """
-const runs = JSON.parse(document.getElementById('runs').textContent);
 const higherIsBetter = JSON.parse(document.getElementById('directions').textContent);
 const origin = (() => { try { const u = new URL(location.href.replace(/^blob:/, ''));
   return /^https?:$/.test(u.protocol) ? u.origin : null; } catch (e) { return null; } })();
@@ -123,12 +115,22 @@ def _chunks(record: dict[str, Any]) -> str:
         return ""
     gold = record.get("gold_chunk_ids")
     gold_set = set(gold) if isinstance(gold, list) else None
-    marks = "".join(
-        f"<span class='chunk{' gold' if gold_set and c in gold_set else ''}'>{html.escape(c)}"
-        "</span>" for c in read)
     legend = (f"{sum(c in gold_set for c in read)} of {len(read)} gold (green)"
               if gold_set is not None else "gold not recorded")
-    return f"<details><summary>{len(read)} chunks read: {legend}</summary>{marks}</details>"
+    return (f"<details><summary>{len(read)} chunks read: {legend}</summary>"
+            f"{_spans(read, gold_set or set())}</details>")
+
+
+def _spans(chunks: list[str], gold: set[str], numbered: bool = False) -> str:
+    """Chunk ids as marks, the gold ones marked (``numbered``: with their rank)."""
+    return "".join(f"<span class='chunk{' gold' if c in gold else ''}'>"
+                   f"{f'{i}. ' if numbered else ''}{html.escape(c)}</span>"
+                   for i, c in enumerate(chunks, start=1))
+
+
+def _json(value: Any) -> str:
+    """JSON safe inside a <script> element."""
+    return json.dumps(value).replace("</", "<\\/")
 
 
 def _number(value: float) -> str:
@@ -183,14 +185,12 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
     rows = [_row(tid, finished, by_run, fields, traces, experiment_id, (judged or {}).get(tid, ""),
                  {f: labels.get(tid) for f, labels in features.items()}) for tid in task_ids]
     choices = "".join(f"<option>{html.escape(f)}</option>" for f in features)
-    values = json.dumps({f: list(dict.fromkeys(v for v in labels.values()))
-                         for f, labels in features.items()}).replace("</", "<\\/")
+    values = _json({f: list(dict.fromkeys(labels.values())) for f, labels in features.items()})
     options = "".join(f"<option value='{i}'>{html.escape(r['run'])}</option>"
                       for i, r in enumerate(finished))
     second = options.replace("value='1'>", "value='1' selected>", 1)
     metrics = "".join(f"<option>{html.escape(f)}</option>" for f in fields)
-    runs_json = json.dumps([r["run"] for r in finished]).replace("</", "<\\/")
-    directions = json.dumps({f: policy.higher_is_better(f) for f in fields}).replace("</", "<\\/")
+    directions = _json({f: policy.higher_is_better(f) for f in fields})
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}: tasks"
         f"</title><style>{_STYLE}</style></head><body><h1>{html.escape(title)}: every task, "
@@ -204,7 +204,6 @@ def page(finished: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]
         f"(<span id='shown'>{len(task_ids)}</span> shown)</div>"
         f"<div class='scroll'><table><thead><tr><th class='q'>task</th><th>difference</th>"
         f"{head}</tr></thead><tbody id='rows'>{''.join(rows)}</tbody></table></div>"
-        f"<script type='application/json' id='runs'>{runs_json}</script>"
         f"<script type='application/json' id='directions'>{directions}</script>"
         f"<script type='application/json' id='features'>{values}</script>"
         f"<script>{_SCRIPT}</script></body></html>")
@@ -239,15 +238,14 @@ def _row(task_id: str, finished: list[dict[str, Any]],
          features: dict[str, str | None] | None = None) -> str:
     first = next(recs[task_id][0] for recs in by_run if task_id in recs)
     # a task's score for sorting: its mean over repeats (verdict.per_task)
-    scores = {i: {f: per_task(recs[task_id])[task_id].get(f) for f in fields}
-              for i, recs in enumerate(by_run) if task_id in recs}
+    means = {i: per_task(recs[task_id])[task_id] for i, recs in enumerate(by_run) if task_id in recs}
+    scores = {i: {f: m.get(f) for f in fields} for i, m in means.items()}
     cells = []
     for run, recs in zip(finished, by_run, strict=True):
         answers = recs.get(task_id, [])
         found = [traces.get(run["run_id"], {}).get(answer_key(task_id, a.get("repeat") or 0))
                  for a in answers]
-        routes = [f"#/experiments/{experiment_id}/traces?selectedEvaluationId={t}" if t
-                  else None for t in found]
+        routes = [trace_route(experiment_id, t) if t else None for t in found]
         cells.append(_cell(answers, fields, routes))
     reference = html.escape(first.get("reference") or "")
     return (f"<tr data-scores='{html.escape(json.dumps(scores))}' "
@@ -264,7 +262,6 @@ def details(record: dict[str, Any]) -> str:
             + attribution.compare_details(record) + _reasoning(record))
 
 
-# --- the agent's path (report.analyses.trajectory.path_cells) ---
 def _path(record: dict[str, Any]) -> str:
     cells = trajectory.path_cells(record)
     if not cells:
@@ -275,7 +272,6 @@ def _path(record: dict[str, Any]) -> str:
                                     else f"<span title='{html.escape(why or '')}'>unknown</span>")
         for label, value, why in cells)
     return f"<div class='path'><span class='muted'>path:</span> {shown}</div>"
-# --- end of the agent's path ---
 
 
 _TOUCHED = "background:#2e7d32;color:#fff"
@@ -303,16 +299,11 @@ def _reasoning(record: dict[str, Any]) -> str:
     """The judge's reasoning for each G-Eval dimension the record was judged on."""
     dims = [k[len("geval_"):-len("_reasoning")] for k, v in record.items()
             if k.startswith("geval_") and k.endswith("_reasoning") and v]
-    if not dims:
-        return ""
-    parts = []
-    for dim in dims:
-        score = record.get(f"geval_{dim}")
-        shown = _number(score) if score is not None else "no score"
-        parts.append(f"<details class='reasoning'><summary>judge: {html.escape(dim)} "
-                     f"{shown}</summary><div class='out'>"
-                     f"{html.escape(str(record[f'geval_{dim}_reasoning']))}</div></details>")
-    return "".join(parts)
+    return "".join(
+        f"<details class='reasoning'><summary>judge: {html.escape(dim)} "
+        f"{'no score' if (score := record.get(f'geval_{dim}')) is None else _number(score)}"
+        f"</summary><div class='out'>{html.escape(str(record[f'geval_{dim}_reasoning']))}"
+        "</div></details>" for dim in dims)
 
 
 def _ranking(record: dict[str, Any]) -> str:
@@ -321,10 +312,7 @@ def _ranking(record: dict[str, Any]) -> str:
     if not top:
         return ""
     ranks = record.get("gold_hit_ranks")
-    gold = set(record.get("gold_chunk_ids") or [])
     where = ("gold not recorded" if ranks is None else "no gold in the ranking" if not ranks
              else "gold at rank " + ", ".join(str(r) for r in ranks))
-    marks = "".join(f"<span class='chunk{' gold' if c in gold else ''}'>{i}. {html.escape(c)}"
-                    "</span>" for i, c in enumerate(top, start=1))
-    return (f"<details class='ranking'><summary>ranking: {html.escape(where)}</summary>{marks}"
-            "</details>")
+    return (f"<details class='ranking'><summary>ranking: {html.escape(where)}</summary>"
+            f"{_spans(top, set(record.get('gold_chunk_ids') or []), numbered=True)}</details>")

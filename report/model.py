@@ -1,19 +1,10 @@
 """The report as a model of claims: what every analysis returns and every writer reads.
 
-An analysis (one module of ``report/analyses/``, or of an installed package through the
-entry-point group ``arag_eval.analyses``) is a function ``(Inputs) -> Analysis`` registered
-with ``@register_analysis(name, order)``. It returns typed results, never text:
-
-* ``Claim``: something the numbers support (or fail to): which runs, on which metric, the
-  difference with its interval and p-values, over how many tasks and documents, the rule
-  that produced it and the rule's authority. The answer line is composed from the claims
-  (``report.answer``), highest authority first.
-* ``Note``: a caveat on what the report may claim, with its kind, the runs it concerns and
-  its counts; the writers group notes of one kind across runs.
-
-The writers (``report/writers``) turn claims and notes into words; an analysis never writes
-a sentence and a writer never computes a figure.
-"""
+An analysis (a module of ``report/analyses/``, or an installed package's through the
+entry-point group ``arag_eval.analyses``) is ``(Inputs) -> Analysis``, registered with
+``@register_analysis(name, order)``; it returns ``Claim``s (what the numbers support) and
+``Note``s (caveats), never text. The writers (``report/writers``) put them into words; the
+answer is composed from the claims by ``report.answer``."""
 
 from __future__ import annotations
 
@@ -34,12 +25,8 @@ Row = dict[str, Any]
 
 
 class Authority(IntEnum):
-    """How far a claim may decide the answer; the answer takes the highest present.
-
-    A sequential sweep's anytime-valid intervals outrank its fixed-sample tests (which are
-    then descriptive); means corrected by people's labels outrank raw judge means; a
-    significant interaction (the lead changes with a document feature) is part of the answer;
-    a regression against the baseline is always stated."""
+    """How far a claim may decide the answer; the answer takes the highest present
+    (``report.answer`` states the rule)."""
 
     descriptive = 0  # figures shown, nothing decided by them
     fixed_sample = 1  # the Holm-adjusted Wilcoxon family
@@ -160,6 +147,15 @@ class Inputs:
     decided: list[Decision]  # the verdict's family of tests
     options: Mapping[str, Any] = field(default_factory=dict)
     labels: list[HumanLabel] = field(default_factory=list)
+
+
+def runs_with(inputs: Inputs, kept: Callable[[Row], bool],
+              run: Callable[[Row], bool] = lambda _: True) -> list[tuple[Row, list[Row]]]:
+    """Each compared run (that ``run`` keeps) with its records that ``kept`` keeps (the
+    ones a scorer measured); a run with none is left out."""
+    found = [(row, [r for r in inputs.records.get(row["run_id"], []) if kept(r)])
+             for row in inputs.finished if run(row)]
+    return [(row, records) for row, records in found if records]
 
 
 @dataclass(frozen=True)

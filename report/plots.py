@@ -23,13 +23,7 @@ HISTOGRAM_COLUMNS = 4
 BLUE, RED = "#4C72B0", "#C44E52"
 
 
-def compared() -> list[str]:
-    """The run means the comparison plots show: every metric declared for the report,
-    comparison metrics first."""
-    return [f"{m.name}_mean" for m in report_metrics()]
-
-
-def _save(fig: Any, path: Path, laid_out: bool = False) -> Path:
+def save(fig: Any, path: Path, laid_out: bool = False) -> Path:
     if not laid_out:
         fig.tight_layout()
     # the layout is set: without this, savefig lays the figure out and draws it once more
@@ -40,17 +34,20 @@ def _save(fig: Any, path: Path, laid_out: bool = False) -> Path:
     return path
 
 
-def _grid(rows: int, cols: int, panel: tuple[float, float], top: float = 0.35,
-          bottom: float = 0.45) -> tuple[Any, Any]:
-    """A grid of panels with margins fixed in inches. ``tight_layout`` measures every tick
-    label of every panel to place them: on a run's 36 score histograms that was half the
-    plot's time; panels of one size need no measuring (``top``/``bottom``: inches kept for
-    a title above and tick labels below)."""
-    width, height = panel[0] * cols, panel[1] * rows + top + bottom
+def _panels(n: int, panel: tuple[float, float], fixed: bool = False) -> tuple[Any, list[Any]]:
+    """``n`` panels, ``HISTOGRAM_COLUMNS`` a row, the rest hidden. ``fixed``: margins fixed
+    in inches (0.3 above and below), as ``tight_layout`` measuring every tick label of a
+    run's 36 score histograms was half the plot's time."""
+    cols = min(HISTOGRAM_COLUMNS, n)
+    rows = -(-n // cols)
+    width, height = panel[0] * cols, panel[1] * rows + (0.6 if fixed else 0.0)
     fig, axes = plt.subplots(rows, cols, figsize=(width, height), squeeze=False)
-    fig.subplots_adjust(left=0.55 / width, right=1 - 0.15 / width, top=1 - top / height,
-                        bottom=bottom / height, wspace=0.35, hspace=0.45)
-    return fig, axes
+    if fixed:
+        fig.subplots_adjust(left=0.55 / width, right=1 - 0.15 / width, top=1 - 0.3 / height,
+                            bottom=0.3 / height, wspace=0.35, hspace=0.45)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
 
 
 def _histogram_metrics(records: list[dict[str, Any]], scorers: Sequence[Scorer] | None
@@ -74,12 +71,8 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
     plots = []
     present = _histogram_metrics(records, scorers)
     if present:
-        cols = min(HISTOGRAM_COLUMNS, len(present))
-        rows = -(-len(present) // cols)
-        fig, axes = _grid(rows, cols, (3.2, 2.8), top=0.3, bottom=0.3)
-        for ax in axes.flat[len(present):]:
-            ax.set_visible(False)
-        for ax, metric in zip(axes.flat, present, strict=False):
+        fig, axes = _panels(len(present), (3.2, 2.8), fixed=True)
+        for ax, metric in zip(axes, present, strict=True):
             values = [r[metric.name] for r in records if r.get(metric.name) is not None]
             # one outline a panel, white lines between the bins: hist's patch a bin drew
             # the same picture at a third of the speed
@@ -89,7 +82,7 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
                       linewidth=1)
             ax.set_title(f"{metric.name} (n={len(values)})", fontsize=9)
             ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # counts of tasks
-        plots.append(_save(fig, folder / "score_histograms.png", laid_out=True))
+        plots.append(save(fig, folder / "score_histograms.png", laid_out=True))
     assessed = [r["error_codes"] for r in records if isinstance(r.get("error_codes"), list)]
     if assessed:
         fig, ax = plt.subplots(figsize=(5, 3))
@@ -97,23 +90,20 @@ def run_plots(records: list[dict[str, Any]], folder: Path,
         ax.bar(codes, [sum(c in a for a in assessed) / len(assessed) for c in codes], color=RED)
         ax.set_ylabel("share of judged tasks")
         ax.set_title(f"Error taxonomy (n={len(assessed)})", fontsize=10)
-        plots.append(_save(fig, folder / "error_taxonomy.png"))
+        plots.append(save(fig, folder / "error_taxonomy.png"))
     return plots
 
 
 def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     """One panel per metric, one bar per run with its 95% CI; a run without the metric
     gets no bar but the words "n/a" (a zero-height bar would read as a score of 0)."""
-    metrics = [m for m in compared() if any(r.get(m) is not None for r in rows)]
+    metrics = [f"{m.name}_mean" for m in report_metrics()  # comparison metrics first
+               if any(r.get(f"{m.name}_mean") is not None for r in rows)]
     if not rows or not metrics:
         return None
-    cols = min(HISTOGRAM_COLUMNS, len(metrics))
-    grid = -(-len(metrics) // cols)
-    fig, axes = plt.subplots(grid, cols, figsize=(3.8 * cols, 3.6 * grid), squeeze=False)
-    for ax in axes.flat[len(metrics):]:
-        ax.set_visible(False)
+    fig, axes = _panels(len(metrics), (3.8, 3.6))
     labels = [r["run"] for r in rows]
-    for ax, metric in zip(axes.flat, metrics, strict=False):
+    for ax, metric in zip(axes, metrics, strict=True):
         for x, row in enumerate(rows):
             value = row.get(metric)
             if value is None:
@@ -131,7 +121,7 @@ def comparison_plot(rows: list[dict[str, Any]], folder: Path) -> Path | None:
         ax.set_title(metric.replace("_mean", ""), fontsize=10)
     fig.suptitle("Systems compared (bars: mean, whiskers: bootstrap 95% CI, n/a: not "
                  "applicable)", fontsize=10)
-    return _save(fig, folder / "comparison.png")
+    return save(fig, folder / "comparison.png")
 
 
 def pareto_front(points: list[tuple[float, float]], key: str | None = None) -> list[int]:
@@ -181,7 +171,7 @@ def cost_quality_plot(rows: list[dict[str, Any]], key: str, folder: Path) -> Pat
                   "is better)")
     ax.set_title("Cost vs quality")
     ax.legend(fontsize=8)
-    return _save(fig, folder / "cost_vs_quality.png")
+    return save(fig, folder / "cost_vs_quality.png")
 
 
 def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
@@ -200,7 +190,7 @@ def taxonomy_by_system(rows: list[dict[str, Any]], folder: Path) -> Path | None:
     ax.set_ylabel("share of judged tasks")
     ax.set_title("Error taxonomy by system")
     ax.legend(fontsize=8)
-    return _save(fig, folder / "error_taxonomy_by_system.png")
+    return save(fig, folder / "error_taxonomy_by_system.png")
 
 
 def loops_plot_gap(points: list[tuple[float, float]], swept: bool = False) -> str | None:
@@ -227,7 +217,7 @@ def recall_vs_loops(points: list[tuple[float, float]], folder: Path) -> Path | N
     ax.set_xlabel("loops (model calls)")
     ax.set_ylabel("retrieval recall")
     ax.set_title(f"A-RAG: recall vs loops (n={len(points)})")
-    return _save(fig, folder / "recall_vs_loops.png")
+    return save(fig, folder / "recall_vs_loops.png")
 
 
 def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Path | None:
@@ -257,7 +247,7 @@ def loop_budget_curve(rows: list[dict[str, Any]], key: str, folder: Path) -> Pat
         right.legend(fontsize=8, loc="lower right")
     ax.set_title("Loop-budget curve of the agentic system")
     ax.legend(fontsize=8, loc="upper left")
-    return _save(fig, folder / "loop_budget_curve.png")
+    return save(fig, folder / "loop_budget_curve.png")
 
 
 ATTRIBUTION_COLOURS = {"covered": "#55A868", "retrieved_unused": "#DD8452",
@@ -290,7 +280,7 @@ def attribution_plot(bars: list[tuple[str, dict[str, float], float | None]], fol
     claims.set_xlim(0, 1)
     claims.set_xlabel("share of claims")
     claims.set_title("Unsupported claims")
-    return _save(fig, folder / "attribution.png")
+    return save(fig, folder / "attribution.png")
 
 
 def crossover_plot(rows: list[dict[str, Any]], path: Path, title: str) -> Path | None:
@@ -314,4 +304,4 @@ def crossover_plot(rows: list[dict[str, Any]], path: Path, title: str) -> Path |
     ax.set_xlabel(f"{rows[0]['feature']} (bin middle)", fontsize=9)
     ax.set_ylabel(f"{rows[0]['a']} − {rows[0]['b']}", fontsize=9)
     ax.set_title(title, fontsize=10)
-    return _save(fig, path)
+    return save(fig, path)

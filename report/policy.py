@@ -1,30 +1,12 @@
 """How the report ranks systems: which scores it compares on, in what order, which way is
-better, which runs may win, and which it shows. Every part of the report (verdict, console,
-plots, compare page, traces' assessments) asks this module; none orders runs or metrics
-itself, so changing a direction or the ranking rule is one edit here.
-
-* The verdict decides on ``report.decide_on`` (metric names, in order); left empty, on the
-  first of ``comparison_order`` any run has (its fallbacks follow in order). Each metric's
-  direction is its declared ``higher_is_better``.
-* Every decision metric is tested on every pair of contenders that has it, and the whole
-  family of p-values (metrics x pairs) is adjusted by ``CORRECTION`` (Holm), so deciding on
-  more metrics or more systems does not make a chance difference look significant.
-* Bounds (systems that declare ``bound``: oracle, closed book) are shown beside the
-  contenders as reference points and are never ranked among them.
-* The pairwise judge (``judge.pairwise``) asks the verdict's question of each pair: each
-  agentic run against each baseline, or every pair of contenders (``pairs_of``).
-* Slices by document feature (``report.slice_by``) are made for every pair of the
-  verdict's family on every decision metric that has a paired comparison (``sliced``); the
-  key finding says, per pair, whether its difference depends on the first decision
-  metric's features (``keyed_slices``).
-* An agentic run whose model called no tool on any answered task answered closed-book:
-  it stays in the tables, and the caveats say its agentic comparison is void
-  (``agentic_void``).
-"""
+better, which runs may win (bounds never do), which pairs are tested, judged and sliced, and
+the one multiple-comparison correction. Every part of the report asks this module, so
+changing a direction or the ranking rule is one edit here (the rules, for a reader:
+docs/verdict.md#the-rules-behind-the-figures)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from arag.config import PairwisePairs
@@ -96,11 +78,6 @@ def ranked(runs: list[Row], score: Callable[[Row], float | None], key: str) -> l
     scored = [r for r in runs if score(r) is not None]
     rest = [r for r in runs if score(r) is None]
     return sorted(scored, key=lambda r: sign * float(score(r) or 0.0)) + rest
-
-
-def ranked_by_mean(runs: list[Row], means: Mapping[str, float], key: str) -> list[Row]:
-    """``runs`` best first by their mean on ``key`` (``means``: run id -> mean)."""
-    return ranked(runs, lambda r: means.get(r["run_id"]), key)
 
 
 def advantage(diff: float, key: str) -> float:

@@ -291,7 +291,7 @@ def test_compare_page_sorts_tasks_by_a_difference_inside_the_mlflow_ui(ui, page)
     diffs = [float(d) for d in frame.locator("#rows td.diff").all_inner_texts() if d != "n/a"]
     assert len(diffs) == len(tasks) and diffs == sorted(diffs, reverse=True)
     link = frame.locator("a.trace").first.get_attribute("href")
-    assert link.startswith(url) and "selectedEvaluationId=tr-" in link
+    assert link.startswith(url) and "/traces/tr-" in link
     _screenshot(page, "mlflow-compare.png")
 
 
@@ -310,7 +310,7 @@ def test_a_trace_link_followed_in_the_artifact_viewer_keeps_the_page_and_opens_t
     assert frame.locator("#rows tr").count() == 6
     _screenshot(page, "ui-compare-trace-link.png")
     page.goto(href, wait_until="load")  # what a new tab with that address shows
-    trace_id = href.split("selectedEvaluationId=")[1]
+    trace_id = href.rsplit("/traces/", 1)[1]
     page.get_by_text(trace_id[3:10], exact=False).first.wait_for(timeout=60_000)
     page.get_by_text("Summarize the key highlights", exact=False).first.wait_for(timeout=30_000)
     _screenshot(page, "ui-trace.png")

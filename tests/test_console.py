@@ -66,8 +66,17 @@ def test_compare_page_has_every_task_and_run_with_gold_errors_and_trace_links():
     assert "<span class='chunk'>d#L1-4</span>" in page and "1 of 2 gold" in page
     assert "gold not recorded" in page  # t2 has no gold ids: said, not guessed
     assert "error [overloaded]: ModelError: 529" in page and "error codes O" in page
-    assert "data-route='/#/experiments/7/traces?selectedEvaluationId=tr-1'" in page
+    assert "data-route='/#/experiments/7/traces/tr-1'" in page
     assert " src=" not in page and "<link" not in page  # self-contained: nothing fetched
+
+
+def test_a_trace_link_opens_that_trace_on_the_ui_port_set_when_the_page_was_written(
+        monkeypatch):
+    monkeypatch.setenv("ARAG_UI_PORT", "5123")
+    page = compare.page(ROWS, RECORDS, "rouge2_f1", {"r1": {"t1": "tr-1"}}, "7", "Sweep")
+    monkeypatch.setenv("ARAG_UI_PORT", "5999")  # a port set later moves no written link
+    assert "href='http://127.0.0.1:5123/#/experiments/7/traces/tr-1'" in page
+    assert "5999" not in page and "traces?" not in page  # the trace, not the Traces list
 
 
 def test_compare_page_shows_where_each_ranking_put_the_gold():

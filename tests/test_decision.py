@@ -289,7 +289,7 @@ def test_the_loop_budget_curve_draws_no_cost_axis_when_every_cost_is_zero(tmp_pa
     from report import plots
 
     drawn = []
-    monkeypatch.setattr(plots, "_save", lambda fig, path: drawn.append(fig) or path)
+    monkeypatch.setattr(plots, "save", lambda fig, path: drawn.append(fig) or path)
 
     rows = [{"agentic": True, "max_loops": str(b), "rouge2_f1_mean": 0.1 * b,
              "retrieval_recall_mean": 0.1, "cost_usd_uncached_per_task": 0.0} for b in (2, 4)]

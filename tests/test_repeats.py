@@ -289,7 +289,7 @@ def test_compare_page_shows_a_tasks_repeats_side_by_side():
     page = compare.page([_row("a"), _row("b")], records, "geval_coverage", traces, "7", "S")
     assert page.count("class='repeat'") == 2 and "repeat 1</div>" in page
     assert "t0 answer 0" in page and "t0 answer 1" in page
-    assert "selectedEvaluationId=tr-1" in page
+    assert "#/experiments/7/traces/tr-1'" in page
     scores = json.loads(html.unescape(re.search(r"data-scores='([^']*)'", page).group(1)))
     assert scores["0"]["geval_coverage"] == 3.0  # sorted by the task's mean over repeats
 

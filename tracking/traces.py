@@ -512,6 +512,12 @@ class RunTraces:
         return self._held[run_id]
 
 
+def trace_route(experiment_id: str, trace_id: str) -> str:
+    """The MLflow UI's address of one trace (MLflow 3's trace page, which opens it in the
+    experiment's Traces tab), after the UI's origin."""
+    return f"#/experiments/{experiment_id}/traces/{trace_id}"
+
+
 def trace_ids(experiment_id: str, finished: list[dict[str, Any]],
               traces: Callable[[str], list[Any]] | None = None) -> dict[str, dict[str, str]]:
     """run id -> answer key (the task id; ``<task>#<repeat>`` from repeat 1 on) -> the id

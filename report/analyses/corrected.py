@@ -1,56 +1,30 @@
-"""The judge corrected by people's labels (PPI++, ``metrics/ppi.py``): for each dimension
-people labelled, each run's judged mean over all its tasks, corrected by the labels of the
-tasks people scored, with a CI that includes the judge's own error; and each pair's
-difference, corrected the same way on the tasks both runs answered.
-
-Logged on each child run: ``<dimension>_ppi_mean``, ``<dimension>_ppi_ci_low``,
-``<dimension>_ppi_ci_high``; on the parent: ``<a>_vs_<b>_<dimension>_ppi_diff`` with its CI.
-
-Claims (words: ``report/writers/corrected_words.py``): ``ppi_means`` (each run's judged and
-corrected mean) and ``corrected`` (a pair's corrected difference). A corrected difference
-decides (``figures["decides"]``, the key finding) only with at least ``report.ppi.min_shared``
-tasks labelled for both runs and an interval of non-zero width. Notes: ``ppi_too_few_shared``
-("too few shared labels (2 of at least 10)"), ``ppi_zero_width``, ``ppi_no_estimate`` (a run
-without enough labels) and ``ppi_all_labelled`` (every task labelled: people's mean is the
-estimate, nothing is left to correct).
-"""
+"""The judge corrected by people's labels (PPI++, ``metrics/ppi.py``): per labelled
+dimension, each run's judged mean corrected by the labels, and each pair's corrected
+difference; what is logged and when a difference decides:
+docs/validate-your-judge.md#the-judge-corrected-by-your-labels-ppi (the words:
+``report/writers/corrected_words.py``)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from itertools import combinations
-from typing import Any, Protocol
+from typing import Any
 
 from metrics.ppi import MIN_LABELS, PPIEstimate, ppi_mean
 from report.human_agreement import _threshold
-from report.model import Analysis, Authority, Claim, Note, Table, register_analysis
-from report.verdict import TaskSets
+from report.model import Analysis, Authority, Claim, Inputs, Note, Row, Table, register_analysis
 from tracking.human_labels import YES_NO, HumanLabel
 
 MIN_SHARED = 10  # report.ppi.min_shared's default (runners.config.PPIConfig)
 SECTION = "The judge corrected by your labels"
 RULE = "PPI++ (prediction-powered inference, power-tuned), 95% CI"
-Row = dict[str, Any]
 
 
 def min_shared(options: Mapping[str, Any]) -> int:
     """``report.ppi.min_shared`` from the sweep's report node (its default on a rebuild)."""
     ppi = options.get("ppi") or {}
     return int(ppi.get("min_shared") or MIN_SHARED)
-
-
-class Inputs(Protocol):
-    """What this analysis reads of ``report.analyses.Inputs`` (registered there)."""
-
-    @property
-    def sets(self) -> TaskSets: ...
-
-    @property
-    def labels(self) -> list[HumanLabel]: ...
-
-    @property
-    def options(self) -> Mapping[str, Any]: ...
 
 
 def people_scores(labels: Iterable[HumanLabel], dimension: str, run: Row, runs: list[Row]

@@ -3,15 +3,8 @@ with people out of sample and on which split (``metrics.factcheck.MEASURED_HELD_
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from metrics.factcheck import MEASURED_HELD_OUT
-from report.model import Analysis, Note, register_analysis
-
-
-class Inputs(Protocol):
-    @property
-    def keys(self) -> list[str]: ...
+from report.model import Analysis, Inputs, Note, register_analysis
 
 
 @register_analysis("factcheck_quote", 50)

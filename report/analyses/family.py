@@ -6,6 +6,7 @@ the rule over the pair's own tasks, and the tasks its observed difference would 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -40,29 +41,32 @@ def pair_claim(sets: TaskSets, d: Decision, key: bool = False) -> Claim:
                                   "void": [r["run"] for r in (first, second)
                                            if policy.void_agent(r)]}
     ids = sets.pair_ids(d.first, d.second, d.key)
-    figures |= {"means": [float(np.mean(sets.values(r, d.key, ids))) for r in (first, second)]
-                if ids else [], "n_all": len(sets.all_ids),
+    figures |= {"means": list(_means(sets, (first, second), d.key, ids).values()) if ids else [],
+                "n_all": len(sets.all_ids),
                 "skips": _skips(sets, (first, second), ids)}
     if paired is None:
         return Claim("untestable", SECTION, (first["run"], second["run"]), d.key,
                      n_tasks=len(ids), rule=RULE, authority=Authority.fixed_sample, key=key,
                      figures=figures)
-    sign = 1.0
     figures |= {"untied": paired.n_untied, "wins": paired.wins, "losses": paired.losses,
                 "ties": paired.ties,
                 "better": d.better["run"] if d.better is not None else None,
-                **_stability(sets, first, second, d.key, ids, sign * paired.mean_diff)}
+                **_stability(sets, first, second, d.key, ids, paired.mean_diff)}
     kind = ("difference" if d.better is not None else
             "no_difference" if paired.testable else "untestable")
     if key and paired.n_untied:
         figures |= _power(sets.cluster_differences(d.first, d.second, d.key, ids), d.family,
                           clustered=bool(paired.n_clusters))
-    low, high = sorted((sign * paired.ci_low, sign * paired.ci_high))
     return Claim(kind, SECTION, (first["run"], second["run"]), d.key,
-                 difference=sign * paired.mean_diff, ci=(low, high), p=paired.p,
+                 difference=paired.mean_diff, ci=(paired.ci_low, paired.ci_high), p=paired.p,
                  p_adjusted=d.p_adjusted, n_tasks=paired.n,
                  n_documents=paired.n_clusters, rule=RULE, authority=Authority.fixed_sample,
                  decisive=d.better is not None, key=key, figures=figures)
+
+
+def _means(sets: TaskSets, runs: Sequence[Row], key: str, ids: list[str]) -> dict[str, float]:
+    """Run id -> its mean on ``key`` over ``ids``."""
+    return {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in runs}
 
 
 def _skips(sets: TaskSets, runs: tuple[Row, Row], ids: list[str]) -> list[dict[str, object]]:
@@ -168,8 +172,8 @@ def _key_pairs(sets: TaskSets, key: str, decided: list[Decision]) -> list[Decisi
     ids = sets.scored_ids(scored, key)
     if not ids:
         return []
-    means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
-    ranked = policy.ranked_by_mean(policy.contenders(scored), means, key)
+    means = _means(sets, scored, key, ids)
+    ranked = policy.ranked(policy.contenders(scored), lambda r: means.get(r["run_id"]), key)
     agents, baselines = policy.agent_baselines(scored)
     pairs = [(a, b) for a in agents for b in baselines] or budget_pairs(ranked) or \
         ([(ranked[0], ranked[1])] if len(ranked) > 1 else [])
@@ -208,8 +212,8 @@ def _best(sets: TaskSets, key: str, decided: list[Decision], key_claim: bool = T
     ids = sets.scored_ids(scored, key)
     if len(scored) < 2 or not ids:
         return None
-    means = {r["run_id"]: float(np.mean(sets.values(r, key, ids))) for r in scored}
-    ranked = policy.ranked_by_mean(scored, means, key)
+    means = _means(sets, scored, key, ids)
+    ranked = policy.ranked(scored, lambda r: means.get(r["run_id"]), key)
     best, runner_up = ranked[0], ranked[1]
     tied = [r["run"] for r in ranked if means[r["run_id"]] == means[best["run_id"]]]
     power: dict[str, object] = {}

@@ -1,59 +1,31 @@
-"""The "What to ship" section: each compared run and each routing policy on the cost-quality
-plane of the first decision metric, which are dominated, and the recommendation
-(``metrics.routing`` holds the statistics; ``report/writers/frontier_words.py`` the words).
-
-Per dataset, over the tasks every compared run has a record for: cost is the uncached cost
-per task from the records (``cost_usd_uncached``, the figure ``verdict.task_cost`` logs as
-``cost_usd_uncached_per_task``), so an answer from the response cache does not look free.
-Policies (``oracle``, ``fits``, ``threshold`` by ``report.route_by``, ``cascade``) are
-scored out of sample by cross-fitting over folds of whole documents; their differences from
-the best single system are one Holm family (``policy.adjusted``) with the frontier's steps.
-``report.budget`` picks the best point within it; without one, the frontier is climbed while
-each step's gain is significant. A sequential sweep's frontier is descriptive.
-Logged on the parent run as ``frontier.jsonl``, ``routers.jsonl`` and ``plots/frontier.png``.
-"""
+"""The "What to ship" section, per dataset: each compared run and each routing policy on the
+cost-quality plane of the first decision metric, which are dominated, and the
+recommendation (``metrics.routing`` holds the statistics, ``report/writers/frontier_words.py``
+the words). The method and what the parent run logs (``frontier.jsonl``, ``routers.jsonl``,
+``plots/frontier.png``):
+docs/verdict.md#what-to-ship-the-cost-quality-frontier-routing-policies-and-the-budget."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from arag.systems.routed import decline_reason
-from metrics import declared_metrics
-from metrics.routing import (
-    FOLDS,
-    Budget,
-    Point,
-    Route,
-    Scored,
-    Tasks,
-    best_single,
-    cascade,
-    cascade_fit,
-    dominance,
-    fits,
-    frontier,
-    oracle,
-    paired,
-    point,
-    score,
-    step_up,
-    threshold,
-    within_budget,
-)
+from metrics import declared_metrics, routing
+from metrics.routing import Budget, Point, Route, Scored, Tasks
 from metrics.sequential import margin_for
 from report import policy
-from report.model import Analysis, Authority, Claim, Table, register_analysis
+from report.model import Analysis, Authority, Claim, Inputs, Row, Table, register_analysis
 from report.verdict import TaskSets, by_dataset, is_answered
 
 SECTION = "What to ship"
 RULE = (f"cross-fitted over folds of whole documents; {policy.CORRECTION}-adjusted Wilcoxon "
         "with a bootstrap CI clustered by document")
-Row = dict[str, Any]
 
 
 def _number(value: Any) -> float:
@@ -77,8 +49,7 @@ def declined(record: Row) -> bool:
                           record.get("stop_reason"), kind) is not None
 
 
-def tasks_of(part: TaskSets, runs: Sequence[Row], key: str, features: Sequence[str]
-             ) -> tuple[Tasks, list[str]]:
+def tasks_of(part: TaskSets, runs: Sequence[Row], key: str, features: Sequence[str]) -> Tasks:
     """The runs' per-task results on the tasks every one has a record for."""
     tables = [part.tables[r["run_id"]] for r in runs]
     ids = [t for t in part.all_ids if all(t in table for table in tables)]
@@ -100,7 +71,7 @@ def tasks_of(part: TaskSets, runs: Sequence[Row], key: str, features: Sequence[s
                  fits=None if np.isnan(fit).all() else fit,
                  long_context=[bool(r.get("long_context")) for r in runs],
                  retrieves=[bool(r.get("retrieves")) for r in runs],
-                 higher_is_better=policy.higher_is_better(key)), ids
+                 higher_is_better=policy.higher_is_better(key))
 
 
 def margin(key: str, given: Mapping[str, float]) -> float:
@@ -117,7 +88,7 @@ def budget_of(options: Mapping[str, Any]) -> Budget:
 
 
 @register_analysis("frontier", 30)
-def frontier_analysis(inputs: Any) -> Analysis:
+def frontier_analysis(inputs: Inputs) -> Analysis:
     """The frontier, the policies and the recommendation, per dataset."""
     if not inputs.keys:
         return Analysis()
@@ -135,73 +106,69 @@ def frontier_analysis(inputs: Any) -> Analysis:
     return out
 
 
-def _dataset(inputs: Any, part: TaskSets, runs: list[Row], key: str,
+def _dataset(inputs: Inputs, part: TaskSets, runs: list[Row], key: str,
              dataset: str | None) -> Analysis:
     options = inputs.options
     features = list(options.get("route_by") or ["document_tokens"])
-    k = int(options.get("route_folds") or FOLDS)
-    tasks, ids = tasks_of(part, runs, key, features)
-    points = [point(tasks, i) for i in range(len(runs))]
-    best = best_single(points, tasks.sign)
-    ceiling = score(tasks, oracle(tasks), best, None)
-    order = [r["run"] for r in runs]
+    k = int(options.get("route_folds") or routing.FOLDS)
+    tasks = tasks_of(part, runs, key, features)
+    points = [routing.point(tasks, i) for i in range(len(runs))]
+    best = routing.best_single(points, tasks.sign)
+    ceiling = routing.score(tasks, routing.oracle(tasks), best, None)
     named = {**{str(r.get("system")): i for i, r in enumerate(runs)},
              **{r["run"]: i for i, r in enumerate(runs)}}
     asked = [named[n] for n in options.get("cascade") or [] if n in named]
-    routes: list[Route | None] = [fits(tasks, k), threshold(tasks, features, k),
-                                  cascade(tasks, asked) if len(asked) >= 2 else
-                                  cascade_fit(tasks, k)]
-    scored = [score(tasks, r, best, ceiling.point.per_task) for r in routes if r is not None]
+    routes: list[Route | None] = [routing.fits(tasks, k), routing.threshold(tasks, features, k),
+                                  routing.cascade(tasks, asked) if len(asked) >= 2 else
+                                  routing.cascade_fit(tasks, k)]
+    scored = [routing.score(tasks, r, best, ceiling.point.per_task) for r in routes if r is not None]
     everything = [*points, *(s.point for s in scored), ceiling.point]
-    dominated = dominance(tasks, everything, margin(key, options.get("equivalence_margin") or {}))
-    front = frontier(everything, dominated)
-    steps = [paired(tasks, b.per_task, a.per_task) for a, b in zip(front, front[1:], strict=False)]
+    dominated = routing.dominance(tasks, everything, margin(key, options.get("equivalence_margin") or {}))
+    front = routing.frontier(everything, dominated)
+    steps = [routing.paired(tasks, b.per_task, a.per_task) for a, b in zip(front, front[1:], strict=False)]
     family = policy.adjusted([s.diff.p if s.diff else None for s in scored]
                              + [d.p if d else None for d in steps])
     adjusted, step_p = family[:len(scored)], family[len(scored):]
     sequential = any(r.get("sequential") for r in runs)
     budget = budget_of(options)
-    chosen = None if sequential else (within_budget(everything, budget, tasks.sign)
-                                      if budget.given else step_up(front, steps, step_p))
-    out = Analysis()
-    out.artifacts["frontier.jsonl"] = [_frontier_row(p, dominated, chosen, dataset)
-                                       for p in everything]
-    out.artifacts["routers.jsonl"] = [_router_row(s, dataset) for s in [*scored, ceiling]]
+    chosen = None if sequential else (routing.within_budget(everything, budget, tasks.sign)
+                                      if budget.given else routing.step_up(front, steps, step_p))
     authority = Authority.descriptive if sequential else Authority.recommendation
     n_docs = len(set(tasks.clusters.tolist()))
-    for s, p_adj in zip(scored, adjusted, strict=True):
-        out.claims.append(_route_claim(s, p_adj, key, authority, n_docs))
-    out.claims.append(Claim("frontier", SECTION, tuple(p.name for p in front), key,
-                            n_tasks=int(tasks.scored.sum()), n_documents=n_docs,
-                            rule="dominated: cheaper, and the costlier's CI upper bound of the "
-                            "gain below the equivalence margin", authority=authority,
-                            figures={"dataset": dataset, "points": len(everything)},
-                            table=_table(everything, dominated)))
-    unknown = [p.name for p in points if p.cost is None]
-    if unknown:
+    claims = [_route_claim(s, p_adj, key, authority, n_docs)
+              for s, p_adj in zip(scored, adjusted, strict=True)]
+    claims.append(Claim("frontier", SECTION, tuple(p.name for p in front), key,
+                        n_tasks=int(tasks.scored.sum()), n_documents=n_docs,
+                        rule="dominated: cheaper, and the costlier's CI upper bound of the gain "
+                        "below the equivalence margin", authority=authority,
+                        figures={"dataset": dataset, "points": len(everything)},
+                        table=_table(everything, dominated)))
+    if unknown := [p.name for p in points if p.cost is None]:
         # said in this section, where it limits what is claimed (not a caveat of the report)
-        out.claims.append(Claim("unknown_cost", SECTION, tuple(unknown), key,
-                                figures={"runs": len(unknown)}))
-    if sequential:
-        out.claims.append(Claim("frontier_descriptive", SECTION, tuple(order), key))
-    else:
-        out.claims.append(_recommendation(tasks, chosen, points, scored, front,
-                                          (step_p, adjusted), budget, key, runs, dataset,
-                                          authority, n_docs))
-    out.plots.append(_plot(everything, front, chosen, key))
-    out.metrics.update({"frontier_points": float(len(front))})
-    return out
+        claims.append(Claim("unknown_cost", SECTION, tuple(unknown), key,
+                            figures={"runs": len(unknown)}))
+    claims.append(Claim("frontier_descriptive", SECTION, tuple(r["run"] for r in runs), key)
+                  if sequential else _recommendation(tasks, chosen, points, scored, front,
+                                                     (step_p, adjusted), budget, key, runs,
+                                                     dataset, n_docs))
+    return Analysis(claims=claims, metrics={"frontier_points": float(len(front))},
+                    artifacts={"frontier.jsonl": [_frontier_row(p, dominated, chosen, dataset)
+                                                  for p in everything],
+                               "routers.jsonl": [_router_row(s, dataset)
+                                                 for s in [*scored, ceiling]]},
+                    plots=[_plot(everything, front, chosen, key)])
+
+
+def _fields(x: Any, **names: str) -> Row:
+    """``x``'s attributes under the row's names (each None where ``x`` is None: unknown)."""
+    return {name: None if x is None else getattr(x, attr) for name, attr in names.items()}
 
 
 def _frontier_row(p: Point, dominated: Mapping[str, list[str]], chosen: Point | None,
                   dataset: str | None) -> Row:
     row: Row = {"name": p.name, "kind": p.kind,
-                "quality": p.quality.mean if p.quality else None,
-                "quality_ci_low": p.quality.low if p.quality else None,
-                "quality_ci_high": p.quality.high if p.quality else None,
-                "cost_usd_per_task": p.cost.mean if p.cost else None,
-                "cost_ci_low": p.cost.low if p.cost else None,
-                "cost_ci_high": p.cost.high if p.cost else None,
+                **_fields(p.quality, quality="mean", quality_ci_low="low", quality_ci_high="high"),
+                **_fields(p.cost, cost_usd_per_task="mean", cost_ci_low="low", cost_ci_high="high"),
                 "latency_ms_p50": p.latency_p50, "latency_ms_p90": p.latency_p90,
                 "dominated_by": list(dominated.get(p.name, [])),
                 "recommended": chosen is not None and p.name == chosen.name}
@@ -215,12 +182,10 @@ def _rule(s: Scored) -> dict[str, Any]:
 
 def _router_row(s: Scored, dataset: str | None) -> Row:
     row: Row = {"policy": s.route.policy, "rule": _rule(s),
-                "quality_oos": s.point.quality.mean if s.point.quality else None,
-                "best_single": s.best_single,
-                "diff_vs_best_single": s.diff.mean_diff if s.diff else None,
-                "diff_ci_low": s.diff.ci_low if s.diff else None,
-                "diff_ci_high": s.diff.ci_high if s.diff else None,
-                "cost_usd_per_task": s.point.cost.mean if s.point.cost else None,
+                **_fields(s.point.quality, quality_oos="mean"), "best_single": s.best_single,
+                **_fields(s.diff, diff_vs_best_single="mean_diff", diff_ci_low="ci_low",
+                          diff_ci_high="ci_high"),
+                **_fields(s.point.cost, cost_usd_per_task="mean"),
                 "shares": s.shares, "regret": s.regret}
     return {**row, "dataset": dataset} if dataset else row
 
@@ -232,7 +197,7 @@ def _route_claim(s: Scored, p_adjusted: float | None, key: str, authority: Autho
                  d.mean_diff if d else None, (d.ci_low, d.ci_high) if d else None,
                  d.p if d else None, p_adjusted, s.n_tasks, n_docs, RULE, authority,
                  figures={"policy": s.route.policy, "rule": _rule(s), "shares": s.shares,
-                          "cost_usd_per_task": s.point.cost.mean if s.point.cost else None,
+                          **_fields(s.point.cost, cost_usd_per_task="mean"),
                           "latency_ms_p90": s.point.latency_p90, "regret": s.regret,
                           "escalated": s.escalated,
                           "better": bool(d and p_adjusted is not None and p_adjusted < 0.05
@@ -243,9 +208,11 @@ def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
                     scored: list[Scored], front: list[Point],
                     family: tuple[Sequence[float | None], Sequence[float | None]],
                     budget: Budget, key: str, runs: list[Row], dataset: str | None,
-                    authority: Authority, n_docs: int) -> Claim:
-    limits = {"cost_usd_per_task": budget.cost_usd_per_task,
-              "latency_ms_p90": budget.latency_ms_p90}
+                    n_docs: int) -> Claim:
+    """What to ship (the frontier's climb, a policy or the budget's pick), with its gain
+    over what it is chosen against and the command that runs it."""
+    authority = Authority.recommendation
+    limits = asdict(budget)
     if chosen is None:
         return Claim("nothing_fits", SECTION, (), key, authority=authority, key=True,
                      n_documents=n_docs, figures={"budget": limits, "dataset": dataset})
@@ -262,7 +229,7 @@ def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
         k = front.index(chosen)
         versus, why = (front[k - 1], "step") if k else (chosen, "cheapest")
         p_adj = step_p[k - 1] if k else None
-    diff = paired(tasks, chosen.per_task, versus.per_task) if versus is not chosen else None
+    diff = routing.paired(tasks, chosen.per_task, versus.per_task) if versus is not chosen else None
     # the cheapest point is a choice only where costs differ: with every cost the same (the
     # offline model's $0) there is nothing to ship on
     costs = {round(p.cost.mean, 12) for p in points if p.cost}
@@ -277,9 +244,9 @@ def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
                  "the frontier climbed while each step's gain is significant",
                  authority, decisive=decisive, key=True,
                  figures={"why": why, "budget": limits, "dataset": dataset,
-                          "cost_usd_per_task": chosen.cost.mean if chosen.cost else None,
+                          **_fields(chosen.cost, cost_usd_per_task="mean"),
                           "latency_ms_p90": chosen.latency_p90,
-                          "quality": chosen.quality.mean if chosen.quality else None,
+                          **_fields(chosen.quality, quality="mean"),
                           "best_overall": overall.name,
                           "rule": _rule(policy_of[chosen.name]) if members else None,
                           "member_costs": {p.name: p.cost.mean if p.cost else None
@@ -326,7 +293,7 @@ def _table(points: list[Point], dominated: Mapping[str, list[str]]) -> Table:
 
 def _plot(points: list[Point], front: list[Point], chosen: Point | None, key: str) -> Any:
     def draw(folder: Path) -> Path | None:
-        from report.plots import plt
+        from report.plots import plt, save
 
         placed = [p for p in points if p.cost and p.quality]
         if not placed:
@@ -334,26 +301,21 @@ def _plot(points: list[Point], front: list[Point], chosen: Point | None, key: st
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         for p in placed:
             assert p.cost and p.quality
-            style = "*" if p.bound else ("s" if p.kind == "policy" else "o")
             ax.errorbar([p.cost.mean], [p.quality.mean],
                         xerr=[[p.cost.mean - p.cost.low], [p.cost.high - p.cost.mean]],
                         yerr=[[p.quality.mean - p.quality.low], [p.quality.high - p.quality.mean]],
-                        fmt=style, capsize=3, color="#999999" if p.bound else None,
-                        markersize=10 if chosen is p else 6)
+                        fmt="*" if p.bound else ("s" if p.kind == "policy" else "o"), capsize=3,
+                        color="#999999" if p.bound else None, markersize=10 if chosen is p else 6)
             ax.annotate(p.name + (" (bound)" if p.bound else ""), (p.cost.mean, p.quality.mean),
                         textcoords="offset points", xytext=(4, 4), fontsize=7)
-        xs = [p.cost.mean for p in front if p.cost and p.quality]
-        ys = [p.quality.mean for p in front if p.cost and p.quality]
-        ax.plot(xs, ys, "-", color="#4C72B0", linewidth=1)
-        if ceiling := next((p for p in placed if p.bound), None):
-            assert ceiling.quality
-            ax.axhline(ceiling.quality.mean, color="#999999", linestyle=":", linewidth=1)
+        shown = [p for p in front if p.cost and p.quality]
+        ax.plot([p.cost.mean for p in shown if p.cost], [p.quality.mean for p in shown if p.quality],
+                "-", color="#4C72B0", linewidth=1)
+        for ceiling in (p.quality for p in placed if p.bound and p.quality):
+            ax.axhline(ceiling.mean, color="#999999", linestyle=":", linewidth=1)
         ax.set_xlabel("uncached cost per task (USD)", fontsize=9)
         ax.set_ylabel(key, fontsize=9)
         ax.set_title(f"{key} against cost: the frontier", fontsize=10)
-        path = folder / "frontier.png"
-        fig.savefig(path, dpi=110, bbox_inches="tight")
-        plt.close(fig)
-        return path
+        return save(fig, folder / "frontier.png")
 
     return draw

@@ -7,9 +7,8 @@ family is suggested (``judge.panel``; the panel's figures and agreement are repo
 from __future__ import annotations
 
 import re
-from typing import Any, Protocol
 
-from report.model import Analysis, Note, register_analysis
+from report.model import Analysis, Inputs, Note, register_analysis
 
 # family -> the pattern of model names and ids in it (lower case)
 FAMILIES = {"Claude": r"claude|anthropic", "GPT": r"gpt|\bo[134]\b|\bo[134]-", "Gemini": r"gemini",
@@ -24,11 +23,6 @@ def family(*names: str | None) -> str | None:
     """The model family these names (configured name, model id) belong to; None: unknown."""
     text = " ".join(n for n in names if n).lower()
     return next((f for f, pattern in FAMILIES.items() if re.search(pattern, text)), None)
-
-
-class Inputs(Protocol):
-    @property
-    def finished(self) -> list[dict[str, Any]]: ...
 
 
 @register_analysis("self_preference", 60)

@@ -11,10 +11,8 @@ from typing import Any
 
 from metrics import declared_metrics
 from metrics.sequential import Look, State, Stop, compare, paired, run_order, stop_reason
-from report.model import Analysis, Authority, Claim, Note, Table, register_analysis
+from report.model import Analysis, Authority, Claim, Inputs, Note, Row, Table, register_analysis
 from report.policy import higher_is_better
-
-Row = dict[str, Any]
 
 
 def looks_at(records: Mapping[str, Sequence[Row]], decide_on: Sequence[str], seed: int,
@@ -30,11 +28,6 @@ def looks_at(records: Mapping[str, Sequence[Row]], decide_on: Sequence[str], see
 
 
 SECTION = "Sequential stop"
-STOP_WORDS = {
-    Stop.decided: "decided", Stop.equivalent: "settled: no difference worth having",
-    Stop.settled: "settled", Stop.max_tasks: "stopped at runner.max_tasks: undecided",
-    Stop.tasks_out: "ran out of tasks: undecided", Stop.cost_cap: "stopped at the cost cap: undecided",
-}
 
 
 def settings_of(params: Mapping[str, str]) -> dict[str, Any] | None:
@@ -47,7 +40,7 @@ def settings_of(params: Mapping[str, str]) -> dict[str, Any] | None:
 
 
 @register_analysis("sequential", 10)
-def sequential_verdict(inputs: Any) -> Analysis:
+def sequential_verdict(inputs: Inputs) -> Analysis:
     """A sequential sweep decides by its anytime-valid intervals over the tasks it ran, and
     says when and why it stopped; the fixed-sample tests elsewhere become descriptive."""
     runs = [r for r in inputs.finished if r.get("sequential")]

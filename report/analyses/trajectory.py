@@ -1,11 +1,8 @@
-"""The agent's path (``metrics.trajectory``): for the "why it loses" section, each agentic
-run's main path problem with its figures (the share of its search hits and reads from other
-documents, the step it first read gold, redundant reads, reads after the last new gold, the
-mechanical P), a plot per system of gold recall against the step, and for a loop-budget sweep
-the curve of each budget and the budget where recall stops rising. Notes: paths with steps
-that could not be located, and tasks without gold evidence. compare.html shows each task's
-path from ``path_cells``.
-"""
+"""The agent's path (``metrics.trajectory``) for "why each system loses": each agentic run's
+main path problem with its figures, a plot per system of gold recall by step, and over a
+loop-budget sweep where recall stops rising (the measures:
+docs/judging.md#the-agents-path-trajectory-measures-anchored-to-gold-evidence). compare.html
+shows each task's path from ``path_cells``."""
 
 from __future__ import annotations
 
@@ -13,21 +10,15 @@ import re
 from functools import partial
 from pathlib import Path
 from statistics import median
-from typing import Any, Protocol
+from typing import Any
 
 from metrics.trajectory import NEVER_READ_GOLD, NO_GOLD, mean_of, recall_curve, recall_plateau
-from report.model import Analysis, Claim, Note, register_analysis
+from report.model import Analysis, Claim, Inputs, Note, Row, register_analysis, runs_with
 
 SECTION = "Why each system loses"
-Row = dict[str, Any]
-
-
-class Inputs(Protocol):
-    @property
-    def finished(self) -> list[Row]: ...
-    @property
-    def records(self) -> dict[str, list[Row]]: ...
-
+MEANS = {"hits_off": "off_document_result_rate", "reads_off": "off_document_read_rate",
+         "redundant": "redundant_read_rate", "recall_at_stop": "gold_recall_at_stop",
+         "p_rate": "p", "ir_rate": "ir", "seen_unread": "seen_unread_gold", "steps": "steps"}
 
 def figures(records: list[Row]) -> dict[str, Any]:
     """A run's path figures over its tasks with a path (means of the per-task measures)."""
@@ -37,17 +28,12 @@ def figures(records: list[Row]) -> dict[str, Any]:
     after = sum(r["trajectory_reads_after_last_new_gold"] for r in gold_read)
     firsts = [r["trajectory_steps_to_first_gold"] for r in records
               if r.get("trajectory_steps_to_first_gold") is not None]
-    out = {"hits_off": mean_of(records, "trajectory_off_document_result_rate"),
-           "reads_off": mean_of(records, "trajectory_off_document_read_rate"),
-           "redundant": mean_of(records, "trajectory_redundant_read_rate"),
-           "recall_at_stop": mean_of(records, "trajectory_gold_recall_at_stop"),
-           "p_rate": mean_of(records, "trajectory_p"), "ir_rate": mean_of(records, "trajectory_ir"),
-           "seen_unread": mean_of(records, "trajectory_seen_unread_gold"),
-           "steps": mean_of(records, "trajectory_steps"),
-           "first_gold_median": median(firsts) if firsts else None,
-           "never_gold": sum(1 for r in records if (r.get("null_reasons") or {}).get(
+    out: dict[str, Any] = {name: mean_of(records, f"trajectory_{field}")
+                           for name, field in MEANS.items()}
+    out |= {"first_gold_median": median(firsts) if firsts else None,
+            "never_gold": sum(1 for r in records if (r.get("null_reasons") or {}).get(
                "trajectory_steps_to_first_gold") == NEVER_READ_GOLD),
-           "over_search": after / reads if reads else None}
+            "over_search": after / reads if reads else None}
     shares = {"off_document": max((v for v in (out["hits_off"], out["reads_off"])
                                    if v is not None), default=None),
               "premature": out["p_rate"], "redundant": out["redundant"],
@@ -57,10 +43,6 @@ def figures(records: list[Row]) -> dict[str, Any]:
     return out
 
 
-def _pathed(records: list[Row]) -> list[Row]:
-    return [r for r in records if r.get("trajectory_steps") is not None]
-
-
 def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
 
@@ -68,11 +50,9 @@ def _safe(name: str) -> str:
 @register_analysis("trajectory", 35)
 def analysis(inputs: Inputs) -> Analysis:
     out = Analysis()
-    runs = [(row, _pathed(inputs.records.get(row["run_id"], []))) for row in inputs.finished
-            if row.get("agentic")]
-    runs = [(row, recs) for row, recs in runs if recs]
     groups: dict[str, list[tuple[Row, list[Row]]]] = {}
-    for row, recs in runs:
+    for row, recs in runs_with(inputs, lambda r: r.get("trajectory_steps") is not None,
+                               lambda run: bool(run.get("agentic"))):
         groups.setdefault(str(row.get("system") or row["run"]), []).append((row, recs))
     for system, members in groups.items():
         plot = f"trajectory_{_safe(system)}"
@@ -124,25 +104,16 @@ def _notes(row: Row, recs: list[Row]) -> list[Note]:
 
 
 def _draw(curves: dict[str, list[float]], name: str, system: str, folder: Path) -> Path | None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from report.plots import plt, save
 
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for run, curve in curves.items():
         if curve:
             ax.plot(range(1, len(curve) + 1), curve, marker="o", markersize=3, label=run)
-    ax.set_xlabel("step (tool call)")
-    ax.set_ylabel("gold evidence read (share)")
-    ax.set_ylim(0, 1.02)
-    ax.set_title(f"{system}: gold recall by step")
+    ax.set(xlabel="step (tool call)", ylabel="gold evidence read (share)", ylim=(0, 1.02),
+           title=f"{system}: gold recall by step")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = folder / f"{name}.png"
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return save(fig, folder / f"{name}.png")
 
 
 def path_cells(record: Row) -> list[tuple[str, Any, str | None]]:

@@ -7,21 +7,27 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from report.model import Claim, Note
+from report.model import Claim
 from report.writers.cells import Style, number, p_value, share
-from report.writers.words import words
+from report.writers.words import Sentences, sentences, words
 
 CAUSE_WORDS = {"not_retrieved": "never retrieved", "retrieved_unused": "in context but unused"}
 
 
-@words("attribution_table")
-def table(c: Claim, style: Style, short: bool) -> str:
-    return ("Each gold fact is covered (the answer reflects it), retrieved but unused (in the "
-            "context the system read, not in its answer), not retrieved, or unknown (the "
-            "record does not say what was read); a gold line the reference does not restate "
-            "is not a gold fact. Each checkable answer sentence is supported by that context, "
-            "from memory (not in it, but in the reference) or unsupported "
-            "(docs/judging.md).\n\n![attribution](plots/attribution.png)")
+sentences(
+    attribution_table=Sentences(
+        "Each run's gold facts by status and its checked claims by support (what each status "
+        "means: docs/judging.md#attribution-why-a-system-loses).\n\n"
+        "![attribution](plots/attribution.png)"),
+    attribution_unknown=Sentences(
+        "{runs}: {unknown} gold facts ", short="unknown (no context recorded)",
+        full="are unknown: the records say neither what context was read ({code[contexts]}) "
+        "nor which chunks ({code[retrieved_chunk_ids]}), so only the claims are checked."),
+    attribution_no_gold=Sentences(
+        "{runs}: no gold facts", short=", only the answers' claims are checked",
+        full=" (the dataset has neither gold lines nor references, or the reference restates "
+        "none of them): only the answers' claims are checked."),
+)
 
 
 def _unsupported(f: Mapping[str, Any], short: bool) -> str:
@@ -77,22 +83,3 @@ def agreement(c: Claim, style: Style, short: bool) -> str:
              f"({share(x['share'])})" for kind, x in c.figures.items()]
     return (f"{run}: text matching gives the judge's status to " + " and ".join(parts)
             + f" ({style.code('attribution_agreement_*')}).")
-
-
-@words("attribution_unknown")
-def unknown(n: Note, style: Style, short: bool) -> str:
-    runs = ", ".join(n.runs)
-    if short:
-        return f"{runs}: {n.counts['unknown']} gold facts unknown (no context recorded)"
-    return (f"{runs}: {n.counts['unknown']} gold facts are unknown: the records say neither "
-            f"what context was read ({style.code('contexts')}) nor which chunks "
-            f"({style.code('retrieved_chunk_ids')}), so only the claims are checked.")
-
-
-@words("attribution_no_gold")
-def no_gold(n: Note, style: Style, short: bool) -> str:
-    runs = ", ".join(n.runs)
-    if short:
-        return f"{runs}: no gold facts, only the answers' claims are checked"
-    return (f"{runs}: no gold facts (the dataset has neither gold lines nor references, or "
-            "the reference restates none of them): only the answers' claims are checked.")

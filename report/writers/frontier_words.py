@@ -9,7 +9,7 @@ from typing import Any
 
 from report.model import Claim
 from report.writers.cells import Style, interval, money, p_value, signed
-from report.writers.words import words
+from report.writers.words import Sentences, sentences, words
 
 
 def _ci(c: Claim) -> str:
@@ -58,8 +58,7 @@ def recommendation(c: Claim, style: Style, short: bool) -> str:
         gain = (f"{signed(c.difference)} {style.code(str(c.metric))} over "
                 f"{style.strong(versus)}{_ci(c)}{_p(c)}" + (", out of sample" if f.get("rule")
                                                            else ""))
-    costs = ", ".join(f"{n} {money(v, 4) if v is not None else 'unknown'}"
-                      for n, v in (f.get("member_costs") or {}).items())
+    costs = ", ".join(f"{n} {money(v, 4)}" for n, v in (f.get("member_costs") or {}).items())
     text = (f"Ship {_policy(chosen, f.get('rule'), style)}: {gain}, at "
             f"{_cost(f.get('cost_usd_per_task'))} ({costs}).")
     return text if short else text + f" Run it: {style.code(str(f.get('command')))}"
@@ -105,13 +104,11 @@ def no_frontier(c: Claim, style: Style, short: bool) -> str:
             f"{style.code(str(c.metric))}; a frontier and routing need two or more.")
 
 
-@words("unknown_cost")
-def unknown_cost(c: Claim, style: Style, short: bool) -> str:
-    return (f"{', '.join(c.runs)}: cost unknown (the records do not carry it), so placed on "
-            "quality alone: never dominated, never dominating, outside any cost budget.")
-
-
-@words("frontier_descriptive")
-def frontier_descriptive(c: Claim, style: Style, short: bool) -> str:
-    return ("A sequential sweep: the frontier and the policies are descriptive (its "
-            "anytime-valid intervals decide), so nothing is recommended to ship.")
+sentences(
+    unknown_cost=Sentences(
+        "{runs}: cost unknown (the records do not carry it), so placed on quality alone: never "
+        "dominated, never dominating, outside any cost budget."),
+    frontier_descriptive=Sentences(
+        "A sequential sweep: the frontier and the policies are descriptive (its anytime-valid "
+        "intervals decide), so nothing is recommended to ship."),
+)

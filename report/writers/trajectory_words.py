@@ -3,11 +3,9 @@ problem, where gold recall stops rising over a loop-budget sweep, and the path's
 
 from __future__ import annotations
 
-from typing import Any
-
-from report.model import Claim, Note
+from report.model import Claim
 from report.writers.cells import Style, number, share
-from report.writers.words import words
+from report.writers.words import Sentences, sentences
 
 PROBLEM_WORDS = {"off_document": "reading other documents",
                  "premature": "stopping with gold it had seen unread (P)",
@@ -15,15 +13,13 @@ PROBLEM_WORDS = {"off_document": "reading other documents",
                  "over_search": "reading on after its last new gold"}
 
 
-def _image(c: Claim, style: Style, short: bool) -> str:
+def _image(c: Claim, style: Style) -> str:
     plot = c.figures.get("plot")
-    return f"\n\n![{plot}](plots/{plot}.png)" if plot and style.markdown and not short else ""
+    return f"\n\n![{plot}](plots/{plot}.png)" if plot and style.markdown else ""
 
 
-@words("path")
-def path(c: Claim, style: Style, short: bool) -> str:
-    f: dict[str, Any] = dict(c.figures)
-    run = style.strong(c.runs[0]) if not short else c.runs[0]
+def _path(c: Claim, style: Style) -> dict[str, str]:
+    f = c.figures
     parts = []
     if f.get("hits_off") or f.get("reads_off"):  # none off: no words spent on it
         parts.append(f"{share(f.get('hits_off'))} of its search hits and "
@@ -34,42 +30,37 @@ def path(c: Claim, style: Style, short: bool) -> str:
                                    if f.get("never_gold") else ""))
     else:
         parts.append(f"it never read gold evidence on any of its {c.n_tasks} tasks")
-    head = (f"{run}: main path problem {PROBLEM_WORDS[f['problem']]}" if f.get("problem")
-            else f"{run}: no path problem stands out")
-    text = f"{head}; " + "; ".join(parts)
-    if short:
-        return text
-    text += (f". By the stop it had read {share(f.get('recall_at_stop'))} of the gold "
-             f"evidence in {number(f.get('steps'), 1)} steps on average; redundant reads "
-             f"{share(f.get('redundant'))}, reads after the last new gold (where it read gold) "
-             f"{share(f.get('over_search'))}, gold seen in a hit and never read "
-             f"{number(f.get('seen_unread'), 2)} per task; mechanical P on "
-             f"{share(f.get('p_rate'))} and IR on {share(f.get('ir_rate'))} of tasks "
-             f"(n={c.n_tasks}).")
-    return text + _image(c, style, short)
+    head = (f"main path problem {PROBLEM_WORDS[f['problem']]}" if f.get("problem")
+            else "no path problem stands out")
+    return {"said": f"{head}; " + "; ".join(parts), "image": _image(c, style)}
 
 
-@words("path_budget")
-def path_budget(c: Claim, style: Style, short: bool) -> str:
+def _budget(c: Claim, style: Style) -> dict[str, str]:
     f = c.figures
-    curve = ", ".join(f"{b}: {share(v)}" for b, v in zip(f["budgets"], f["recall"], strict=True))
     plateau = f.get("plateau")
-    where = (f"gold recall at stop stops rising at max_loops={plateau}" if plateau is not None
-             else "gold recall at stop still rises at the largest budgets")
-    text = f"{f['system']} over a loop-budget sweep: {where} ({curve})"
-    return text + ("" if short else ".") + _image(c, style, short)
+    return {"curve": ", ".join(f"{b}: {share(v)}" for b, v in zip(f["budgets"], f["recall"],
+                                                                   strict=True)),
+            "where": (f"gold recall at stop stops rising at max_loops={plateau}"
+                      if plateau is not None else
+                      "gold recall at stop still rises at the largest budgets"),
+            "image": _image(c, style)}
 
 
-@words("path_unlocated")
-def path_unlocated(n: Note, style: Style, short: bool) -> str:
-    k = n.counts
-    return (f"{', '.join(n.runs)}: {k['steps']} step(s), {k['reads']} read(s) and "
-            f"{k['results']} search hit(s) of its traces could not be located in the dataset "
-            "by their text: counted apart, never as on or off the task's documents.")
-
-
-@words("path_no_gold")
-def path_no_gold(n: Note, style: Style, short: bool) -> str:
-    k = n.counts
-    return (f"{', '.join(n.runs)}: {k['tasks']} of {k['of']} task(s) have no gold evidence, so "
-            "their path's gold measures are unknown (null), not 0.")
+sentences(
+    path=Sentences(
+        "", short="{a}: {said}", full="{strong[a]}: {said}. By the stop it had read "
+        "{recall_at_stop:.0%} of the gold evidence in "
+        "{steps:,.1f} steps on average; redundant reads {redundant:.0%}, reads after the last "
+        "new gold (where it read gold) {over_search:.0%}, gold seen in a hit and never read "
+        "{seen_unread:,.2f} per task; mechanical P on {p_rate:.0%} and IR on {ir_rate:.0%} of "
+        "tasks (n={n_tasks}).{image}", parts=_path),
+    path_budget=Sentences("{system} over a loop-budget sweep: {where} ({curve})",
+                          full=".{image}", parts=_budget),
+    path_unlocated=Sentences(
+        "{runs}: {steps} step(s), {reads} read(s) and {results} search hit(s) of its traces "
+        "could not be located in the dataset by their text: counted apart, never as on or off "
+        "the task's documents."),
+    path_no_gold=Sentences(
+        "{runs}: {tasks} of {of} task(s) have no gold evidence, so their path's gold measures "
+        "are unknown (null), not 0."),
+)

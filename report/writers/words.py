@@ -6,13 +6,14 @@ said from its fields, so it still reads in every writer."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from report.answer import Answer
 from report.model import Authority, Claim, Note
-from report.writers.cells import MARKDOWN, Style, interval, number, p_value, signed
+from report.writers.cells import MARKDOWN, UNKNOWN, Style, interval, number, p_value, signed
 
 Item = Claim | Note
 Words = Callable[[Any, Style, bool], str]
@@ -36,6 +37,9 @@ def say(item: Item, style: Style = MARKDOWN, short: bool = False) -> str:
     return WORDS.get(item.kind, _generic)(item, style, short)
 
 
+_loaded: list[bool] = []
+
+
 def _load() -> None:
     """The word modules of the writers package (``*_words``) register on import."""
     if not _loaded:
@@ -50,7 +54,49 @@ def _load() -> None:
         _loaded.append(True)
 
 
-_loaded: list[bool] = []
+@dataclass(frozen=True)
+class Sentences:
+    """A kind's words as ``str.format`` templates: ``said`` then ``short`` (the console's
+    line) or ``full``. Fields: a claim's fields and figures (a note's counts), ``{runs}``
+    joined, ``{a}``/``{b}`` the first two, ``{code[x]}``/``{strong[x]}`` field (or text) ``x``
+    emphasised, and ``parts(item, style)``'s pieces; None reads unknown."""
+
+    said: str
+    short: str = ""
+    full: str = ""
+    parts: Callable[[Any, Style], Mapping[str, Any]] | None = None
+
+
+def sentences(**kinds: Sentences) -> None:
+    for kind, s in kinds.items():
+        WORDS[kind] = partial(_fill, s)
+
+
+def _fill(s: Sentences, item: Item, style: Style, short: bool) -> str:
+    fields = {**(item.counts if isinstance(item, Note) else dict(
+        item.figures, metric=item.metric, difference=item.difference, n_tasks=item.n_tasks,
+        n_documents=item.n_documents)), "runs": ", ".join(item.runs),
+        **dict(zip("ab", item.runs, strict=False)), **(s.parts(item, style) if s.parts else {})}
+    return (s.said + (s.short if short else s.full)).format_map(
+        {**{k: _Figure(v) for k, v in fields.items()},
+         "code": _Styled(fields, style.code), "strong": _Styled(fields, style.strong)})
+
+
+class _Figure:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __format__(self, spec: str) -> str:  # None: unknown, never 0
+        return UNKNOWN if self.value is None else format(self.value, spec)
+
+
+class _Styled(dict[str, str]):
+    def __init__(self, fields: Mapping[str, Any], emphasis: Callable[[str], str]) -> None:
+        super().__init__()
+        self.fields, self.emphasis = fields, emphasis
+
+    def __missing__(self, key: str) -> str:
+        return self.emphasis(str(self.fields.get(key, key)))
 
 
 def _generic(item: Item, style: Style, short: bool) -> str:
