@@ -24,7 +24,7 @@ from urllib.parse import unquote, urlparse
 from arag.redact import redact
 from report import policy
 from report.policy import comparison_order
-from report.verdict import stopped_words
+from report.writers.verdict_words import stopped_words
 from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
 from tracking.runs import RunTracker
 

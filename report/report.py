@@ -13,18 +13,13 @@ Every sentence is assembled from measured values; no model writes any of it.
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import logging
-import re
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metrics.geval import ERROR_CODES
 from report import (
     analyses,
     compare,
@@ -56,18 +51,11 @@ from report.sections import (
     resumed_latency_note,
     unreadable_note,
 )
-from report.verdict import (
-    SMALL_N,
-    TaskSets,
-    common_rows,
-    paired_section,
-    task_set_section,
-    task_sets,
-)
-from report.verdict import fmt as _fmt
-from report.verdict import table as _table
-from report.writers import corrected_words, words
+from report.verdict import common_rows, task_sets
+from report.writers import corrected_words, tables, words
 from report.writers import markdown as writers_md
+from report.writers.html import html_body, readable_markdown, to_html, with_added_sections
+from report.writers.verdict_words import stopped_words
 from tracking.human_labels import (
     HumanLabel,
     read_feedback_labels,
@@ -134,20 +122,6 @@ def declared(tags: dict[str, str]) -> dict[str, Any]:
                     else tags[f"system_{flag}"] == "true")
              for flag in ("long_context", "searches", "calls_models")}
     return {**flags, "model_label": tags.get("model_label")}
-
-
-
-def _get(row: dict[str, Any], key: str) -> Any:
-    return row.get(key)
-
-
-def _with_ci(row: dict[str, Any], key: str) -> str:
-    mean = row.get(f"{key}_mean")
-    if mean is None:
-        return "–"
-    lo, hi = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
-    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{mean:.3f}"
-
 
 def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
     """The quality score to compare on: the first of ``comparison_order`` any run has."""
@@ -227,23 +201,23 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
               corrected_words.answer(analysis.claims, keys, words.answer(answers)))
     notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
     out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes)]
-    unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
+    unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], stopped_words(r)]))}"
                   for r in rows if r["status"] != "FINISHED"]
     out.append(f"Runs: {len(rows) - len(unfinished)} finished"
                + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped "
                   "by the cost cap, KILLED, is compared on what it answered)" if unfinished
                   else "")
-               + f". {_decided_on(keys)}\n")
-    out.append(data_line(rows))
+               + f". {writers_md.decided_on(keys)}\n")
+    out.append(writers_md.data_line(rows))
     out.append(query_priors(finished))
     out.append("## Headline\n\n" + writers_md.headline_table(headline, key))
-    out.append("## Task sets\n\n" + task_set_section(sets))
+    out.append("## Task sets\n\n" + tables.task_sets(sets))
     finding = "" if meta else (
         writers_md.key_finding(analysis.claims, keys, headline)
         + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
-        out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
+        out.append(writers_md.each_dataset(sets, lambda part: length_finding(part, key)))
     out.append(writers_md.section_of([c for c in analysis.claims
                                       if c.kind not in writers_md.FAMILY_KINDS]))
     shown = [m.name for m in report_metrics()]
@@ -253,25 +227,25 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("Each metric on its own common task set: the tasks every run that has the metric "
                f"answered (means with bootstrap 95% CIs; n shown where it is not all "
                f"{len(sets.all_ids)} tasks). {no_judge}\n")
-    out.append(_quality_table(common, sets) + unreadable_note(finished))
+    out.append(tables.quality(common, len(sets.all_ids)) + unreadable_note(finished))
     out.append("\n![comparison](plots/comparison.png)\n")
     out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
                "whose task sets differ):\n")
-    out.append(_quality_table(finished))
+    out.append(tables.quality(finished))
     out.append(further_dimensions(finished))
     out.append(meta_section(finished))
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
-    out.append(_cost_table(sets, finished, judged)
+    out.append(tables.cost(finished, headline, judged)
                + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
                                           if judged_pairs else ()))
-               + latency_cache_note(finished)
+               + writers_md.latency_cache_note(finished)
                + resumed_latency_note(finished))
     gap = plots.cost_plot_gap(finished, key)
     out.append(f"\n{gap}\n" if gap else "\n![cost vs quality](plots/cost_vs_quality.png)\n")
     out.append("\n## Error taxonomy\n")
-    out.append(_taxonomy(finished) if judged else
+    out.append(tables.taxonomy(finished) if judged else
                "No judge: the error taxonomy needs `judge=...`.\n")
     out.append("\n## By document length\n\n" + length_breakdown(
         sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
@@ -281,17 +255,35 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(pairwise.section(judged_pairs))
     if not meta:  # a meta-evaluation compares signals with people, not systems
         out.append("\n## Paired comparisons\n")
-        out.append(paired_section(sets, keys, decided,
-                                  any(a.descriptive_family for a in answers)))
+        out.append(tables.paired(sets, keys, decided, any(a.descriptive_family for a in answers)))
         repeat_text = repeats.section(sets, finished, key)
         if repeat_text:
             out.append("\n## Repeats\n\n" + repeat_text)
         out.append("\n## Examples chosen from the numbers\n")
-        out.append(verdict.each_dataset(sets, lambda part: examples(part, key)))
+        out.append(writers_md.each_dataset(sets, lambda part: examples(part, key)))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
                             "answer": answer, "analysis": analysis, "answers": answers,
                             "headline": headline, "notes": notes}
+
+
+def _loop_section(out: list[str], common: list[dict[str, Any]],
+                  records_by_run: dict[str, list[dict[str, Any]]], key: str
+                  ) -> list[tuple[float, float]]:
+    """The agents' recall against their loops, and a loop-budget sweep's table."""
+    agents = [r for r in common if r["agentic"]]
+    points = [(float(x["loops"]), float(x["retrieval_recall"])) for r in agents
+              for x in records_by_run.get(r["run_id"], [])
+              if x.get("retrieval_recall") is not None and x.get("loops") is not None]
+    swept = len({r.get("max_loops") for r in agents}) > 1
+    gap = plots.loops_plot_gap(points, swept=swept)
+    out.append("\n## Retrieval and the loop budget\n")
+    out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
+               + (f"\n{loops_recall(points)}" if points else ""))
+    if swept:
+        out.append("\n![loop budget](plots/loop_budget_curve.png)\n"
+                   + tables.loop_budget(agents, key) + "\n" + writers_md.LOOPS_NOTE + "\n")
+    return points
 
 
 def result_of(rows: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], title: str,
@@ -319,47 +311,6 @@ def _result(data: dict[str, Any], rows: list[dict[str, Any]],
                                         console_mode) or "summary")
 
 
-def _decided_on(keys: list[str]) -> str:
-    """How the report says what it decides on and why those metrics."""
-    named = ", ".join(f"`{k}` ({verdict.direction(k)})" for k in keys)
-    if len(keys) > 1:
-        return f"The verdict decides on {named} (`report.decide_on`)."
-    return (f"Comparison metric: {named}; set by `report.decide_on`, or by default the first "
-            f"of {', '.join(f'`{m}`' for m in comparison_order())} any run has.")
-
-
-def data_line(rows: list[dict[str, Any]]) -> str:
-    """What the runs read: the dataset's digest and its size, one clause per distinct digest
-    (runs on different data say so, by name)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(row.get("dataset_digest") or "", []).append(row)
-    clauses = [_data_clause(digest, group, named=len(groups) > 1)
-               for digest, group in groups.items()]
-    if len(clauses) == 1:
-        return f"Data: {clauses[0]}.\n"
-    return ("Data: the runs read different data, so their figures are not of the same "
-            "tasks: " + "; ".join(clauses) + ".\n")
-
-
-def _data_clause(digest: str, rows: list[dict[str, Any]], named: bool) -> str:
-    first = rows[0]
-    asked = verdict.tasks_asked(first) if first.get("n_tasks") is not None else None
-    size = f"{_count(first.get('n_documents'))} documents, {_count(asked)} tasks"
-    repeats = int(first.get("repeats") or 1)
-    if repeats > 1 and asked is not None:  # n_tasks counts answers: K per task
-        size = (f"{_count(first.get('n_documents'))} documents, {_count(asked / repeats)} "
-                f"tasks, {_count(asked)} answers ({repeats} per task)")
-    which = f"{', '.join(r['run'] for r in rows)}: " if named else ""
-    held = f"dataset digest `{digest}`" if digest else \
-        "dataset digest unknown (logged before runs recorded one)"
-    return f"{which}`{first.get('dataset')}`, {held} ({size})"
-
-
-def _count(value: Any) -> str:
-    return "unknown" if value is None else f"{value:.0f}"
-
-
 def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
                 key: str | list[str]) -> str:
     """The key finding of these runs on ``key`` (or each decision metric), on the tasks they
@@ -371,198 +322,6 @@ def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[d
     decided = verdict.decisions(sets, keys)
     claims = family(analyses.Inputs(finished, finished, records_by_run, sets, keys, decided)).claims
     return writers_md.key_finding(claims, keys, verdict.headline_rows(sets, finished, keys[0]))
-
-
-def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
-                  digits: int, partial_mean: bool = False) -> str:
-    """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0 or a dash;
-    ``partial_mean``: with the mean over the part of the answered tasks that carry it, saying
-    over how many."""
-    if value is not None:
-        return _fmt(value, digits)
-    missing, total = verdict.lacking(sets, run, key)
-    notes = [f"{missing} of {total} lack it"] if missing else []
-    partial, n = run.get(f"{key}_answered_mean"), run.get(f"{key}_answered_mean_n")
-    if partial_mean and partial is not None and n:
-        notes.append(f"${partial:.5f} a task over {n:.0f} of {run.get('n_task_ids', 0):.0f} "
-                     "answered tasks, those that carry it")
-    return f"unknown ({'; '.join(notes)})" if notes else "unknown"
-
-
-def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) -> str:
-    note = ("Cost per task counts every task a run ran, errored ones included (their calls "
-            "were paid), as if no call had come from the response cache (so a configuration "
-            "that reused a neighbour's cached calls does not look free); what was actually "
-            "spent is beside it. Spent ($) and judge cost are every call paid for over every "
-            "attempt of a run, a killed attempt's included (for the judge: samples and panel "
-            "too). Latency percentiles are over answered tasks, errored tasks' latency is "
-            "shown apart.\n\n")
-    return note + _table(
-        ["run", "tasks", "errors", "skipped", "cost / task ($)", "spent / task ($)",
-         "spent ($)", "judge cost ($)", "P50 latency (ms)", "P90", "P99",
-         "errored: P50 latency (ms)", "cost per coverage point", "mean loops"],
-        [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
-          int(r.get("n_skipped", 0)),
-          *(_unknown_cell(sets, r, v, "cost_usd", d, partial) for v, d, partial in (
-              (verdict.task_cost(r), 5, False), (r.get("cost_usd_per_task"), 5, True),
-              (verdict.spent(r), 4, False))),
-          _fmt(verdict.judge_spent(r), 4),
-          *(_unknown_cell(sets, r, r.get(f"latency_ms_p{q}"), "latency_ms", 0)
-            for q in (50, 90, 99)),
-          _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
-          _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
-          _fmt(r.get("loops_mean"), 1)] for r in finished])
-
-
-def _taxonomy(finished: list[dict[str, Any]]) -> str:
-    """The judge's codes per run, beside the path's mechanical P and IR (metrics/trajectory)
-    and how often each agrees with the judge's."""
-    defs = "; ".join(f"**{c}** {d.split(':')[0]}" for c, d in ERROR_CODES.items())
-    rows = [[r["run"], *(r.get(f"error_rate_{c}") for c in ERROR_CODES),
-             *(cell for c in ("P", "IR") for cell in (
-                 (r.get(f"trajectory_{c.lower()}_mean"), r.get(f"trajectory_judge_agreement_{c}"))
-                 if r.get("agentic") else ("not agentic", "–")))]
-            for r in finished]
-    return (f"Share of judged tasks with each code ({defs}), as the judge assigned them to "
-            "tasks scoring below 3. **P (path)**: the share of tasks whose agent stopped with "
-            "budget left while gold it had seen in a search hit went unread; **IR (path)**: "
-            "the share with a read from another document (docs/judging.md); *agrees*: how "
-            "often each matches the judge's code, over tasks where both are known.\n\n"
-            + _table(["run", *ERROR_CODES, "P (path)", "P agrees", "IR (path)", "IR agrees"],
-                     rows)
-            + "\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
-
-
-def _loop_section(out: list[str], finished: list[dict[str, Any]],
-                  records_by_run: dict[str, list[dict[str, Any]]], key: str
-                  ) -> list[tuple[float, float]]:
-    out.append("\n## Retrieval and the loop budget\n")
-    arag_points = [(float(x["loops"]), float(x["retrieval_recall"]))
-                   for r in finished if r["agentic"]
-                   for x in records_by_run.get(r["run_id"], [])
-                   if x.get("retrieval_recall") is not None and x.get("loops") is not None]
-    budgets = {r.get("max_loops") for r in finished if r["agentic"]}
-    gap = plots.loops_plot_gap(arag_points, swept=len(budgets) > 1)
-    out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
-               + (f"\n{loops_recall(arag_points)}" if arag_points else ""))
-    if len(budgets) > 1:
-        out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
-        curve = sorted(((int(r["max_loops"]), r) for r in finished if r["agentic"]),
-                       key=lambda p: p[0])  # two agents may share a budget
-        out.append(_table(["max_loops", key, "retrieval recall", "mean loops",
-                           "cost / task ($, no cache)", "spent / task ($)"],
-                          [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
-                            r.get("loops_mean"), _fmt(verdict.task_cost(r), 5),
-                            _fmt(r.get("cost_usd_per_task"), 5)] for m, r in curve])
-                   + "\n" + writers_md.LOOPS_NOTE + "\n")
-    return arag_points
-
-
-def _quality_table(rows: list[dict[str, Any]], sets: TaskSets | None = None) -> str:
-    """One column per declared report metric (mean [95% CI]), the share at or above its
-    threshold where it declares one, and words against the target; over the common tasks
-    (``sets``: a cell with fewer scored tasks says its n) or each run's own answered tasks."""
-    header: list[str] = ["run", "tasks"]
-    cells: list[Callable[[dict[str, Any]], Any]] = [
-        (lambda r: len(sets.all_ids)) if sets is not None else
-        (lambda r: int(r.get("n_answered", 0)))]
-    scored = [m for m in report_metrics() if any(r.get(f"{m.name}_mean") is not None
-                                                 for r in rows)]
-    for m in scored:
-        header.append(m.title)
-        cells.append(partial(_with_n, key=m.name, sets=sets))
-        if m.share_at_least is not None and sets is None:
-            header.append(f"≥{m.share_at_least:g}")
-            cells.append(partial(_get, key=m.share_key))
-    header.append("words (target)")
-    cells.append(lambda r: f"{_fmt(r.get('word_count_mean'), 1)} ({r.get('target_length')})")
-    unscored = [m.title for m in report_metrics() if m not in scored]
-    return _table(header, [[r["run"], *(cell(r) for cell in cells)] for r in rows]) + (
-        f"\nNot scored in any run (the caveats and each record's null reasons say why): "
-        f"{', '.join(unscored)}.\n" if unscored else "")
-
-
-def _with_n(row: dict[str, Any], key: str, sets: TaskSets | None) -> str:
-    text = _with_ci(row, key)
-    if sets is None or text == "–":
-        return text
-    n = row.get(f"{key}_n")
-    notes = [] if n == len(sets.all_ids) else [f"n={n}"]
-    if n is not None and n < SMALL_N and row.get(f"{key}_ci_low") is not None:
-        notes.append("small n: CI unreliable")
-    return f"{text} ({'; '.join(notes)})" if notes else text
-
-
-def latency_cache_note(finished: list[dict[str, Any]]) -> str:
-    """Which runs' latencies come (partly) from the response cache: a cached call takes
-    about a millisecond, so those figures say nothing about the model's speed."""
-    cached = [r for r in finished if (r.get("model_calls_cached") or 0) > 0]
-    if not cached:
-        return ""
-    parts = [f"{r['run']} ({int(r['model_calls_cached'])} of {int(r.get('model_calls') or 0)} "
-             "model calls)" for r in cached]
-    return ("\nLatency from the response cache: " + "; ".join(parts) + " were answered from "
-            "the cache, so their latency is not the model's.\n")
-
-
-_IMAGE = re.compile(r"!\[([^\]]*)\]\((plots/[^)\s]+)\)")
-
-
-def readable_markdown(markdown_text: str, made: set[str]) -> str:
-    """``report.md`` as text: MLflow shows Markdown artifacts verbatim, so an image link
-    becomes a line naming the plot file (report.html shows it inline); a plot that was not
-    drawn is left out; no text from the data can open an HTML tag (``writers.markdown.inert``)."""
-    def line(match: re.Match[str]) -> str:
-        alt, path = match.group(1), match.group(2)
-        return f"(plot: {alt}, `{path}` in this run's artifacts)" if path in made else ""
-
-    return writers_md.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
-
-
-def _html_body(markdown_text: str) -> str:
-    """Report Markdown as HTML, with no HTML of its own: every text from a dataset, a model
-    or a judge is shown as text, never run; a wide table scrolls in its own box, not the
-    page (MLflow's viewer is a narrow frame)."""
-    from markdown_it import MarkdownIt
-
-    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    return body.replace("<table>", "<div class='scroll'><table>").replace(
-        "</table>", "</table></div>")
-
-
-def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str:
-    """A self-contained page: plots inlined as data URIs (MLflow shows HTML artifacts in a
-    sandboxed frame where relative paths lead nowhere); a plot not drawn is left out."""
-    def inline(match: re.Match[str]) -> str:
-        path = plot_dir / match.group(1) if plot_dir else None
-        if path is None or not path.exists():
-            return ""
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        return f'<img src="data:image/png;base64,{data}"{match.group(2)}'
-
-    body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, _html_body(markdown_text))
-    style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em;"
-             "white-space:pre-wrap;overflow-wrap:anywhere}code{overflow-wrap:anywhere}"
-             ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title><style>{style}</style></head><body>{body}</body></html>")
-
-
-_ADDED = re.compile(r"<section class='added'>.*?</section>", re.S)
-
-
-def with_added_sections(report_md: str, report_html: str) -> str:
-    """``report.html`` with every section of ``report.md`` it lacks (one added to report.md
-    after the report was written, as the baseline comparison's "Against the baseline"),
-    rendered as the rest; sections added earlier are replaced, so a later comparison's
-    section is the one shown."""
-    page = _ADDED.sub("", report_html)
-    added = [f"<section class='added'>{_html_body(part)}</section>"
-             for part in re.split(r"(?m)^(?=## )", report_md) if part.startswith("## ")
-             and _html_body(part.splitlines()[0]).strip() not in page]
-    return page.replace("</body>", "".join(added) + "</body>", 1)
 
 
 def add_sections_to_html(client: Any, run_id: str) -> None:
@@ -684,7 +443,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished, traces),
             experiment_id, title, pairwise.per_task(judged_pairs),
-            _html_body(writers_md.summary(data["answer"], data["headline"], key,
+            html_body(writers_md.summary(data["answer"], data["headline"], key,
                                           analysis.claims))), encoding="utf-8")
         # every claim and note with the words the Markdown writer gives it (``text``)
         found = [*({**item.record(), "text": words.say(item)}
