@@ -1,15 +1,6 @@
-"""The sweep report: the answer to "which system wins, where, at what cost", from numbers.
-
-Written to the parent run when a multirun ends (``report.md``, ``report.html``, plots),
-and rebuildable for any past sweep:
-
-    python -m report <parent run id> [--tracking-uri sqlite:///mlruns/mlflow.db]
-
-A rebuild records: it replaces the sweep's report.md and report.html and writes its MLflow
-description again from them (``report.overview``), so the two answer alike.
-
-Every sentence is assembled from measured values; no model writes any of it.
-"""
+"""The sweep report, built from the runs' records (the model, the analyses, the writers) and
+written to the parent run when a multirun ends: report.md/.html, compare.html, plots and the
+analyses' artifacts. ``python -m report <parent run id>`` rebuilds it for any past sweep."""
 
 from __future__ import annotations
 
@@ -38,7 +29,7 @@ from report.answer import compose
 from report.meta_eval import judge_caveats, judge_validation, meta_section
 from report.model import Analysis, Note
 from report.policy import comparison_order, report_metrics
-from report.result import ReportResult, compared
+from report.result import ReportResult, compared, run_fields
 from report.sections import (
     examples,
     further_dimensions,
@@ -55,12 +46,7 @@ from report.verdict import common_rows, task_sets
 from report.writers import corrected_words, tables, words
 from report.writers import markdown as writers_md
 from report.writers.html import html_body, readable_markdown, to_html, with_added_sections
-from report.writers.verdict_words import stopped_words
-from tracking.human_labels import (
-    HumanLabel,
-    read_feedback_labels,
-    read_labels_file,
-)
+from tracking.human_labels import HumanLabel, read_feedback_labels, read_labels_file
 from tracking.runs import RunTracker
 from tracking.sweeps import child_runs, run_records
 from tracking.traces import RunTraces
@@ -69,61 +55,25 @@ from tracking.traces import RunTraces
 BASELINE_SECTION = "## Against the baseline"
 
 log = logging.getLogger(__name__)
+Row = dict[str, Any]
+Records = dict[str, list[Row]]  # run id -> its eval records
 
 
-def _row(run: Any) -> dict[str, Any]:
-    row: dict[str, Any] = dict(run.data.metrics)
-    tags = run.data.tags
-    params = run.data.params
-    # the short name (system and swept keys) a job run was given, without its data label
-    row.update(run=tags.get("run_label") or run.info.run_name, run_id=run.info.run_id, status=run.info.status,
-               system=tags.get("system", ""), agentic=tags.get("system_agentic") == "true",
-               bound=tags.get("system_bound") == "true",
-               retrieves=tags.get("system_retrieves") == "true",
-               judge=params.get("judge.name"), judge_provider=params.get("judge.provider"),
-               judge_samples=params.get("judge.samples", "1"),
-               judge_panel=json.loads(params.get("judge.panel") or "[]"),
-               model_provider=params.get("model.provider"), model=tags.get("model"),
-               model_id=params.get("model.model_id"),
-               synthetic=params.get("dataset.synthetic") == "True",
-               max_loops=params.get("max_loops"),
-               hyde=params.get("retrieval.hyde") == "True",
-               tools=json.loads(params.get("system.tools") or "[]"),
-               system_notes=json.loads(tags.get("system_notes") or "[]"),
-               target_length=params.get("target_length"),
-               **declared(tags), references=tags.get("dataset_references"),
-               dataset=params.get("dataset.name"), dataset_digest=params.get("dataset_digest"),
-               repeats=int(params.get("runner.repeats") or 1),
-               temperature_sent=params.get("temperature_sent"),
-               dataset_split=params.get("dataset.split"),
-               dataset_domain=params.get("dataset.options.domain"),
-               judge_model_id=params.get("judge.model_id"),
-               judge_prompt_version=params.get("judge_prompt_version"),
-               decide_on=json.loads(params.get("report.decide_on") or "[]"),
-               sequential=sequential.settings_of(params))
-    return row
+def run_row(run: Any) -> Row:
+    """A job run as the report reads it (``result.run_fields``), with its sequential settings."""
+    return {**run_fields(run), "sequential": sequential.settings_of(run.data.params)}
 
 
-def compared_records(client, parent: dict[str, Any]
-                     ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+def compared_records(client, parent: Row) -> tuple[list[Row], Records]:
     """The sweep's compared runs (report rows) and their records by run id, as the report
     reads them (for what is judged across runs at the sweep's end: ``judge.pairwise``)."""
-    runs = [r for r in child_runs(client, parent) if compared(_row(r))]
+    runs = [r for r in child_runs(client, parent) if compared(run_row(r))]
     with tempfile.TemporaryDirectory() as tmp:
-        return [_row(r) for r in runs], {r.info.run_id: run_records(client, r, Path(tmp) / r.info.run_id)
+        return [run_row(r) for r in runs], {r.info.run_id: run_records(client, r, Path(tmp) / r.info.run_id)
                                          for r in runs}
 
 
-def declared(tags: dict[str, str]) -> dict[str, Any]:
-    """What a run declared beyond retrieving and being agentic (None: a run logged before
-    it declared these): whether it reads whole documents, searches the index itself, calls
-    its model here, and the model it labels (a pipeline outside the harness)."""
-    flags = {flag: (None if tags.get(f"system_{flag}") is None
-                    else tags[f"system_{flag}"] == "true")
-             for flag in ("long_context", "searches", "calls_models")}
-    return {**flags, "model_label": tags.get("model_label")}
-
-def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
+def primary_metric(records_by_run: Records) -> str:
     """The quality score to compare on: the first of ``comparison_order`` any run has."""
     order = comparison_order()
     records = [r for recs in records_by_run.values() for r in recs]
@@ -135,11 +85,10 @@ def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
     return (why or order)[0]
 
 
-def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
+def decide_on(rows: list[Row], records_by_run: Records,
               requested: list[str] | None = None) -> list[str]:
-    """The metrics the verdict decides on: ``requested`` (the command's ``report.decide_on``;
-    empty: the documented default, ``primary_metric``), or, when the command says nothing
-    (None: a rebuild without ``--decide-on``), what the runs logged as ``report.decide_on``."""
+    """The metrics the verdict decides on: ``requested`` (``report.decide_on``; empty: the
+    default, ``primary_metric``), or, for None (a rebuild without ``--decide-on``), the logged."""
     logged: list[str] = next((r["decide_on"] for r in rows if r.get("decide_on")), [])
     return policy.decision_metrics(logged if requested is None else requested,
                                    primary_metric(records_by_run))
@@ -157,9 +106,8 @@ SHOWN_ONLY = ("console",)  # options of what is printed, not of what the report 
 
 def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
                 human_labels: str | None) -> str:
-    """One value for the options a sweep report is written with (what it decides on, the
-    labels file's content, the analyses' options), so a re-run with other options is told
-    from one with the same."""
+    """One value for the options a report is written with (what it decides on, the labels
+    file's content, the analyses' options): a re-run with other options is told apart."""
     import hashlib
 
     labels = Path(human_labels).expanduser() if human_labels else None
@@ -171,19 +119,13 @@ def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                 title: str, requested: list[str] | None = None,
-                 judged_pairs: pairwise.PairwiseView | None = None,
-                 options: Mapping[str, Any] | None = None,
-                 labels: list[HumanLabel] | None = None,
-                 more_caveats: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
-    """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
-    means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
-    family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
-    ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
-    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node;
-    ``labels``: people's labels of the answers, for the analyses that read them;
-    ``more_caveats``: caveats from outside the runs (``meta_eval.judge_caveats``)."""
+def build_report(rows: list[Row], records_by_run: Records, title: str, requested: list[str] | None = None,
+                 judged_pairs: pairwise.PairwiseView | None = None, options: Mapping[str, Any] | None = None,
+                 labels: list[HumanLabel] | None = None, more_caveats: Sequence[str] = ()
+                 ) -> tuple[str, Row]:
+    """report.md and the model it is rendered from (the common rows the plots draw, the
+    family of tests, the analyses' claims and notes, the answer, the headline rows);
+    ``requested``: ``report.decide_on``; ``more_caveats``: caveats from outside the runs."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
@@ -200,18 +142,10 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     answer = (meta_eval.meta_answer(finished) if meta else
               corrected_words.answer(analysis.claims, keys, words.answer(answers)))
     notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
-    out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes)]
-    unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], stopped_words(r)]))}"
-                  for r in rows if r["status"] != "FINISHED"]
-    out.append(f"Runs: {len(rows) - len(unfinished)} finished"
-               + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped "
-                  "by the cost cap, KILLED, is compared on what it answered)" if unfinished
-                  else "")
-               + f". {writers_md.decided_on(keys)}\n")
-    out.append(writers_md.data_line(rows))
-    out.append(query_priors(finished))
-    out.append("## Headline\n\n" + writers_md.headline_table(headline, key))
-    out.append("## Task sets\n\n" + tables.task_sets(sets))
+    out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes),
+           writers_md.runs_line(rows, keys), writers_md.data_line(rows), query_priors(finished),
+           "## Headline\n\n" + writers_md.headline_table(headline, key),
+           "## Task sets\n\n" + tables.task_sets(sets)]
     finding = "" if meta else (
         writers_md.key_finding(analysis.claims, keys, headline)
         + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
@@ -222,31 +156,20 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                                       if c.kind not in writers_md.FAMILY_KINDS]))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
-    out.append("## Quality\n")
-    no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
-    out.append("Each metric on its own common task set: the tasks every run that has the metric "
-               f"answered (means with bootstrap 95% CIs; n shown where it is not all "
-               f"{len(sets.all_ids)} tasks). {no_judge}\n")
-    out.append(tables.quality(common, len(sets.all_ids)) + unreadable_note(finished))
-    out.append("\n![comparison](plots/comparison.png)\n")
-    out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
-               "whose task sets differ):\n")
-    out.append(tables.quality(finished))
-    out.append(further_dimensions(finished))
-    out.append(meta_section(finished))
+    out.append(tables.quality_section(common, finished, len(sets.all_ids), judged,
+                                      unreadable_note(finished)))
+    out += [further_dimensions(finished), meta_section(finished)]
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
-    out.append("\n## Cost and latency\n")
-    out.append(tables.cost(finished, headline, judged)
+    out.append("\n## Cost and latency\n\n" + tables.cost(finished, headline, judged)
                + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
                                           if judged_pairs else ()))
                + writers_md.latency_cache_note(finished)
                + resumed_latency_note(finished))
     gap = plots.cost_plot_gap(finished, key)
     out.append(f"\n{gap}\n" if gap else "\n![cost vs quality](plots/cost_vs_quality.png)\n")
-    out.append("\n## Error taxonomy\n")
-    out.append(tables.taxonomy(finished) if judged else
-               "No judge: the error taxonomy needs `judge=...`.\n")
+    out.append("\n## Error taxonomy\n\n" + (tables.taxonomy(finished) if judged else
+                                               "No judge: the error taxonomy needs `judge=...`.\n"))
     out.append("\n## By document length\n\n" + length_breakdown(
         sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
                                                     for r in finished)][:3]))
@@ -261,14 +184,12 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
             out.append("\n## Repeats\n\n" + repeat_text)
         out.append("\n## Examples chosen from the numbers\n")
         out.append(writers_md.each_dataset(sets, lambda part: examples(part, key)))
-    return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
-                            "keys": keys, "decided": decided, "finding": finding,
-                            "answer": answer, "analysis": analysis, "answers": answers,
-                            "headline": headline, "notes": notes}
+    return "\n".join(out), {"arag_points": arag_points, "common_rows": common, "keys": keys,
+                            "decided": decided, "finding": finding, "answer": answer,
+                            "analysis": analysis, "answers": answers, "headline": headline, "notes": notes}
 
 
-def _loop_section(out: list[str], common: list[dict[str, Any]],
-                  records_by_run: dict[str, list[dict[str, Any]]], key: str
+def _loop_section(out: list[str], common: list[Row], records_by_run: Records, key: str
                   ) -> list[tuple[float, float]]:
     """The agents' recall against their loops, and a loop-budget sweep's table."""
     agents = [r for r in common if r["agentic"]]
@@ -286,35 +207,30 @@ def _loop_section(out: list[str], common: list[dict[str, Any]],
     return points
 
 
-def result_of(rows: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], title: str,
-              requested: list[str] | None = None, options: Mapping[str, Any] | None = None,
-              artifact_uri: str = "", run_id: str = "", experiment_id: str = "",
-              **more: Any) -> ReportResult:
+def result_of(rows: list[Row], records: Records, title: str, requested: list[str] | None = None,
+              options: Mapping[str, Any] | None = None, artifact_uri: str = "", run_id: str = "",
+              experiment_id: str = "", **more: Any) -> ReportResult:
     """The report's model for these runs, as every writer reads it (no store needed)."""
     _, data = build_report(rows, records, title, requested, options=options, **more)
     return _result(data, rows, records, options, artifact_uri, run_id, experiment_id)
 
 
-def _result(data: dict[str, Any], rows: list[dict[str, Any]],
-            records: dict[str, list[dict[str, Any]]], options: Mapping[str, Any] | None,
+def _result(data: Row, rows: list[Row],
+            records: Records, options: Mapping[str, Any] | None,
             artifact_uri: str, run_id: str, experiment_id: str, notes: str = "",
             validation: str = "") -> ReportResult:
     analysis = data["analysis"]
     return ReportResult(run_id, experiment_id, rows, records, data["keys"][0], artifact_uri,
-                        data["finding"], writers_md.banner(data["notes"]), notes,
-                        judge_validation=validation, keys=data["keys"],
-                        decided=data["decided"], answer=data["answer"],
-                        claims=analysis.claims,
-                        caveat_notes=data["notes"], headline=data["headline"],
+                        data["finding"], writers_md.banner(data["notes"]), notes, judge_validation=validation,
+                        keys=data["keys"], decided=data["decided"], answer=data["answer"],
+                        claims=analysis.claims, caveat_notes=data["notes"], headline=data["headline"],
                         answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
                         console=getattr(console_mode := (options or {}).get("console"), "value",
                                         console_mode) or "summary")
 
 
-def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                key: str | list[str]) -> str:
-    """The key finding of these runs on ``key`` (or each decision metric), on the tasks they
-    all answered, as report.md says it."""
+def key_finding(finished: list[Row], records_by_run: Records, key: str | list[str]) -> str:
+    """The key finding of these runs on ``key`` (or each decision metric), as report.md says it."""
     from report.analyses.family import family
 
     keys = [key] if isinstance(key, str) else key
@@ -344,15 +260,11 @@ def write_run_report(client, run_id: str) -> ReportResult:
     return _write_report(client, run, [run], f"Run report: {run.info.run_name}", sweep=False)
 
 
-def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | None = None,
-                       human_labels: str | None = None,
-                       options: Mapping[str, Any] | None = None) -> ReportResult:
-    """Build the report for a parent run and log it there (report.md, report.html, plots,
-    compare.html), with each child's headline metrics and a comparison table.
-    ``decide_on``: the sweep's ``report.decide_on`` (None: what the runs logged);
-    ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
-    beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
-    read by the analyses (``report/analyses.py``)."""
+def write_sweep_report(client, parent: Row, decide_on: list[str] | None = None,
+                       human_labels: str | None = None, options: Mapping[str, Any] | None = None
+                       ) -> ReportResult:
+    """Build the report for a parent run and log it there, with each child's headline
+    metrics and a comparison table; ``decide_on`` None: what the runs logged."""
     # kept first, so a report that cannot be written is rebuilt as it was asked for
     settings = json.dumps({"decide_on": decide_on, "human_labels": human_labels,
                            "options": dict(options or {})}, default=str)
@@ -362,29 +274,17 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
         log.warning("the report settings (%d characters) are too long to keep on the sweep "
                     "run: a rebuild (python -m report) uses the defaults", len(settings))
     result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                           question_title(child_runs(client, parent),
-                                          parent.get("sweep_id", parent["run_id"]), decide_on),
-                           sweep=True, decide_on=decide_on, human_labels=human_labels,
-                           options=options)
+                           writers_md.question_title([run_row(r) for r in child_runs(client, parent)],
+                                                     parent.get("sweep_id", parent["run_id"]), decide_on),
+                           sweep=True, decide_on=decide_on, human_labels=human_labels, options=options)
     logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
     client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
         options, logged if decide_on is None else decide_on, human_labels))
     return result
 
 
-def question_title(runs: list[Any], sweep: str, decide_on: list[str] | None) -> str:
-    """The report's title states its question: the systems, the data and what decides."""
-    rows = [_row(r) for r in runs]
-    systems = " vs ".join(dict.fromkeys(r["run"] for r in rows)) or "no run"
-    data = " + ".join(dict.fromkeys(str(r.get("dataset") or "?") for r in rows))
-    keys = decide_on or next((r["decide_on"] for r in rows if r.get("decide_on")), [])
-    on = f" on {', '.join(keys)}" if keys else ""
-    return f"Which is better{on}: {systems}, {data} (sweep {sweep})"
-
-
-def people_labels(rows: list[dict[str, Any]], experiment_id: str,
-                  human_labels: str | None, traces: RunTraces | None = None
-                  ) -> list[HumanLabel]:
+def people_labels(rows: list[Row], experiment_id: str, human_labels: str | None,
+                  traces: RunTraces | None = None) -> list[HumanLabel]:
     """The labels file's labels, then the HUMAN feedback on the runs' traces."""
     labels = read_labels_file(human_labels) if human_labels else []
     runs = {r["run_id"]: r["run"] for r in rows}
@@ -400,16 +300,15 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   decide_on: list[str] | None = None, human_labels: str | None = None,
                   options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
-    rows = [_row(r) for r in runs]
+    rows = [run_row(r) for r in runs]
     spend.annotate(rows, runs, target.info.start_time if sweep else None, client,
                    target if sweep else None)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}
-        for rid, recs in records.items():
-            system = next(x["system"] for x in rows if x["run_id"] == rid)
-            for rec in recs:
-                rec.setdefault("system", system)
+        for row in rows:
+            for rec in records[row["run_id"]]:
+                rec.setdefault("system", row["system"])
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
         traces = RunTraces(target.info.experiment_id)  # searched once, read twice
         labels = people_labels(rows, target.info.experiment_id, human_labels, traces) \
@@ -417,9 +316,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         # refused labels stop the report before anything is written
         people = human_agreement.compare(labels, records, rows)
         judge_notes = judge_caveats(client, rows)
-        text, data = build_report(rows, records, title, requested=decide_on,
-                                  judged_pairs=judged_pairs, options=options, labels=labels,
-                                  more_caveats=judge_notes)
+        text, data = build_report(rows, records, title, requested=decide_on, judged_pairs=judged_pairs,
+                                  options=options, labels=labels, more_caveats=judge_notes)
         analysis: Analysis = data["analysis"]
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
@@ -443,19 +341,16 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished, traces),
             experiment_id, title, pairwise.per_task(judged_pairs),
-            html_body(writers_md.summary(data["answer"], data["headline"], key,
-                                          analysis.claims))), encoding="utf-8")
+            html_body(writers_md.summary(data["answer"], data["headline"], key, analysis.claims))),
+            encoding="utf-8")
         # every claim and note with the words the Markdown writer gives it (``text``)
-        found = [*({**item.record(), "text": words.say(item)}
-                   for item in [*analysis.claims, *data["notes"]]),
-]
+        found = [{**item.record(), "text": words.say(item)} for item in [*analysis.claims, *data["notes"]]]
         artifacts = {"findings.jsonl": found, **analysis.artifacts} if found else {}
         written = sorted(artifacts)
         for name in json.loads(target.data.tags.get(REPORT_ARTIFACTS_TAG) or "[]"):
             artifacts.setdefault(name, [])  # rewritten with the report, never left from before
         for name, lines in artifacts.items():
-            (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines),
-                                       encoding="utf-8")
+            (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines), "utf-8")
         for name in ("report.md", "report.html", "compare.html", *artifacts):
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
@@ -465,11 +360,9 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                      target_run_id, target.info.experiment_id,
                      unreadable_note(finished) + resumed_latency_note(finished) + validation,
                      validation)
-    if analysis.metrics:
-        RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
-            analysis.metrics)
-    for run_id, metrics in analysis.run_metrics.items():
-        RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)
+    for run_id, metrics in [(target_run_id, analysis.metrics), *analysis.run_metrics.items()]:
+        if metrics:
+            RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key, result.decided)

@@ -12,6 +12,7 @@ from report import policy
 from report.model import Claim, Note
 from report.verdict import TaskSets, by_dataset, tasks_asked
 from report.writers.cells import MARKDOWN, Style, count, markdown_table, money, number
+from report.writers.verdict_words import stopped_words
 from report.writers.words import grouped, say
 
 Row = dict[str, Any]
@@ -163,6 +164,24 @@ def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:
             if table is not None and table.rows:
                 out.append(markdown_table(table.header, table.rows))
     return "\n".join(out)
+
+
+def question_title(rows: Sequence[Row], sweep: str, decide_on: Sequence[str] | None) -> str:
+    """The report's title states its question: the systems, the data and what decides."""
+    systems = " vs ".join(dict.fromkeys(r["run"] for r in rows)) or "no run"
+    data = " + ".join(dict.fromkeys(str(r.get("dataset") or "?") for r in rows))
+    keys = decide_on or next((r["decide_on"] for r in rows if r.get("decide_on")), [])
+    return f"Which is better{' on ' + ', '.join(keys) if keys else ''}: {systems}, {data} (sweep {sweep})"
+
+
+def runs_line(rows: Sequence[Row], keys: Sequence[str]) -> str:
+    """How many runs finished, which did not and why, and what the verdict decides on."""
+    unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], stopped_words(r)]))}"
+                  for r in rows if r["status"] != "FINISHED"]
+    return (f"Runs: {len(rows) - len(unfinished)} finished"
+            + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped by the "
+               "cost cap, KILLED, is compared on what it answered)" if unfinished else "")
+            + f". {decided_on(keys)}\n")
 
 
 def decided_on(keys: Sequence[str]) -> str:

@@ -155,6 +155,17 @@ def quality(rows: Sequence[Row], n_all: int | None = None) -> str:
         f"{', '.join(unscored)}.\n" if unscored else "")
 
 
+def quality_section(common: Sequence[Row], finished: Sequence[Row], n_all: int, judged: bool,
+                    unreadable: str) -> str:
+    """The Quality section: each metric over its common task set, then each run's own."""
+    no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
+    return ("## Quality\n\nEach metric on its own common task set: the tasks every run that has "
+            f"the metric answered (means with bootstrap 95% CIs; n shown where it is not all "
+            f"{n_all} tasks). {no_judge}\n\n" + quality(common, n_all) + unreadable
+            + "\n\n![comparison](plots/comparison.png)\n\nEach run over all the tasks it answered "
+            "(its own n; not comparable across runs whose task sets differ):\n\n" + quality(finished))
+
+
 def _unknown(row: Row, value: Any, lacking: int, shown: Callable[[Any], str],
              partial_mean: bool = False) -> str:
     """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0;
