@@ -131,7 +131,7 @@ def headline_cells(row: Row, key: str) -> list[str]:
             number(row.get("retrieval_recall_mean"), 3, "n/a"),
             number(row.get("cost_per_task"), 5), number(row.get("cost_usd_per_task"), 5),
             number(row.get("latency_ms_p50"), 0),
-            f"{row.get('n_answered', 0):.0f}/{row.get('n_asked', 0):.0f}"]
+            f"{count(row.get('n_answered', 0))}/{count(row.get('n_asked', 0))}"]
 
 
 def banner(notes: Sequence[Note], style: Style = MARKDOWN) -> str:

@@ -227,10 +227,9 @@ def taxonomy(finished: Sequence[Row]) -> str:
                      if r.get("agentic") else ("not agentic", "not agentic")))]
                   for r in finished])
     return (f"Share of judged tasks with each code ({defs}), as the judge assigned them to "
-            "tasks scoring below 3. **P (path)**: the share of tasks whose agent stopped with "
-            "budget left while gold it had seen in a search hit went unread; **IR (path)**: "
-            "the share with a read from another document (docs/judging.md); *agrees*: how "
-            "often each matches the judge's code, over tasks where both are known.\n\n"
+            "tasks scoring below 3; beside them the agent's path's own P and IR, and how often "
+            "each agrees with the judge's ([the codes](docs/judging.md#the-agents-path-"
+            "trajectory-measures-anchored-to-gold-evidence)).\n\n"
             + grouped([("The judge's codes", codes), ("The agent's path", path)])
             + "\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
 
