@@ -222,13 +222,11 @@ def find(decided: Sequence[Decision], key: str, a: Row, b: Row) -> Decision | No
     for d in decided:
         if d.key == key and d.first is a and d.second is b:
             return d
-        if d.key == key and d.first is b and d.second is a and d.paired is None:
-            return replace(d, first=a, second=b)
-        if d.key == key and d.first is b and d.second is a and d.paired is not None:
+        if d.key == key and d.first is b and d.second is a:
             p = d.paired
-            turned = replace(p, mean_diff=-p.mean_diff, ci_low=-p.ci_high, ci_high=-p.ci_low,
-                             wins=p.losses, losses=p.wins)
-            return replace(d, first=a, second=b, paired=turned)
+            return replace(d, first=a, second=b, paired=p and replace(
+                p, mean_diff=-p.mean_diff, ci_low=-p.ci_high, ci_high=-p.ci_low, wins=p.losses,
+                losses=p.wins))
     return None
 
 

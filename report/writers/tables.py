@@ -66,7 +66,8 @@ def task_sets(sets: TaskSets) -> str:
     parts = {name: (len(p.common), len(p.all_ids)) for name, p in by_dataset(sets).items()}
     head = (f"There are **{len(sets.common)} tasks every compared run answered** (of "
             f"{len(sets.all_ids)} in the sweep)." if len(parts) == 1 else
-            f"The sweep ran on **{len(parts)} datasets**, each compared on its own: "
+            f"The sweep ran on **{len(parts)} datasets**, each compared on its own (a task is "
+            "paired only with itself, never with another dataset's): "
             + "; ".join(f"`{name}` **{common}** of {every}" for name, (common, every) in
                         parts.items()) + " tasks every compared run of the dataset answered.")
     rows = [[r["run"], count(r["tasks"]), count(r["answered"]), count(r["skipped"]),
