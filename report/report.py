@@ -215,13 +215,12 @@ def result_of(rows: list[Row], records: Records, title: str, requested: list[str
     return _result(data, rows, records, options, artifact_uri, run_id, experiment_id)
 
 
-def _result(data: Row, rows: list[Row],
-            records: Records, options: Mapping[str, Any] | None,
+def _result(data: Row, rows: list[Row], records: Records, options: Mapping[str, Any] | None,
             artifact_uri: str, run_id: str, experiment_id: str, notes: str = "",
             validation: str = "") -> ReportResult:
     analysis = data["analysis"]
     return ReportResult(run_id, experiment_id, rows, records, data["keys"][0], artifact_uri,
-                        data["finding"], writers_md.banner(data["notes"]), notes, judge_validation=validation,
+                        data["finding"], notes=notes, judge_validation=validation,
                         keys=data["keys"], decided=data["decided"], answer=data["answer"],
                         claims=analysis.claims, caveat_notes=data["notes"], headline=data["headline"],
                         answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
