@@ -100,7 +100,7 @@ def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision],
     for a, b, d, res in shown_pairs(sets, key, decided):
         held = d is not None and d.p_adjusted is not None
         word = decision_word(d, res)
-        rows.append([f"{a['run']} vs {b['run']}", f"{n_words(res.n, res)} ({res.n_untied} untied)",
+        rows.append([f"{a['run']} vs {b['run']}", f"{n_words(res.n, res.n_clusters)} ({res.n_untied} untied)",
                      res.mean_diff, interval((res.ci_low, res.ci_high)), res.p_text(),
                      p_value(d.p_adjusted) if held and d else
                      "a bound: not decided on" if d is None else "untestable",

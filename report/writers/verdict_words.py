@@ -25,11 +25,9 @@ def decision_word(d: Decision | None, paired: Paired) -> str:
     return "significant" if d.significant else "no significant difference"
 
 
-def n_words(n: int, paired: Paired | None) -> str:
+def n_words(n: int, documents: int | None) -> str:
     """A pair's n: its tasks, and the documents they read where tasks share one."""
-    if paired is None or not paired.n_clusters:
-        return str(n)
-    return f"{n} tasks on {paired.n_clusters} documents"
+    return f"{n} tasks on {documents} documents" if documents else str(n)
 
 
 def stopped_words(run: Row) -> str:
@@ -43,14 +41,13 @@ def stopped_words(run: Row) -> str:
             + (f"spent {money(spent(run), 4)}" if spent(run) is not None else "spend unknown"))
 
 
+def _n(claim: Claim) -> str:
+    return n_words(claim.n_tasks or 0, claim.n_documents)
+
+
 def _name(run: str, claim: Claim) -> str:
     void = claim.figures.get("void") or []
     return f"{run} (called no tool: closed-book)" if run in void else run
-
-
-def _n(claim: Claim) -> str:
-    n = claim.n_tasks or 0
-    return f"{n} tasks on {claim.n_documents} documents" if claim.n_documents else str(n)
 
 
 def _p(claim: Claim) -> str:
