@@ -16,6 +16,7 @@ from urllib.parse import unquote, urlparse
 from arag.redact import redact
 from report import policy
 from report.policy import comparison_order
+from report.writers.cells import lacking
 from report.writers.verdict_words import stopped_words
 from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
 from tracking.runs import RunTracker
@@ -187,8 +188,8 @@ def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
             if r.get(shown) is None and r.get("lacking", {}).get(field):
                 groups.setdefault((r["lacking"][field], int(r.get("n_records", 0))),
                                   []).append(r["run"])
-        parts = [f"{', '.join(runs) if len(runs) <= 2 else f'{len(runs)} runs'} ({missing} of "
-                 f"{total} records lack it)" for (missing, total), runs in groups.items()]
+        parts = [f"{', '.join(runs) if len(runs) <= 2 else f'{len(runs)} runs'} "
+                 f"({lacking(missing, total)})" for (missing, total), runs in groups.items()]
         if parts:
             out.append(f"{what} unknown, not 0: " + "; ".join(parts))
     return out

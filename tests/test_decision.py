@@ -192,7 +192,8 @@ def test_cost_and_latency_the_records_lack_are_unknown_everywhere_never_zero():
     assert "arag (cost unknown (4 of 4 records lack it); P50 latency unknown (4 of 4 " \
            "records lack it))" in finding
     costs = section(text, "Cost and latency")
-    assert "| arag | 4 | 0 | 0 | unknown (4 of 4 lack it) | unknown (4 of 4 lack it) |" in costs
+    assert ("| arag | 4 | 0 | 0 | unknown (4 of 4 records lack it) | unknown (4 of 4 records "
+            "lack it) |" in costs)
     assert ("Total spent: unknown (no run's spend is known: records without cost, no spend "
             "journal): arag, naive." in costs)  # never $0
     result = result_of(rows, records, "t", ["rouge2_f1"])

@@ -11,7 +11,7 @@ from typing import Any
 from report import policy
 from report.model import Claim, Note
 from report.verdict import TaskSets, by_dataset, tasks_asked
-from report.writers.cells import MARKDOWN, Style, count, markdown_table, money, number
+from report.writers.cells import MARKDOWN, Style, count, lacking, markdown_table, money, number
 from report.writers.verdict_words import stopped_words
 from report.writers.words import grouped, say
 
@@ -98,8 +98,8 @@ def cost_sentence(headline: Sequence[Row]) -> str:
 
 def _unknown(row: Row, field: str, what: str) -> str:
     missing = (row.get("lacking") or {}).get(field)
-    return (f"{what} unknown ({missing} of {row.get('n_records', 0)} records lack it)"
-            if missing else f"{what} unknown")
+    return f"{what} unknown ({lacking(missing, row.get('n_records', 0))})" if missing else \
+        f"{what} unknown"
 
 
 def _cost_words(row: Row) -> str:

@@ -32,6 +32,7 @@ from report.writers.cells import (
     number,
     p_value,
 )
+from report.writers.cells import lacking as lacking_words
 from report.writers.verdict_words import decision_word, n_words
 
 Row = dict[str, Any]
@@ -167,13 +168,13 @@ def quality_section(common: Sequence[Row], finished: Sequence[Row], n_all: int, 
             "(its own n; not comparable across runs whose task sets differ):\n\n" + quality(finished))
 
 
-def _unknown(row: Row, value: Any, lacking: int, shown: Callable[[Any], str],
+def _unknown(row: Row, value: Any, missing: int, shown: Callable[[Any], str],
              partial_mean: bool = False) -> str:
     """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0;
     ``partial_mean``: with the mean over the answered tasks that carry it, and over how many."""
     if value is not None:
         return shown(value)
-    notes = [f"{lacking} of {row.get('n_records', 0)} lack it"] if lacking else []
+    notes = [lacking_words(missing, row.get("n_records", 0))] if missing else []
     partial, n = row.get("cost_usd_answered_mean"), row.get("cost_usd_answered_mean_n")
     if partial_mean and partial is not None and n:
         notes.append(f"{money(partial)} a task over {count(n)} of "
