@@ -1,15 +1,7 @@
-"""What a person sees in the terminal and first in MLflow: quiet logs, the headline
-metrics, and the sweep's verdict.
-
-Quiet by default (``runner.verbose=0``): our own INFO lines and one progress bar per job,
-no artifact-download or weight-loading bars, HTTP request lines only at DEBUG.
-``runner.verbose=1`` lets the libraries' INFO lines through, ``2`` is DEBUG everywhere.
-
-The headline of a run is the comparison metric, retrieval recall, cost per task, P50
-latency and the number of tasks: the console's verdict table shows them, each child run
-logs them under ``headline/`` (MLflow charts a run's prefixed metrics first), and the
-sweep's parent run logs them per child as ``<child>/<metric>`` next to a comparison table.
-"""
+"""What a person sees in the terminal and first in MLflow: quiet logs (``runner.verbose``:
+0 our own INFO lines and one progress bar per job, 1 the libraries' INFO lines, 2 DEBUG),
+the headline metrics each child run logs under ``headline/`` and the parent per child
+(``<child>/<metric>``, with a comparison table), and the sweep's verdict."""
 
 from __future__ import annotations
 
@@ -24,7 +16,8 @@ from urllib.parse import unquote, urlparse
 from arag.redact import redact
 from report import policy
 from report.policy import comparison_order
-from report.verdict import stopped_words
+from report.writers.cells import lacking
+from report.writers.verdict_words import stopped_words
 from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
 from tracking.runs import RunTracker
 
@@ -32,9 +25,7 @@ if TYPE_CHECKING:
     from report.result import ReportResult
     from report.verdict import Decision
 
-# (run metric, column title) after the comparison metric. Cost per task is over every task
-# run (errored included): without the response cache, then what was actually spent; judge
-# cost is what the judges were paid over every attempt of the run (verdict.judge_spent)
+# (run metric, column title) after the comparison metric (docs/verdict.md: cost)
 HEADLINE = (("retrieval_recall_mean", "retrieval recall"),
             ("cost_usd_uncached_per_task", "cost/task ($)"),
             ("cost_usd_per_task", "spent/task ($)"),
@@ -180,12 +171,10 @@ def _log_table(client: Any, run_id: str, rows: list[dict[str, Any]], name: str) 
 
 
 def table(rows: list[dict[str, Any]], key: str) -> str:
-    """The headline table as the terminal shows it (``report.writers.markdown``'s columns
-    and cells: the same as every writer's)."""
-    from report.writers.cells import text_table
-    from report.writers.markdown import HEADLINE_COLUMNS, headline_cells
+    """The headline table as the terminal shows it (every writer's columns and cells)."""
+    from report.writers.console import headline_lines
 
-    return "\n".join(text_table(HEADLINE_COLUMNS(key), [headline_cells(r, key) for r in rows]))
+    return "\n".join(headline_lines(rows, key))
 
 
 def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
@@ -199,8 +188,8 @@ def unknown_lines(rows: list[dict[str, Any]]) -> list[str]:
             if r.get(shown) is None and r.get("lacking", {}).get(field):
                 groups.setdefault((r["lacking"][field], int(r.get("n_records", 0))),
                                   []).append(r["run"])
-        parts = [f"{', '.join(runs) if len(runs) <= 2 else f'{len(runs)} runs'} ({missing} of "
-                 f"{total} records lack it)" for (missing, total), runs in groups.items()]
+        parts = [f"{', '.join(runs) if len(runs) <= 2 else f'{len(runs)} runs'} "
+                 f"({lacking(missing, total)})" for (missing, total), runs in groups.items()]
         if parts:
             out.append(f"{what} unknown, not 0: " + "; ".join(parts))
     return out

@@ -1,16 +1,9 @@
 """What a person sees first on a sweep's parent run in the MLflow UI: its description.
 
-MLflow shows a run's description (the ``mlflow.note.content`` tag, Markdown) at the top of
-the run's Overview, folded to its first 100 pixels (MLflow 3's run description box; the
-lower part of those fades under "Show more"): about three lines of text. The parent's is
-written from the sweep report so that those lines answer the question: the one-sentence
-answer first, alone in its paragraph (who wins on what, or that nothing was decided and
-why), then the caveats that apply, then the key finding's details, a table of every run
-together (the comparison metric, retrieval recall, cost per task, median latency, tasks
-answered), and where the rest is. So the run a person lands on answers the question
-without a click. A rebuilt report (``python -m report <parent run id>``, with other
-``--decide-on`` or labels) writes the description again, so both answer alike.
-"""
+MLflow shows a run's description (the ``mlflow.note.content`` tag) at the top of its
+Overview, folded to about three lines, so it opens with the one-sentence answer, alone in
+its paragraph, then the caveats, the headline table (the console's rows and columns), the
+verdict's details and where the rest is. A rebuilt report writes it again."""
 
 from __future__ import annotations
 
@@ -31,12 +24,12 @@ def description(result: ReportResult) -> str:
     """The parent run's description: the answer, caveats, the headline table (the same rows
     and columns as the console's and compare.html's), the verdict's details, the analyses'
     key claims, where to look."""
-    from report.writers.markdown import FAMILY_KINDS, headline_table, key_finding
+    from report.writers.markdown import FAMILY_KINDS, banner, headline_table, key_finding
     from report.writers.words import say
 
     keys = result.keys or [result.key]
     found = [say(c) for c in result.claims if c.key and c.kind not in FAMILY_KINDS | {"plot"}]
-    parts = [f"**{result.answer}**" if result.answer else "", result.caveats,
+    parts = [f"**{result.answer}**" if result.answer else "", banner(result.caveat_notes),
              headline_table(result.headline, result.key), result.judge_validation,
              f"**Verdict** (decided on {', '.join(f'`{k}`' for k in keys)}): "
              + key_finding(result.claims, keys, result.headline) if result.finding else "",

@@ -1,30 +1,16 @@
-"""The sweep report: the answer to "which system wins, where, at what cost", from numbers.
-
-Written to the parent run when a multirun ends (``report.md``, ``report.html``, plots),
-and rebuildable for any past sweep:
-
-    python -m report <parent run id> [--tracking-uri sqlite:///mlruns/mlflow.db]
-
-A rebuild records: it replaces the sweep's report.md and report.html and writes its MLflow
-description again from them (``report.overview``), so the two answer alike.
-
-Every sentence is assembled from measured values; no model writes any of it.
-"""
+"""The sweep report, built from the runs' records (the model, the analyses, the writers) and
+written to the parent run when a multirun ends: report.md/.html, compare.html, plots and the
+analyses' artifacts. ``python -m report <parent run id>`` rebuilds it for any past sweep."""
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 import logging
-import re
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
-from functools import partial
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from metrics.geval import ERROR_CODES
 from report import (
     analyses,
     compare,
@@ -43,7 +29,7 @@ from report.answer import compose
 from report.meta_eval import judge_caveats, judge_validation, meta_section
 from report.model import Analysis, Note
 from report.policy import comparison_order, report_metrics
-from report.result import ReportResult, compared
+from report.result import ReportResult, compared, run_fields
 from report.sections import (
     examples,
     further_dimensions,
@@ -56,23 +42,11 @@ from report.sections import (
     resumed_latency_note,
     unreadable_note,
 )
-from report.verdict import (
-    SMALL_N,
-    TaskSets,
-    common_rows,
-    paired_section,
-    task_set_section,
-    task_sets,
-)
-from report.verdict import fmt as _fmt
-from report.verdict import table as _table
-from report.writers import corrected_words, words
+from report.verdict import common_rows, task_sets
+from report.writers import corrected_words, tables, words
 from report.writers import markdown as writers_md
-from tracking.human_labels import (
-    HumanLabel,
-    read_feedback_labels,
-    read_labels_file,
-)
+from report.writers.html import html_body, readable_markdown, to_html, with_added_sections
+from tracking.human_labels import HumanLabel, read_feedback_labels, read_labels_file
 from tracking.runs import RunTracker
 from tracking.sweeps import child_runs, run_records
 from tracking.traces import RunTraces
@@ -81,75 +55,25 @@ from tracking.traces import RunTraces
 BASELINE_SECTION = "## Against the baseline"
 
 log = logging.getLogger(__name__)
+Row = dict[str, Any]
+Records = dict[str, list[Row]]  # run id -> its eval records
 
 
-def _row(run: Any) -> dict[str, Any]:
-    row: dict[str, Any] = dict(run.data.metrics)
-    tags = run.data.tags
-    params = run.data.params
-    # the short name (system and swept keys) a job run was given, without its data label
-    row.update(run=tags.get("run_label") or run.info.run_name, run_id=run.info.run_id, status=run.info.status,
-               system=tags.get("system", ""), agentic=tags.get("system_agentic") == "true",
-               bound=tags.get("system_bound") == "true",
-               retrieves=tags.get("system_retrieves") == "true",
-               judge=params.get("judge.name"), judge_provider=params.get("judge.provider"),
-               judge_samples=params.get("judge.samples", "1"),
-               judge_panel=json.loads(params.get("judge.panel") or "[]"),
-               model_provider=params.get("model.provider"), model=tags.get("model"),
-               model_id=params.get("model.model_id"),
-               synthetic=params.get("dataset.synthetic") == "True",
-               max_loops=params.get("max_loops"),
-               hyde=params.get("retrieval.hyde") == "True",
-               tools=json.loads(params.get("system.tools") or "[]"),
-               system_notes=json.loads(tags.get("system_notes") or "[]"),
-               target_length=params.get("target_length"),
-               **declared(tags), references=tags.get("dataset_references"),
-               dataset=params.get("dataset.name"), dataset_digest=params.get("dataset_digest"),
-               repeats=int(params.get("runner.repeats") or 1),
-               temperature_sent=params.get("temperature_sent"),
-               dataset_split=params.get("dataset.split"),
-               dataset_domain=params.get("dataset.options.domain"),
-               judge_model_id=params.get("judge.model_id"),
-               judge_prompt_version=params.get("judge_prompt_version"),
-               decide_on=json.loads(params.get("report.decide_on") or "[]"),
-               sequential=sequential.settings_of(params))
-    return row
+def run_row(run: Any) -> Row:
+    """A job run as the report reads it (``result.run_fields``), with its sequential settings."""
+    return {**run_fields(run), "sequential": sequential.settings_of(run.data.params)}
 
 
-def compared_records(client, parent: dict[str, Any]
-                     ) -> tuple[list[dict[str, Any]], dict[str, list[dict[str, Any]]]]:
+def compared_records(client, parent: Row) -> tuple[list[Row], Records]:
     """The sweep's compared runs (report rows) and their records by run id, as the report
     reads them (for what is judged across runs at the sweep's end: ``judge.pairwise``)."""
-    runs = [r for r in child_runs(client, parent) if compared(_row(r))]
+    runs = [r for r in child_runs(client, parent) if compared(run_row(r))]
     with tempfile.TemporaryDirectory() as tmp:
-        return [_row(r) for r in runs], {r.info.run_id: run_records(client, r, Path(tmp) / r.info.run_id)
+        return [run_row(r) for r in runs], {r.info.run_id: run_records(client, r, Path(tmp) / r.info.run_id)
                                          for r in runs}
 
 
-def declared(tags: dict[str, str]) -> dict[str, Any]:
-    """What a run declared beyond retrieving and being agentic (None: a run logged before
-    it declared these): whether it reads whole documents, searches the index itself, calls
-    its model here, and the model it labels (a pipeline outside the harness)."""
-    flags = {flag: (None if tags.get(f"system_{flag}") is None
-                    else tags[f"system_{flag}"] == "true")
-             for flag in ("long_context", "searches", "calls_models")}
-    return {**flags, "model_label": tags.get("model_label")}
-
-
-
-def _get(row: dict[str, Any], key: str) -> Any:
-    return row.get(key)
-
-
-def _with_ci(row: dict[str, Any], key: str) -> str:
-    mean = row.get(f"{key}_mean")
-    if mean is None:
-        return "–"
-    lo, hi = row.get(f"{key}_ci_low"), row.get(f"{key}_ci_high")
-    return f"{mean:.3f} [{lo:.3f}, {hi:.3f}]" if lo is not None else f"{mean:.3f}"
-
-
-def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
+def primary_metric(records_by_run: Records) -> str:
     """The quality score to compare on: the first of ``comparison_order`` any run has."""
     order = comparison_order()
     records = [r for recs in records_by_run.values() for r in recs]
@@ -161,11 +85,10 @@ def primary_metric(records_by_run: dict[str, list[dict[str, Any]]]) -> str:
     return (why or order)[0]
 
 
-def decide_on(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
+def decide_on(rows: list[Row], records_by_run: Records,
               requested: list[str] | None = None) -> list[str]:
-    """The metrics the verdict decides on: ``requested`` (the command's ``report.decide_on``;
-    empty: the documented default, ``primary_metric``), or, when the command says nothing
-    (None: a rebuild without ``--decide-on``), what the runs logged as ``report.decide_on``."""
+    """The metrics the verdict decides on: ``requested`` (``report.decide_on``; empty: the
+    default, ``primary_metric``), or, for None (a rebuild without ``--decide-on``), the logged."""
     logged: list[str] = next((r["decide_on"] for r in rows if r.get("decide_on")), [])
     return policy.decision_metrics(logged if requested is None else requested,
                                    primary_metric(records_by_run))
@@ -183,9 +106,8 @@ SHOWN_ONLY = ("console",)  # options of what is printed, not of what the report 
 
 def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
                 human_labels: str | None) -> str:
-    """One value for the options a sweep report is written with (what it decides on, the
-    labels file's content, the analyses' options), so a re-run with other options is told
-    from one with the same."""
+    """One value for the options a report is written with (what it decides on, the labels
+    file's content, the analyses' options): a re-run with other options is told apart."""
     import hashlib
 
     labels = Path(human_labels).expanduser() if human_labels else None
@@ -197,19 +119,13 @@ def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                 title: str, requested: list[str] | None = None,
-                 judged_pairs: pairwise.PairwiseView | None = None,
-                 options: Mapping[str, Any] | None = None,
-                 labels: list[HumanLabel] | None = None,
-                 more_caveats: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
-    """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
-    means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
-    family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
-    ``judged_pairs``: the sweep's pairwise judging (``judge.pairwise``);
-    ``requested``: ``report.decide_on``; ``options``: the sweep's ``report`` node;
-    ``labels``: people's labels of the answers, for the analyses that read them;
-    ``more_caveats``: caveats from outside the runs (``meta_eval.judge_caveats``)."""
+def build_report(rows: list[Row], records_by_run: Records, title: str, requested: list[str] | None = None,
+                 judged_pairs: pairwise.PairwiseView | None = None, options: Mapping[str, Any] | None = None,
+                 labels: list[HumanLabel] | None = None, more_caveats: Sequence[str] = ()
+                 ) -> tuple[str, Row]:
+    """report.md and the model it is rendered from (the common rows the plots draw, the
+    family of tests, the analyses' claims and notes, the answer, the headline rows);
+    ``requested``: ``report.decide_on``; ``more_caveats``: caveats from outside the runs."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
@@ -226,53 +142,34 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     answer = (meta_eval.meta_answer(finished) if meta else
               corrected_words.answer(analysis.claims, keys, words.answer(answers)))
     notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
-    out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes)]
-    unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
-                  for r in rows if r["status"] != "FINISHED"]
-    out.append(f"Runs: {len(rows) - len(unfinished)} finished"
-               + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped "
-                  "by the cost cap, KILLED, is compared on what it answered)" if unfinished
-                  else "")
-               + f". {_decided_on(keys)}\n")
-    out.append(data_line(rows))
-    out.append(query_priors(finished))
-    out.append("## Headline\n\n" + writers_md.headline_table(headline, key))
-    out.append("## Task sets\n\n" + task_set_section(sets))
+    out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes),
+           writers_md.runs_line(rows, keys), writers_md.data_line(rows), query_priors(finished),
+           "## Headline\n\n" + writers_md.headline_table(headline, key),
+           "## Task sets\n\n" + tables.task_sets(sets)]
     finding = "" if meta else (
         writers_md.key_finding(analysis.claims, keys, headline)
         + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
-        out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
+        out.append(writers_md.each_dataset(sets, lambda part: length_finding(part, key)))
     out.append(writers_md.section_of([c for c in analysis.claims
                                       if c.kind not in writers_md.FAMILY_KINDS]))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
-    out.append("## Quality\n")
-    no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
-    out.append("Each metric on its own common task set: the tasks every run that has the metric "
-               f"answered (means with bootstrap 95% CIs; n shown where it is not all "
-               f"{len(sets.all_ids)} tasks). {no_judge}\n")
-    out.append(_quality_table(common, sets) + unreadable_note(finished))
-    out.append("\n![comparison](plots/comparison.png)\n")
-    out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
-               "whose task sets differ):\n")
-    out.append(_quality_table(finished))
-    out.append(further_dimensions(finished))
-    out.append(meta_section(finished))
+    out.append(tables.quality_section(common, finished, len(sets.all_ids), judged,
+                                      unreadable_note(finished)))
+    out += [further_dimensions(finished), meta_section(finished)]
     if judged:
         out.append("\n## The judge\n\n" + judge_section(finished, sets))
-    out.append("\n## Cost and latency\n")
-    out.append(_cost_table(sets, finished, judged)
+    out.append("\n## Cost and latency\n\n" + tables.cost(finished, headline, judged)
                + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
                                           if judged_pairs else ()))
-               + latency_cache_note(finished)
+               + writers_md.latency_cache_note(finished)
                + resumed_latency_note(finished))
     gap = plots.cost_plot_gap(finished, key)
     out.append(f"\n{gap}\n" if gap else "\n![cost vs quality](plots/cost_vs_quality.png)\n")
-    out.append("\n## Error taxonomy\n")
-    out.append(_taxonomy(finished) if judged else
-               "No judge: the error taxonomy needs `judge=...`.\n")
+    out.append("\n## Error taxonomy\n\n" + (tables.taxonomy(finished) if judged else
+                                               "No judge: the error taxonomy needs `judge=...`.\n"))
     out.append("\n## By document length\n\n" + length_breakdown(
         sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
                                                     for r in finished)][:3]))
@@ -281,89 +178,58 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
         out.append(pairwise.section(judged_pairs))
     if not meta:  # a meta-evaluation compares signals with people, not systems
         out.append("\n## Paired comparisons\n")
-        out.append(paired_section(sets, keys, decided,
-                                  any(a.descriptive_family for a in answers)))
+        out.append(tables.paired(sets, keys, decided, any(a.descriptive_family for a in answers)))
         repeat_text = repeats.section(sets, finished, key)
         if repeat_text:
             out.append("\n## Repeats\n\n" + repeat_text)
         out.append("\n## Examples chosen from the numbers\n")
-        out.append(verdict.each_dataset(sets, lambda part: examples(part, key)))
-    return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
-                            "keys": keys, "decided": decided, "finding": finding,
-                            "answer": answer, "analysis": analysis, "answers": answers,
-                            "headline": headline, "notes": notes}
+        out.append(writers_md.each_dataset(sets, lambda part: examples(part, key)))
+    return "\n".join(out), {"arag_points": arag_points, "common_rows": common, "keys": keys,
+                            "decided": decided, "finding": finding, "answer": answer,
+                            "analysis": analysis, "answers": answers, "headline": headline, "notes": notes}
 
 
-def result_of(rows: list[dict[str, Any]], records: dict[str, list[dict[str, Any]]], title: str,
-              requested: list[str] | None = None, options: Mapping[str, Any] | None = None,
-              artifact_uri: str = "", run_id: str = "", experiment_id: str = "",
-              **more: Any) -> ReportResult:
+def _loop_section(out: list[str], common: list[Row], records_by_run: Records, key: str
+                  ) -> list[tuple[float, float]]:
+    """The agents' recall against their loops, and a loop-budget sweep's table."""
+    agents = [r for r in common if r["agentic"]]
+    points = [(float(x["loops"]), float(x["retrieval_recall"])) for r in agents
+              for x in records_by_run.get(r["run_id"], [])
+              if x.get("retrieval_recall") is not None and x.get("loops") is not None]
+    swept = len({r.get("max_loops") for r in agents}) > 1
+    gap = plots.loops_plot_gap(points, swept=swept)
+    out.append("\n## Retrieval and the loop budget\n")
+    out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
+               + (f"\n{loops_recall(points)}" if points else ""))
+    if swept:
+        out.append("\n![loop budget](plots/loop_budget_curve.png)\n"
+                   + tables.loop_budget(agents, key) + "\n" + writers_md.LOOPS_NOTE + "\n")
+    return points
+
+
+def result_of(rows: list[Row], records: Records, title: str, requested: list[str] | None = None,
+              options: Mapping[str, Any] | None = None, artifact_uri: str = "", run_id: str = "",
+              experiment_id: str = "", **more: Any) -> ReportResult:
     """The report's model for these runs, as every writer reads it (no store needed)."""
     _, data = build_report(rows, records, title, requested, options=options, **more)
     return _result(data, rows, records, options, artifact_uri, run_id, experiment_id)
 
 
-def _result(data: dict[str, Any], rows: list[dict[str, Any]],
-            records: dict[str, list[dict[str, Any]]], options: Mapping[str, Any] | None,
+def _result(data: Row, rows: list[Row], records: Records, options: Mapping[str, Any] | None,
             artifact_uri: str, run_id: str, experiment_id: str, notes: str = "",
             validation: str = "") -> ReportResult:
     analysis = data["analysis"]
     return ReportResult(run_id, experiment_id, rows, records, data["keys"][0], artifact_uri,
-                        data["finding"], writers_md.banner(data["notes"]), notes,
-                        judge_validation=validation, keys=data["keys"],
-                        decided=data["decided"], answer=data["answer"],
-                        claims=analysis.claims,
-                        caveat_notes=data["notes"], headline=data["headline"],
+                        data["finding"], notes=notes, judge_validation=validation,
+                        keys=data["keys"], decided=data["decided"], answer=data["answer"],
+                        claims=analysis.claims, caveat_notes=data["notes"], headline=data["headline"],
                         answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
                         console=getattr(console_mode := (options or {}).get("console"), "value",
                                         console_mode) or "summary")
 
 
-def _decided_on(keys: list[str]) -> str:
-    """How the report says what it decides on and why those metrics."""
-    named = ", ".join(f"`{k}` ({verdict.direction(k)})" for k in keys)
-    if len(keys) > 1:
-        return f"The verdict decides on {named} (`report.decide_on`)."
-    return (f"Comparison metric: {named}; set by `report.decide_on`, or by default the first "
-            f"of {', '.join(f'`{m}`' for m in comparison_order())} any run has.")
-
-
-def data_line(rows: list[dict[str, Any]]) -> str:
-    """What the runs read: the dataset's digest and its size, one clause per distinct digest
-    (runs on different data say so, by name)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault(row.get("dataset_digest") or "", []).append(row)
-    clauses = [_data_clause(digest, group, named=len(groups) > 1)
-               for digest, group in groups.items()]
-    if len(clauses) == 1:
-        return f"Data: {clauses[0]}.\n"
-    return ("Data: the runs read different data, so their figures are not of the same "
-            "tasks: " + "; ".join(clauses) + ".\n")
-
-
-def _data_clause(digest: str, rows: list[dict[str, Any]], named: bool) -> str:
-    first = rows[0]
-    asked = verdict.tasks_asked(first) if first.get("n_tasks") is not None else None
-    size = f"{_count(first.get('n_documents'))} documents, {_count(asked)} tasks"
-    repeats = int(first.get("repeats") or 1)
-    if repeats > 1 and asked is not None:  # n_tasks counts answers: K per task
-        size = (f"{_count(first.get('n_documents'))} documents, {_count(asked / repeats)} "
-                f"tasks, {_count(asked)} answers ({repeats} per task)")
-    which = f"{', '.join(r['run'] for r in rows)}: " if named else ""
-    held = f"dataset digest `{digest}`" if digest else \
-        "dataset digest unknown (logged before runs recorded one)"
-    return f"{which}`{first.get('dataset')}`, {held} ({size})"
-
-
-def _count(value: Any) -> str:
-    return "unknown" if value is None else f"{value:.0f}"
-
-
-def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[dict[str, Any]]],
-                key: str | list[str]) -> str:
-    """The key finding of these runs on ``key`` (or each decision metric), on the tasks they
-    all answered, as report.md says it."""
+def key_finding(finished: list[Row], records_by_run: Records, key: str | list[str]) -> str:
+    """The key finding of these runs on ``key`` (or each decision metric), as report.md says it."""
     from report.analyses.family import family
 
     keys = [key] if isinstance(key, str) else key
@@ -371,198 +237,6 @@ def key_finding(finished: list[dict[str, Any]], records_by_run: dict[str, list[d
     decided = verdict.decisions(sets, keys)
     claims = family(analyses.Inputs(finished, finished, records_by_run, sets, keys, decided)).claims
     return writers_md.key_finding(claims, keys, verdict.headline_rows(sets, finished, keys[0]))
-
-
-def _unknown_cell(sets: TaskSets, run: dict[str, Any], value: Any, key: str,
-                  digits: int, partial_mean: bool = False) -> str:
-    """A cost or latency cell: the figure, or "unknown (k of n lack it)", never 0 or a dash;
-    ``partial_mean``: with the mean over the part of the answered tasks that carry it, saying
-    over how many."""
-    if value is not None:
-        return _fmt(value, digits)
-    missing, total = verdict.lacking(sets, run, key)
-    notes = [f"{missing} of {total} lack it"] if missing else []
-    partial, n = run.get(f"{key}_answered_mean"), run.get(f"{key}_answered_mean_n")
-    if partial_mean and partial is not None and n:
-        notes.append(f"${partial:.5f} a task over {n:.0f} of {run.get('n_task_ids', 0):.0f} "
-                     "answered tasks, those that carry it")
-    return f"unknown ({'; '.join(notes)})" if notes else "unknown"
-
-
-def _cost_table(sets: TaskSets, finished: list[dict[str, Any]], judged: bool) -> str:
-    note = ("Cost per task counts every task a run ran, errored ones included (their calls "
-            "were paid), as if no call had come from the response cache (so a configuration "
-            "that reused a neighbour's cached calls does not look free); what was actually "
-            "spent is beside it. Spent ($) and judge cost are every call paid for over every "
-            "attempt of a run, a killed attempt's included (for the judge: samples and panel "
-            "too). Latency percentiles are over answered tasks, errored tasks' latency is "
-            "shown apart.\n\n")
-    return note + _table(
-        ["run", "tasks", "errors", "skipped", "cost / task ($)", "spent / task ($)",
-         "spent ($)", "judge cost ($)", "P50 latency (ms)", "P90", "P99",
-         "errored: P50 latency (ms)", "cost per coverage point", "mean loops"],
-        [[r["run"], int(r.get("n_tasks", 0)), int(r.get("n_errors", 0)),
-          int(r.get("n_skipped", 0)),
-          *(_unknown_cell(sets, r, v, "cost_usd", d, partial) for v, d, partial in (
-              (verdict.task_cost(r), 5, False), (r.get("cost_usd_per_task"), 5, True),
-              (verdict.spent(r), 4, False))),
-          _fmt(verdict.judge_spent(r), 4),
-          *(_unknown_cell(sets, r, r.get(f"latency_ms_p{q}"), "latency_ms", 0)
-            for q in (50, 90, 99)),
-          _fmt(r.get("latency_ms_errors_p50"), 0) if r.get("n_errors") else "no errors",
-          _fmt(r.get("cost_per_coverage_point"), 5) if judged else "no judge",
-          _fmt(r.get("loops_mean"), 1)] for r in finished])
-
-
-def _taxonomy(finished: list[dict[str, Any]]) -> str:
-    """The judge's codes per run, beside the path's mechanical P and IR (metrics/trajectory)
-    and how often each agrees with the judge's."""
-    defs = "; ".join(f"**{c}** {d.split(':')[0]}" for c, d in ERROR_CODES.items())
-    rows = [[r["run"], *(r.get(f"error_rate_{c}") for c in ERROR_CODES),
-             *(cell for c in ("P", "IR") for cell in (
-                 (r.get(f"trajectory_{c.lower()}_mean"), r.get(f"trajectory_judge_agreement_{c}"))
-                 if r.get("agentic") else ("not agentic", "–")))]
-            for r in finished]
-    return (f"Share of judged tasks with each code ({defs}), as the judge assigned them to "
-            "tasks scoring below 3. **P (path)**: the share of tasks whose agent stopped with "
-            "budget left while gold it had seen in a search hit went unread; **IR (path)**: "
-            "the share with a read from another document (docs/judging.md); *agrees*: how "
-            "often each matches the judge's code, over tasks where both are known.\n\n"
-            + _table(["run", *ERROR_CODES, "P (path)", "P agrees", "IR (path)", "IR agrees"],
-                     rows)
-            + "\n![taxonomy](plots/error_taxonomy_by_system.png)\n")
-
-
-def _loop_section(out: list[str], finished: list[dict[str, Any]],
-                  records_by_run: dict[str, list[dict[str, Any]]], key: str
-                  ) -> list[tuple[float, float]]:
-    out.append("\n## Retrieval and the loop budget\n")
-    arag_points = [(float(x["loops"]), float(x["retrieval_recall"]))
-                   for r in finished if r["agentic"]
-                   for x in records_by_run.get(r["run_id"], [])
-                   if x.get("retrieval_recall") is not None and x.get("loops") is not None]
-    budgets = {r.get("max_loops") for r in finished if r["agentic"]}
-    gap = plots.loops_plot_gap(arag_points, swept=len(budgets) > 1)
-    out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
-               + (f"\n{loops_recall(arag_points)}" if arag_points else ""))
-    if len(budgets) > 1:
-        out.append("\n![loop budget](plots/loop_budget_curve.png)\n")
-        curve = sorted(((int(r["max_loops"]), r) for r in finished if r["agentic"]),
-                       key=lambda p: p[0])  # two agents may share a budget
-        out.append(_table(["max_loops", key, "retrieval recall", "mean loops",
-                           "cost / task ($, no cache)", "spent / task ($)"],
-                          [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
-                            r.get("loops_mean"), _fmt(verdict.task_cost(r), 5),
-                            _fmt(r.get("cost_usd_per_task"), 5)] for m, r in curve])
-                   + "\n" + writers_md.LOOPS_NOTE + "\n")
-    return arag_points
-
-
-def _quality_table(rows: list[dict[str, Any]], sets: TaskSets | None = None) -> str:
-    """One column per declared report metric (mean [95% CI]), the share at or above its
-    threshold where it declares one, and words against the target; over the common tasks
-    (``sets``: a cell with fewer scored tasks says its n) or each run's own answered tasks."""
-    header: list[str] = ["run", "tasks"]
-    cells: list[Callable[[dict[str, Any]], Any]] = [
-        (lambda r: len(sets.all_ids)) if sets is not None else
-        (lambda r: int(r.get("n_answered", 0)))]
-    scored = [m for m in report_metrics() if any(r.get(f"{m.name}_mean") is not None
-                                                 for r in rows)]
-    for m in scored:
-        header.append(m.title)
-        cells.append(partial(_with_n, key=m.name, sets=sets))
-        if m.share_at_least is not None and sets is None:
-            header.append(f"≥{m.share_at_least:g}")
-            cells.append(partial(_get, key=m.share_key))
-    header.append("words (target)")
-    cells.append(lambda r: f"{_fmt(r.get('word_count_mean'), 1)} ({r.get('target_length')})")
-    unscored = [m.title for m in report_metrics() if m not in scored]
-    return _table(header, [[r["run"], *(cell(r) for cell in cells)] for r in rows]) + (
-        f"\nNot scored in any run (the caveats and each record's null reasons say why): "
-        f"{', '.join(unscored)}.\n" if unscored else "")
-
-
-def _with_n(row: dict[str, Any], key: str, sets: TaskSets | None) -> str:
-    text = _with_ci(row, key)
-    if sets is None or text == "–":
-        return text
-    n = row.get(f"{key}_n")
-    notes = [] if n == len(sets.all_ids) else [f"n={n}"]
-    if n is not None and n < SMALL_N and row.get(f"{key}_ci_low") is not None:
-        notes.append("small n: CI unreliable")
-    return f"{text} ({'; '.join(notes)})" if notes else text
-
-
-def latency_cache_note(finished: list[dict[str, Any]]) -> str:
-    """Which runs' latencies come (partly) from the response cache: a cached call takes
-    about a millisecond, so those figures say nothing about the model's speed."""
-    cached = [r for r in finished if (r.get("model_calls_cached") or 0) > 0]
-    if not cached:
-        return ""
-    parts = [f"{r['run']} ({int(r['model_calls_cached'])} of {int(r.get('model_calls') or 0)} "
-             "model calls)" for r in cached]
-    return ("\nLatency from the response cache: " + "; ".join(parts) + " were answered from "
-            "the cache, so their latency is not the model's.\n")
-
-
-_IMAGE = re.compile(r"!\[([^\]]*)\]\((plots/[^)\s]+)\)")
-
-
-def readable_markdown(markdown_text: str, made: set[str]) -> str:
-    """``report.md`` as text: MLflow shows Markdown artifacts verbatim, so an image link
-    becomes a line naming the plot file (report.html shows it inline); a plot that was not
-    drawn is left out; no text from the data can open an HTML tag (``writers.markdown.inert``)."""
-    def line(match: re.Match[str]) -> str:
-        alt, path = match.group(1), match.group(2)
-        return f"(plot: {alt}, `{path}` in this run's artifacts)" if path in made else ""
-
-    return writers_md.inert(_IMAGE.sub(line, markdown_text))  # data never becomes markup
-
-
-def _html_body(markdown_text: str) -> str:
-    """Report Markdown as HTML, with no HTML of its own: every text from a dataset, a model
-    or a judge is shown as text, never run; a wide table scrolls in its own box, not the
-    page (MLflow's viewer is a narrow frame)."""
-    from markdown_it import MarkdownIt
-
-    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(markdown_text)
-    return body.replace("<table>", "<div class='scroll'><table>").replace(
-        "</table>", "</table></div>")
-
-
-def to_html(markdown_text: str, title: str, plot_dir: Path | None = None) -> str:
-    """A self-contained page: plots inlined as data URIs (MLflow shows HTML artifacts in a
-    sandboxed frame where relative paths lead nowhere); a plot not drawn is left out."""
-    def inline(match: re.Match[str]) -> str:
-        path = plot_dir / match.group(1) if plot_dir else None
-        if path is None or not path.exists():
-            return ""
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
-        return f'<img src="data:image/png;base64,{data}"{match.group(2)}'
-
-    body = re.sub(r'<img src="plots/([^"/]+)"([^>]*>)', inline, _html_body(markdown_text))
-    style = ("body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;"
-             "padding:3px 6px}img{max-width:100%}pre{background:#f6f6f6;padding:.6em;"
-             "white-space:pre-wrap;overflow-wrap:anywhere}code{overflow-wrap:anywhere}"
-             ".scroll{overflow-x:auto;max-width:100%;margin:.5em 0}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
-            f"</title><style>{style}</style></head><body>{body}</body></html>")
-
-
-_ADDED = re.compile(r"<section class='added'>.*?</section>", re.S)
-
-
-def with_added_sections(report_md: str, report_html: str) -> str:
-    """``report.html`` with every section of ``report.md`` it lacks (one added to report.md
-    after the report was written, as the baseline comparison's "Against the baseline"),
-    rendered as the rest; sections added earlier are replaced, so a later comparison's
-    section is the one shown."""
-    page = _ADDED.sub("", report_html)
-    added = [f"<section class='added'>{_html_body(part)}</section>"
-             for part in re.split(r"(?m)^(?=## )", report_md) if part.startswith("## ")
-             and _html_body(part.splitlines()[0]).strip() not in page]
-    return page.replace("</body>", "".join(added) + "</body>", 1)
 
 
 def add_sections_to_html(client: Any, run_id: str) -> None:
@@ -585,15 +259,11 @@ def write_run_report(client, run_id: str) -> ReportResult:
     return _write_report(client, run, [run], f"Run report: {run.info.run_name}", sweep=False)
 
 
-def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | None = None,
-                       human_labels: str | None = None,
-                       options: Mapping[str, Any] | None = None) -> ReportResult:
-    """Build the report for a parent run and log it there (report.md, report.html, plots,
-    compare.html), with each child's headline metrics and a comparison table.
-    ``decide_on``: the sweep's ``report.decide_on`` (None: what the runs logged);
-    ``human_labels``: a labels file (``report.human_labels``) to hold the judge against,
-    beside the HUMAN feedback on the runs' traces; ``options``: the sweep's ``report`` node,
-    read by the analyses (``report/analyses.py``)."""
+def write_sweep_report(client, parent: Row, decide_on: list[str] | None = None,
+                       human_labels: str | None = None, options: Mapping[str, Any] | None = None
+                       ) -> ReportResult:
+    """Build the report for a parent run and log it there, with each child's headline
+    metrics and a comparison table; ``decide_on`` None: what the runs logged."""
     # kept first, so a report that cannot be written is rebuilt as it was asked for
     settings = json.dumps({"decide_on": decide_on, "human_labels": human_labels,
                            "options": dict(options or {})}, default=str)
@@ -603,29 +273,17 @@ def write_sweep_report(client, parent: dict[str, Any], decide_on: list[str] | No
         log.warning("the report settings (%d characters) are too long to keep on the sweep "
                     "run: a rebuild (python -m report) uses the defaults", len(settings))
     result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                           question_title(child_runs(client, parent),
-                                          parent.get("sweep_id", parent["run_id"]), decide_on),
-                           sweep=True, decide_on=decide_on, human_labels=human_labels,
-                           options=options)
+                           writers_md.question_title([run_row(r) for r in child_runs(client, parent)],
+                                                     parent.get("sweep_id", parent["run_id"]), decide_on),
+                           sweep=True, decide_on=decide_on, human_labels=human_labels, options=options)
     logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
     client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
         options, logged if decide_on is None else decide_on, human_labels))
     return result
 
 
-def question_title(runs: list[Any], sweep: str, decide_on: list[str] | None) -> str:
-    """The report's title states its question: the systems, the data and what decides."""
-    rows = [_row(r) for r in runs]
-    systems = " vs ".join(dict.fromkeys(r["run"] for r in rows)) or "no run"
-    data = " + ".join(dict.fromkeys(str(r.get("dataset") or "?") for r in rows))
-    keys = decide_on or next((r["decide_on"] for r in rows if r.get("decide_on")), [])
-    on = f" on {', '.join(keys)}" if keys else ""
-    return f"Which is better{on}: {systems}, {data} (sweep {sweep})"
-
-
-def people_labels(rows: list[dict[str, Any]], experiment_id: str,
-                  human_labels: str | None, traces: RunTraces | None = None
-                  ) -> list[HumanLabel]:
+def people_labels(rows: list[Row], experiment_id: str, human_labels: str | None,
+                  traces: RunTraces | None = None) -> list[HumanLabel]:
     """The labels file's labels, then the HUMAN feedback on the runs' traces."""
     labels = read_labels_file(human_labels) if human_labels else []
     runs = {r["run_id"]: r["run"] for r in rows}
@@ -641,16 +299,15 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   decide_on: list[str] | None = None, human_labels: str | None = None,
                   options: Mapping[str, Any] | None = None) -> ReportResult:
     target_run_id = target.info.run_id
-    rows = [_row(r) for r in runs]
+    rows = [run_row(r) for r in runs]
     spend.annotate(rows, runs, target.info.start_time if sweep else None, client,
                    target if sweep else None)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         records = {r.info.run_id: run_records(client, r, folder / r.info.run_id) for r in runs}
-        for rid, recs in records.items():
-            system = next(x["system"] for x in rows if x["run_id"] == rid)
-            for rec in recs:
-                rec.setdefault("system", system)
+        for row in rows:
+            for rec in records[row["run_id"]]:
+                rec.setdefault("system", row["system"])
         judged_pairs = pairwise.read(client, target, folder / "pairwise") if sweep else None
         traces = RunTraces(target.info.experiment_id)  # searched once, read twice
         labels = people_labels(rows, target.info.experiment_id, human_labels, traces) \
@@ -658,9 +315,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         # refused labels stop the report before anything is written
         people = human_agreement.compare(labels, records, rows)
         judge_notes = judge_caveats(client, rows)
-        text, data = build_report(rows, records, title, requested=decide_on,
-                                  judged_pairs=judged_pairs, options=options, labels=labels,
-                                  more_caveats=judge_notes)
+        text, data = build_report(rows, records, title, requested=decide_on, judged_pairs=judged_pairs,
+                                  options=options, labels=labels, more_caveats=judge_notes)
         analysis: Analysis = data["analysis"]
         text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
@@ -684,19 +340,16 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         (folder / "compare.html").write_text(compare.page(
             finished, records, key, compare.trace_ids(experiment_id, finished, traces),
             experiment_id, title, pairwise.per_task(judged_pairs),
-            _html_body(writers_md.summary(data["answer"], data["headline"], key,
-                                          analysis.claims))), encoding="utf-8")
+            html_body(writers_md.summary(data["answer"], data["headline"], key, analysis.claims))),
+            encoding="utf-8")
         # every claim and note with the words the Markdown writer gives it (``text``)
-        found = [*({**item.record(), "text": words.say(item)}
-                   for item in [*analysis.claims, *data["notes"]]),
-]
+        found = [{**item.record(), "text": words.say(item)} for item in [*analysis.claims, *data["notes"]]]
         artifacts = {"findings.jsonl": found, **analysis.artifacts} if found else {}
         written = sorted(artifacts)
         for name in json.loads(target.data.tags.get(REPORT_ARTIFACTS_TAG) or "[]"):
             artifacts.setdefault(name, [])  # rewritten with the report, never left from before
         for name, lines in artifacts.items():
-            (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines),
-                                       encoding="utf-8")
+            (folder / name).write_text("".join(json.dumps(r, default=str) + "\n" for r in lines), "utf-8")
         for name in ("report.md", "report.html", "compare.html", *artifacts):
             client.log_artifact(target_run_id, str(folder / name))
         for path in made:
@@ -706,11 +359,9 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                      target_run_id, target.info.experiment_id,
                      unreadable_note(finished) + resumed_latency_note(finished) + validation,
                      validation)
-    if analysis.metrics:
-        RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
-            analysis.metrics)
-    for run_id, metrics in analysis.run_metrics.items():
-        RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)
+    for run_id, metrics in [(target_run_id, analysis.metrics), *analysis.run_metrics.items()]:
+        if metrics:
+            RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key, result.decided)

@@ -1,32 +1,17 @@
-"""What the sweep report may conclude, and on which tasks.
+"""What the sweep report may conclude, and on which tasks: the model of the verdict.
 
-Every comparison is made on the **common task set**: the tasks every compared run answered
-(a run is compared when it answered at least one task). A run that skipped or failed a
-task is never ranked against one that answered it. Means over each run's own answered
-tasks are shown too, with their own n, but nothing is concluded from them.
-
-The verdict decides on the metrics ``report.decide_on`` names (``report.policy``). Each is
-tested on every pair of contenders that has it (``decisions``), and the p-values of that
-whole family are adjusted for the number of comparisons (Holm). A difference is declared
-only when it is significant (``Decision.significant``): at least 6 untied pairs, the
-**adjusted** Wilcoxon p < 0.05 and a bootstrap CI that excludes 0; otherwise the report
-says "no significant difference" (naming which of the two failed) or "too few to test".
-Each comparison the key finding makes also states the minimum detectable difference of
-this very rule (80% power; simulated from the pair's own differences, Holm at its worst case
-for the family's size: ``metrics.stats.min_detectable_difference``) and, when the observed
-difference is smaller, how many tasks the rule would need to declare it.
-
-With ``runner.repeats`` a task has several answers per run: every comparison is made on the
-task's mean over its answered repeats (``per_task``), so pairs, CIs and tests are over tasks
-(a task's repeats stay with it) and K identical repeats give the verdict of one. The answers
-themselves stay in ``TaskSets.answers`` for the variance split and the stability of the
-verdict (``report.repeats``).
+The runs a sweep compares and the tasks they all answered (``TaskSets``), the one pairing of
+two runs' tasks, the family of tests the verdict decides by (``Decision``, ``decisions``:
+Holm-adjusted over every pair and decision metric), the rows every writer shows
+(``common_rows``, ``headline_rows``) and what a task costs. The rules, and why they are what
+they are: docs/verdict.md ("The rules behind the figures"). No text is made here: the
+writers (``report/writers``) say it.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -36,7 +21,6 @@ from metrics import bootstrap_ci
 from metrics.aggregate import task_means
 from metrics.stats import (
     ALPHA,
-    MIN_UNTIED,
     Paired,
     cluster_means,
     clusters_of,
@@ -186,17 +170,6 @@ def by_dataset(sets: TaskSets) -> dict[str, TaskSets]:
                             sets.answers) for name in names}
 
 
-def each_dataset(sets: TaskSets, render: Callable[[TaskSets], str]) -> str:
-    """``render`` of the sweep's tasks, or, over several datasets, of each dataset's in turn
-    under its name."""
-    parts = by_dataset(sets)
-    if len(parts) == 1:
-        return render(sets)
-    shown = {name: text for name, part in parts.items() if (text := render(part).strip())}
-    return "\n\n".join(f"**Dataset `{name}`** ({', '.join(r['run'] for r in parts[name].runs)}):"
-                       f"\n{text}" for name, text in shown.items()) + ("\n" if shown else "")
-
-
 @dataclass(frozen=True)
 class Decision:
     """One test of the verdict's family: ``first`` against ``second`` on ``key``, over the
@@ -221,25 +194,6 @@ class Decision:
             return None
         return self.first if policy.advantage(self.paired.mean_diff, self.key) > 0 else \
             self.second
-
-    def verdict(self) -> str:
-        if self.paired is None or not self.paired.testable:
-            return "too few to test"
-        return "significant" if self.significant else "no significant difference"
-
-    def why_not(self) -> str:
-        """Why a testable difference is not declared, in words that match both figures: the
-        test decides together with the CI, and both are named."""
-        assert self.paired is not None
-        rejects = self.p_adjusted is not None and self.p_adjusted < ALPHA
-        p = "adjusted p" if self.family > 1 else "p"
-        if not rejects and self.paired.ci_includes_zero:
-            return f"the test does not reject ({p} ≥ {ALPHA}) and the CI includes 0"
-        if not rejects:
-            return (f"the test does not reject ({p} ≥ {ALPHA}); the CI excludes 0, but a "
-                    "difference needs both")
-        return (f"the test rejects ({p} < {ALPHA}) but the CI includes 0; a difference needs "
-                "both")
 
 
 def compared_pairs(sets: TaskSets, key: str) -> list[tuple[Row, Row]]:
@@ -268,51 +222,42 @@ def find(decided: Sequence[Decision], key: str, a: Row, b: Row) -> Decision | No
     for d in decided:
         if d.key == key and d.first is a and d.second is b:
             return d
-        if d.key == key and d.first is b and d.second is a and d.paired is None:
-            return replace(d, first=a, second=b)
-        if d.key == key and d.first is b and d.second is a and d.paired is not None:
+        if d.key == key and d.first is b and d.second is a:
             p = d.paired
-            turned = replace(p, mean_diff=-p.mean_diff, ci_low=-p.ci_high, ci_high=-p.ci_low,
-                             wins=p.losses, losses=p.wins)
-            return replace(d, first=a, second=b, paired=turned)
+            return replace(d, first=a, second=b, paired=p and replace(
+                p, mean_diff=-p.mean_diff, ci_low=-p.ci_high, ci_high=-p.ci_low, wins=p.losses,
+                losses=p.wins))
     return None
 
 
-def task_set_section(sets: TaskSets) -> str:
-    """How many tasks each run answered, and the common set every comparison uses."""
-    parts = by_dataset(sets)
-    head = (f"There are **{len(sets.common)} tasks every compared run answered** (of "
-            f"{len(sets.all_ids)} in the sweep)." if len(parts) == 1 else
-            f"The sweep ran on **{len(parts)} datasets**, each compared on its own: a run is "
-            "compared only with the runs of its dataset, task by task, never with another "
-            "dataset's tasks. Tasks every compared run of a dataset answered: " + "; ".join(
-                f"`{name}` **{len(part.common)}** of {len(part.all_ids)}"
-                for name, part in parts.items()) + ".")
-    lines = [f"{head} Every comparison below (key finding, paired "
-             "tests, wins and losses, examples, the quality table, the plots, the console and "
-             "the parent run's metrics) is made, for each metric, on the tasks every run that "
-             "has the metric answered: a metric some runs have no score for at all (stuffing "
-             "retrieves nothing) is compared among the runs that have it, so their skips do "
-             "not shrink it. Where that set is not every task, its n is shown.\n"]
-    rows = []
-    for r in sets.runs + sets.left_out:
+def shown_pairs(sets: TaskSets, key: str, decided: Sequence[Decision]
+                ) -> list[tuple[Row, Row, Decision | None, Paired]]:
+    """Every pair of runs of one dataset with a paired result on ``key``: the family's test
+    (turned to the pair's order), or, for a pair the verdict does not decide on (a bound),
+    its unadjusted one."""
+    out = []
+    for part in by_dataset(sets).values():
+        for a, b in itertools.combinations(part.runs, 2):
+            d = find(decided, key, a, b)
+            res = d.paired if d is not None else part.pair(a, b, key)
+            if res is not None:
+                out.append((a, b, d, res))
+    return out
+
+
+def run_counts(sets: TaskSets) -> list[Row]:
+    """Each run's tasks, answered, skipped and errored, and whether it is compared."""
+    def counted(r: Row) -> Row:
         recs = list(sets.tables[r["run_id"]].values())
-        rows.append([r["run"], len(recs), sum(is_answered(x) for x in recs),
-                     sum(bool(x.get("skipped")) for x in recs),
-                     sum(bool(x.get("error")) for x in recs),
-                     "yes" if r in sets.runs else "no: answered no task"])
-    lines.append(table(["run", "tasks", "answered", "skipped", "errored", "compared"], rows))
-    return "\n".join(lines)
+        return {"run": r["run"], "tasks": len(recs), "answered": sum(map(is_answered, recs)),
+                "skipped": sum(bool(x.get("skipped")) for x in recs),
+                "errored": sum(bool(x.get("error")) for x in recs), "compared": r in sets.runs}
+    return [counted(r) for r in sets.runs + sets.left_out]
 
 
 SMALL_N = 10  # fewer pairs than this: a percentile-bootstrap CI is not to be trusted
 
 
-def direction(key: str) -> str:
-    return "higher is better" if policy.higher_is_better(key) else "lower is better"
-
-
-# what a loop count means (arag/agent/loop.py): the budget, then a forced answer call
 def budget_pairs(runs: list[Row]) -> list[tuple[Row, Row]]:
     """A loop-budget sweep (every contender agentic, each with its own ``max_loops``): each
     budget against the largest, smallest first; any other sweep: none."""
@@ -322,13 +267,6 @@ def budget_pairs(runs: list[Row]) -> list[tuple[Row, Row]]:
         return []
     ordered = sorted(runs, key=lambda r: int(r["max_loops"]))
     return [(r, ordered[-1]) for r in ordered[:-1]]
-
-
-def n_words(n: int, paired: Paired | None) -> str:
-    """A pair's n: its tasks, and the documents they read where tasks share one."""
-    if paired is None or not paired.n_clusters:
-        return str(n)
-    return f"{n} tasks on {paired.n_clusters} documents"
 
 
 def task_cost(run: Row) -> float | None:
@@ -352,18 +290,6 @@ def tasks_asked(run: Row) -> int:
     return int((run.get("n_tasks") or 0) + (run.get("n_not_run") or 0))
 
 
-def stopped_words(run: Row) -> str:
-    """How a run the cost cap stopped is said: what it ran of what it was asked and what it
-    spent (the spend journal's figure); empty for a run the cap did not stop."""
-    not_run = int(run.get("n_not_run") or 0)
-    if not not_run:
-        return ""
-    paid = spent(run)
-    money = f"spent ${paid:.4f}" if paid is not None else "spend unknown"
-    return (f"stopped by the cost cap: {int(run.get('n_tasks') or 0)} of {tasks_asked(run)} "
-            f"tasks run, {not_run} not run, {money}")
-
-
 def judge_spent(run: Row) -> float | None:
     """What a run's judges actually paid over every attempt of the run, panel and samples
     included (``judge_cost_usd_spent_total``: calls made before a kill included); a run
@@ -372,7 +298,7 @@ def judge_spent(run: Row) -> float | None:
     return journaled if journaled is not None else run.get("judge_cost_usd_total")
 
 
-def lacking(sets: TaskSets, run: Row, key: str) -> tuple[int, int]:
+def _lacking(sets: TaskSets, run: Row, key: str) -> tuple[int, int]:
     """How many of the run's records do not carry ``key`` (cost, latency: predictions made
     elsewhere may not say theirs), and how many records it has."""
     records = list(sets.tables.get(run["run_id"], {}).values())
@@ -381,49 +307,6 @@ def lacking(sets: TaskSets, run: Row, key: str) -> tuple[int, int]:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def paired_section(sets: TaskSets, keys: Sequence[str], decided: Sequence[Decision],
-                   descriptive: bool = False) -> str:
-    """Every pair of runs on each decision metric: the family's tests with raw and adjusted
-    p (a pair with a bound is shown for reference, untested by the verdict)."""
-    family = max((d.family for d in decided), default=1)
-    intro = ("Over the common tasks both runs have a score for: mean difference (first minus "
-             "second) with a paired bootstrap 95% CI (2,000 resamples) and a two-sided Wilcoxon "
-             "signed-rank p-value over the untied pairs (ties carry no sign and are dropped; "
-             f"with fewer than {MIN_UNTIED} untied pairs no test can reach 0.05). The verdict "
-             f"decides on {', '.join(f'`{k}`' for k in keys)}: every pair of contenders on each, "
-             f"{family} test(s) in all, whose p-values are {policy.CORRECTION}-adjusted together "
-             "(both shown). Significant: adjusted p < 0.05 and the CI excludes 0.\n")
-    if descriptive:
-        intro += ("**Descriptive:** this sweep stopped by its anytime-valid intervals (section "
-                  "\"Sequential stop\"): these tests are on tasks a data-dependent rule chose "
-                  "to run, so their verdicts decide nothing.\n")
-    return intro + "".join(_paired_table(sets, key, decided, descriptive) for key in keys)
-
-
-def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision],
-                  descriptive: bool = False) -> str:
-    rows = []
-    for part, (a, b) in ((within, pair) for within in by_dataset(sets).values()
-                         for pair in itertools.combinations(within.runs, 2)):
-        d = find(decided, key, a, b)
-        res = d.paired if d is not None else part.pair(a, b, key)
-        if res is None:
-            continue
-        held = d is not None and d.p_adjusted is not None
-        rows.append([f"{a['run']} vs {b['run']}", n_words(res.n, res), res.n_untied, res.mean_diff,
-                     f"[{res.ci_low:.3f}, {res.ci_high:.3f}]", res.p_text(),
-                     f"{d.p_adjusted:.3g}" if held and d else
-                     "– (a bound: not decided on)" if d is None else "–",
-                     f"{res.wins}/{res.losses}/{res.ties}",
-                     f"descriptive ({d.verdict() if d else res.verdict()})" if descriptive else
-                     d.verdict() if d is not None else f"{res.verdict()} (unadjusted)"])
-    head = f"\n### `{key}`\n\n"
-    if not rows:
-        return head + "Fewer than two runs share two scored common tasks.\n"
-    return head + table(["pair", "pairs", "untied", "mean diff", "95% CI", "Wilcoxon p",
-                         f"{policy.CORRECTION} p", "wins/losses/ties", "verdict"], rows)
 
 
 def common_rows(sets: TaskSets, metrics: list[str]) -> list[Row]:
@@ -449,20 +332,6 @@ def common_rows(sets: TaskSets, metrics: list[str]) -> list[Row]:
                     row[f"{m}_ci_low"], row[f"{m}_ci_high"] = ci
         out.append(row)
     return out
-
-
-def fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "–"
-    if isinstance(v, float):
-        return f"{v:.{digits}f}"
-    return str(v)
-
-
-def table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(fmt(c) for c in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 HEADLINE_SCORES = ("retrieval_recall",)  # shown beside the comparison metric
@@ -491,8 +360,22 @@ def headline_rows(sets: TaskSets, finished: list[Row], key: str, also: Sequence[
         row["answered_any"] = run in sets.runs
         row["spent"] = spent(run)
         # how many records lack each figure, so an unknown is said as one, never 0
-        row["lacking"] = {key: lacking(sets, run, key)[0] for key in UNKNOWABLE}
-        row["n_records"] = lacking(sets, run, "cost_usd")[1]
+        row["lacking"] = {key: _lacking(sets, run, key)[0] for key in UNKNOWABLE}
+        row["n_records"] = _lacking(sets, run, "cost_usd")[1]
         rows.append(row)
     ranked = policy.ranked(policy.contenders(rows), lambda r: r.get(f"{key}_mean"), key)
     return ranked + [r for r in rows if r not in ranked]
+
+
+# Transitional: the sections not yet rendered through ``report.writers.cells`` (sections,
+# meta_eval, human_agreement, repeats, pairwise, baseline_report) still format here; the
+# model cannot import the writers (they import it). Remove with the last of those uses.
+def fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "unknown"  # report.writers.cells.UNKNOWN: never 0, never a dash
+    return f"{v:,.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join([*lines, *("| " + " | ".join(fmt(c) for c in row) + " |" for row in rows)]) + "\n"

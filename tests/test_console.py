@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from report import compare, console, plots, report
+from report.writers import html as writers_html
+from report.writers import markdown as writers_md
 from runners import dryrun
 from runners.preflight import job_overrides
 from tests.conftest import ROOT
@@ -44,17 +46,17 @@ RECORDS = {
 def test_report_html_inlines_its_plots_and_report_md_names_them(tmp_path):
     (tmp_path / "comparison.png").write_bytes(b"\x89PNG fake")
     text = "# R\n\n![comparison](plots/comparison.png)\n\n![taxonomy](plots/error_taxonomy.png)\n"
-    page = report.to_html(text, "R", tmp_path)
+    page = writers_html.to_html(text, "R", tmp_path)
     assert re.findall(r'src="([^"]+)"', page) == ['data:image/png;base64,iVBORyBmYWtl']
-    md = report.readable_markdown(text, {"plots/comparison.png"})
+    md = writers_html.readable_markdown(text, {"plots/comparison.png"})
     assert "](plots/" not in md and "`plots/comparison.png`" in md
     assert "error_taxonomy" not in md  # a plot that was not drawn is not promised
 
 
 def test_latency_note_names_the_runs_answered_from_the_cache():
-    note = report.latency_cache_note(ROWS)
+    note = writers_md.latency_cache_note(ROWS)
     assert "arag max_loops=8 (10 of 10 model calls)" in note and "stuffing" not in note
-    assert report.latency_cache_note([ROWS[1]]) == ""
+    assert writers_md.latency_cache_note([ROWS[1]]) == ""
 
 
 def test_compare_page_has_every_task_and_run_with_gold_errors_and_trace_links():

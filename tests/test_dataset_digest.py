@@ -103,7 +103,7 @@ def test_resume_answers_again_only_the_tasks_whose_content_changed(tmp_path, cap
 
 
 def test_the_report_states_the_data_and_when_runs_read_different_data():
-    from report.report import data_line
+    from report.writers.markdown import data_line
 
     row = {"dataset": "my_calls", "dataset_digest": "d1", "n_documents": 2.0, "n_tasks": 3.0}
     same = data_line([{**row, "run": "arag"}, {**row, "run": "naive"}])

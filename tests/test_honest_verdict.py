@@ -32,7 +32,7 @@ def test_cost_per_task_is_one_figure_in_console_parent_metrics_and_report():
             costed("naive", 0.001, 0.00158, n_answered=4.0),
             costed("broken", 0.00475, 0.00475, n_answered=0.0, n_errors=4.0)]
     text, _ = build_report(rows, records, "t")
-    assert "| arag | 4 | 0 | 0 | 0.00316 | 0.00200 |" in section(text, "Cost and latency")
+    assert "| arag | 4 | 0 | 0 | $0.00316 | $0.00200 |" in section(text, "Cost and latency")
     finding = key_finding(rows, records, "geval_coverage")
     assert "arag $0.00316 (spent $0.00200" in finding
     assert "broken answered no task but spent $0.01900" in finding
@@ -55,7 +55,7 @@ def test_judge_cost_is_in_the_report_total_and_the_finding():
     costs = section(text, "Cost and latency")
     assert "Total spent: $1.3050 new, paid this time (systems $0.6000, judge $0.7050)" \
         in costs
-    assert "| 0.4000 |" in costs  # each run's judge cost in its row
+    assert "| $0.4000 |" in costs  # each run's judge cost in its row
     assert "The judge cost $0.7050 in all" in section(text, "Key finding")
 
 
@@ -71,7 +71,7 @@ def test_spend_is_what_was_paid_over_every_attempt_where_it_was_journaled():
     costs = section(text, "Cost and latency")
     assert "Total spent: $1.2000 new, paid this time (systems $0.7000, judge $0.5000)" \
         in costs
-    assert "| 0.5000 | 0.3000 |" in costs  # run a: spent, judge cost
+    assert "| $0.5000 | $0.3000 |" in costs  # run a: spent, judge cost
     assert "The judge cost $0.5000 in all" in section(text, "Key finding")
     heads = console.headline_metrics({"judge_cost_usd_total": 0.1,
                                       "judge_cost_usd_spent_total": 0.3})

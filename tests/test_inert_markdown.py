@@ -7,7 +7,8 @@ import re
 
 from report import human_agreement
 from report.overview import description
-from report.report import ReportResult, build_report, readable_markdown
+from report.report import ReportResult, build_report
+from report.writers.html import readable_markdown
 from report.writers.markdown import inert
 from tests.test_report import rec, row
 from tracking.human_labels import HumanLabel
@@ -46,7 +47,7 @@ def test_a_run_label_and_a_labellers_name_are_never_markup_in_description_or_rep
 
 
 def test_report_html_has_every_section_of_report_md_after_the_baseline_adds_one():
-    from report.report import to_html, with_added_sections
+    from report.writers.html import to_html, with_added_sections
 
     records = {name: [rec(f"t{k}", 4 - k % 2 * (name == "naive")) for k in range(8)]
                for name in ("arag", "naive")}

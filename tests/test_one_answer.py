@@ -10,8 +10,9 @@ import numpy as np
 
 from report import console, overview
 from report.model import Authority
-from report.report import _html_body, build_report, result_of
+from report.report import build_report, result_of
 from report.writers import markdown as writers_md
+from report.writers.html import html_body
 from tests.test_report import rec, row, section
 
 SEQUENTIAL = {"order_seed": 0, "max_tasks": None}
@@ -63,7 +64,7 @@ def test_each_systems_headline_reads_the_same_in_every_writer():
     result = result_of(rows, records, "t", ["geval_coverage"])
     terminal = console.verdict(result, "sqlite:///m.db")
     note = overview.description(result)
-    page = _html_body(writers_md.summary(data["answer"], data["headline"], "geval_coverage",
+    page = html_body(writers_md.summary(data["answer"], data["headline"], "geval_coverage",
                                          data["analysis"].claims))
     for run in ("arag", "naive", "stuffing"):
         md = _cells_md(section(text, "Headline"), run)
@@ -184,7 +185,7 @@ def test_each_writer_keeps_its_wording(request):
         "console_full.txt": console.verdict(full, "sqlite:///mlruns/mlflow.db"),
         "report.md": text,
         "description.md": overview.description(result),
-        "compare_header.html": _html_body(writers_md.summary(
+        "compare_header.html": html_body(writers_md.summary(
             data["answer"], data["headline"], "geval_coverage", data["analysis"].claims)),
     }
     for name, now in rendered.items():
@@ -194,3 +195,24 @@ def test_each_writer_keeps_its_wording(request):
         assert now == path.read_text(encoding="utf-8"), (
             f"{name} changed: if the new words are meant, UPDATE_SNAPSHOTS=1 pytest "
             f"{request.node.nodeid}")
+
+
+def test_no_table_of_a_sweeps_report_is_wider_than_eight_columns_and_counts_are_whole():
+    """Every table of report.md has at most 8 columns (wider ones are split into groups,
+    the run column first in each); tokens and words are shown as whole counts."""
+    from metrics.geval import ERROR_CODES
+    from report.policy import report_metrics
+
+    rows, records = three_runs_one_skipping()
+    scores = {m.name: 0.5 for m in report_metrics() if not m.name.endswith(("tokens", "chunks"))}
+    records = {name: [{**r, **scores, "context_tokens": (1891, 1892, 1892)[k % 3],
+                       "word_count": (52, 53, 53)[k % 3], "loops": 3} for k, r in enumerate(recs)]
+               for name, recs in records.items()}
+    rows = [{**r, **{f"error_rate_{c}": 0.1 for c in ERROR_CODES}, "loops_mean": 3.0}
+            for r in rows]
+    text, _ = build_report(rows, records, "t", ["geval_coverage"])
+    widths = [line.count("|") - 1 for line in text.splitlines() if line.startswith("|")]
+    assert widths and max(widths) <= 8, max(widths)
+    quality = section(text, "Quality")
+    assert "| arag | 40 | 53 | 50 | 1,892 [1,892, 1,892] (n=30) |" in quality  # not 1891.667
+    assert "1891.6" not in text and "52.6" not in quality

@@ -50,13 +50,13 @@ def test_nothing_is_ranked_on_tasks_another_run_did_not_answer():
     assert "too few to test" in finding and "no winner is declared" in finding
     assert "Best: **" not in finding
     paired = section(text, "Paired comparisons")
-    assert "| arag vs stuffing | 3 | 3 | -1.000 |" in paired and "too few to test" in paired
+    assert "| arag vs stuffing | 3 (3 untied) | -1.000 |" in paired and "too few to test" in paired
     # the comparison plot draws common-task means; each run's own mean is shown apart
     assert {r["run"]: r["geval_coverage_mean"] for r in data["common_rows"]} == \
         {"arag": 2.0, "stuffing": 3.0}
     quality = section(text, "Quality")
-    assert "| arag | 6 | 2.000 [2.000, 2.000] (n=3; small n: CI unreliable)" in quality
-    assert "| arag | 6 | 3.500" in quality
+    assert "| arag | 2.000 [2.000, 2.000] (n=3; small n: CI unreliable) |" in quality
+    assert "| arag | 3.500 |" in quality and "| arag | 6 |" in quality  # its own 6 tasks
     examples = section(text, "Examples chosen from the numbers")
     assert not re.search(r"`t[012]`", examples)  # examples come from the common tasks only
     by_length = section(text, "By document length")
@@ -147,7 +147,7 @@ def test_the_judge_section_shows_spread_agreement_and_the_widest_disagreements()
                 judge_agreement_coverage_n=2.0), row("b", geval_coverage_mean=3.0)]
     text, _ = build_report(rows, records, "t")
     judge = section(text, "The judge")
-    assert "| a | 3 | – | 0.400 |" in judge
+    assert "| a | 3 | unknown | 0.400 |" in judge
     assert "0.550 [0.200, 0.800] (n=2)" in judge
     assert "`t0` (a), coverage: primary judge 5.00, sonnet 1.00 (gap 4.00)" in judge
     assert "Haiku: all there." in judge and "Sonnet: misses guidance." in judge
@@ -175,7 +175,7 @@ def test_a_panel_judge_that_reverses_a_ranking_is_said_in_the_key_finding():
 
 def test_a_capped_run_is_counted_over_every_task_with_the_journals_spend():
     from report.console import table
-    from report.verdict import stopped_words
+    from report.writers.verdict_words import stopped_words
 
     records = {"arag": [rec(f"t{k}", 4) for k in range(4)],
                "naive": [rec(f"t{k}", 3) for k in range(6)]}
@@ -197,8 +197,10 @@ def test_error_taxonomy_shows_the_judges_p_beside_the_paths_mechanical_p():
     text, _ = build_report(rows, records, "t")
     taxonomy = section(text, "Error taxonomy")
     assert "**P** premature termination" in taxonomy and "**IC** incoherence" in taxonomy
-    assert "| arag | – | – | – | 1.000 | – | – | – | 1.000 | 1.000 | – | – |" in taxonomy
-    assert "| naive | – | – | – | 0.000 | – | – | – | not agentic | – | not agentic | – |" in taxonomy
+    assert "| arag | unknown | unknown | unknown | 1.000 | unknown | unknown | unknown |" in taxonomy
+    assert "| arag | 1.000 | 1.000 | unknown | unknown |" in taxonomy
+    assert "| naive | unknown | unknown | unknown | 0.000 | unknown | unknown | unknown |" in taxonomy
+    assert "| naive | not agentic | not agentic | not agentic | not agentic |" in taxonomy
 
 
 def test_a_run_without_the_metric_does_not_shrink_its_task_set():
@@ -220,7 +222,7 @@ def test_a_run_without_the_metric_does_not_shrink_its_task_set():
     assert "**arag** vs **naive** (n=8): 0.750 vs 0.250" in finding
     assert "**significant**, arag is better" in finding
     paired = section(text, "Paired comparisons")
-    assert "| arag vs naive | 8 | 8 | 0.500 |" in paired
+    assert "| arag vs naive | 8 (8 untied) | 0.500 |" in paired
     examples = section(text, "Examples chosen from the numbers")
     assert "arag beats every other run" in examples and "`t7`" in examples  # not only t0, t1
     # no reference (no reference model): the example says so and why, not an empty block

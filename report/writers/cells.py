@@ -49,6 +49,11 @@ def count(value: Any, missing: str = UNKNOWN) -> str:
     return f"{round(float(value)):,}"
 
 
+def lacking(missing: Any, total: Any) -> str:
+    """Why a figure is unknown: how many of the records lack it."""
+    return f"{count(missing)} of {count(total)} records lack it"
+
+
 def money(value: Any, digits: int = 5, missing: str = UNKNOWN) -> str:
     return missing if value is None else f"${value:,.{digits}f}"
 

@@ -45,13 +45,17 @@ def _split_address(line: str) -> list[str]:
     return [f"{head}, then", f"         {url}"]
 
 
+def headline_lines(headline: Sequence[dict[str, Any]], key: str) -> list[str]:
+    """The headline table as the terminal shows it: every writer's columns and cells."""
+    return text_table(HEADLINE_COLUMNS(key), [headline_cells(r, key) for r in headline])
+
+
 def summary(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any]], key: str,
             claims: Sequence[Claim], answered: Sequence[Claim], extra: Sequence[str],
             addresses: Sequence[str]) -> list[str]:
     """The verdict in at most ``MAX_LINES`` lines of at most ``WIDTH`` characters."""
     head = _wrap(answer)
-    table = [line[:WIDTH] for line in text_table(HEADLINE_COLUMNS(key),
-                                                 [headline_cells(r, key) for r in headline])]
+    table = [line[:WIDTH] for line in headline_lines(headline, key)]
     tail = ["", *(part for a in addresses for part in _split_address(a))]
     budget = MAX_LINES - len(head) - 1 - len(table) - 1 - len(tail)
     caveats = [f"! {say(n, PLAIN, short=True)}" for n in grouped(notes)]
@@ -85,7 +89,7 @@ def full(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any]],
     """Everything: the answer, every caveat, the table, the key finding and every claim."""
     lines = [answer, ""]
     lines += [f"! {say(n, PLAIN)}" for n in grouped(notes)]
-    lines += ["", *text_table(HEADLINE_COLUMNS(key), [headline_cells(r, key) for r in headline]),
+    lines += ["", *headline_lines(headline, key),
               "", key_finding(claims, keys, headline, PLAIN).strip(), ""]
     lines += [f"- {say(c, PLAIN)}" for c in claims if c.kind not in FAMILY_KINDS | {"plot"}]
     lines += ["", *[e for e in extra if e], "", *addresses]

@@ -5,11 +5,14 @@ headline table every writer shares. No figure is computed here."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from report import policy
 from report.model import Claim, Note
-from report.writers.cells import MARKDOWN, Style, markdown_table, money, number
+from report.verdict import TaskSets, by_dataset, tasks_asked
+from report.writers.cells import MARKDOWN, Style, count, lacking, markdown_table, money, number
+from report.writers.verdict_words import stopped_words
 from report.writers.words import grouped, say
 
 Row = dict[str, Any]
@@ -95,8 +98,8 @@ def cost_sentence(headline: Sequence[Row]) -> str:
 
 def _unknown(row: Row, field: str, what: str) -> str:
     missing = (row.get("lacking") or {}).get(field)
-    return (f"{what} unknown ({missing} of {row.get('n_records', 0)} records lack it)"
-            if missing else f"{what} unknown")
+    return f"{what} unknown ({lacking(missing, row.get('n_records', 0))})" if missing else \
+        f"{what} unknown"
 
 
 def _cost_words(row: Row) -> str:
@@ -128,7 +131,7 @@ def headline_cells(row: Row, key: str) -> list[str]:
             number(row.get("retrieval_recall_mean"), 3, "n/a"),
             number(row.get("cost_per_task"), 5), number(row.get("cost_usd_per_task"), 5),
             number(row.get("latency_ms_p50"), 0),
-            f"{row.get('n_answered', 0):.0f}/{row.get('n_asked', 0):.0f}"]
+            f"{count(row.get('n_answered', 0))}/{count(row.get('n_asked', 0))}"]
 
 
 def banner(notes: Sequence[Note], style: Style = MARKDOWN) -> str:
@@ -161,6 +164,82 @@ def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:
             if table is not None and table.rows:
                 out.append(markdown_table(table.header, table.rows))
     return "\n".join(out)
+
+
+def question_title(rows: Sequence[Row], sweep: str, decide_on: Sequence[str] | None) -> str:
+    """The report's title states its question: the systems, the data and what decides."""
+    systems = " vs ".join(dict.fromkeys(r["run"] for r in rows)) or "no run"
+    data = " + ".join(dict.fromkeys(str(r.get("dataset") or "?") for r in rows))
+    keys = decide_on or next((r["decide_on"] for r in rows if r.get("decide_on")), [])
+    return f"Which is better{' on ' + ', '.join(keys) if keys else ''}: {systems}, {data} (sweep {sweep})"
+
+
+def runs_line(rows: Sequence[Row], keys: Sequence[str]) -> str:
+    """How many runs finished, which did not and why, and what the verdict decides on."""
+    unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], stopped_words(r)]))}"
+                  for r in rows if r["status"] != "FINISHED"]
+    return (f"Runs: {len(rows) - len(unfinished)} finished"
+            + (f", {len(unfinished)} not finished ({', '.join(unfinished)}; a run stopped by the "
+               "cost cap, KILLED, is compared on what it answered)" if unfinished else "")
+            + f". {decided_on(keys)}\n")
+
+
+def decided_on(keys: Sequence[str]) -> str:
+    """What the report decides on, each metric's direction, and why those metrics."""
+    named = ", ".join(f"`{k}` ({'higher' if policy.higher_is_better(k) else 'lower'} is better)"
+                      for k in keys)
+    if len(keys) > 1:
+        return f"The verdict decides on {named} (`report.decide_on`)."
+    return (f"Comparison metric: {named}; set by `report.decide_on`, or by default the first "
+            f"of {', '.join(f'`{m}`' for m in policy.comparison_order())} any run has.")
+
+
+def data_line(rows: Sequence[Row]) -> str:
+    """What the runs read: the dataset's digest and its size, one clause per distinct digest
+    (runs on different data say so, by name)."""
+    groups: dict[str, list[Row]] = {}
+    for row in rows:
+        groups.setdefault(row.get("dataset_digest") or "", []).append(row)
+    clauses = [_data_clause(digest, group, named=len(groups) > 1)
+               for digest, group in groups.items()]
+    if len(clauses) == 1:
+        return f"Data: {clauses[0]}.\n"
+    return ("Data: the runs read different data, so their figures are not of the same "
+            "tasks: " + "; ".join(clauses) + ".\n")
+
+
+def _data_clause(digest: str, rows: Sequence[Row], named: bool) -> str:
+    first = rows[0]
+    asked = tasks_asked(first) if first.get("n_tasks") is not None else None
+    docs, repeats = count(first.get("n_documents")), int(first.get("repeats") or 1)
+    size = f"{docs} documents, {count(asked)} tasks"
+    if repeats > 1 and asked is not None:  # n_tasks counts answers: K per task
+        size = (f"{docs} documents, {count(asked / repeats)} tasks, {count(asked)} answers "
+                f"({repeats} per task)")
+    which = f"{', '.join(r['run'] for r in rows)}: " if named else ""
+    held = f"dataset digest `{digest}`" if digest else \
+        "dataset digest unknown (logged before runs recorded one)"
+    return f"{which}`{first.get('dataset')}`, {held} ({size})"
+
+
+def latency_cache_note(finished: Sequence[Row]) -> str:
+    """Which runs' latencies come (partly) from the response cache: a cached call takes
+    about a millisecond, so those figures say nothing about the model's speed."""
+    parts = [f"{r['run']} ({count(r['model_calls_cached'])} of {count(r.get('model_calls') or 0)} "
+             "model calls)" for r in finished if (r.get("model_calls_cached") or 0) > 0]
+    return ("\nLatency from the response cache: " + "; ".join(parts) + " were answered from "
+            "the cache, so their latency is not the model's.\n") if parts else ""
+
+
+def each_dataset(sets: TaskSets, render: Callable[[TaskSets], str]) -> str:
+    """``render`` of the sweep's tasks, or, over several datasets, of each dataset's in turn
+    under its name."""
+    parts = by_dataset(sets)
+    if len(parts) == 1:
+        return render(sets)
+    shown = {name: text for name, part in parts.items() if (text := render(part).strip())}
+    return "\n\n".join(f"**Dataset `{name}`** ({', '.join(r['run'] for r in parts[name].runs)}):"
+                         f"\n{text}" for name, text in shown.items()) + ("\n" if shown else "")
 
 
 _CODE_SPAN = re.compile(r"(`+[^`]*`+)")

@@ -5,25 +5,49 @@ from __future__ import annotations
 
 from typing import Any
 
-from metrics.stats import ALPHA, MIN_UNTIED, POWER, SIMULATIONS
+from metrics.stats import ALPHA, MIN_UNTIED, POWER, SIMULATIONS, Paired
 from report.model import Claim, Note
+from report.verdict import SMALL_N, Decision, Row, spent, tasks_asked
 from report.writers.cells import Style, count, interval, money, number, p_value, signed
 from report.writers.words import words
 
-SMALL_N = 10  # fewer pairs than this: a percentile-bootstrap CI is not to be trusted
 RULE_WORDS = (f"Holm-adjusted Wilcoxon with a bootstrap CI, simulated from the observed "
               f"differences, {SIMULATIONS:,} resamples")
 CONTEXT_SETTING = "model.context_limit"  # what an "exceeds the model's context" skip names
 
 
-def _name(run: str, claim: Claim) -> str:
-    void = claim.figures.get("void") or []
-    return f"{run} (called no tool: closed-book)" if run in void else run
+def decision_word(d: Decision | None, paired: Paired) -> str:
+    """A test's verdict in the paired table; a pair outside the family: unadjusted."""
+    if d is None:
+        return f"{paired.verdict()} (unadjusted)"
+    if d.paired is None or not d.paired.testable:
+        return "too few to test"
+    return "significant" if d.significant else "no significant difference"
+
+
+def n_words(n: int, documents: int | None) -> str:
+    """A pair's n: its tasks, and the documents they read where tasks share one."""
+    return f"{n} tasks on {documents} documents" if documents else str(n)
+
+
+def stopped_words(run: Row) -> str:
+    """How a run the cost cap stopped is said: what it ran of what it was asked and what it
+    spent (the spend journal's figure); empty for a run the cap did not stop."""
+    not_run = int(run.get("n_not_run") or 0)
+    if not not_run:
+        return ""
+    return (f"stopped by the cost cap: {count(run.get('n_tasks') or 0)} of "
+            f"{count(tasks_asked(run))} tasks run, {not_run} not run, "
+            + (f"spent {money(spent(run), 4)}" if spent(run) is not None else "spend unknown"))
 
 
 def _n(claim: Claim) -> str:
-    n = claim.n_tasks or 0
-    return f"{n} tasks on {claim.n_documents} documents" if claim.n_documents else str(n)
+    return n_words(claim.n_tasks or 0, claim.n_documents)
+
+
+def _name(run: str, claim: Claim) -> str:
+    void = claim.figures.get("void") or []
+    return f"{run} (called no tool: closed-book)" if run in void else run
 
 
 def _p(claim: Claim) -> str:
