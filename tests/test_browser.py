@@ -314,3 +314,35 @@ def test_a_trace_link_followed_in_the_artifact_viewer_keeps_the_page_and_opens_t
     page.get_by_text(trace_id[3:10], exact=False).first.wait_for(timeout=60_000)
     page.get_by_text("Summarize the key highlights", exact=False).first.wait_for(timeout=30_000)
     _screenshot(page, "ui-trace.png")
+
+
+def test_two_sweeps_on_the_same_data_are_told_apart_in_the_run_list(ui, page):
+    """Last in the file: it adds a second sweep (other systems, repeats) to the store. The run
+    list names each by its data, systems and the setting that differs, the Dataset column
+    filled; the Run Name column, widened by its edge as a user would, shows the whole name."""
+    url, tmp, _ = ui
+    first = _parent(tmp)
+    second = run_cli(tmp, "system=naive,stuffing", "dataset=sample", "runner.repeats=2")
+    assert second.returncode == 0, second.stderr[-2000:]
+    parents = [r for r in all_runs(tmp) if r.data.tags.get("role") == "sweep_parent"]
+    names = [p.info.run_name for p in parents]
+    assert len(names) == 2 == len(set(names)) and first.info.run_name in names
+    assert any("repeats=2" in n for n in names), names
+    page.goto(f"{url}/#/experiments/{first.info.experiment_id}", wait_until="load")
+    _dismiss_tips(page)
+    page.get_by_text("Model training", exact=True).first.click()
+    for name in names:
+        page.get_by_text(name, exact=True).first.wait_for(timeout=60_000)
+    header = page.locator(".ag-header-cell", has_text="Run Name").first
+    box = header.bounding_box()
+    assert box is not None
+    edge = (box["x"] + box["width"] - 2, box["y"] + box["height"] / 2)
+    page.mouse.move(*edge)
+    page.mouse.down()
+    page.mouse.move(edge[0] + 260, edge[1], steps=10)
+    page.mouse.up()
+    page.mouse.move(700, 700)  # off the header: no tooltip over the list
+    datasets = page.get_by_text("sample (", exact=False)
+    assert datasets.count() >= 2  # the Dataset column: the data and its digest, per sweep
+    page.wait_for_timeout(2_000)  # the list greys while it refreshes; the UI polls, so no idle
+    _screenshot(page, "ui-run-list.png")
