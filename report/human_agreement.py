@@ -1,20 +1,9 @@
-"""The report's section on people's labels of a sweep's answers (a labels file given as
-``report.human_labels``, HUMAN feedback on the traces): how far the judge agrees with
-people per dimension, how far the people agree with each other, and the sentence the
-verdict quotes.
-
-A dimension is a field a judge scored (``geval_faithfulness``, ``geval_coverage``,
-``factual_consistency``, ...: every judged field logs its ``<field>_parse_failures``); labels
-of any other field (``rouge2_f1``) are refused, naming the judged ones. Labels for a system
-or task the sweep does not have, and one labeller's contradictory labels of one answer, are
-left out with a warning naming their lines; nothing usable left is an error. Labels carry
-their scale (``tracking.human_labels``): **yes/no** (consistent/inconsistent; the judge's
-score decides "yes" at or above the signal's ``metrics.meta_eval`` threshold, e.g. 4 of 5
-for G-Eval), or **1-5** (the judge's score rounded to the nearest whole point). Per dimension:
-Cohen's kappa (quadratic-weighted on 1-5), Spearman's rho (1-5) or balanced accuracy with
-people as the truth (yes/no), each with a bootstrap 95% CI, and n (label pairs). Kappa
-below ``LOW_KAPPA`` flags the dimension: its judge scores are not to be trusted alone.
-"""
+"""People's labels of a sweep's answers (``report.human_labels``, HUMAN feedback on the
+traces) against the judge, per dimension a judge scored, and between labellers: Cohen's
+kappa (quadratic-weighted on 1-5), Spearman's rho (1-5) or balanced accuracy (yes/no), each
+with a bootstrap 95% CI; labels that cannot be used are left out with a warning naming their
+lines, a labels file with none usable is refused
+(docs/validate-your-judge.md#check-the-judge-against-your-own-labels)."""
 
 from __future__ import annotations
 
@@ -27,13 +16,14 @@ from typing import Any
 from metrics.agreement import Kappa, kappa
 from metrics.meta_eval import MetaEvalOptions, balanced_accuracy_ci
 from metrics.stats import Correlation, correlation
-from report.verdict import table
+from report.model import Claim
 from tracking.human_labels import FEEDBACK_SOURCE, FIVE_POINT, HumanLabel, LabelsError
 
 log = logging.getLogger(__name__)
 # Landis & Koch (1977): kappa 0.41-0.60 is "moderate"; at or below 0.40 "fair" or worse
 LOW_KAPPA = 0.4
 PARSE_FAILURES = "_parse_failures"  # the run metric every judged field logs
+SECTION = "Agreement with your labels"
 SHOWN_LINES = 5  # a warning names this many lines, then counts the rest
 FIVE = (1, 2, 3, 4, 5)
 Item = tuple[str, str]  # (system or run label, task id)
@@ -90,13 +80,13 @@ class HumanAgreement:
 
 
 def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
-            rows: list[dict[str, Any]]) -> HumanAgreement:
+            rows: list[dict[str, Any]], warn: bool = True) -> HumanAgreement:
     """People's labels against the runs' records (run id -> records; ``rows``: the runs).
     Labels of a file on a dimension no judge scored are a ``LabelsError``; so is a labels
-    file none of whose labels can be used."""
+    file none of whose labels can be used; ``warn``: log the labels left out."""
     out = HumanAgreement(labels)
     usable = _usable(labels, records, rows, out.left_out)
-    for why in out.left_out:
+    for why in out.left_out if warn else []:
         log.warning("labels left out: %s", why)
     if not usable and any(x.source != FEEDBACK_SOURCE for x in labels):
         # a file given for this report, of which nothing can be used (feedback left on the
@@ -256,72 +246,31 @@ def _between_labellers(dimension: str, scale: str, labels: list[HumanLabel]
     return out
 
 
-def _ci(low: float | None, high: float | None) -> str:
-    return "" if low is None or high is None else f" [{low:.2f}, {high:.2f}]"
-
-
-def _percent_ci(value: float, low: float | None, high: float | None) -> str:
-    ci = "" if low is None or high is None else f" [{100 * low:.1f}, {100 * high:.1f}]"
-    return f"{100 * value:.1f}{ci}"
-
-
-def _kappa_text(k: Kappa | None) -> str:
-    return "undefined (one value throughout)" if k is None else f"{k.value:.2f}" + _ci(
-        k.ci_low, k.ci_high)
-
-
-def _kind(scale: str) -> str:
-    return "quadratic-weighted kappa" if scale == FIVE_POINT else "Cohen's kappa"
-
-
-def _judge_row(a: JudgeAgreement) -> list[Any]:
-    rho = "–" if a.spearman is None else f"{a.spearman.rho:.2f}" + _ci(a.spearman.ci_low,
-                                                                      a.spearman.ci_high)
-    ba = "–" if a.balanced_accuracy is None else _percent_ci(*a.balanced_accuracy)
-    flag = "undefined" if a.kappa is None else (f"**low** (< {LOW_KAPPA})" if a.low else "ok")
-    scale = a.scale if a.threshold is None else f"{a.scale} (judge yes at ≥ {a.threshold:g})"
-    return [f"`{a.dimension}`", scale, a.n, f"{_kind(a.scale)} {_kappa_text(a.kappa)}", rho, ba,
-            flag, a.unmatched]
-
-
-def section(found: HumanAgreement) -> str:
-    """The report's "Agreement with your labels" section (empty: no labels)."""
+def claims(found: HumanAgreement) -> list[Claim]:
+    """The "Agreement with your labels" section's claims (none without labels)."""
     if not found.labels:
-        return ""
-    text = ("## Agreement with your labels\n\n"
-            f"People's labels ({found.sources}) against the judge's scores of the same "
-            "answers. Kappa is Cohen's (quadratic-weighted for 1-5 scores), with a bootstrap "
-            "95% CI over label pairs; n counts label pairs; a kappa below "
-            f"{LOW_KAPPA} (Landis & Koch: fair or worse) is flagged **low**: that dimension's "
-            "judge scores are not to be trusted alone. *Not compared*: labels whose answer "
-            "has no judge score (not in this sweep, or the judge's reply was unreadable).\n\n")
-    text += table(["dimension", "scale", "n", "judge vs people: kappa [95% CI]",
-                   "Spearman [95% CI]", "balanced accuracy % [95% CI]", "agreement",
-                   "not compared"], [_judge_row(a) for a in found.judge])
-    if found.mixed:
-        text += ("\nLeft out, labelled on both scales (1-5 and yes/no): "
-                 + ", ".join(f"`{d}`" for d in found.mixed) + ". Fix: one scale per dimension.\n")
-    if found.left_out:
-        text += "\nLabels left out:\n\n" + "".join(f"- {why}\n" for why in found.left_out)
-    text += "\n### Between labellers\n\n"
-    if not found.labellers:
-        return text + ("No answer was labelled by two people on the same dimension, so how "
-                       "far people agree with each other is not measured here.\n")
-    return text + table(["dimension", "labellers", "n (both labelled)", "kappa [95% CI]"],
-                        [[f"`{x.dimension}`", f"{x.first}, {x.second}", x.n,
-                          _kappa_text(x.kappa)] for x in found.labellers])
+        return []
+    return [Claim("people_judge", SECTION, figures={
+        "sources": found.sources, "low": LOW_KAPPA, "mixed": found.mixed,
+        "left_out": found.left_out, "rows": [[
+            a.dimension, a.scale, a.threshold, a.n, _kappa(a.kappa),
+            None if a.spearman is None else [a.spearman.rho, a.spearman.ci_low, a.spearman.ci_high],
+            a.balanced_accuracy, a.low, a.unmatched] for a in found.judge]}),
+        Claim("people_labellers", SECTION, figures={"rows": [
+            [x.dimension, x.scale, x.first, x.second, x.n, _kappa(x.kappa)]
+            for x in found.labellers]})]
+
+
+def _kappa(k: Kappa | None) -> list[float | None] | None:
+    return None if k is None else [k.value, k.ci_low, k.ci_high]
 
 
 def quote(found: HumanAgreement) -> str:
     """The verdict's sentence on the judge's agreement with these labels (empty: nothing
     was compared)."""
+    from report.writers.words import say
+
     compared = found.compared
-    if not compared:
-        return ""
-    parts = [f"`{a.dimension}` {_kind(a.scale)} {_kappa_text(a.kappa)} (n={a.n})"
-             + (" — **low**" if a.low else "") for a in compared]
-    low = [a.dimension for a in compared if a.low]
-    warning = (f" Agreement is low on {', '.join(f'`{d}`' for d in low)}: its judge scores "
-               "are not to be trusted alone." if low else "")
-    return (f"**Judge checked against your labels:** {'; '.join(parts)}, 95% CIs in "
-            f"brackets (labels: {found.sources}).{warning}\n")
+    return say(Claim("people_agreement", "How far the judge can be trusted", figures={
+        "sources": found.sources, "dimensions": [[a.dimension, a.scale, a.n, _kappa(a.kappa), a.low]
+                                                 for a in compared]})) + "\n" if compared else ""

@@ -34,28 +34,16 @@ from report import (
     pairwise,
     plots,
     policy,
-    repeats,
     spend,
     verdict,
 )
 from report.analyses import sequential
 from report.answer import compose
-from report.meta_eval import judge_caveats, judge_validation, meta_section
+from report.meta_eval import judge_caveats, judge_validation
 from report.model import Analysis, Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared
-from report.sections import (
-    examples,
-    further_dimensions,
-    judge_section,
-    length_breakdown,
-    length_finding,
-    loops_recall,
-    panel_reversals,
-    query_priors,
-    resumed_latency_note,
-    unreadable_note,
-)
+from report.sections import loops_recall
 from report.verdict import (
     SMALL_N,
     TaskSets,
@@ -202,7 +190,7 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                  judged_pairs: pairwise.PairwiseView | None = None,
                  options: Mapping[str, Any] | None = None,
                  labels: list[HumanLabel] | None = None,
-                 more_caveats: Sequence[str] = ()) -> tuple[str, dict[str, Any]]:
+                 more_caveats: Sequence[Note] = ()) -> tuple[str, dict[str, Any]]:
     """Markdown report and the plot data it refers to (``common_rows``: the compared runs'
     means over the common tasks, which the comparison plot draws; ``decided``: the verdict's
     family of tests; ``analysis``: what the registered analyses found, ``report/analyses.py``);
@@ -219,13 +207,14 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
     analysis = Analysis(claims=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
-                                                     decided, dict(options or {}), labels or [])))
+                                                     decided, dict(options or {}), labels or [],
+                                                     judged_pairs)))
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
     answers = compose(analysis.claims, keys)
     headline = verdict.headline_rows(sets, finished, key, keys[1:])
     answer = (meta_eval.meta_answer(finished) if meta else
               corrected_words.answer(analysis.claims, keys, words.answer(answers)))
-    notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
+    notes = [*analysis.notes, *more_caveats]
     out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes)]
     unfinished = [f"{r['run']}: {'; '.join(filter(None, [r['status'], verdict.stopped_words(r)]))}"
                   for r in rows if r["status"] != "FINISHED"]
@@ -235,17 +224,18 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
                   else "")
                + f". {_decided_on(keys)}\n")
     out.append(data_line(rows))
-    out.append(query_priors(finished))
     out.append("## Headline\n\n" + writers_md.headline_table(headline, key))
     out.append("## Task sets\n\n" + task_set_section(sets))
-    finding = "" if meta else (
-        writers_md.key_finding(analysis.claims, keys, headline)
-        + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
+    # the analyses' claims said in the key finding (the pairwise judge, a reversing panel
+    # judge, document length); a meta-evaluation's key finding is its own section
+    inline = [] if meta else [c for c in analysis.claims if c.section == "Key finding"
+                              and c.kind not in writers_md.FAMILY_KINDS]
+    finding = "" if meta else (writers_md.key_finding(analysis.claims, keys, headline)
+                               + "".join(f"\n{words.say(c)}\n" for c in inline))
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
-        out.append(verdict.each_dataset(sets, lambda part: length_finding(part, key)))
-    out.append(writers_md.section_of([c for c in analysis.claims
-                                      if c.kind not in writers_md.FAMILY_KINDS]))
+    out.append(writers_md.section_of([c for c in analysis.claims if c.kind not in
+                                      writers_md.FAMILY_KINDS and all(c is not i for i in inline)]))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append("## Quality\n")
@@ -253,41 +243,26 @@ def build_report(rows: list[dict[str, Any]], records_by_run: dict[str, list[dict
     out.append("Each metric on its own common task set: the tasks every run that has the metric "
                f"answered (means with bootstrap 95% CIs; n shown where it is not all "
                f"{len(sets.all_ids)} tasks). {no_judge}\n")
-    out.append(_quality_table(common, sets) + unreadable_note(finished))
+    out.append(_quality_table(common, sets))
     out.append("\n![comparison](plots/comparison.png)\n")
     out.append("Each run over all the tasks it answered (its own n; not comparable across runs "
                "whose task sets differ):\n")
     out.append(_quality_table(finished))
-    out.append(further_dimensions(finished))
-    out.append(meta_section(finished))
-    if judged:
-        out.append("\n## The judge\n\n" + judge_section(finished, sets))
     out.append("\n## Cost and latency\n")
     out.append(_cost_table(sets, finished, judged)
                + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
                                           if judged_pairs else ()))
-               + latency_cache_note(finished)
-               + resumed_latency_note(finished))
+               + latency_cache_note(finished))
     gap = plots.cost_plot_gap(finished, key)
     out.append(f"\n{gap}\n" if gap else "\n![cost vs quality](plots/cost_vs_quality.png)\n")
     out.append("\n## Error taxonomy\n")
     out.append(_taxonomy(finished) if judged else
                "No judge: the error taxonomy needs `judge=...`.\n")
-    out.append("\n## By document length\n\n" + length_breakdown(
-        sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
-                                                    for r in finished)][:3]))
     arag_points = _loop_section(out, common, records_by_run, key)
-    if judged_pairs is not None:
-        out.append(pairwise.section(judged_pairs))
     if not meta:  # a meta-evaluation compares signals with people, not systems
         out.append("\n## Paired comparisons\n")
         out.append(paired_section(sets, keys, decided,
                                   any(a.descriptive_family for a in answers)))
-        repeat_text = repeats.section(sets, finished, key)
-        if repeat_text:
-            out.append("\n## Repeats\n\n" + repeat_text)
-        out.append("\n## Examples chosen from the numbers\n")
-        out.append(verdict.each_dataset(sets, lambda part: examples(part, key)))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common,
                             "keys": keys, "decided": decided, "finding": finding,
                             "answer": answer, "analysis": analysis, "answers": answers,
@@ -662,7 +637,6 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                                   judged_pairs=judged_pairs, options=options, labels=labels,
                                   more_caveats=judge_notes)
         analysis: Analysis = data["analysis"]
-        text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
             text += "\n## How far the judge can be trusted\n\n" + validation
@@ -704,8 +678,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         client.set_tag(target_run_id, REPORT_ARTIFACTS_TAG, json.dumps(written))
     result = _result(data, rows, records, options, f"{target.info.artifact_uri}/report.html",
                      target_run_id, target.info.experiment_id,
-                     unreadable_note(finished) + resumed_latency_note(finished) + validation,
-                     validation)
+                     validation, validation)
     if analysis.metrics:
         RunTracker(client, target_run_id, target.info.experiment_id).log_metrics(
             analysis.metrics)
@@ -714,11 +687,6 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key, result.decided)
-        # each pair's stability share: on the parent, and on both children
-        for run_id, stability in repeats.stability_metrics(task_sets(finished, records),
-                                                           key).items():
-            RunTracker(client, target_run_id if run_id == "parent" else run_id,
-                       target.info.experiment_id).log_metrics(stability)
     log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
     return result
 

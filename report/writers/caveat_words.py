@@ -3,8 +3,9 @@ MLflow description, and short for the console, where one line says a kind across
 
 from __future__ import annotations
 
-from report.model import Note
-from report.writers.cells import Style
+from report import policy
+from report.model import Claim, Note
+from report.writers.cells import MARKDOWN, Style
 from report.writers.words import words
 
 # what makes a model call tools, for an agentic run whose model answered without them
@@ -87,7 +88,7 @@ def judge_agreement(n: Note, style: Style, short: bool) -> str:
 
 def tool_call_words(without: int, answered: int, void: bool, style: Style) -> str:
     """What answered tasks without any tool call mean for an agentic run, and the fix (the
-    runner's warning says it too: ``report.sections.tool_call_caveat``)."""
+    runner's warning says it too: ``tool_call_caveat``)."""
     if void:
         return (f"the model called no tool on any of its {answered} answered tasks: it answered "
                 "closed-book, with no retrieval, so "
@@ -96,6 +97,11 @@ def tool_call_words(without: int, answered: int, void: bool, style: Style) -> st
     return (f"{without} of {answered} answered tasks had no tool call (answered without "
             "retrieval). Some tasks need none; on these the agent's scores are closed-book "
             f"answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
+
+
+def tool_call_caveat(without: int, answered: int) -> str:
+    """The runner's warning for an agentic run with answered tasks without a tool call."""
+    return tool_call_words(without, answered, policy.agentic_void(without, answered), MARKDOWN)
 
 
 @words("tool_calls")
@@ -140,3 +146,50 @@ def not_recorded(n: Note, style: Style, short: bool) -> str:
 @words("stated")
 def stated(n: Note, style: Style, short: bool) -> str:
     return str(n.counts["text"])
+
+
+@words("unreadable")
+def unreadable(n: Note, style: Style, short: bool) -> str:
+    parts = "; ".join(f"{run}: " + ", ".join(f"{field} on {k} of {f['answered']}" for field, k
+                                               in f["fields"].items())
+                      for run, f in n.counts["runs"].items())
+    if short:
+        return f"unreadable judge replies (no score there): {parts}"
+    return ("Unreadable judge replies (no score for those tasks; above "
+            f"{style.code('runner.max_parse_failure_rate')} the run fails): {parts} answered "
+            "tasks.")
+
+
+@words("resumed_latency")
+def resumed_latency(n: Note, style: Style, short: bool) -> str:
+    parts = "; ".join(f"{run} ({k} of {of} answers)" for run, (k, of)
+                      in zip(n.runs, n.counts["answers"], strict=True))
+    if n.counts["sequential"]:  # each round carries the earlier ones on
+        return (f"Latency over rounds: {parts} were answered in earlier rounds of this "
+                "sequential sweep (or an earlier run of it), so their latencies were measured "
+                "round by round, under each round's load.")
+    return (f"Latency from an earlier run: {parts} were resumed from an earlier run of the same "
+            "configuration, so their latencies were measured then, under that run's load.")
+
+
+QUERIES = {"offline_agent": "the offline agent's queries: the question, its content words, then "
+                            "terms of the chunks it read (no vocabulary of its own)",
+           "agent": "queries the model writes (its own knowledge of the domain)",
+           "hyde": "the question plus a hypothetical answer the model writes (retrieval.hyde=true)",
+           "question": "the question only (retrieval.hyde=true adds the model's hypothetical answer)"}
+
+SHORT_QUERIES = {"offline_agent": "terms of the chunks it read", "agent": "the model's own queries",
+                 "hyde": "the question + a HyDE answer", "question": "the question only"}
+
+
+@words("query_priors")
+def query_priors(c: Claim, style: Style, short: bool) -> str:
+    how, tools = c.figures["how"], c.figures["tools"]
+    if short:
+        return "searches with: " + "; ".join(f"{run} {SHORT_QUERIES[h]}" for run, h in how.items())
+    parts = "; ".join(f"{run}: {QUERIES[h]}" + (f"; tools {', '.join(tools[run]) or 'as configured'}"
+                                                if h in ("agent", "offline_agent") else "")
+                      for run, h in how.items())
+    offline = (f" With {style.code('system.tools=[semantic_search,chunk_read]')} the offline agent "
+               "reads naive's top-k." if "offline_agent" in how.values() else "")
+    return f"What each system searches with (its prior knowledge): {parts}.{offline}"

@@ -1,0 +1,116 @@
+"""Results by document length: each run's means per third of the documents' length (the
+slices' numeric bins, ``metrics.slices.numeric_bins``), and, in the key finding, whether
+retrieval adds value for the shortest and the longest third: the best run that retrieves
+against the best that reads whole documents, paired on the tasks both scored."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metrics.slices import numeric_bins
+from report import policy
+from report.meta_eval import is_meta_evaluation
+from report.model import Analysis, Claim, Inputs, Row, register_analysis
+from report.verdict import SMALL_N, TaskSets, by_dataset, is_answered
+
+SECTION = "By document length"
+BINS = 3
+SHOWN_METRICS = 3  # the first of the comparison order any run has
+
+
+def reads_whole_documents(run: Row) -> bool:
+    """A run that puts the whole documents in front of its model, as it declared
+    (``long_context``); a run logged before that declaration: any that does not retrieve."""
+    declared = run.get("long_context")
+    return bool(declared) if declared is not None else not run.get("retrieves")
+
+
+Bins = list[tuple[list[str], float | None, float | None]]  # task ids, lower and upper edge
+
+
+def _bins(sets: TaskSets) -> tuple[dict[str, float], Bins] | None:
+    """Each task's document length (tokens) and the length bins (ids, lower edge, upper
+    edge; open at both ends); None with fewer than three tasks of known length."""
+    lengths: dict[str, float] = {}
+    for recs in sets.tables.values():
+        for tid, rec in recs.items():
+            if rec.get("document_tokens") is not None:
+                lengths.setdefault(tid, float(rec["document_tokens"]))
+    if len(lengths) < BINS:
+        return None
+    bins = numeric_bins(lengths, BINS)
+    return lengths, [(b.ids, b.lo if k else None, b.hi if k < len(bins) - 1 else None)
+                     for k, b in enumerate(bins)]
+
+
+@register_analysis("length", 25)
+def length(inputs: Inputs) -> Analysis:
+    if is_meta_evaluation(inputs.finished):
+        return Analysis()
+    metrics = [m for m in policy.comparison_order()
+               if any(r.get(f"{m}_mean") is not None for r in inputs.finished)][:SHOWN_METRICS]
+    split = _bins(inputs.sets)
+    if split is None or not metrics:
+        out = [Claim("length_breakdown", SECTION, figures={"too_few": True})]
+    else:
+        out = [_breakdown(inputs.sets, split[1], m, first=k == 0) for k, m in enumerate(metrics)]
+    parts = by_dataset(inputs.sets)
+    for name, part in parts.items():
+        out += _findings(part, inputs.keys[0], name if len(parts) > 1 else None)
+    return Analysis(claims=out)
+
+
+def _breakdown(sets: TaskSets, bins: Bins, metric: str, first: bool) -> Claim:
+    """A metric's mean and n per bin, per run, over each run's answered tasks (a run that
+    skips long documents has n = 0 there)."""
+    cells = {}
+    for run in sets.runs:
+        table = sets.tables[run["run_id"]]
+        values = [[table[t][metric] for t in ids if t in table and is_answered(table[t])
+                   and table[t].get(metric) is not None] for ids, _, _ in bins]
+        cells[run["run"]] = [[float(np.mean(v)) if v else None, len(v)] for v in values]
+    return Claim("length_breakdown", SECTION, metric=metric, figures={
+        "bins": [[lo, hi] for _, lo, hi in bins], "sizes": [len(ids) for ids, _, _ in bins],
+        "cells": cells, "first": first})
+
+
+def _findings(sets: TaskSets, key: str, dataset: str | None) -> list[Claim]:
+    # a bound (the oracle, closed book) is a reference point, never either side
+    runs = policy.contenders(sets.runs)
+    retrieving = [r for r in runs if r.get("retrieves") and sets.has(r, key)]
+    whole = [r for r in runs if reads_whole_documents(r) and sets.has(r, key)]
+    split = _bins(sets)
+    if split is None or not retrieving or not whole or len(split[1]) < 2:
+        return []
+    return [_finding(sets, key, dataset, end, split[1][k], retrieving, whole)
+            for end, k in (("short", 0), ("long", -1))]
+
+
+def _finding(sets: TaskSets, key: str, dataset: str | None, end: str, bin_: tuple,
+             retrieving: list[Row], whole: list[Row]) -> Claim:
+    wanted = set(bin_[0])
+    ids = [t for t in sets.all_ids if t in wanted]
+
+    def score(run: Row) -> float:
+        values = sets.values(run, key, ids)
+        return policy.advantage(float(np.mean(values)), key) if values else -np.inf
+
+    r, w = max(retrieving, key=score), max(whole, key=score)
+    skipped = [t for t in ids if sets.tables[w["run_id"]].get(t, {}).get("skipped")]
+    both = [t for t in ids if all(sets.tables[x["run_id"]].get(t, {}).get(key) is not None
+                                  for x in (r, w))]
+    figures = {"end": end, "range": list(bin_[1:]), "dataset": dataset, "skipped": len(skipped),
+               "of": len(ids)}
+    if not both:
+        return Claim("length_value", "Key finding", (r["run"], w["run"]), key, n_tasks=0,
+                     figures={**figures, "outcome": "only_option" if skipped else "none_scored"})
+    res = sets.pair(r, w, key, both)
+    mine, theirs = (float(np.mean([sets.tables[x["run_id"]][t][key] for t in both])) for x in (r, w))
+    ahead = r if policy.advantage(mine - theirs, key) > 0 else w
+    outcome = ("same" if mine == theirs else "unclear") if res is None or res.ci_includes_zero \
+        else "adds" if ahead is r else "not"
+    return Claim("length_value", "Key finding", (r["run"], w["run"]), key,
+                 res.mean_diff if res else None, (res.ci_low, res.ci_high) if res else None,
+                 n_tasks=len(both), figures={**figures, "outcome": outcome, "mine": mine,
+                                             "theirs": theirs, "ahead": ahead["run"],
+                                             "small": len(both) < SMALL_N})
