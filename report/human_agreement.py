@@ -257,7 +257,7 @@ def claims(found: HumanAgreement) -> list[Claim]:
             None if a.spearman is None else [a.spearman.rho, a.spearman.ci_low, a.spearman.ci_high],
             a.balanced_accuracy, a.low, a.unmatched] for a in found.judge]}),
         Claim("people_labellers", SECTION, figures={"rows": [
-            [x.dimension, x.scale, x.first, x.second, x.n, _kappa(x.kappa)]
+            [x.dimension, x.first, x.second, x.n, _kappa(x.kappa)]
             for x in found.labellers]})]
 
 

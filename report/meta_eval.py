@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from report.model import Analysis, Claim, Inputs, Note, register_analysis
+from report.model import Claim, Note
 
 Row = dict[str, Any]
 SUFFIX = "_balanced_accuracy"
@@ -60,16 +60,15 @@ def meta_answer(rows: list[Row]) -> str:
     return best_signal(best, _signal(row, best), row.get("dataset_domain"), row.get("dataset_split"))
 
 
-@register_analysis("meta_evaluation", 5)
-def meta_evaluation(inputs: Inputs) -> Analysis:
+def signal_tables(rows: list[Row]) -> list[Claim]:
     """One table per meta-evaluation run: its signals and the published anchors."""
-    return Analysis(claims=[Claim(
+    return [Claim(
         "meta_signals", f"Agreement with people: {row['run']}", (row["run"],), figures={
             "domain": row.get("dataset_domain"), "split": row.get("dataset_split"),
             "edits": list(EDITS), "published": dict(PUBLISHED), "signals": {
                 s: {**_signal(row, s), **{k: row.get(f"{s}_{k}") for k in SHOWN}}
                 for s in signals(row)}})
-        for row in inputs.finished if signals(row)])
+        for row in rows if signals(row)]
 
 
 def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | None:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from report.report import build_report, to_html
-from report.sections import code, fenced
+from report.writers.example_words import code, fenced
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import client_for, run_cli, write_mini_dataset
 from tests.test_browser import (  # noqa: F401  (page: a fixture)

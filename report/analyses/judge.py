@@ -39,12 +39,16 @@ def judge(inputs: Inputs) -> Analysis:
                 "failures": {name: int(sum(r.get(f"panel_{name}_geval_{d}{FLAG}") or 0 for d in dims))
                              for name in r["judge_panel"]}} for r in rows if r.get("judge_panel")}}))
         claims += _disagreements(inputs.sets)
-    extra = [d for d in dims if d not in DIMENSIONS]
-    if extra:
-        claims.append(Claim("judge_dimensions", SECTION, figures={"runs": {r["run"]: {d: [
-            r.get(f"geval_{d}_{k}") for k in ("mean", "ci_low", "ci_high", "share_ge4")]
-            + [int(r.get(f"geval_{d}{FLAG}") or 0)] for d in extra} for r in rows}}))
-    return Analysis(claims=claims)
+    return Analysis(claims=claims + further_dimensions(rows))
+
+
+def further_dimensions(rows: list[Row]) -> list[Claim]:
+    """The dimensions a team added to faithfulness and coverage, each run over its own
+    answered tasks: mean, 95% CI, the share scoring 4 or more, unreadable replies."""
+    extra = [d for d in judged_dimensions(rows) if d not in DIMENSIONS]
+    return [Claim("judge_dimensions", SECTION, figures={"runs": {r["run"]: {d: [
+        r.get(f"geval_{d}_{k}") for k in ("mean", "ci_low", "ci_high", "share_ge4")]
+        + [int(r.get(f"geval_{d}{FLAG}") or 0)] for d in extra} for r in rows}})] if extra else []
 
 
 def _disagreements(sets: TaskSets) -> list[Claim]:

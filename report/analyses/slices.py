@@ -1,15 +1,10 @@
 """The report's "Where each system wins" section (``report.slice_by``): every pair of the
-verdict's family, sliced by each named document feature (``metrics.slices``), and whether
-its difference depends on the feature (the interaction test), said per pair in the key
-finding. A sweep over several datasets compares its systems within each dataset; slices
-pool a pair's tests of every dataset (``pooled_pairs``: ``arag`` vs ``naive`` over
-``ectsum`` and ``financebench_qfs``), each task still paired only with itself. Logged on
-the parent run as ``slices.jsonl`` and ``interaction.jsonl``, with a
-crossover plot per pair (its paired difference against document length).
-
-Every slice's Wilcoxon p is Holm-adjusted over the whole family of slices x pairs x
-metrics; every interaction p over features x pairs x metrics.
-"""
+verdict's family sliced by each named document feature (``metrics.slices``), whether its
+difference depends on the feature (the interaction test), and a crossover plot per keyed
+pair. Over several datasets a pair's tests of every dataset are pooled, each task still
+paired only with itself. Slice p-values are Holm-adjusted over slices x pairs x metrics,
+interaction p-values over features x pairs x metrics; logged as ``slices.jsonl`` and
+``interaction.jsonl`` (docs/verdict.md#where-each-system-wins-slices-by-document-feature)."""
 
 from __future__ import annotations
 
@@ -17,7 +12,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from metrics.slices import (
     PERMUTATIONS,
@@ -32,35 +27,15 @@ from metrics.slices import (
 )
 from metrics.stats import ALPHA
 from report import policy
-from report.model import Analysis, Authority, Claim, Note, Plot, Table, register_analysis
+from report.model import Analysis, Authority, Claim, Inputs, Note, Plot, register_analysis
 from report.plots import crossover_plot
 from report.verdict import Decision, TaskSets, by_dataset, is_answered
 
 SECTION = "Where each system wins"
-# how a feature is said in a sentence, and the unit of its values
-WORDS = {"document_tokens": ("document length", " tokens"),
-         "evidence_position": ("where the gold evidence lies (0 start, 1 end)", ""),
-         "n_documents": ("the number of documents", " documents"),
-         "dataset": ("the dataset", "")}
 CROSSOVER_FEATURE = "document_tokens"  # what the crossover plot draws the difference against
-
-
-class SliceInputs(Protocol):
-    """What slicing reads of ``report.analyses.Inputs`` (named structurally: analyses.py
-    registers this module, so this module does not import it)."""
-
-    @property
-    def sets(self) -> TaskSets: ...
-    @property
-    def keys(self) -> list[str]: ...
-    @property
-    def decided(self) -> list[Decision]: ...
-    @property
-    def options(self) -> Mapping[str, Any]: ...
-
-
-def words(feature: str) -> tuple[str, str]:
-    return WORDS.get(feature, (f"`{feature}`", ""))
+# a slice's figures in its claim (the words' table): the bin, its range, the test
+SLICE_FIELDS = ("bin", "lo", "hi", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p",
+                "p_adjusted")
 
 
 def feature_values(sets: TaskSets, feature: str) -> dict[str, Any]:
@@ -167,7 +142,7 @@ def slice_pair(pair: Pooled, feature: str, values: Mapping[str, Any],
 
 
 @register_analysis("slices", 20)
-def slices_analysis(inputs: SliceInputs) -> Analysis:
+def slices_analysis(inputs: Inputs) -> Analysis:
     """``report.slice_by``: slices, interaction tests, findings, artifacts and plots."""
     features = list(inputs.options.get("slice_by") or [])
     if not features:
@@ -256,8 +231,8 @@ def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
                                   "statistic": row["statistic"], "numeric": p.numeric,
                                   "p_floor": 1 / (PERMUTATIONS + 1)
                                   if row["test"] == "spearman permutation" else None,
-                                  **(_where(p, row) if decisive else {})},
-                         table=_table(mine)))
+                                  "slices": [[r[k] for k in SLICE_FIELDS] for r in mine],
+                                  **(_where(p, row) if decisive else {})}))
     return out
 
 
@@ -277,15 +252,6 @@ def _where(p: PairSlices, row: dict[str, Any]) -> dict[str, Any]:
             "grows": (p.test is not None and (p.test.statistic > 0) == (sign > 0))}
 
 
-def _table(rows: list[dict[str, Any]]) -> Table:
-    return Table(["bin", "n", "mean a", "mean b", "diff (a − b)", "95% CI", "Wilcoxon p",
-                  f"{policy.CORRECTION} p"],
-                 [[r["bin"], r["n"], r["mean_a"], r["mean_b"], r["diff"],
-                   "n/a" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
-                   "too few" if r["p"] is None else r["p"],
-                   "too few" if r["p_adjusted"] is None else r["p_adjusted"]] for r in rows])
-
-
 def _crossover_plot(p: PairSlices, slice_rows: list[dict[str, Any]], name: str) -> Plot:
     a, b, key = p.pair.a, p.pair.b, p.pair.key
     rows = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == key
@@ -293,6 +259,6 @@ def _crossover_plot(p: PairSlices, slice_rows: list[dict[str, Any]], name: str) 
 
     def draw(folder: Path) -> Path | None:
         return crossover_plot(rows, folder / f"{name}.png",
-                              f"{key}: {a} − {b} by {words(p.feature)[0]}")
+                              f"{key}: {a} − {b} by {p.feature}")
 
     return draw

@@ -69,7 +69,7 @@ def labellers(c: Claim, style: Style, short: bool) -> str:
                        "people agree with each other is not measured here.")
     return head + "Kappa between each two labellers on the answers both labelled." + table(
         style, short, ["dimension", "labellers", "n (both labelled)", "kappa [95% CI]"],
-        [[style.code(d), f"{a}, {b}", n, _kappa(k)] for d, _, a, b, n, k in rows])
+        [[style.code(d), f"{a}, {b}", n, _kappa(k)] for d, a, b, n, k in rows])
 
 
 @words("people_agreement")
