@@ -8,7 +8,7 @@ lines, a labels file with none usable is refused
 from __future__ import annotations
 
 import logging
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Any
@@ -30,9 +30,7 @@ Item = tuple[str, str]  # (system or run label, task id)
 
 
 @dataclass
-class JudgeAgreement:
-    """The judge against people on one dimension."""
-
+class JudgeAgreement:  # the judge against people on one dimension
     dimension: str
     scale: str
     kappa: Kappa | None
@@ -69,9 +67,7 @@ class HumanAgreement:
 
     @property
     def sources(self) -> str:
-        counts: dict[str, int] = defaultdict(int)
-        for label in self.labels:
-            counts[label.source] += 1
+        counts = Counter(label.source for label in self.labels)
         return "; ".join(f"{n} from {source}" for source, n in sorted(counts.items()))
 
     @property
@@ -100,10 +96,9 @@ def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
         scales = {x.scale for x in mine}
         if len(scales) > 1:
             out.mixed.append(dimension)
-            continue
-        (scale,) = scales
-        out.judge.append(_against_judge(dimension, scale, mine, values))
-        out.labellers += _between_labellers(dimension, scale, mine)
+        else:
+            out.judge.append(_against_judge(dimension, *scales, mine, values))
+            out.labellers += _between_labellers(dimension, *scales, mine)
     return out
 
 
@@ -134,9 +129,8 @@ def _usable(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
     _leave_out(left_out, unjudged, "feedback on a field no judge scored")
     tasks: dict[str, set[str]] = defaultdict(set)
     for row in rows:
-        ids = {rec["id"] for rec in records.get(row["run_id"], [])}
-        tasks[row["run"]] |= ids
-        tasks[row["system"]] |= ids
+        for name in (row["run"], row["system"]):
+            tasks[name] |= {rec["id"] for rec in records.get(row["run_id"], [])}
     kept = [x for x in labels if x.dimension in judged]
     _leave_out(left_out, [x for x in kept if x.system not in tasks],
                "a system that is not a run of this sweep (runs: " + ", ".join(
@@ -178,12 +172,10 @@ def _judge_values(records: dict[str, list[dict[str, Any]]], rows: list[dict[str,
                   ) -> dict[Item, dict[str, float]]:
     """(run label or system, task id) -> each numeric field's mean over the task's repeats;
     a system name keys its records only when one run has that system."""
-    per_system = defaultdict(list)
-    for row in rows:
-        per_system[row["system"]].append(row)
+    per_system = Counter(row["system"] for row in rows)
     sums: dict[Item, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
-        names = {row["run"]} | ({row["system"]} if len(per_system[row["system"]]) == 1 else set())
+        names = {row["run"]} | ({row["system"]} if per_system[row["system"]] == 1 else set())
         for record in records.get(row["run_id"], []):
             for key, value in record.items():
                 if isinstance(value, int | float) and not isinstance(value, bool):
@@ -212,10 +204,7 @@ def _against_judge(dimension: str, scale: str, labels: list[HumanLabel],
 def _threshold(dimension: str, judged: list[float]) -> float:
     """The judge's "yes": the meta-evaluation's threshold for a known signal; otherwise 4
     of 5 for a 1-5 score, and 1.0 (everything supported) for a share."""
-    known = MetaEvalOptions().thresholds
-    if dimension in known:
-        return known[dimension]
-    return 4.0 if judged and max(judged) > 1 else 1.0
+    return MetaEvalOptions().thresholds.get(dimension, 4.0 if judged and max(judged) > 1 else 1.0)
 
 
 def _balanced_accuracy(people: list[int], decided: list[int]
@@ -224,8 +213,7 @@ def _balanced_accuracy(people: list[int], decided: list[int]
 
     if len(set(people)) < 2:
         return None  # one class only: a recall of the other is undefined
-    ci = balanced_accuracy_ci(people, decided)
-    low, high = ci if ci is not None else (None, None)
+    low, high = balanced_accuracy_ci(people, decided) or (None, None)
     return float(balanced_accuracy_score(people, decided)), low, high
 
 
@@ -234,16 +222,11 @@ def _between_labellers(dimension: str, scale: str, labels: list[HumanLabel]
     scored: dict[str, dict[Item, int]] = defaultdict(dict)
     for x in labels:
         scored[x.labeller][(x.system, x.task_id)] = x.score
-    out = []
     weights, points = ("quadratic", FIVE) if scale == FIVE_POINT else (None, (0, 1))
-    for first, second in combinations(sorted(scored), 2):
-        both = sorted(set(scored[first]) & set(scored[second]))
-        if both:
-            out.append(LabellerAgreement(
-                dimension, first, second, kappa([scored[first][i] for i in both],
-                                                [scored[second][i] for i in both], weights, points),
-                len(both)))
-    return out
+    return [LabellerAgreement(dimension, a, b, kappa([scored[a][i] for i in both],
+                                                     [scored[b][i] for i in both], weights, points),
+                              len(both)) for a, b in combinations(sorted(scored), 2)
+            if (both := sorted(set(scored[a]) & set(scored[b])))]
 
 
 def claims(found: HumanAgreement) -> list[Claim]:

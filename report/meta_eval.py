@@ -51,13 +51,14 @@ def meta_findings(rows: list[Row]) -> list[Claim]:
 
 def meta_answer(rows: list[Row]) -> str:
     """The report's one-sentence answer for a meta-evaluation: the best signal's figure."""
-    from report.writers.meta_words import best_signal
+    from report.writers.agreement_words import best_signal
 
     scored = [(row, s) for row in rows for s in signals(row) if row.get(s + SUFFIX) is not None]
     if not scored:
         return "Meta-evaluation: no signal has a balanced accuracy (no item was decided)."
     row, best = max(scored, key=lambda p: p[0][p[1] + SUFFIX])
-    return best_signal(best, _signal(row, best), row.get("dataset_domain"), row.get("dataset_split"))
+    return best_signal(best, _signal(row, best), {"domain": row.get("dataset_domain"),
+                                                  "split": row.get("dataset_split")})
 
 
 def signal_tables(rows: list[Row]) -> list[Claim]:
@@ -83,8 +84,8 @@ def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | N
 
 
 def _validation(run: Any, model_id: str, judge: str) -> Claim:
-    """The judge's measured agreement (kind ``judge_validated``, or ``judge_below_chance``
-    where its CI does not lie wholly above the floor), or ``judge_unvalidated``."""
+    """The judge's measured agreement (``judge_below_chance`` where its CI does not lie
+    wholly above the floor), or ``judge_unvalidated``."""
     if run is None:
         return Claim("judge_unvalidated", "How far the judge can be trusted",
                      figures={"model_id": model_id, "judge": judge})
@@ -107,6 +108,7 @@ def _judges(rows: list[Row]) -> list[tuple[str, str, str | None]]:
 
 
 def validations(client: Any, rows: list[Row]) -> list[Claim]:
+    """Each judge's measured agreement with people, as the store holds it."""
     return [_validation(_measured(client, model_id, version), model_id, name)
             for model_id, name, version in _judges(rows)]
 

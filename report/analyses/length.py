@@ -1,5 +1,5 @@
-"""Results by document length: each run's means per third of the documents' length (the
-slices' numeric bins, ``metrics.slices.numeric_bins``), and, in the key finding, whether
+"""Results by document length, per dataset: each run's means per third of the documents'
+length (the slices' bins, ``metrics.slices.numeric_bins``), and, in the key finding, whether
 retrieval adds value for the shortest and the longest third: the best run that retrieves
 against the best that reads whole documents, paired on the tasks both scored."""
 
@@ -9,12 +9,12 @@ import numpy as np
 
 from metrics.slices import numeric_bins
 from report import policy
+from report.analyses.slices import feature_values
 from report.meta_eval import is_meta_evaluation
 from report.model import Analysis, Claim, Inputs, Row, register_analysis
 from report.verdict import SMALL_N, TaskSets, by_dataset, is_answered
 
 SECTION = "By document length"
-BINS = 3
 SHOWN_METRICS = 3  # the first of the comparison order any run has
 
 
@@ -25,42 +25,27 @@ def reads_whole_documents(run: Row) -> bool:
     return bool(declared) if declared is not None else not run.get("retrieves")
 
 
-Bins = list[tuple[list[str], float | None, float | None]]  # task ids, lower and upper edge
-
-
-def _bins(sets: TaskSets) -> tuple[dict[str, float], Bins] | None:
-    """Each task's document length (tokens) and the length bins (ids, lower edge, upper
-    edge; open at both ends); None with fewer than three tasks of known length."""
-    lengths: dict[str, float] = {}
-    for recs in sets.tables.values():
-        for tid, rec in recs.items():
-            if rec.get("document_tokens") is not None:
-                lengths.setdefault(tid, float(rec["document_tokens"]))
-    if len(lengths) < BINS:
-        return None
-    bins = numeric_bins(lengths, BINS)
-    return lengths, [(b.ids, b.lo if k else None, b.hi if k < len(bins) - 1 else None)
-                     for k, b in enumerate(bins)]
-
-
 @register_analysis("length", 25)
 def length(inputs: Inputs) -> Analysis:
     if is_meta_evaluation(inputs.finished):
         return Analysis()
     metrics = [m for m in policy.comparison_order()
                if any(r.get(f"{m}_mean") is not None for r in inputs.finished)][:SHOWN_METRICS]
-    split = _bins(inputs.sets)
-    if split is None or not metrics:
-        out = [Claim("length_breakdown", SECTION, figures={"too_few": True})]
-    else:
-        out = [_breakdown(inputs.sets, split[1], m, first=k == 0) for k, m in enumerate(metrics)]
+    out = []
     parts = by_dataset(inputs.sets)
-    for name, part in parts.items():
-        out += _findings(part, inputs.keys[0], name if len(parts) > 1 else None)
+    for name, sets in parts.items():
+        dataset = name if len(parts) > 1 else None
+        lengths = feature_values(sets, "document_tokens")
+        found = numeric_bins(lengths, 3) if len(lengths) >= 3 else []
+        bins = [(b.ids, b.lo if k else None, b.hi if k < len(found) - 1 else None)
+                for k, b in enumerate(found)]
+        out += [_breakdown(sets, bins, m, dataset, k == 0) for k, m in enumerate(metrics)] \
+            if bins and metrics else [Claim("length_breakdown", SECTION, figures={"too_few": True})]
+        out += _findings(sets, bins, inputs.keys[0], dataset) if len(bins) > 1 else []
     return Analysis(claims=out)
 
 
-def _breakdown(sets: TaskSets, bins: Bins, metric: str, first: bool) -> Claim:
+def _breakdown(sets: TaskSets, bins: list, metric: str, dataset: str | None, first: bool) -> Claim:
     """A metric's mean and n per bin, per run, over each run's answered tasks (a run that
     skips long documents has n = 0 there)."""
     cells = {}
@@ -71,18 +56,17 @@ def _breakdown(sets: TaskSets, bins: Bins, metric: str, first: bool) -> Claim:
         cells[run["run"]] = [[float(np.mean(v)) if v else None, len(v)] for v in values]
     return Claim("length_breakdown", SECTION, metric=metric, figures={
         "bins": [[lo, hi] for _, lo, hi in bins], "sizes": [len(ids) for ids, _, _ in bins],
-        "cells": cells, "first": first})
+        "cells": cells, "first": first, "dataset": dataset})
 
 
-def _findings(sets: TaskSets, key: str, dataset: str | None) -> list[Claim]:
+def _findings(sets: TaskSets, bins: list, key: str, dataset: str | None) -> list[Claim]:
     # a bound (the oracle, closed book) is a reference point, never either side
     runs = policy.contenders(sets.runs)
     retrieving = [r for r in runs if r.get("retrieves") and sets.has(r, key)]
     whole = [r for r in runs if reads_whole_documents(r) and sets.has(r, key)]
-    split = _bins(sets)
-    if split is None or not retrieving or not whole or len(split[1]) < 2:
+    if not retrieving or not whole:
         return []
-    return [_finding(sets, key, dataset, end, split[1][k], retrieving, whole)
+    return [_finding(sets, key, dataset, end, bins[k], retrieving, whole)
             for end, k in (("short", 0), ("long", -1))]
 
 

@@ -95,7 +95,7 @@ def pooled_pairs(sets: TaskSets, decided: Sequence[Decision]) -> list[Pooled]:
             pooled = (pooled_label(d.first), pooled_label(d.second))
             names = pooled if name is not None and pooled[0] != pooled[1] and not any(
                 other == name for other, _, _ in groups.get((*pooled, d.key), [])) else \
-                (_label(d.first), _label(d.second))
+                (str(d.first["run"]), str(d.second["run"]))
             groups.setdefault((*names, d.key), []).append((name, part, d))
     return [_pooled(a, b, key, members) for (a, b, key), members in groups.items()]
 
@@ -143,7 +143,6 @@ def slice_pair(pair: Pooled, feature: str, values: Mapping[str, Any],
 
 @register_analysis("slices", 20)
 def slices_analysis(inputs: Inputs) -> Analysis:
-    """``report.slice_by``: slices, interaction tests, findings, artifacts and plots."""
     features = list(inputs.options.get("slice_by") or [])
     if not features:
         return Analysis()
@@ -180,37 +179,24 @@ def slices_analysis(inputs: Inputs) -> Analysis:
 
 def plot_name(p: PairSlices) -> str:
     """The crossover plot's file name (run labels made safe for a path)."""
-    pair = f"{p.pair.a}_vs_{p.pair.b}"
-    return "crossover_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", pair)
-
-
-def _label(run: dict[str, Any]) -> str:
-    return str(run["run"])
+    return "crossover_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{p.pair.a}_vs_{p.pair.b}")
 
 
 def _rows(done: Sequence[PairSlices]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows of ``slices.jsonl`` and ``interaction.jsonl``, each family Holm-adjusted."""
-    slice_rows: list[dict[str, Any]] = [
-                  {"feature": p.feature, "bin": s.bin.label, "lo": s.bin.lo, "hi": s.bin.hi,
+    slice_rows = [{"feature": p.feature, "bin": s.bin.label, "lo": s.bin.lo, "hi": s.bin.hi,
                    "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key, "n": s.n,
-                   "mean_a": s.mean_a, "mean_b": s.mean_b,
-                   "diff": s.mean_a - s.mean_b,
+                   "mean_a": s.mean_a, "mean_b": s.mean_b, "diff": s.mean_a - s.mean_b,
                    "ci_low": s.paired.ci_low if s.paired else None,
                    "ci_high": s.paired.ci_high if s.paired else None,
                    "p": None if s.too_few or s.paired is None else s.paired.p}
                   for p in done for s in p.slices]
-    for row, adjusted in zip(slice_rows, policy.adjusted([r["p"] for r in slice_rows]),
-                             strict=True):
-        row["p_adjusted"] = adjusted
-    inter_rows: list[dict[str, Any]] = [{"feature": p.feature, "a": p.pair.a,
-                   "b": p.pair.b, "metric": p.pair.key,
-                   "n": p.test.n if p.test else None,
-                   "statistic": p.test.statistic if p.test else None,
-                   "p": p.test.p if p.test else None,
-                   "test": p.test.test if p.test else None} for p in done]
-    for row, adjusted in zip(inter_rows, policy.adjusted([r["p"] for r in inter_rows]),
-                             strict=True):
-        row["p_adjusted"] = adjusted
+    inter_rows = [{"feature": p.feature, "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key,
+                   **{k: getattr(p.test, k) if p.test else None
+                      for k in ("n", "statistic", "p", "test")}} for p in done]
+    for rows in (slice_rows, inter_rows):  # each family Holm-adjusted on its own
+        for row, adjusted in zip(rows, policy.adjusted([r["p"] for r in rows]), strict=True):
+            row["p_adjusted"] = adjusted
     return slice_rows, inter_rows
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from report.model import Claim
-from report.writers.cells import Style, interval
+from report.model import Claim, Note
+from report.writers.cells import MARKDOWN, Style, interval, number
 from report.writers.judge_words import table
 from report.writers.words import words
 
@@ -44,11 +44,9 @@ def people_judge(c: Claim, style: Style, short: bool) -> str:
              _percent(ba), "undefined" if k is None else
              (f"{style.strong('low')} (< {f['low']})" if low else "ok"), unmatched]
             for d, scale, threshold, n, k, rho, ba, low, unmatched in f["rows"]]
-    text = (f"People's labels ({f['sources']}) against the judge's scores of the same answers, "
-            f"95% bootstrap CIs over label pairs; a kappa below {f['low']} (Landis & Koch: fair "
-            f"or worse) is flagged {style.strong('low')}: that dimension's judge scores are not "
-            "to be trusted alone. Not compared: labels whose answer has no judge score "
-            "(docs/validate-your-judge.md#read-the-agreement)." + table(
+    text = (f"People's labels ({f['sources']}) against the judge's scores of the same answers; "
+            f"a kappa below {f['low']} is {style.strong('low')}: that dimension's judge scores "
+            "are not to be trusted alone (docs/validate-your-judge.md#read-the-agreement)." + table(
                 style, short, ["dimension", "scale", "n", "judge vs people: kappa [95% CI]",
                                "Spearman [95% CI]", "balanced accuracy % [95% CI]", "agreement",
                                "not compared"], rows))
@@ -82,3 +80,112 @@ def people_agreement(c: Claim, style: Style, short: bool) -> str:
                "are not to be trusted alone." if low else "")
     return (f"{style.strong('Judge checked against your labels:')} {'; '.join(parts)}, 95% CIs "
             f"in brackets (labels: {c.figures['sources']}).{warning}")
+
+
+# a meta-evaluation (report.meta_eval) and the judge's measured agreement with people
+PUBLISHED_SPLIT = ("ectsum", "test")  # the split of the published figures (report.meta_eval)
+
+
+def _pct(value: Any) -> str:
+    return number(None) if value is None else f"{100 * value:.1f}"
+
+
+def _ba(f: dict[str, Any]) -> str:
+    """A balanced accuracy with its CI: 71.2% [95% CI 65.5, 76.8]."""
+    return f"{_pct(f['balanced_accuracy'])}%" + (
+        f" [95% CI {_pct(f['ci_low'])}, {_pct(f['ci_high'])}]" if f["ci_low"] is not None
+        else " (no CI)")
+
+
+def _figure(name: str, f: dict[str, Any], style: Style) -> str:
+    return f"{style.code(name)} {_ba(f)} (n={int(f['n'] or 0)})"
+
+
+def _split(f: dict[str, Any]) -> str:
+    return f"SummEdits {f['domain']} domain, {f['split']} split"
+
+
+def same_split(f: dict[str, Any], style: Style) -> str:
+    if (f["domain"], f["split"]) == PUBLISHED_SPLIT:
+        return ("This run is on the same split as the published figures (ectsum domain, test "
+                "split), so the rows compare directly (the published ones have no CIs).")
+    return (f"This run is on the {f['domain']} domain's {f['split']} split, not the same split as "
+            "the published figures (ectsum domain, test split): compare with them only as a "
+            f"rough guide; {style.code('dataset.split=test')} on an upstream clone gives the "
+            "comparable figure.")
+
+
+def best_signal(name: str, f: dict[str, Any], where: dict[str, Any], style: Style = MARKDOWN) -> str:
+    return ("Meta-evaluation, not a comparison of systems: the best faithfulness signal "
+            f"against people's labels is {_figure(name, f, style)} balanced accuracy "
+            f"({_split(where)}).")
+
+
+@words("meta_evaluation")
+def meta_evaluation(c: Claim, style: Style, short: bool) -> str:
+    f = c.figures
+    figures = "; ".join(_figure(s, v, style) for s, v in f["signals"].items())
+    if short:
+        return f"agreement with people ({_split(f)}): {figures}"
+    published = ", ".join(f"{name} {value:.1f}%" for name, value in f["published"].items())
+    return (f"{style.strong('Agreement with people')} ({c.runs[0]}, {_split(f)}): balanced "
+            f"accuracy {figures}. Published (ectsum domain, test split, no CIs): {published}. "
+            + same_split(f, style))
+
+
+def _auc(s: dict[str, Any]) -> str:
+    valued = s["auc_roc_valued"]
+    return number(s["auc_roc"]) + (f" ({number(valued)} on the {s['auc_roc_valued_n']:.0f} items "
+                                   "with a value)" if valued is not None else "")
+
+
+@words("meta_signals")
+def meta_signals(c: Claim, style: Style, short: bool) -> str:
+    f, edits = c.figures, c.figures["edits"]
+    rows = [[style.code(name), _pct(s["balanced_accuracy"]) + (
+        f" [{_pct(s['ci_low'])}, {_pct(s['ci_high'])}]" if s["ci_low"] is not None else ""),
+        _auc(s), *(_pct(s[f"recall_{e}"]) for e in edits), number(s["threshold"], 2),
+        int(s["n"] or 0), int(s["no_value"] or 0), int(s["unreadable"] or 0)]
+        for name, s in f["signals"].items()]
+    rows += [[f"{name} (published)", f"{value:.1f}", *([""] * (len(edits) + 5))]
+             for name, value in f["published"].items()]
+    return ("Each faithfulness signal against SummEdits' human labels, beside the upstream "
+            f"README's published figures (docs/validate-your-judge.md#what-the-run-logs). "
+            f"{same_split(f, style)} Per item: {style.code('meta_items.jsonl')}." + table(
+                style, short, ["signal", "balanced accuracy % [95% CI]", "AUC-ROC",
+                               *(f"recall {e}" for e in edits), "threshold", "n", "no value",
+                               "unreadable"], rows))
+
+
+def _measured(f: dict[str, Any], style: Style) -> str:
+    return (f"{style.code(f['model_id'])} (these judge prompts) agrees with people at balanced "
+            f"accuracy {_ba(f)} on G-Eval faithfulness")
+
+
+def _where(f: dict[str, Any]) -> str:
+    return f"{_split(f)}, n={int(f['n'] or 0)}; meta-evaluation run {f['run_id']}"
+
+
+@words("judge_validated")
+def validated(c: Claim, style: Style, short: bool) -> str:
+    f = c.figures
+    return (f"{style.strong('Judge validated:')} {_measured(f, style)}, its CI above "
+            f"{_pct(f['floor'])}% (chance) ({_where(f)}).")
+
+
+@words("judge_below_chance")
+def below_chance(n: Note, style: Style, short: bool) -> str:
+    f = n.counts
+    return (f"Judge measured, not better than chance: {_measured(f, style)} ({_where(f)}); its CI "
+            f"does not lie above {_pct(f['floor'])}% (chance), so its faithfulness scores are no "
+            "evidence of faithfulness.")
+
+
+@words("judge_unvalidated")
+def unvalidated(c: Claim, style: Style, short: bool) -> str:
+    command = (f"python run.py dataset=summedits judge={c.figures['judge']} dataset.split=test "
+               "dataset.root=<a clone of github.com/salesforce/factualNLG>")
+    return (f"{style.strong('Judge unvalidated:')} no measurement of "
+            f"{style.code(c.figures['model_id'])} with these judge prompts against human labels "
+            "is in this store, so how far its faithfulness scores agree with people is unknown. "
+            f"Measure it: {style.code(command)} (docs/validate-your-judge.md).")

@@ -19,43 +19,45 @@ def _runs(n: Note, short: bool = False) -> str:
     return f"{len(n.runs)} runs" if short and len(n.runs) > 2 else ", ".join(n.runs)
 
 
-@words("offline_model")
-def offline(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return (f"offline model ({_runs(n, short)}): a plumbing check of retrieval, not evidence "
-                "about LLMs")
-    return (f"The model is {style.code('offline')} ({_runs(n)}): a deterministic extractive "
-            "stand-in, not an LLM. It measures the retrieval plumbing (which chunks reach the "
-            "model under each system's fixed policy), not whether agentic retrieval helps an "
-            "LLM, nor how an LLM would summarize.")
+# the simple kinds' words, (short, full), written in Markdown: {runs} the runs a note
+# concerns ({some}: counted when more than two), every other field from its counts
+TEXTS = {
+    "offline_model": (
+        "offline model ({some}): a plumbing check of retrieval, not evidence about LLMs",
+        "The model is `offline` ({runs}): a deterministic extractive stand-in, not an LLM. It "
+        "measures the retrieval plumbing (which chunks reach the model under each system's fixed "
+        "policy), not whether agentic retrieval helps an LLM, nor how an LLM would summarize."),
+    "no_judge": (
+        "no judge ({some}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5",
+        "No judge ({runs}): G-Eval faithfulness and coverage, the error taxonomy and factual "
+        "consistency are missing; the comparison falls back to reference overlap. Run with "
+        "`judge=claude-haiku-4-5`."),
+    "synthetic": (
+        "synthetic dataset: it shows the harness works, not which system is better",
+        "The dataset is synthetic (invented companies and figures, a handful of tasks): it "
+        "shows the harness works, not which system is better."),
+    "fits_budget": (
+        "{share:.0%} of the documents fit inside the retrieval context budget: retrieval cannot "
+        "make a difference here",
+        "{share:.0%} of the documents fit inside the retrieval context budget ({chunks:.0f} "
+        "chunks): every system sees nearly all of each, so retrieval cannot make a difference "
+        "here."),
+    "repeats_fixed": (
+        "repeats of {some} cannot vary (a deterministic model)",
+        "Repeats of {runs} cannot vary: the offline model is deterministic and a request at "
+        "temperature 0 usually gets the same reply (some APIs still vary). They were run and "
+        "their measured within-task spread is in the Repeats section (0 when every repeat "
+        "matched); it says nothing about generation noise of a sampled model."),
+}
 
 
-@words("no_judge")
-def no_judge(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return f"no judge ({_runs(n, short)}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5"
-    return (f"No judge ({_runs(n)}): G-Eval faithfulness and coverage, the error taxonomy and "
-            "factual consistency are missing; the comparison falls back to reference overlap. "
-            f"Run with {style.code('judge=claude-haiku-4-5')}.")
+def _templated(n: Note, style: Style, short: bool) -> str:
+    text = TEXTS[n.kind][0 if short else 1].format(runs=_runs(n), some=_runs(n, True), **n.counts)
+    return text if style.markdown else text.replace("`", "")
 
 
-@words("synthetic")
-def synthetic(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return "synthetic dataset: it shows the harness works, not which system is better"
-    return ("The dataset is synthetic (invented companies and figures, a handful of tasks): "
-            "it shows the harness works, not which system is better.")
-
-
-@words("fits_budget")
-def fits_budget(n: Note, style: Style, short: bool) -> str:
-    share, chunks = n.counts["share"], n.counts["chunks"]
-    if short:
-        return (f"{share:.0%} of the documents fit inside the retrieval context budget: "
-                "retrieval cannot make a difference here")
-    return (f"{share:.0%} of the documents fit inside the retrieval context budget "
-            f"({chunks:.0f} chunks): every system sees nearly all of each, so retrieval cannot "
-            "make a difference here.")
+for _kind in TEXTS:
+    words(_kind)(_templated)
 
 
 @words("no_reference")
@@ -115,16 +117,6 @@ def tool_calls(n: Note, style: Style, short: bool) -> str:
             + tool_call_words(c["without"], c["answered"], c["void"], style))
 
 
-@words("repeats_fixed")
-def repeats_fixed(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return f"repeats of {_runs(n, short)} cannot vary (a deterministic model)"
-    return (f"Repeats of {_runs(n)} cannot vary: the offline model is deterministic and a "
-            "request at temperature 0 usually gets the same reply (some APIs still vary). They "
-            "were run and their measured within-task spread is in the Repeats section (0 when "
-            "every repeat matched); it says nothing about generation noise of a sampled model.")
-
-
 @words("system_note")
 def system_note(n: Note, style: Style, short: bool) -> str:
     return f"{style.code(_runs(n))}: {n.counts['text']}"
@@ -178,15 +170,10 @@ QUERIES = {"offline_agent": "the offline agent's queries: the question, its cont
            "hyde": "the question plus a hypothetical answer the model writes (retrieval.hyde=true)",
            "question": "the question only (retrieval.hyde=true adds the model's hypothetical answer)"}
 
-SHORT_QUERIES = {"offline_agent": "terms of the chunks it read", "agent": "the model's own queries",
-                 "hyde": "the question + a HyDE answer", "question": "the question only"}
-
 
 @words("query_priors")
 def query_priors(c: Claim, style: Style, short: bool) -> str:
     how, tools = c.figures["how"], c.figures["tools"]
-    if short:
-        return "searches with: " + "; ".join(f"{run} {SHORT_QUERIES[h]}" for run, h in how.items())
     parts = "; ".join(f"{run}: {QUERIES[h]}" + (f"; tools {', '.join(tools[run]) or 'as configured'}"
                                                 if h in ("agent", "offline_agent") else "")
                       for run, h in how.items())

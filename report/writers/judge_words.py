@@ -45,10 +45,9 @@ def panel(c: Claim, style: Style, short: bool) -> str:
     if not runs:
         return (f"{style.strong('Judge agreement:')} no panel "
                 f"({style.code('judge.panel=[claude-sonnet-4-6]')} adds a second judge).")
-    return (f"{style.strong('Judge agreement:')} Krippendorff's alpha (ordinal) between the "
-            "primary judge and the panel on the same items, 95% bootstrap CI over items (below "
-            "about 0.67 a verdict resting on one judge is fragile); unreadable panel replies are "
-            "null, not counted." + table(
+    return (f"{style.strong('Judge agreement:')} Krippendorff's alpha between the primary judge "
+            f"and the panel on the same items (below about 0.67 a verdict resting on one judge is "
+            f"fragile; {METHOD})." + table(
                 style, short, ["run", "judges", *(f"alpha ({d})" for d in dims),
                                "panel parse failures"],
                 [[run, " + ".join(filter(None, [f["judges"][0], ", ".join(f["judges"][1:])])),

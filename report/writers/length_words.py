@@ -21,9 +21,10 @@ def breakdown(c: Claim, style: Style, short: bool) -> str:
         return f"{c.metric} by document length ({' / '.join(ranges)}): " + "; ".join(
             f"{run} " + " / ".join(number(mean) for mean, _ in cells)
             for run, cells in f["cells"].items())
-    intro = ("Tasks by thirds of their documents' length in tokens (≈4 characters a token): "
-             + " / ".join(map(str, f["sizes"])) + " tasks. Each cell: the mean over the run's "
-             "answered tasks in that bin (n).\n\n" if f["first"] else "")
+    intro = ((f"On {style.code(f['dataset'])}: " if f["dataset"] else "") + "Tasks by thirds of "
+             "their documents' length in tokens (≈4 characters a token): " + " / ".join(
+                 map(str, f["sizes"])) + " tasks; each cell: the mean over the run's answered tasks "
+             "in that bin (n).\n\n" if f["first"] else "")
     return intro + style.strong(style.code(c.metric or "")) + table(
         style, short, ["run", *ranges],
         [[run, *(f"{number(mean) if mean is not None else UNKNOWN} (n={n})" for mean, n in cells)]

@@ -90,9 +90,8 @@ def position(c: Claim, style: Style, short: bool) -> str:
 
 @words("pairwise_pairs")
 def pairs(c: Claim, style: Style, short: bool) -> str:
-    return (f"The judge ({c.figures['judge']}) read both answers of each task in both orders: "
-            "orders that disagree make a tie, position-inconsistent; an unreadable reply is "
-            f"counted, never a tie ({METHOD})." + table(
+    return (f"The judge ({c.figures['judge']}) read both answers of each task in both orders "
+            f"({METHOD})." + table(
                 style, short, ["pair", "dimension", "tasks", "win", "tie", "loss",
                                "win rate [95% CI]", "sign test p", "position-inconsistent",
                                "first-position preference", "unreadable", "not judged"],

@@ -14,12 +14,10 @@ def split(c: Claim, style: Style, short: bool) -> str:
     k = "/".join(map(str, c.figures["k"]))
     if short:
         return f"each task answered K={k} times: means are over tasks, repeats averaged first"
-    return (f"Each task was answered {style.strong(f'K={k} times')} per system "
-            f"({style.code('runner.repeats')}); every mean, CI and test is over tasks, a task's "
-            "repeats averaged first (docs/running.md#repeats-a-system-is-a-distribution). "
-            f"The variance of one answer's {style.code(c.metric or '')}, split: between tasks, "
-            "within a task (repeats of one task, the judge's noise included) and the judge's "
-            f"own ({style.code('judge.samples')}):")
+    return (f"Each task was answered {style.strong(f'K={k} times')} per system; every mean, CI "
+            "and test is over tasks, a task's repeats averaged first; below, the variance of one "
+            f"answer's {style.code(c.metric or '')} split between tasks, within a task and the "
+            "judge (docs/running.md#repeats-a-system-is-a-distribution).")
 
 
 @words("repeats_pair")
