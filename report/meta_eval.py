@@ -51,7 +51,7 @@ def meta_findings(rows: list[Row]) -> list[Claim]:
 
 def meta_answer(rows: list[Row]) -> str:
     """The report's one-sentence answer for a meta-evaluation: the best signal's figure."""
-    from report.writers.agreement_words import best_signal
+    from report.writers.judge_words import best_signal
 
     scored = [(row, s) for row in rows for s in signals(row) if row.get(s + SUFFIX) is not None]
     if not scored:

@@ -1,7 +1,9 @@
-"""How far the judge can be trusted from the runs themselves: its spread over samples
-(``judge.samples``), its agreement with a panel (``judge.panel``), where the judges disagree
-most, a panel judge that reverses a ranking (said in the key finding), and the dimensions
-a team added to G-Eval (docs/judging.md)."""
+"""How far the judge can be trusted: its spread over samples (``judge.samples``), its
+agreement with a panel (``judge.panel``), where the judges disagree most, a panel judge that
+reverses a ranking (said in the key finding), the dimensions a team added to G-Eval
+(docs/judging.md); people's labels against it (``report.human_agreement``; the report refuses
+unusable labels before it is built, here they only leave the section out) and a
+meta-evaluation's signals against SummEdits' labels (``report.meta_eval``)."""
 
 from __future__ import annotations
 
@@ -9,8 +11,12 @@ import numpy as np
 
 from metrics.geval import DIMENSIONS
 from report import policy
+from report.human_agreement import claims as people_claims
+from report.human_agreement import compare
+from report.meta_eval import signal_tables
 from report.model import Analysis, Claim, Inputs, Row, register_analysis
 from report.verdict import TaskSets
+from tracking.human_labels import LabelsError
 
 SECTION = "The judge"
 FLAG = "_parse_failures"
@@ -82,9 +88,9 @@ def _reversals(sets: TaskSets) -> list[Claim]:
             for (dim, judge), (mine, theirs, n) in _judge_differences(sets, a, b).items():
                 if mine * theirs < 0:
                     found.setdefault((dim, judge), []).append([a["run"], b["run"], mine, theirs, n])
-    return [Claim("judge_reversal", "Key finding", tuple(dict.fromkeys(
-        run for p in pairs for run in p[:2])), f"geval_{dim}", figures={
-        "dimension": dim, "judge": judge, "pairs": pairs}) for (dim, judge), pairs in found.items()]
+    return [Claim("judge_reversal", "Key finding", tuple(dict.fromkeys(r for p in pairs for r in p[:2])),
+                  f"geval_{dim}", figures={"dimension": dim, "judge": judge, "pairs": pairs})
+            for (dim, judge), pairs in found.items()]
 
 
 def _judge_differences(sets: TaskSets, a: Row, b: Row
@@ -93,8 +99,7 @@ def _judge_differences(sets: TaskSets, a: Row, b: Row
     judge and by the panel judge, over the tasks both judges scored for both runs."""
     first, second = sets.tables[a["run_id"]], sets.tables[b["run_id"]]
     pairs: dict[tuple[str, str], list[tuple[float, float]]] = {}
-    for tid in sorted(set(first) & set(second)):
-        mine, theirs = first[tid], second[tid]
+    for mine, theirs in ((first[t], second[t]) for t in sorted(set(first) & set(second))):
         views = (mine.get("geval_panel") or {}, theirs.get("geval_panel") or {})
         for judge in sorted(set(views[0]) & set(views[1])):
             one, two = views[0][judge] or {}, views[1][judge] or {}
@@ -106,3 +111,19 @@ def _judge_differences(sets: TaskSets, a: Row, b: Row
                     pairs.setdefault((dim, judge), []).append((x[0] - x[1], x[2] - x[3]))
     return {k: (float(np.mean([d[0] for d in v])), float(np.mean([d[1] for d in v])), len(v))
             for k, v in pairs.items()}
+
+
+@register_analysis("meta_evaluation", 5)
+def meta_evaluation(inputs: Inputs) -> Analysis:
+    return Analysis(claims=signal_tables(inputs.finished))
+
+
+@register_analysis("human_agreement", 80)
+def human_agreement(inputs: Inputs) -> Analysis:
+    if not inputs.labels:
+        return Analysis()
+    try:
+        found = compare(inputs.labels, inputs.records, inputs.rows, warn=False)
+    except LabelsError:
+        return Analysis()
+    return Analysis(claims=people_claims(found))

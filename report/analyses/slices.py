@@ -27,15 +27,14 @@ from metrics.slices import (
 )
 from metrics.stats import ALPHA
 from report import policy
-from report.model import Analysis, Authority, Claim, Inputs, Note, Plot, register_analysis
+from report.model import Analysis, Authority, Claim, Inputs, Note, Plot, Table, register_analysis
 from report.plots import crossover_plot
 from report.verdict import Decision, TaskSets, by_dataset, is_answered
+from report.writers.cells import interval, value_range
 
 SECTION = "Where each system wins"
 CROSSOVER_FEATURE = "document_tokens"  # what the crossover plot draws the difference against
-# a slice's figures in its claim (the words' table): the bin, its range, the test
-SLICE_FIELDS = ("bin", "lo", "hi", "n", "mean_a", "mean_b", "diff", "ci_low", "ci_high", "p",
-                "p_adjusted")
+UNITS = {"document_tokens": " tokens", "n_documents": " documents"}  # a numeric bin's unit
 
 
 def feature_values(sets: TaskSets, feature: str) -> dict[str, Any]:
@@ -217,8 +216,8 @@ def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
                                   "statistic": row["statistic"], "numeric": p.numeric,
                                   "p_floor": 1 / (PERMUTATIONS + 1)
                                   if row["test"] == "spearman permutation" else None,
-                                  "slices": [[r[k] for k in SLICE_FIELDS] for r in mine],
-                                  **(_where(p, row) if decisive else {})}))
+                                  **(_where(p, row) if decisive else {})},
+                         table=_table(mine, UNITS.get(p.feature, ""))))
     return out
 
 
@@ -236,6 +235,20 @@ def _where(p: PairSlices, row: dict[str, Any]) -> dict[str, Any]:
     low = a if sign * (first.mean_a - first.mean_b) > 0 else b
     return {"edge": crossover(p.slices, sign), "below": low, "above": b if low == a else a,
             "grows": (p.test is not None and (p.test.statistic > 0) == (sign > 0))}
+
+
+def _table(rows: list[dict[str, Any]], unit: str) -> Table:
+    """A pair's slices; a numeric bin reads as a range, its first open below, its last above."""
+    last = len(rows) - 1
+    return Table(["bin", "n", "mean a", "mean b", "diff (a − b)", "95% CI", "Wilcoxon p",
+                  f"{policy.CORRECTION} p"],
+                 [[r["bin"] if r["lo"] is None else value_range(r["lo"] if k else None,
+                                                                 r["hi"] if k < last else None, unit),
+                   r["n"], r["mean_a"], r["mean_b"], r["diff"],
+                   "too few" if r["ci_low"] is None else interval((r["ci_low"], r["ci_high"])),
+                   "too few" if r["p"] is None else r["p"],
+                   "too few" if r["p_adjusted"] is None else r["p_adjusted"]]
+                  for k, r in enumerate(rows)])
 
 
 def _crossover_plot(p: PairSlices, slice_rows: list[dict[str, Any]], name: str) -> Plot:

@@ -24,9 +24,8 @@ def _runs(n: Note, short: bool = False) -> str:
 TEXTS = {
     "offline_model": (
         "offline model ({some}): a plumbing check of retrieval, not evidence about LLMs",
-        "The model is `offline` ({runs}): a deterministic extractive stand-in, not an LLM. It "
-        "measures the retrieval plumbing (which chunks reach the model under each system's fixed "
-        "policy), not whether agentic retrieval helps an LLM, nor how an LLM would summarize."),
+        "The model is `offline` ({runs}): a deterministic extractive stand-in that measures the "
+        "retrieval plumbing, not LLMs (docs/verdict.md#what-the-offline-model-can-and-cannot-show)."),
     "no_judge": (
         "no judge ({some}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5",
         "No judge ({runs}): G-Eval faithfulness and coverage, the error taxonomy and factual "
@@ -44,10 +43,8 @@ TEXTS = {
         "here."),
     "repeats_fixed": (
         "repeats of {some} cannot vary (a deterministic model)",
-        "Repeats of {runs} cannot vary: the offline model is deterministic and a request at "
-        "temperature 0 usually gets the same reply (some APIs still vary). They were run and "
-        "their measured within-task spread is in the Repeats section (0 when every repeat "
-        "matched); it says nothing about generation noise of a sampled model."),
+        "Repeats of {runs} cannot vary (the offline model, or requests at temperature 0): their "
+        "spread in the Repeats section says nothing about a sampled model's generation noise."),
 }
 
 
@@ -164,10 +161,9 @@ def resumed_latency(n: Note, style: Style, short: bool) -> str:
             "configuration, so their latencies were measured then, under that run's load.")
 
 
-QUERIES = {"offline_agent": "the offline agent's queries: the question, its content words, then "
-                            "terms of the chunks it read (no vocabulary of its own)",
+QUERIES = {"offline_agent": "the question, then terms of the chunks it read (no vocabulary of its own)",
            "agent": "queries the model writes (its own knowledge of the domain)",
-           "hyde": "the question plus a hypothetical answer the model writes (retrieval.hyde=true)",
+           "hyde": "the question plus the model's hypothetical answer (retrieval.hyde=true)",
            "question": "the question only (retrieval.hyde=true adds the model's hypothetical answer)"}
 
 

@@ -1,13 +1,14 @@
-"""Words for the judge's trustworthiness (``report/analyses/judge.py``); the method is in
-docs/judging.md."""
+"""Words for how far the judge can be trusted (``report/analyses/judge.py``): its spread and
+panel (docs/judging.md), people's labels against it and its measured validation
+(docs/validate-your-judge.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
-from report.model import Claim
-from report.writers.cells import UNKNOWN, Style, interval, markdown_table, number, share
+from report.model import Claim, Note
+from report.writers.cells import MARKDOWN, UNKNOWN, Style, interval, markdown_table, number, share
 from report.writers.words import words
 
 REASONING_CHARS = 1500
@@ -26,17 +27,15 @@ def samples(c: Claim, style: Style, short: bool) -> str:
         return (f"{style.strong('Judge self-consistency:')} one judge reply per item "
                 f"({style.code('judge.samples=1')}): its own spread is not measured; "
                 f"{style.code('judge.samples=3')} measures it.")
-    return (f"{style.strong('Judge self-consistency:')} the judge's SD per item over its "
-            f"samples, averaged over items (1-5 scale; 0: it always agreed with itself; {METHOD})."
+    return (f"{style.strong('Judge self-consistency:')} the judge's SD per item over its samples, "
+            f"averaged over items (0: it always agreed with itself; {METHOD})."
             + table(style, short, ["run", "samples", *(f"judge SD ({d})" for d in dims)],
                     [[run, *cells] for run, cells in runs.items()]))
 
 
 def _alpha(value: float | None, low: float | None, high: float | None, n: float | None) -> str:
-    if value is None:
-        return "undefined (too few items or one value throughout)"
-    return number(value) + (f" {interval((low, high))}" if low is not None else "") + \
-        f" (n={int(n or 0)})"
+    return "undefined (too few items or one value throughout)" if value is None else \
+        number(value) + (f" {interval((low, high))}" if low is not None else "") + f" (n={int(n or 0)})"
 
 
 @words("judge_panel")
@@ -58,8 +57,7 @@ def panel(c: Claim, style: Style, short: bool) -> str:
 
 def _quote(text: Any) -> str:
     text = str(text or "(no reply)")
-    if len(text) > REASONING_CHARS:
-        text = text[:REASONING_CHARS] + " […]"
+    text = text[:REASONING_CHARS] + " […]" if len(text) > REASONING_CHARS else text
     return "\n".join(f"  > {line}" for line in text.splitlines())
 
 
@@ -88,11 +86,10 @@ def reversal(c: Claim, style: Style, short: bool) -> str:
 
 def _dimension(mean: float | None, low: float | None, high: float | None,
                at_least_4: float | None, failures: int) -> str:
-    if mean is None:
-        return UNKNOWN
-    return (number(mean) + (f" {interval((low, high))}" if low is not None else "")
-            + (f"; ≥4: {share(at_least_4)}" if at_least_4 is not None else "")
-            + f"; parse failures: {failures}")
+    return UNKNOWN if mean is None else (
+        number(mean) + (f" {interval((low, high))}" if low is not None else "")
+        + (f"; ≥4: {share(at_least_4)}" if at_least_4 is not None else "")
+        + f"; parse failures: {failures}")
 
 
 @words("judge_dimensions")
@@ -104,3 +101,181 @@ def dimensions(c: Claim, style: Style, short: bool) -> str:
             "scoring 4 or more; replies without a readable score." + table(
                 style, short, ["run", *extra],
                 [[run, *(_dimension(*f[d]) for d in extra)] for run, f in runs.items()]))
+
+
+FIVE_POINT = "1-5"
+
+
+def _kind(scale: str) -> str:
+    return "quadratic-weighted kappa" if scale == FIVE_POINT else "Cohen's kappa"
+
+
+def _ci(value: Any, low: float | None = None, high: float | None = None) -> str:
+    return f"{value:.2f}" + (f" {interval((low, high), 2)}" if low is not None and high is not None
+                             else "")
+
+
+def _kappa(k: list[float | None] | None) -> str:
+    return "undefined (one value throughout)" if k is None else _ci(*k)
+
+
+def _percent(ba: list[float | None] | None) -> str:
+    if ba is None:
+        return "unknown"
+    value, low, high = ba
+    return f"{100 * value:.1f}" + (f" [{100 * low:.1f}, {100 * high:.1f}]"
+                                   if low is not None and high is not None else "")
+
+
+@words("people_judge")
+def people_judge(c: Claim, style: Style, short: bool) -> str:
+    f = c.figures
+    if short:
+        return f"people's labels ({f['sources']}) against the judge: see report.html"
+    rows = [[style.code(d), scale if threshold is None else f"{scale} (judge yes at ≥ {threshold:g})",
+             n, f"{_kind(scale)} {_kappa(k)}", "unknown" if rho is None else _ci(*rho),
+             _percent(ba), "undefined" if k is None else
+             (f"{style.strong('low')} (< {f['low']})" if low else "ok"), unmatched]
+            for d, scale, threshold, n, k, rho, ba, low, unmatched in f["rows"]]
+    text = (f"People's labels ({f['sources']}) against the judge's scores of the same answers; "
+            f"a kappa below {f['low']} is {style.strong('low')}: that dimension's judge scores "
+            "are not to be trusted alone (docs/validate-your-judge.md#read-the-agreement)." + table(
+                style, short, ["dimension", "scale", "n", "judge vs people: kappa [95% CI]",
+                               "Spearman [95% CI]", "balanced accuracy % [95% CI]", "agreement",
+                               "not compared"], rows))
+    if f["mixed"]:
+        text += ("\n\nLeft out, labelled on both scales (1-5 and yes/no): "
+                 + ", ".join(style.code(d) for d in f["mixed"]) + ". Fix: one scale per dimension.")
+    if f["left_out"]:
+        text += "\n\nLabels left out:\n\n" + "\n".join(f"- {why}" for why in f["left_out"])
+    return text
+
+
+@words("people_labellers")
+def labellers(c: Claim, style: Style, short: bool) -> str:
+    rows = c.figures["rows"]
+    head = "### Between labellers\n\n" if style.markdown and not short else "Between labellers: "
+    if not rows:
+        return head + ("No answer was labelled by two people on the same dimension, so how far "
+                       "people agree with each other is not measured here.")
+    return head + "Kappa between each two labellers on the answers both labelled." + table(
+        style, short, ["dimension", "labellers", "n (both labelled)", "kappa [95% CI]"],
+        [[style.code(d), f"{a}, {b}", n, _kappa(k)] for d, a, b, n, k in rows])
+
+
+@words("people_agreement")
+def people_agreement(c: Claim, style: Style, short: bool) -> str:
+    dims = c.figures["dimensions"]
+    parts = [f"{style.code(d)} {_kind(scale)} {_kappa(k)} (n={n})"
+             + (f" — {style.strong('low')}" if low else "") for d, scale, n, k, low in dims]
+    low = [d for d, *_, is_low in dims if is_low]
+    warning = (f" Agreement is low on {', '.join(style.code(d) for d in low)}: its judge scores "
+               "are not to be trusted alone." if low else "")
+    return (f"{style.strong('Judge checked against your labels:')} {'; '.join(parts)}, 95% CIs "
+            f"in brackets (labels: {c.figures['sources']}).{warning}")
+
+
+# a meta-evaluation (report.meta_eval) and the judge's measured agreement with people
+PUBLISHED_SPLIT = ("ectsum", "test")  # the split of the published figures (report.meta_eval)
+
+
+def _pct(value: Any) -> str:
+    return number(None) if value is None else f"{100 * value:.1f}"
+
+
+def _ba(f: dict[str, Any]) -> str:
+    """A balanced accuracy with its CI: 71.2% [95% CI 65.5, 76.8]."""
+    return f"{_pct(f['balanced_accuracy'])}%" + (
+        f" [95% CI {_pct(f['ci_low'])}, {_pct(f['ci_high'])}]" if f["ci_low"] is not None
+        else " (no CI)")
+
+
+def _figure(name: str, f: dict[str, Any], style: Style) -> str:
+    return f"{style.code(name)} {_ba(f)} (n={int(f['n'] or 0)})"
+
+
+def _split(f: dict[str, Any]) -> str:
+    return f"SummEdits {f['domain']} domain, {f['split']} split"
+
+
+def same_split(f: dict[str, Any], style: Style) -> str:
+    if (f["domain"], f["split"]) == PUBLISHED_SPLIT:
+        return "This run is on the published figures' split (ectsum domain, test split)."
+    return (f"This run is on the {f['domain']} domain's {f['split']} split, not the same split as "
+            "the published figures (ectsum domain, test split): compare with them only roughly.")
+
+
+def best_signal(name: str, f: dict[str, Any], where: dict[str, Any], style: Style = MARKDOWN) -> str:
+    return ("Meta-evaluation, not a comparison of systems: the best faithfulness signal "
+            f"against people's labels is {_figure(name, f, style)} balanced accuracy "
+            f"({_split(where)}).")
+
+
+@words("meta_evaluation")
+def meta_evaluation(c: Claim, style: Style, short: bool) -> str:
+    f = c.figures
+    figures = "; ".join(_figure(s, v, style) for s, v in f["signals"].items())
+    if short:
+        return f"agreement with people ({_split(f)}): {figures}"
+    published = ", ".join(f"{name} {value:.1f}%" for name, value in f["published"].items())
+    return (f"{style.strong('Agreement with people')} ({c.runs[0]}, {_split(f)}): balanced "
+            f"accuracy {figures}. Published (ectsum domain, test split, no CIs): {published}. "
+            + same_split(f, style))
+
+
+def _auc(s: dict[str, Any]) -> str:
+    valued = s["auc_roc_valued"]
+    return number(s["auc_roc"]) + (f" ({number(valued)} on the {s['auc_roc_valued_n']:.0f} items "
+                                   "with a value)" if valued is not None else "")
+
+
+@words("meta_signals")
+def meta_signals(c: Claim, style: Style, short: bool) -> str:
+    f, edits = c.figures, c.figures["edits"]
+    rows = [[style.code(name), _pct(s["balanced_accuracy"]) + (
+        f" [{_pct(s['ci_low'])}, {_pct(s['ci_high'])}]" if s["ci_low"] is not None else ""),
+        _auc(s), *(_pct(s[f"recall_{e}"]) for e in edits), number(s["threshold"], 2),
+        int(s["n"] or 0), int(s["no_value"] or 0), int(s["unreadable"] or 0)]
+        for name, s in f["signals"].items()]
+    rows += [[f"{name} (published)", f"{value:.1f}", *([""] * (len(edits) + 5))]
+             for name, value in f["published"].items()]
+    return ("Each faithfulness signal against SummEdits' human labels, beside the upstream "
+            f"README's published figures (docs/validate-your-judge.md#what-the-run-logs). "
+            f"{same_split(f, style)} Per item: {style.code('meta_items.jsonl')}." + table(
+                style, short, ["signal", "balanced accuracy % [95% CI]", "AUC-ROC",
+                               *(f"recall {e}" for e in edits), "threshold", "n", "no value",
+                               "unreadable"], rows))
+
+
+def _measured(f: dict[str, Any], style: Style) -> str:
+    return (f"{style.code(f['model_id'])} (these judge prompts) agrees with people at balanced "
+            f"accuracy {_ba(f)} on G-Eval faithfulness")
+
+
+def _where(f: dict[str, Any]) -> str:
+    return f"{_split(f)}, n={int(f['n'] or 0)}; meta-evaluation run {f['run_id']}"
+
+
+@words("judge_validated")
+def validated(c: Claim, style: Style, short: bool) -> str:
+    f = c.figures
+    return (f"{style.strong('Judge validated:')} {_measured(f, style)}, its CI above "
+            f"{_pct(f['floor'])}% (chance) ({_where(f)}).")
+
+
+@words("judge_below_chance")
+def below_chance(n: Note, style: Style, short: bool) -> str:
+    f = n.counts
+    return (f"Judge measured, not better than chance: {_measured(f, style)} ({_where(f)}); its CI "
+            f"does not lie above {_pct(f['floor'])}% (chance), so its faithfulness scores are no "
+            "evidence of faithfulness.")
+
+
+@words("judge_unvalidated")
+def unvalidated(c: Claim, style: Style, short: bool) -> str:
+    command = (f"python run.py dataset=summedits judge={c.figures['judge']} dataset.split=test "
+               "dataset.root=<a clone of github.com/salesforce/factualNLG>")
+    return (f"{style.strong('Judge unvalidated:')} no measurement of "
+            f"{style.code(c.figures['model_id'])} with these judge prompts against human labels "
+            "is in this store, so how far its faithfulness scores agree with people is unknown. "
+            f"Measure it: {style.code(command)} (docs/validate-your-judge.md).")

@@ -4,8 +4,7 @@ the crossover plots and the notes on what could not be sliced."""
 from __future__ import annotations
 
 from report.model import Claim, Note
-from report.writers.cells import Style, count, interval, p_value, value_range
-from report.writers.judge_words import table
+from report.writers.cells import Style, count, p_value
 from report.writers.words import words
 
 MIN_UNTIED = 6
@@ -29,26 +28,8 @@ def _p(c: Claim, name: str = "p") -> str:
             f"{' ' if adjusted.startswith('≤') else ' = '}{adjusted}, n = {c.n_tasks}")
 
 
-def _slices(c: Claim, style: Style, short: bool) -> str:
-    """The pair's slices: each bin as a range of the feature (its first open below, its
-    last above), or its category."""
-    rows = c.figures.get("slices") or []
-    unit = feature_words(str(c.figures["feature"]), style)[1]
-    return table(style, short, ["bin", "n", "mean a", "mean b", "diff (a − b)", "95% CI",
-                                "Wilcoxon p", "Holm p"],
-                 [[label if lo is None or hi is None else value_range(
-                     lo if k else None, hi if k < len(rows) - 1 else None, unit),
-                   n, a, b, d, "too few" if low is None else interval((low, high)),
-                   "too few" if p is None else p, "too few" if adj is None else adj]
-                  for k, (label, lo, hi, n, a, b, d, low, high, p, adj) in enumerate(rows)])
-
-
 @words("interaction")
 def interaction(c: Claim, style: Style, short: bool) -> str:
-    return _interaction(c, style, short) + ("" if short else _slices(c, style, short))
-
-
-def _interaction(c: Claim, style: Style, short: bool) -> str:
     a, b = c.runs
     f = c.figures
     name, unit = feature_words(str(f["feature"]), style)
