@@ -96,9 +96,10 @@ def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
         scales = {x.scale for x in mine}
         if len(scales) > 1:
             out.mixed.append(dimension)
-        else:
-            out.judge.append(_against_judge(dimension, *scales, mine, values))
-            out.labellers += _between_labellers(dimension, *scales, mine)
+            continue
+        scale = scales.pop()
+        out.judge.append(_against_judge(dimension, scale, mine, values))
+        out.labellers += _between_labellers(dimension, scale, mine)
     return out
 
 

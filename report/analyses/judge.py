@@ -88,7 +88,7 @@ def _reversals(sets: TaskSets) -> list[Claim]:
             for (dim, judge), (mine, theirs, n) in _judge_differences(sets, a, b).items():
                 if mine * theirs < 0:
                     found.setdefault((dim, judge), []).append([a["run"], b["run"], mine, theirs, n])
-    return [Claim("judge_reversal", "Key finding", tuple(dict.fromkeys(r for p in pairs for r in p[:2])),
+    return [Claim("judge_reversal", "Key finding", tuple(dict.fromkeys(str(r) for p in pairs for r in p[:2])),
                   f"geval_{dim}", figures={"dimension": dim, "judge": judge, "pairs": pairs})
             for (dim, judge), pairs in found.items()]
 

@@ -66,7 +66,7 @@ def preference(f: PairFigures, absolute: Paired | None, key: str) -> Claim:
     """The judge's preference on one pair, beside the absolute scores' paired difference
     (first minus second, turned by the metric's direction; None: no pair to compare)."""
     low, high = sorted(policy.advantage(x, key) for x in (absolute.ci_low, absolute.ci_high)) \
-        if absolute is not None else (None, None)
+        if absolute is not None else (0.0, 0.0)
     return Claim("pairwise_preference", KEY, (f.pair.a, f.pair.b), key,
                  None if absolute is None else policy.advantage(absolute.mean_diff, key),
                  None if absolute is None else (low, high), p=f.sign_test_p, n_tasks=f.n_tasks,

@@ -33,6 +33,7 @@ from report.verdict import Decision, TaskSets, by_dataset, is_answered
 from report.writers.cells import interval, value_range
 
 SECTION = "Where each system wins"
+Rows = list[dict[str, Any]]
 CROSSOVER_FEATURE = "document_tokens"  # what the crossover plot draws the difference against
 UNITS = {"document_tokens": " tokens", "n_documents": " documents"}  # a numeric bin's unit
 
@@ -181,18 +182,18 @@ def plot_name(p: PairSlices) -> str:
     return "crossover_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{p.pair.a}_vs_{p.pair.b}")
 
 
-def _rows(done: Sequence[PairSlices]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _rows(done: Sequence[PairSlices]) -> tuple[Rows, Rows]:
     """The rows of ``slices.jsonl`` and ``interaction.jsonl``, each family Holm-adjusted."""
-    slice_rows = [{"feature": p.feature, "bin": s.bin.label, "lo": s.bin.lo, "hi": s.bin.hi,
-                   "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key, "n": s.n,
-                   "mean_a": s.mean_a, "mean_b": s.mean_b, "diff": s.mean_a - s.mean_b,
-                   "ci_low": s.paired.ci_low if s.paired else None,
-                   "ci_high": s.paired.ci_high if s.paired else None,
-                   "p": None if s.too_few or s.paired is None else s.paired.p}
-                  for p in done for s in p.slices]
-    inter_rows = [{"feature": p.feature, "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key,
-                   **{k: getattr(p.test, k) if p.test else None
-                      for k in ("n", "statistic", "p", "test")}} for p in done]
+    slice_rows: Rows = [{"feature": p.feature, "bin": s.bin.label, "lo": s.bin.lo, "hi": s.bin.hi,
+                         "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key, "n": s.n,
+                         "mean_a": s.mean_a, "mean_b": s.mean_b, "diff": s.mean_a - s.mean_b,
+                         "ci_low": s.paired.ci_low if s.paired else None,
+                         "ci_high": s.paired.ci_high if s.paired else None,
+                         "p": None if s.too_few or s.paired is None else s.paired.p}
+                        for p in done for s in p.slices]
+    inter_rows: Rows = [{"feature": p.feature, "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key,
+                         **{k: getattr(p.test, k) if p.test else None
+                            for k in ("n", "statistic", "p", "test")}} for p in done]
     for rows in (slice_rows, inter_rows):  # each family Holm-adjusted on its own
         for row, adjusted in zip(rows, policy.adjusted([r["p"] for r in rows]), strict=True):
             row["p_adjusted"] = adjusted

@@ -4,7 +4,7 @@ panel (docs/judging.md), people's labels against it and its measured validation
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from report.model import Claim, Note
@@ -35,7 +35,8 @@ def samples(c: Claim, style: Style, short: bool) -> str:
 
 def _alpha(value: float | None, low: float | None, high: float | None, n: float | None) -> str:
     return "undefined (too few items or one value throughout)" if value is None else \
-        number(value) + (f" {interval((low, high))}" if low is not None else "") + f" (n={int(n or 0)})"
+        number(value) + (f" {interval((low, high))}" if low is not None and high is not None else "") \
+        + f" (n={int(n or 0)})"
 
 
 @words("judge_panel")
@@ -87,7 +88,7 @@ def reversal(c: Claim, style: Style, short: bool) -> str:
 def _dimension(mean: float | None, low: float | None, high: float | None,
                at_least_4: float | None, failures: int) -> str:
     return UNKNOWN if mean is None else (
-        number(mean) + (f" {interval((low, high))}" if low is not None else "")
+        number(mean) + (f" {interval((low, high))}" if low is not None and high is not None else "")
         + (f"; ≥4: {share(at_least_4)}" if at_least_4 is not None else "")
         + f"; parse failures: {failures}")
 
@@ -123,8 +124,7 @@ def _percent(ba: list[float | None] | None) -> str:
     if ba is None:
         return "unknown"
     value, low, high = ba
-    return f"{100 * value:.1f}" + (f" [{100 * low:.1f}, {100 * high:.1f}]"
-                                   if low is not None and high is not None else "")
+    return f"{_pct(value)}" + (f" [{_pct(low)}, {_pct(high)}]" if low is not None else "")
 
 
 @words("people_judge")
@@ -183,29 +183,29 @@ def _pct(value: Any) -> str:
     return number(None) if value is None else f"{100 * value:.1f}"
 
 
-def _ba(f: dict[str, Any]) -> str:
+def _ba(f: Mapping[str, Any]) -> str:
     """A balanced accuracy with its CI: 71.2% [95% CI 65.5, 76.8]."""
     return f"{_pct(f['balanced_accuracy'])}%" + (
         f" [95% CI {_pct(f['ci_low'])}, {_pct(f['ci_high'])}]" if f["ci_low"] is not None
         else " (no CI)")
 
 
-def _figure(name: str, f: dict[str, Any], style: Style) -> str:
+def _figure(name: str, f: Mapping[str, Any], style: Style) -> str:
     return f"{style.code(name)} {_ba(f)} (n={int(f['n'] or 0)})"
 
 
-def _split(f: dict[str, Any]) -> str:
+def _split(f: Mapping[str, Any]) -> str:
     return f"SummEdits {f['domain']} domain, {f['split']} split"
 
 
-def same_split(f: dict[str, Any], style: Style) -> str:
+def same_split(f: Mapping[str, Any], style: Style) -> str:
     if (f["domain"], f["split"]) == PUBLISHED_SPLIT:
         return "This run is on the published figures' split (ectsum domain, test split)."
     return (f"This run is on the {f['domain']} domain's {f['split']} split, not the same split as "
             "the published figures (ectsum domain, test split): compare with them only roughly.")
 
 
-def best_signal(name: str, f: dict[str, Any], where: dict[str, Any], style: Style = MARKDOWN) -> str:
+def best_signal(name: str, f: Mapping[str, Any], where: Mapping[str, Any], style: Style = MARKDOWN) -> str:
     return ("Meta-evaluation, not a comparison of systems: the best faithfulness signal "
             f"against people's labels is {_figure(name, f, style)} balanced accuracy "
             f"({_split(where)}).")
@@ -247,12 +247,12 @@ def meta_signals(c: Claim, style: Style, short: bool) -> str:
                                "unreadable"], rows))
 
 
-def _measured(f: dict[str, Any], style: Style) -> str:
+def _measured(f: Mapping[str, Any], style: Style) -> str:
     return (f"{style.code(f['model_id'])} (these judge prompts) agrees with people at balanced "
             f"accuracy {_ba(f)} on G-Eval faithfulness")
 
 
-def _where(f: dict[str, Any]) -> str:
+def _where(f: Mapping[str, Any]) -> str:
     return f"{_split(f)}, n={int(f['n'] or 0)}; meta-evaluation run {f['run_id']}"
 
 

@@ -34,7 +34,7 @@ def breakdown(c: Claim, style: Style, short: bool) -> str:
 @words("length_value")
 def length_value(c: Claim, style: Style, short: bool) -> str:
     f, (r, w), key = c.figures, c.runs, style.code(c.metric or "")
-    docs = f"{f['end']} documents ({value_range(*f['range'], UNIT)})"
+    docs = f"{f['end']} documents ({value_range(f['range'][0], f['range'][1], UNIT)})"
     lead = (f"On {style.code(f['dataset'])}, by" if f.get("dataset") else "By") + " document length:"
     lead = style.strong(lead) + " " if f["end"] == "short" else ""
     if f["outcome"] == "only_option":
