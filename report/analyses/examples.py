@@ -30,31 +30,25 @@ def _chosen(sets: TaskSets, key: str, dataset: str | None) -> list[Claim]:
 
     def margins(run: Row, rivals: list[Row]) -> list[tuple[float, str]]:
         """Tasks where ``run`` beats every rival, widest margin first."""
-        found = []
-        for tid in ids:
-            mine, theirs = score(run, tid), [score(r, tid) for r in rivals]
-            if mine is not None and theirs and None not in theirs:
-                margin = sign * mine - max(sign * t for t in theirs if t is not None)
-                if margin > 0:
-                    found.append((margin, tid))
-        return sorted(found, reverse=True)
+        found = [(sign * mine - max(sign * t for t in theirs if t is not None), tid) for tid in ids
+                 if (mine := score(run, tid)) is not None and rivals
+                 and None not in (theirs := [score(r, tid) for r in rivals])]
+        return sorted(((m, t) for m, t in found if m > 0), reverse=True)
 
     def example(kind: str, run: Row, tid: str, margin: float | None = None) -> Claim:
         rec = sets.tables[run["run_id"]][tid]
         return Claim("example", SECTION, (run["run"],), key, figures={
-            "kind": kind, "dataset": dataset, "task": tid, "margin": margin,
-            "scores": {r["run"]: score(r, tid) for r in runs if score(r, tid) is not None},
-            "question": rec.get("question"), "reference": rec.get("reference"),
+            "kind": kind, "dataset": dataset, "task": tid, "margin": margin, "scores": {
+                r["run"]: s for r in runs if (s := score(r, tid)) is not None},
+            **{k: rec.get(k) for k in ("question", "reference", "system", "predicted")},
             "no_reference": rec.get("null_reasons", {}).get("rouge2_f1"),
-            "system": rec.get("system"), "predicted": rec.get("predicted"),
             "reasoning": rec.get("geval_coverage_reasoning") or rec.get(
                 "geval_faithfulness_reasoning") if kind == "failure" else None})
 
-    out = []
     agentic = next((r for r in runs if r.get("agentic")), None)
     others = [r for r in runs if r is not agentic]
-    if agentic is not None and others:
-        out += [example("agent_wins", agentic, tid, m) for m, tid in margins(agentic, others)[:2]]
+    out = [example("agent_wins", agentic, tid, m) for m, tid in margins(agentic, others)[:2]] \
+        if agentic is not None and others else []
     retrieving = [r for r in runs if r.get("retrieves")]
     wins = [(run, w[0][1]) for run in runs if not run.get("retrieves")
             if retrieving and (w := margins(run, retrieving))]

@@ -42,24 +42,20 @@ def claims(view: Any, rows: list[Row], records: dict[str, list[Row]], key: str) 
     first = summary.of(summary.judges[0])
     if first["position_inconsistency"] is not None:
         out.append(Claim("pairwise_position", KEY, figures={"share": first["position_inconsistency"]}))
-    out.append(Claim("pairwise_pairs", SECTION, figures={"judge": summary.judges[0], "rows": [
-        [f.pair.name, f.dimension, f.n_tasks, f.wins, f.ties, f.losses, f.win_rate,
-         f.win_rate_ci, f.sign_test_p, f.position_inconsistency, f.first_position_preference,
-         f.unreadable, f.not_judged] for f in figures]}))
-    out += [Claim("pairwise_ranking", SECTION, figures={"dimension": d, "ranking": [
-        [s.run, s.strength, s.ci_low, s.ci_high] for s in ranking]})
-        for d, ranking in summary.ranking.items()]
-    if len(summary.judges) > 1:
-        out.append(Claim("pairwise_panel", SECTION, figures={
-            "pairs": [f"{f.pair.name} ({f.dimension})" for f in figures],
-            "judges": {j: [summary.of(j)["position_inconsistency"],
-                           summary.of(j)["first_position_preference"],
-                           [f.winner for f in summary.figures(j)]] for j in summary.judges},
-            "agreement": {d: None if a is None else [a.alpha, a.ci_low, a.ci_high]
-                          for d, a in summary.agreement.items()}}))
-    out.append(Claim("pairwise_calls", SECTION, figures={
-        "calls": view.calls, "cached": view.cached_calls, "cost": view.cost_usd}))
-    return out
+    return out + [Claim("pairwise_judge", SECTION, figures={
+        "judge": summary.judges[0], "calls": view.calls, "cached": view.cached_calls,
+        "cost": view.cost_usd, "rows": [
+            [f.pair.name, f.dimension, f.n_tasks, f.wins, f.ties, f.losses, f.win_rate,
+             f.win_rate_ci, f.sign_test_p, f.position_inconsistency, f.first_position_preference,
+             f.unreadable, f.not_judged] for f in figures],
+        "ranking": {d: [[s.run, s.strength, s.ci_low, s.ci_high] for s in ranking]
+                    for d, ranking in summary.ranking.items()},
+        "pairs": [f"{f.pair.name} ({f.dimension})" for f in figures],
+        "judges": {j: [summary.of(j)["position_inconsistency"],
+                       summary.of(j)["first_position_preference"],
+                       [f.winner for f in summary.figures(j)]] for j in summary.judges},
+        "agreement": {d: None if a is None else [a.alpha, a.ci_low, a.ci_high]
+                      for d, a in summary.agreement.items()}})]
 
 
 def preference(f: PairFigures, absolute: Paired | None, key: str) -> Claim:

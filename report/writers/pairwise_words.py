@@ -72,45 +72,43 @@ def preference(c: Claim, style: Style, short: bool) -> str:
             + length_warning(c, style))
 
 
-@words("pairwise_skipped", "pairwise_position", "pairwise_calls")
+@words("pairwise_skipped", "pairwise_position")
 def pairwise_line(c: Claim, style: Style, short: bool) -> str:
+    if c.kind == "pairwise_skipped":
+        return f"Pairwise judge: not judged ({c.figures['why']})."
+    return (f"The judge changed its verdict with the order on {share(c.figures['share'])} of the "
+            "pairs it read twice (counted as ties).")
+
+
+@words("pairwise_judge")
+def section(c: Claim, style: Style, short: bool) -> str:
+    """The section: every pair's figures, each dimension's Bradley-Terry ranking, a panel's
+    judges and their agreement, and what the judging cost."""
     f = c.figures
-    return {"pairwise_skipped": lambda: f"Pairwise judge: not judged ({f['why']}).",
-            "pairwise_position": lambda: f"The judge changed its verdict with the order on "
-            f"{share(f['share'])} of the pairs it read twice (counted as ties).",
-            "pairwise_calls": lambda: f"Pairwise judge calls: {f['calls']} ({f['cached']} from the "
-            f"response cache), {money(f['cost'], 4)}; counted in the sweep's judge cost."}[c.kind]()
-
-
-@words("pairwise_pairs")
-def pairs(c: Claim, style: Style, short: bool) -> str:
-    return (f"The judge ({c.figures['judge']}) read both answers of each task in both orders "
-            f"({METHOD})." + table(
-                style, short, ["pair", "dimension", "tasks", "win", "tie", "loss",
-                               "win rate [95% CI]", "sign test p", "position-inconsistent",
-                               "first-position preference", "unreadable", "not judged"],
-                [[*r[:6], _rate(r[6], r[7]), p_value(r[8]), share(r[9]), share(r[10]), *r[11:]]
-                 for r in c.figures["rows"]]))
-
-
-@words("pairwise_ranking")
-def ranking(c: Claim, style: Style, short: bool) -> str:
-    return (f"Bradley-Terry ranking on {c.figures['dimension']} (log-scale strengths centred on "
-            "0; a tie counts half a win each way; 95% bootstrap CIs over tasks)." + table(
-                style, short, ["rank", "run", "strength [95% CI]"],
-                [[k, run, f"{s:+.2f}" + (f" {interval((lo, hi), 2, sign=True)}" if lo is not None
-                                         and hi is not None else "")]
-                 for k, (run, s, lo, hi) in enumerate(c.figures["ranking"], start=1)]))
-
-
-@words("pairwise_panel")
-def panel(c: Claim, style: Style, short: bool) -> str:
-    agree = "; ".join(f"{d}: alpha {number(a[0], 2)}" + (f" {interval(a[1:], 2)}" if a[1] is not None
-                                                         else "") if a else f"{d}: undefined"
-                      for d, a in c.figures["agreement"].items())
-    return ("Each judge's preferences (the run it prefers on more tasks) and position bias; "
-            f"their agreement on each task's outcome (Krippendorff's alpha, ordinal): {agree}."
-            + table(style, short, ["judge", "position-inconsistent", "first-position preference",
-                                   *(f"preferred: {p}" for p in c.figures["pairs"])],
-                    [[j, share(i), share(p), *(w or "none" for w in winners)]
-                     for j, (i, p, winners) in c.figures["judges"].items()]))
+    parts = [f"The judge ({f['judge']}) read both answers of each task in both orders ({METHOD})."
+             + table(style, short, ["pair", "dimension", "tasks", "win", "tie", "loss",
+                                    "win rate [95% CI]", "sign test p", "position-inconsistent",
+                                    "first-position preference", "unreadable", "not judged"],
+                     [[*r[:6], _rate(r[6], r[7]), p_value(r[8]), share(r[9]), share(r[10]),
+                       *r[11:]] for r in f["rows"]])]
+    parts += [f"Bradley-Terry ranking on {d} (log-scale strengths centred on 0; a tie counts half "
+              "a win each way; 95% bootstrap CIs over tasks)." + table(
+                  style, short, ["rank", "run", "strength [95% CI]"],
+                  [[k, run, f"{s:+.2f}" + (f" {interval((lo, hi), 2, sign=True)}"
+                                           if lo is not None and hi is not None else "")]
+                   for k, (run, s, lo, hi) in enumerate(ranking, start=1)])
+              for d, ranking in f["ranking"].items()]
+    if len(f["judges"]) > 1:
+        agree = "; ".join(f"{d}: alpha {number(a[0], 2)}" + (
+            f" {interval(a[1:], 2)}" if a[1] is not None else "") if a else f"{d}: undefined"
+            for d, a in f["agreement"].items())
+        parts.append("Each judge's preferences (the run it prefers on more tasks) and position "
+                     f"bias; their agreement on each task's outcome (Krippendorff's alpha): {agree}."
+                     + table(style, short, ["judge", "position-inconsistent",
+                                            "first-position preference",
+                                            *(f"preferred: {p}" for p in f["pairs"])],
+                             [[j, share(i), share(p), *(w or "none" for w in winners)]
+                              for j, (i, p, winners) in f["judges"].items()]))
+    parts.append(f"Pairwise judge calls: {f['calls']} ({f['cached']} from the response cache), "
+                 f"{money(f['cost'], 4)}; counted in the sweep's judge cost.")
+    return "\n\n".join(parts)
