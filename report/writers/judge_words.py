@@ -15,6 +15,12 @@ REASONING_CHARS = 1500
 METHOD = "docs/judging.md#judging-g-eval-error-taxonomy-numeric-facts"
 
 
+def estimate(value: Any, low: Any = None, high: Any = None, *, digits: int = 3) -> str:
+    """A figure with its interval where it has one: 0.550 [0.200, 0.800]; none: unknown."""
+    return UNKNOWN if value is None else number(value, digits) + (
+        f" {interval((low, high), digits)}" if low is not None and high is not None else "")
+
+
 def table(style: Style, short: bool, header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     """A table under a claim's words, in report.md only (the console says the words)."""
     return "" if short or not style.markdown or not rows else "\n\n" + markdown_table(header, rows)
@@ -35,8 +41,7 @@ def samples(c: Claim, style: Style, short: bool) -> str:
 
 def _alpha(value: float | None, low: float | None, high: float | None, n: float | None) -> str:
     return "undefined (too few items or one value throughout)" if value is None else \
-        number(value) + (f" {interval((low, high))}" if low is not None and high is not None else "") \
-        + f" (n={int(n or 0)})"
+        f"{estimate(value, low, high)} (n={int(n or 0)})"
 
 
 @words("judge_panel")
@@ -88,8 +93,7 @@ def reversal(c: Claim, style: Style, short: bool) -> str:
 def _dimension(mean: float | None, low: float | None, high: float | None,
                at_least_4: float | None, failures: int) -> str:
     return UNKNOWN if mean is None else (
-        number(mean) + (f" {interval((low, high))}" if low is not None and high is not None else "")
-        + (f"; ≥4: {share(at_least_4)}" if at_least_4 is not None else "")
+        estimate(mean, low, high) + (f"; ≥4: {share(at_least_4)}" if at_least_4 is not None else "")
         + f"; parse failures: {failures}")
 
 
@@ -111,13 +115,8 @@ def _kind(scale: str) -> str:
     return "quadratic-weighted kappa" if scale == FIVE_POINT else "Cohen's kappa"
 
 
-def _ci(value: Any, low: float | None = None, high: float | None = None) -> str:
-    return f"{value:.2f}" + (f" {interval((low, high), 2)}" if low is not None and high is not None
-                             else "")
-
-
 def _kappa(k: list[float | None] | None) -> str:
-    return "undefined (one value throughout)" if k is None else _ci(*k)
+    return "undefined (one value throughout)" if k is None else estimate(*k, digits=2)
 
 
 def _percent(ba: list[float | None] | None) -> str:
@@ -130,10 +129,8 @@ def _percent(ba: list[float | None] | None) -> str:
 @words("people_judge")
 def people_judge(c: Claim, style: Style, short: bool) -> str:
     f = c.figures
-    if short:
-        return f"people's labels ({f['sources']}) against the judge: see report.html"
     rows = [[style.code(d), scale if threshold is None else f"{scale} (judge yes at ≥ {threshold:g})",
-             n, f"{_kind(scale)} {_kappa(k)}", "unknown" if rho is None else _ci(*rho),
+             n, f"{_kind(scale)} {_kappa(k)}", "unknown" if rho is None else estimate(*rho, digits=2),
              _percent(ba), "undefined" if k is None else
              (f"{style.strong('low')} (< {f['low']})" if low else "ok"), unmatched]
             for d, scale, threshold, n, k, rho, ba, low, unmatched in f["rows"]]

@@ -8,14 +8,14 @@ from typing import Any
 from metrics.stats import ALPHA
 from report.model import Claim
 from report.writers.cells import Style, interval, money, number, p_value, share
-from report.writers.judge_words import table
+from report.writers.judge_words import estimate, table
 from report.writers.words import words
 
 METHOD = "docs/judging.md#pairwise-which-summary-is-better"
 
 
 def _rate(rate: float | None, ci: Any) -> str:
-    return number(rate, 2) + (f" {interval(ci, 2)}" if ci and rate is not None else "")
+    return estimate(rate, *(ci or (None, None)), digits=2)
 
 
 def length_warning(c: Claim, style: Style) -> str:
@@ -62,8 +62,6 @@ def preference(c: Claim, style: Style, short: bool) -> str:
     p = f", sign test p={p_value(c.p)}" if c.p is not None else ""
     said = (head + f"{_preference(c)}; {a} wins {f['wins']} of {c.n_tasks} tasks (win rate, ties "
             f"½: {_rate(f['win_rate'], f['win_rate_ci'])}; {f['ties']} ties, {f['losses']} losses{p})")
-    if short:
-        return said
     if c.ci is None:
         return f"{said}; the absolute scores ({key}) have no pair to compare." + length_warning(c, style)
     unsettled = ", a difference its CI does not tell from 0" if c.ci[0] <= 0 <= c.ci[1] else ""

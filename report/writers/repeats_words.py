@@ -12,8 +12,6 @@ from report.writers.words import words
 @words("repeats_split")
 def split(c: Claim, style: Style, short: bool) -> str:
     k = "/".join(map(str, c.figures["k"]))
-    if short:
-        return f"each task answered K={k} times: means are over tasks, repeats averaged first"
     return (f"Each task was answered {style.strong(f'K={k} times')} per system; every mean, CI "
             "and test is over tasks, a task's repeats averaged first; below, the variance of one "
             f"answer's {style.code(c.metric or '')} split between tasks, within a task and the "
