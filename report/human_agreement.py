@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
@@ -231,22 +231,11 @@ def _between_labellers(dimension: str, scale: str, labels: list[HumanLabel]
 
 
 def claims(found: HumanAgreement) -> list[Claim]:
-    """The "Agreement with your labels" section's claims (none without labels)."""
-    if not found.labels:
-        return []
+    """The "Agreement with your labels" section's claim (none without labels)."""
     return [Claim("people_judge", SECTION, figures={
-        "sources": found.sources, "low": LOW_KAPPA, "mixed": found.mixed,
-        "left_out": found.left_out, "rows": [[
-            a.dimension, a.scale, a.threshold, a.n, _kappa(a.kappa),
-            None if a.spearman is None else [a.spearman.rho, a.spearman.ci_low, a.spearman.ci_high],
-            a.balanced_accuracy, a.low, a.unmatched] for a in found.judge]}),
-        Claim("people_labellers", SECTION, figures={"rows": [
-            [x.dimension, x.first, x.second, x.n, _kappa(x.kappa)]
-            for x in found.labellers]})]
-
-
-def _kappa(k: Kappa | None) -> list[float | None] | None:
-    return None if k is None else [k.value, k.ci_low, k.ci_high]
+        "sources": found.sources, "low": LOW_KAPPA, "mixed": found.mixed, "left_out": found.left_out,
+        "judge": [asdict(a) for a in found.judge], "labellers": [asdict(x) for x in found.labellers]})
+    ] if found.labels else []
 
 
 def quote(found: HumanAgreement) -> str:
@@ -254,7 +243,6 @@ def quote(found: HumanAgreement) -> str:
     was compared)."""
     from report.writers.words import say
 
-    compared = found.compared
     return say(Claim("people_agreement", "How far the judge can be trusted", figures={
-        "sources": found.sources, "dimensions": [[a.dimension, a.scale, a.n, _kappa(a.kappa), a.low]
-                                                 for a in compared]})) + "\n" if compared else ""
+        "sources": found.sources, "low": LOW_KAPPA, "judge": [asdict(a) for a in found.compared]})
+    ) + "\n" if found.compared else ""

@@ -115,25 +115,30 @@ def _kind(scale: str) -> str:
     return "quadratic-weighted kappa" if scale == FIVE_POINT else "Cohen's kappa"
 
 
-def _kappa(k: list[float | None] | None) -> str:
-    return "undefined (one value throughout)" if k is None else estimate(*k, digits=2)
+def _kappa(k: Mapping[str, Any] | None) -> str:
+    return "undefined (one value throughout)" if k is None else estimate(
+        k["value"], k["ci_low"], k["ci_high"], digits=2)
+
+
+def _low(a: Mapping[str, Any], floor: float) -> bool:
+    return a["kappa"] is not None and a["kappa"]["value"] < floor
 
 
 def _percent(ba: list[float | None] | None) -> str:
-    if ba is None:
-        return "unknown"
-    value, low, high = ba
-    return f"{_pct(value)}" + (f" [{_pct(low)}, {_pct(high)}]" if low is not None else "")
+    return UNKNOWN if ba is None else _pct(ba[0]) + (
+        f" [{_pct(ba[1])}, {_pct(ba[2])}]" if ba[1] is not None else "")
 
 
 @words("people_judge")
 def people_judge(c: Claim, style: Style, short: bool) -> str:
-    f = c.figures
-    rows = [[style.code(d), scale if threshold is None else f"{scale} (judge yes at ≥ {threshold:g})",
-             n, f"{_kind(scale)} {_kappa(k)}", "unknown" if rho is None else estimate(*rho, digits=2),
-             _percent(ba), "undefined" if k is None else
-             (f"{style.strong('low')} (< {f['low']})" if low else "ok"), unmatched]
-            for d, scale, threshold, n, k, rho, ba, low, unmatched in f["rows"]]
+    f, rho = c.figures, lambda r: UNKNOWN if r is None else estimate(
+        r["rho"], r["ci_low"], r["ci_high"], digits=2)
+    rows = [[style.code(a["dimension"]), a["scale"] if a["threshold"] is None else
+             f"{a['scale']} (judge yes at ≥ {a['threshold']:g})", (a["kappa"] or {}).get("n", 0),
+             f"{_kind(a['scale'])} {_kappa(a['kappa'])}", rho(a["spearman"]),
+             _percent(a["balanced_accuracy"]), "undefined" if a["kappa"] is None else
+             f"{style.strong('low')} (< {f['low']})" if _low(a, f["low"]) else "ok", a["unmatched"]]
+            for a in f["judge"]]
     text = (f"People's labels ({f['sources']}) against the judge's scores of the same answers; "
             f"a kappa below {f['low']} is {style.strong('low')}: that dimension's judge scores "
             "are not to be trusted alone (docs/validate-your-judge.md#read-the-agreement)." + table(
@@ -145,27 +150,23 @@ def people_judge(c: Claim, style: Style, short: bool) -> str:
                  + ", ".join(style.code(d) for d in f["mixed"]) + ". Fix: one scale per dimension.")
     if f["left_out"]:
         text += "\n\nLabels left out:\n\n" + "\n".join(f"- {why}" for why in f["left_out"])
-    return text
-
-
-@words("people_labellers")
-def labellers(c: Claim, style: Style, short: bool) -> str:
-    rows = c.figures["rows"]
-    head = "### Between labellers\n\n" if style.markdown and not short else "Between labellers: "
-    if not rows:
-        return head + ("No answer was labelled by two people on the same dimension, so how far "
-                       "people agree with each other is not measured here.")
-    return head + "Kappa between each two labellers on the answers both labelled." + table(
+    head = "\n\n### Between labellers\n\n" if style.markdown and not short else " Between labellers: "
+    if not f["labellers"]:
+        return text + head + ("No answer was labelled by two people on the same dimension, so how "
+                              "far people agree with each other is not measured here.")
+    return text + head + "Kappa between each two labellers on the answers both labelled." + table(
         style, short, ["dimension", "labellers", "n (both labelled)", "kappa [95% CI]"],
-        [[style.code(d), f"{a}, {b}", n, _kappa(k)] for d, a, b, n, k in rows])
+        [[style.code(x["dimension"]), f"{x['first']}, {x['second']}", x["n"], _kappa(x["kappa"])]
+         for x in f["labellers"]])
 
 
 @words("people_agreement")
 def people_agreement(c: Claim, style: Style, short: bool) -> str:
-    dims = c.figures["dimensions"]
-    parts = [f"{style.code(d)} {_kind(scale)} {_kappa(k)} (n={n})"
-             + (f" — {style.strong('low')}" if low else "") for d, scale, n, k, low in dims]
-    low = [d for d, *_, is_low in dims if is_low]
+    found, floor = c.figures["judge"], c.figures["low"]
+    parts = [f"{style.code(a['dimension'])} {_kind(a['scale'])} {_kappa(a['kappa'])} "
+             f"(n={a['kappa']['n']})" + (f" — {style.strong('low')}" if _low(a, floor) else "")
+             for a in found]
+    low = [a["dimension"] for a in found if _low(a, floor)]
     warning = (f" Agreement is low on {', '.join(style.code(d) for d in low)}: its judge scores "
                "are not to be trusted alone." if low else "")
     return (f"{style.strong('Judge checked against your labels:')} {'; '.join(parts)}, 95% CIs "
