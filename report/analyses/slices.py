@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ from metrics.slices import (
 )
 from metrics.stats import ALPHA
 from report import policy
-from report.model import Analysis, Authority, Claim, Inputs, Note, Plot, Table, register_analysis
+from report.model import Analysis, Authority, Claim, Inputs, Note, Table, register_analysis
 from report.plots import crossover_plot
 from report.verdict import Decision, TaskSets, by_dataset, is_answered
 from report.writers.cells import interval, value_range
@@ -172,9 +173,20 @@ def slices_analysis(inputs: Inputs) -> Analysis:
         if p.feature == CROSSOVER_FEATURE and p.numeric and any(
                 d is k for d in p.pair.decisions for k in keyed):
             name = plot_name(p)
-            out.plots.append(_crossover_plot(p, slice_rows, name))
+            out.plots.append(partial(_draw, _of(p, slice_rows), name,
+                                     f"{p.pair.key}: {p.pair.a} − {p.pair.b} by {p.feature}"))
             out.claims.append(Claim("plot", SECTION, figures={"name": name}))
     return out
+
+
+def _of(p: PairSlices, slice_rows: Rows) -> Rows:
+    """The slices of one pair on one feature."""
+    return [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == p.pair.key
+            and (r["a"], r["b"]) == (p.pair.a, p.pair.b)]
+
+
+def _draw(rows: Rows, name: str, title: str, folder: Path) -> Path | None:
+    return crossover_plot(rows, folder / f"{name}.png", title)
 
 
 def plot_name(p: PairSlices) -> str:
@@ -206,8 +218,7 @@ def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
     Holm-adjusted p below ALPHA: part of the answer) and where each side leads."""
     out = []
     for p, row in zip(done, inter_rows, strict=True):
-        mine = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == row[
-            "metric"] and (r["a"], r["b"]) == (row["a"], row["b"])]
+        mine = _of(p, slice_rows)
         decisive = p.test is not None and row["p_adjusted"] < ALPHA
         out.append(Claim("interaction", SECTION, (row["a"], row["b"]), row["metric"],
                          p=row["p"], p_adjusted=row["p_adjusted"], n_tasks=row["n"],
@@ -250,15 +261,3 @@ def _table(rows: list[dict[str, Any]], unit: str) -> Table:
                    "too few" if r["p"] is None else r["p"],
                    "too few" if r["p_adjusted"] is None else r["p_adjusted"]]
                   for k, r in enumerate(rows)])
-
-
-def _crossover_plot(p: PairSlices, slice_rows: list[dict[str, Any]], name: str) -> Plot:
-    a, b, key = p.pair.a, p.pair.b, p.pair.key
-    rows = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == key
-            and (r["a"], r["b"]) == (a, b)]
-
-    def draw(folder: Path) -> Path | None:
-        return crossover_plot(rows, folder / f"{name}.png",
-                              f"{key}: {a} − {b} by {p.feature}")
-
-    return draw
