@@ -68,6 +68,5 @@ def per_task(view: PairwiseView | None) -> dict[str, str]:
         repeat = f", repeat {o.repeat}" if o.repeat else ""
         out.setdefault(o.task_id, []).append(
             f"<details class='pairwise'><summary>judge, {html.escape(o.pair.name)} "
-            f"({html.escape(o.dimension)}{repeat}): <b>{html.escape(shown)}</b></summary>"
-            f"{why}</details>")
+            f"({html.escape(o.dimension)}{repeat}): <b>{html.escape(shown)}</b></summary>{why}</details>")
     return {task: "".join(parts) for task, parts in out.items()}

@@ -28,9 +28,8 @@ TEXTS = {
         "retrieval plumbing, not LLMs (docs/verdict.md#what-the-offline-model-can-and-cannot-show)."),
     "no_judge": (
         "no judge ({some}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5",
-        "No judge ({runs}): G-Eval faithfulness and coverage, the error taxonomy and factual "
-        "consistency are missing; the comparison falls back to reference overlap. Run with "
-        "`judge=claude-haiku-4-5`."),
+        "No judge ({runs}): G-Eval faithfulness and coverage, the error taxonomy and factual consistency are "
+        "missing; the comparison falls back to reference overlap. Run with `judge=claude-haiku-4-5`."),
     "synthetic": (
         "synthetic dataset: it shows the harness works, not which system is better",
         "The dataset is synthetic (invented companies and figures, a handful of tasks): it "
@@ -38,9 +37,8 @@ TEXTS = {
     "fits_budget": (
         "{share:.0%} of the documents fit inside the retrieval context budget: retrieval cannot "
         "make a difference here",
-        "{share:.0%} of the documents fit inside the retrieval context budget ({chunks:.0f} "
-        "chunks): every system sees nearly all of each, so retrieval cannot make a difference "
-        "here."),
+        "{share:.0%} of the documents fit inside the retrieval context budget ({chunks:.0f} chunks): every "
+        "system sees nearly all of each, so retrieval cannot make a difference here."),
     "repeats_fixed": (
         "repeats of {some} cannot vary (a deterministic model)",
         "Repeats of {runs} cannot vary (the offline model, or requests at temperature 0): their "
@@ -62,10 +60,9 @@ def no_reference(n: Note, style: Style, short: bool) -> str:
     c = n.counts
     if short:
         return f"{c['tasks']:.0f} task(s) have no reference: reference metrics null for them"
-    return (f"{c['tasks']:.0f} task(s) have no reference summary, so reference-based metrics "
-            f"are null for them. Comparisons possible here: {', '.join([*c['can'], 'cost', 'latency'])}; "
-            "not possible (null, with the reason in each record): "
-            f"{', '.join(c['cannot']) or 'none'}.")
+    return (f"{c['tasks']:.0f} task(s) have no reference summary, so reference-based metrics are null for "
+            f"them. Comparisons possible here: {', '.join([*c['can'], 'cost', 'latency'])}; not possible "
+            f"(null, with the reason in each record): {', '.join(c['cannot']) or 'none'}.")
 
 
 @words("references")
@@ -145,8 +142,7 @@ def unreadable(n: Note, style: Style, short: bool) -> str:
     if short:
         return f"unreadable judge replies (no score there): {parts}"
     return ("Unreadable judge replies (no score for those tasks; above "
-            f"{style.code('runner.max_parse_failure_rate')} the run fails): {parts} answered "
-            "tasks.")
+            f"{style.code('runner.max_parse_failure_rate')} the run fails): {parts} answered tasks.")
 
 
 @words("resumed_latency")

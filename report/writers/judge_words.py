@@ -70,9 +70,8 @@ def _quote(text: Any) -> str:
 @words("judge_disagreement")
 def disagreement(c: Claim, style: Style, short: bool) -> str:
     f = c.figures
-    head = (f"{style.code(f['task'])} ({c.runs[0]}), {f['dimension']}: primary judge "
-            f"{f['primary']:.2f}, {f['judge']} {f['other']:.2f} "
-            f"(gap {abs(f['primary'] - f['other']):.2f})")
+    head = (f"{style.code(f['task'])} ({c.runs[0]}), {f['dimension']}: primary judge {f['primary']:.2f}, "
+            f"{f['judge']} {f['other']:.2f} (gap {abs(f['primary'] - f['other']):.2f})")
     if short or not style.markdown:
         return "Judges disagree: " + head
     which = f" (the first of its {f['samples']} samples)" if f["samples"] > 1 else ""
@@ -204,9 +203,8 @@ def same_split(f: Mapping[str, Any], style: Style) -> str:
 
 
 def best_signal(name: str, f: Mapping[str, Any], where: Mapping[str, Any], style: Style = MARKDOWN) -> str:
-    return ("Meta-evaluation, not a comparison of systems: the best faithfulness signal "
-            f"against people's labels is {_figure(name, f, style)} balanced accuracy "
-            f"({_split(where)}).")
+    return ("Meta-evaluation, not a comparison of systems: the best faithfulness signal against people's "
+            f"labels is {_figure(name, f, style)} balanced accuracy ({_split(where)}).")
 
 
 @words("meta_evaluation")

@@ -22,12 +22,10 @@ def split(c: Claim, style: Style, short: bool) -> str:
 def pair(c: Claim, style: Style, short: bool) -> str:
     f, what = c.figures, "-".join(c.runs)
     text = (Projection(**f["projection"]).sentence(what) if f["projection"] else
-            f"{what}: fewer than two tasks with repeats from both, or no spread at all, so no "
-            "projection.")
+            f"{what}: fewer than two tasks with repeats from both, or no spread at all, so no projection.")
     if f["judge"]:
         text += (f" The judge's own variance is {number(f['judge'], 4)} of the within-task "
-                 f"{number(f['within'], 4)}: more {style.code('judge.samples')} narrow only "
-                 "that part.")
+                 f"{number(f['within'], 4)}: more {style.code('judge.samples')} narrow only that part.")
     if f["stable"]:
         text += (f" Stability: on {share(f['stable'][0])} of {f['stable'][1]} tasks the winner "
                  f"is the same in at least {share(STABLE_SHARE)} of the repeats.")

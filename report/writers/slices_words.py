@@ -53,8 +53,7 @@ def interaction(c: Claim, style: Style, short: bool) -> str:
     head = f"{style.strong(a)} vs {style.strong(b)} on {style.code(c.metric or '')}{over}: "
     if c.p is None:
         return (head + f"whether the difference depends on {name} cannot be tested (fewer "
-                f"than {MIN_UNTIED} tasks with a value, or no spread in it or in the "
-                "difference).")
+                f"than {MIN_UNTIED} tasks with a value, or no spread in it or in the difference).")
     if not c.decisive:
         return head + f"no evidence that the difference depends on {name} ({_p(c)})."
     if f.get("leads") is not None:
@@ -83,19 +82,17 @@ def no_pair(n: Note, style: Style, short: bool) -> str:
 
 @words("slices_missing_feature")
 def missing_feature(n: Note, style: Style, short: bool) -> str:
-    return (f"No compared task has the feature {style.code(n.counts['feature'])}, so nothing "
-            "is sliced by it: its records do not carry it (runs scored before document "
-            "features existed, or a dataset that does not say it; re-score with "
-            "mode=evaluate).")
+    return (f"No compared task has the feature {style.code(n.counts['feature'])}, so nothing is sliced by "
+            "it: its records do not carry it (runs scored before document features existed, or a dataset "
+            "that does not say it; re-score with mode=evaluate).")
 
 
 @words("slices_pooled")
 def pooled(n: Note, style: Style, short: bool) -> str:
     datasets = n.counts["datasets"]
-    return (f"Slices pool {len(datasets)} datasets ({', '.join(style.code(d) for d in datasets)}),"
-            " each task paired only with itself; a feature that differs between them (document "
-            f"length) may stand for the dataset: {style.code('report.slice_by=[...,dataset]')} "
-            "tests that too.")
+    return (f"Slices pool {len(datasets)} datasets ({', '.join(style.code(d) for d in datasets)}), each task "
+            "paired only with itself; a feature that differs between them (document length) may stand for "
+            f"the dataset: {style.code('report.slice_by=[...,dataset]')} tests that too.")
 
 
 UNIT = " tokens"
@@ -137,9 +134,8 @@ def length_value(c: Claim, style: Style, short: bool) -> str:
                   if c.ci else ""))
     said = {"same": f"Retrieval does not clearly add value for {docs} on {key}: {numbers}; the "
                     "two score the same",
-            "unclear": f"Retrieval does not clearly add value for {docs} on {key}: {numbers}; "
-                       f"{f['ahead']} is ahead, but the CI includes 0: {c.n_tasks} tasks cannot "
-                       "tell the two apart",
+            "unclear": f"Retrieval does not clearly add value for {docs} on {key}: {numbers}; {f['ahead']} "
+                       f"is ahead, but the CI includes 0: {c.n_tasks} tasks cannot tell the two apart",
             "adds": f"Retrieval adds value for {docs} on {key}: {numbers}, because {r}'s chosen "
                     "chunks beat reading the whole document on the same tasks",
             "not": f"Retrieval does not add value for {docs} on {key}: {numbers}, because {w}, "
