@@ -36,11 +36,10 @@ def judge(inputs: Inputs) -> Analysis:
     rows, dims = inputs.finished, judged_dimensions(inputs.finished)
     claims = _reversals(inputs.sets)
     if policy.judged(inputs.rows):
-        claims.append(Claim("judge_samples", SECTION, figures={"dimensions": dims, "runs": {
+        claims.append(Claim("judge_spread", SECTION, figures={"dimensions": dims, "samples": {
             r["run"]: [r.get("judge_samples"), *(r.get(f"geval_{d}_judge_sd_mean") for d in dims)]
-            for r in rows if any(r.get(f"geval_{d}_judge_sd_mean") is not None for d in dims)}}))
-        claims.append(Claim("judge_panel", SECTION, figures={"dimensions": dims, "runs": {
-            r["run"]: {"judges": [r.get("judge"), *r["judge_panel"]], "alpha": {d: [r.get(
+            for r in rows if any(r.get(f"geval_{d}_judge_sd_mean") is not None for d in dims)},
+            "panel": {r["run"]: {"judges": [r.get("judge"), *r["judge_panel"]], "alpha": {d: [r.get(
                 f"judge_agreement_{d}{s}") for s in ("", "_ci_low", "_ci_high", "_n")] for d in dims},
                 "failures": {name: int(sum(r.get(f"panel_{name}_geval_{d}{FLAG}") or 0 for d in dims))
                              for name in r["judge_panel"]}} for r in rows if r.get("judge_panel")}}))

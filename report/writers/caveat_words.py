@@ -43,6 +43,9 @@ TEXTS = {
         "repeats of {some} cannot vary (a deterministic model)",
         "Repeats of {runs} cannot vary (the offline model, or requests at temperature 0): their "
         "spread in the Repeats section says nothing about a sampled model's generation noise."),
+    "references": ("`{runs}`: references from `{from}` (dataset.references), not the dataset's own",) * 2,
+    "system_note": ("`{runs}`: {text}",) * 2,
+    "stated": ("{text}",) * 2,
 }
 
 
@@ -63,12 +66,6 @@ def no_reference(n: Note, style: Style, short: bool) -> str:
     return (f"{c['tasks']:.0f} task(s) have no reference summary, so reference-based metrics are null for "
             f"them. Comparisons possible here: {', '.join([*c['can'], 'cost', 'latency'])}; not possible "
             f"(null, with the reason in each record): {', '.join(c['cannot']) or 'none'}.")
-
-
-@words("references")
-def references(n: Note, style: Style, short: bool) -> str:
-    return (f"{style.code(_runs(n))}: references from {style.code(n.counts['from'])} "
-            "(dataset.references), not the dataset's own")
 
 
 @words("judge_agreement")
@@ -111,11 +108,6 @@ def tool_calls(n: Note, style: Style, short: bool) -> str:
             + tool_call_words(c["without"], c["answered"], c["void"], style))
 
 
-@words("system_note")
-def system_note(n: Note, style: Style, short: bool) -> str:
-    return f"{style.code(_runs(n))}: {n.counts['text']}"
-
-
 @words("not_recorded")
 def not_recorded(n: Note, style: Style, short: bool) -> str:
     lacking = n.counts.get("lacking") or {n.runs[0] if n.runs else "": {
@@ -127,11 +119,6 @@ def not_recorded(n: Note, style: Style, short: bool) -> str:
     return "; ".join(f"{style.code(run)}: " + "; ".join(
         f"{count} of {of} record(s) give no {field}: null, not 0"
         for field, (count, of) in per_run.items()) for run, per_run in lacking.items())
-
-
-@words("stated")
-def stated(n: Note, style: Style, short: bool) -> str:
-    return str(n.counts["text"])
 
 
 @words("unreadable")

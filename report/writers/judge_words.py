@@ -26,39 +26,34 @@ def table(style: Style, short: bool, header: Sequence[str], rows: Sequence[Seque
     return "" if short or not style.markdown or not rows else "\n\n" + markdown_table(header, rows)
 
 
-@words("judge_samples")
-def samples(c: Claim, style: Style, short: bool) -> str:
-    runs, dims = c.figures["runs"], c.figures["dimensions"]
-    if not runs:
-        return (f"{style.strong('Judge self-consistency:')} one judge reply per item "
-                f"({style.code('judge.samples=1')}): its own spread is not measured; "
-                f"{style.code('judge.samples=3')} measures it.")
-    return (f"{style.strong('Judge self-consistency:')} the judge's SD per item over its samples, "
-            f"averaged over items (0: it always agreed with itself; {METHOD})."
-            + table(style, short, ["run", "samples", *(f"judge SD ({d})" for d in dims)],
-                    [[run, *cells] for run, cells in runs.items()]))
-
-
 def _alpha(value: float | None, low: float | None, high: float | None, n: float | None) -> str:
     return "undefined (too few items or one value throughout)" if value is None else \
         f"{estimate(value, low, high)} (n={int(n or 0)})"
 
 
-@words("judge_panel")
-def panel(c: Claim, style: Style, short: bool) -> str:
-    runs, dims = c.figures["runs"], c.figures["dimensions"]
-    if not runs:
-        return (f"{style.strong('Judge agreement:')} no panel "
-                f"({style.code('judge.panel=[claude-sonnet-4-6]')} adds a second judge).")
-    return (f"{style.strong('Judge agreement:')} Krippendorff's alpha between the primary judge "
-            f"and the panel on the same items (below about 0.67 a verdict resting on one judge is "
-            f"fragile; {METHOD})." + table(
-                style, short, ["run", "judges", *(f"alpha ({d})" for d in dims),
-                               "panel parse failures"],
-                [[run, " + ".join(filter(None, [f["judges"][0], ", ".join(f["judges"][1:])])),
-                  *(_alpha(*f["alpha"][d]) for d in dims),
-                  ", ".join(f"{k}: {v}" for k, v in f["failures"].items())]
-                 for run, f in runs.items()]))
+@words("judge_spread")
+def spread(c: Claim, style: Style, short: bool) -> str:
+    """The judge's own spread over samples, and its agreement with a panel."""
+    samples, panel, dims = c.figures["samples"], c.figures["panel"], c.figures["dimensions"]
+    said = [f"{style.strong('Judge self-consistency:')} one judge reply per item "
+            f"({style.code('judge.samples=1')}): its own spread is not measured; "
+            f"{style.code('judge.samples=3')} measures it." if not samples else
+            f"{style.strong('Judge self-consistency:')} the judge's SD per item over its samples, "
+            f"averaged over items (0: it always agreed with itself; {METHOD})."
+            + table(style, short, ["run", "samples", *(f"judge SD ({d})" for d in dims)],
+                    [[run, *cells] for run, cells in samples.items()])]
+    said.append(f"{style.strong('Judge agreement:')} no panel "
+                f"({style.code('judge.panel=[claude-sonnet-4-6]')} adds a second judge)." if not panel
+                else f"{style.strong('Judge agreement:')} Krippendorff's alpha between the primary "
+                "judge and the panel on the same items (below about 0.67 a verdict resting on one "
+                f"judge is fragile; {METHOD})." + table(
+                    style, short, ["run", "judges", *(f"alpha ({d})" for d in dims),
+                                   "panel parse failures"],
+                    [[run, " + ".join(filter(None, [f["judges"][0], ", ".join(f["judges"][1:])])),
+                      *(_alpha(*f["alpha"][d]) for d in dims),
+                      ", ".join(f"{k}: {v}" for k, v in f["failures"].items())]
+                     for run, f in panel.items()]))
+    return ("\n\n" if style.markdown else " ").join(said)
 
 
 def _quote(text: Any) -> str:

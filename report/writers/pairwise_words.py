@@ -109,4 +109,4 @@ def section(c: Claim, style: Style, short: bool) -> str:
                               for j, (i, p, winners) in f["judges"].items()]))
     parts.append(f"Pairwise judge calls: {f['calls']} ({f['cached']} from the response cache), "
                  f"{money(f['cost'], 4)}; counted in the sweep's judge cost.")
-    return "\n\n".join(parts)
+    return ("\n\n" if style.markdown else " ").join(parts)
