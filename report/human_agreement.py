@@ -198,7 +198,8 @@ def _against_judge(dimension: str, scale: str, labels: list[HumanLabel],
     threshold = _threshold(dimension, judged)
     decided = [1 if j >= threshold else 0 for j in judged]
     return JudgeAgreement(dimension, scale, kappa(people, decided),
-                          balanced_accuracy=_balanced_accuracy(people, decided),
+                          balanced_accuracy=_balanced_accuracy(people, decided) if len(set(people)) > 1
+                          else None,  # one class only: a recall of the other is undefined
                           threshold=threshold, unmatched=unmatched)
 
 
@@ -208,12 +209,9 @@ def _threshold(dimension: str, judged: list[float]) -> float:
     return MetaEvalOptions().thresholds.get(dimension, 4.0 if judged and max(judged) > 1 else 1.0)
 
 
-def _balanced_accuracy(people: list[int], decided: list[int]
-                       ) -> tuple[float, float | None, float | None] | None:
+def _balanced_accuracy(people: list[int], decided: list[int]) -> tuple[float, float | None, float | None]:
     from sklearn.metrics import balanced_accuracy_score
 
-    if len(set(people)) < 2:
-        return None  # one class only: a recall of the other is undefined
     low, high = balanced_accuracy_ci(people, decided) or (None, None)
     return float(balanced_accuracy_score(people, decided)), low, high
 

@@ -99,18 +99,14 @@ def _validation(run: Any, model_id: str, judge: str) -> Claim:
                      **_signal(m, VALIDATING_SIGNAL)})
 
 
-def _judges(rows: list[Row]) -> list[tuple[str, str, str | None]]:
-    """(model id, judge name, prompt version) of each judge of a judged sweep that is not a
-    meta-evaluation itself."""
-    judged = [r for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)]
-    return sorted({(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
-                   for r in judged if r.get("judge_model_id")}, key=lambda j: j[:2])
-
-
 def validations(client: Any, rows: list[Row]) -> list[Claim]:
-    """Each judge's measured agreement with people, as the store holds it."""
+    """Each judge's measured agreement with people, as the store holds it: every judge (model
+    id, name, prompt version) of a judged sweep that is not a meta-evaluation itself."""
+    judges = sorted({(str(r["judge_model_id"]), str(r.get("judge")), r.get("judge_prompt_version"))
+                     for r in rows if (r.get("judge_calls") or 0) > 0 and not signals(r)
+                     and r.get("judge_model_id")}, key=lambda j: j[:2])
     return [_validation(_measured(client, model_id, version), model_id, name)
-            for model_id, name, version in _judges(rows)]
+            for model_id, name, version in judges]
 
 
 def judge_caveats(client: Any, rows: list[Row]) -> list[Note]:

@@ -247,26 +247,20 @@ def _where(f: Mapping[str, Any]) -> str:
     return f"{_split(f)}, n={int(f['n'] or 0)}; meta-evaluation run {f['run_id']}"
 
 
-@words("judge_validated")
-def validated(c: Claim, style: Style, short: bool) -> str:
-    f = c.figures
-    return (f"{style.strong('Judge validated:')} {_measured(f, style)}, its CI above "
-            f"{_pct(f['floor'])}% (chance) ({_where(f)}).")
-
-
-@words("judge_below_chance")
-def below_chance(n: Note, style: Style, short: bool) -> str:
-    f = n.counts
-    return (f"Judge measured, not better than chance: {_measured(f, style)} ({_where(f)}); its CI "
-            f"does not lie above {_pct(f['floor'])}% (chance), so its faithfulness scores are no "
-            "evidence of faithfulness.")
-
-
-@words("judge_unvalidated")
-def unvalidated(c: Claim, style: Style, short: bool) -> str:
-    command = (f"python run.py dataset=summedits judge={c.figures['judge']} dataset.split=test "
+@words("judge_validated", "judge_below_chance", "judge_unvalidated")
+def validation(c: Claim | Note, style: Style, short: bool) -> str:
+    """The judge's measured agreement with people, or the command that measures it."""
+    f = c.figures if isinstance(c, Claim) else c.counts
+    if c.kind == "judge_validated":
+        return (f"{style.strong('Judge validated:')} {_measured(f, style)}, its CI above "
+                f"{_pct(f['floor'])}% (chance) ({_where(f)}).")
+    if c.kind == "judge_below_chance":
+        return (f"Judge measured, not better than chance: {_measured(f, style)} ({_where(f)}); its "
+                f"CI does not lie above {_pct(f['floor'])}% (chance), so its faithfulness scores are "
+                "no evidence of faithfulness.")
+    command = (f"python run.py dataset=summedits judge={f['judge']} dataset.split=test "
                "dataset.root=<a clone of github.com/salesforce/factualNLG>")
-    return (f"{style.strong('Judge unvalidated:')} no measurement of "
-            f"{style.code(c.figures['model_id'])} with these judge prompts against human labels "
-            "is in this store, so how far its faithfulness scores agree with people is unknown. "
-            f"Measure it: {style.code(command)} (docs/validate-your-judge.md).")
+    return (f"{style.strong('Judge unvalidated:')} no measurement of {style.code(f['model_id'])} "
+            "with these judge prompts against human labels is in this store, so how far its "
+            f"faithfulness scores agree with people is unknown. Measure it: {style.code(command)} "
+            "(docs/validate-your-judge.md).")
