@@ -1,9 +1,6 @@
-"""People's labels of a sweep's answers (``report.human_labels``, HUMAN feedback on the
-traces) against the judge, per dimension a judge scored, and between labellers: Cohen's
-kappa (quadratic-weighted on 1-5), Spearman's rho (1-5) or balanced accuracy (yes/no), each
-with a bootstrap 95% CI; labels that cannot be used are left out with a warning naming their
-lines, a labels file with none usable is refused
-(docs/validate-your-judge.md#check-the-judge-against-your-own-labels)."""
+"""People's labels of a sweep's answers (``report.human_labels``, HUMAN feedback on the traces)
+against the judge per judged dimension, and between labellers; unusable labels are left out with
+a warning, a labels file with none usable is refused (docs/validate-your-judge.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,7 @@
-"""How far the judge can be trusted: its spread over samples (``judge.samples``), its
-agreement with a panel (``judge.panel``), where the judges disagree most, a panel judge that
-reverses a ranking (said in the key finding), the dimensions a team added to G-Eval
-(docs/judging.md); people's labels against it (``report.human_agreement``; the report refuses
-unusable labels before it is built, here they only leave the section out) and a
-meta-evaluation's signals against SummEdits' labels (``report.meta_eval``)."""
+"""How far the judge can be trusted: its spread over samples, its agreement with a panel, where
+the judges disagree most, a panel judge that reverses a ranking (in the key finding), the G-Eval
+dimensions a team added (docs/judging.md); people's labels against it and a meta-evaluation's
+signals against SummEdits' (docs/validate-your-judge.md)."""
 
 from __future__ import annotations
 

@@ -1,9 +1,6 @@
-"""The pairwise judge (``judge.pairwise``) in the report: in the key finding, per pair, the
-judge's preference on one dimension beside the absolute scores' paired difference (each a
-separate measure; a preference "beats" only when its sign test is significant); its
-section's figures, Bradley-Terry rankings and panel. Every figure is recomputed from the
-parent run's ``pairwise.jsonl`` (``report.pairwise.PairwiseView``; the method:
-docs/judging.md#pairwise-which-summary-is-better)."""
+"""The pairwise judge (``judge.pairwise``): in the key finding, per pair, its preference beside
+the absolute scores' paired difference; its section's figures, rankings and panel, recomputed
+from ``pairwise.jsonl`` (docs/judging.md#pairwise-which-summary-is-better)."""
 
 from __future__ import annotations
 

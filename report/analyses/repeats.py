@@ -1,8 +1,7 @@
-"""What answering every task K times (``runner.repeats``) shows: the variance of the
-decision metric split into tasks, generation and the judge (``metrics.repeats``), per run
-and per compared pair, with what would narrow a pair's CI most; the stability of each
-pair's winner across repeats (logged as ``stability/...`` on the parent and both runs);
-pass^k for pass/fail fields (docs/running.md#repeats-a-system-is-a-distribution)."""
+"""What answering every task K times (``runner.repeats``) shows: the decision metric's variance
+split into tasks, generation and the judge per run and pair, what would narrow a pair's CI most,
+the stability of its winner (``stability/...`` metrics), pass^k
+(docs/running.md#repeats-a-system-is-a-distribution)."""
 
 from __future__ import annotations
 
@@ -26,13 +25,9 @@ from report.verdict import Record, TaskSets, is_answered
 SECTION = "Repeats"
 
 
-def repeats(row: Row) -> int:
-    """``runner.repeats`` of a run (1 for runs made before repeats existed)."""
-    return int(row.get("repeats") or 1)
-
-
 def repeated(rows: list[Row]) -> list[Row]:
-    return [r for r in rows if repeats(r) > 1]
+    """The runs that answered each task more than once (``runner.repeats``)."""
+    return [r for r in rows if int(r.get("repeats") or 1) > 1]
 
 
 def cannot_vary(row: Row) -> bool:
@@ -87,7 +82,7 @@ def repeats_analysis(inputs: Inputs) -> Analysis:
             out.run_metrics.setdefault(a["run_id"], {})[f"stability/{lb}"] = stable[0]
             out.run_metrics.setdefault(b["run_id"], {})[f"stability/{la}"] = stable[0]
     out.claims.append(Claim("repeats_split", SECTION, metric=key, figures={
-        "k": sorted({repeats(r) for r in repeated(sets.runs)})}, table=Table(
+        "k": sorted({int(r["repeats"]) for r in repeated(sets.runs)})}, table=Table(
         ["run / pair", "tasks", "K", "between tasks", "within task", "judge",
          "narrows the CI most"], body)))
     out.claims += pairs

@@ -1,10 +1,7 @@
-"""The report's "Where each system wins" section (``report.slice_by``): every pair of the
-verdict's family sliced by each named document feature (``metrics.slices``), whether its
-difference depends on the feature (the interaction test), and a crossover plot per keyed
-pair. Over several datasets a pair's tests of every dataset are pooled, each task still
-paired only with itself. Slice p-values are Holm-adjusted over slices x pairs x metrics,
-interaction p-values over features x pairs x metrics; logged as ``slices.jsonl`` and
-``interaction.jsonl`` (docs/verdict.md#where-each-system-wins-slices-by-document-feature)."""
+"""The report's "Where each system wins" (``report.slice_by``): every pair of the verdict's family
+sliced by each document feature, whether its difference depends on it (the interaction test), a
+crossover plot per keyed pair; logged as ``slices.jsonl`` and ``interaction.jsonl``
+(docs/verdict.md#where-each-system-wins-slices-by-document-feature)."""
 
 from __future__ import annotations
 
