@@ -118,12 +118,10 @@ def _usable(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
     from_file = [x for x in unjudged if x.source != FEEDBACK_SOURCE]
     if from_file:
         names = sorted({f"`{x.dimension}`" for x in from_file})
-        raise LabelsError(
-            f"labels on {', '.join(names)} ({_lines(from_file)}): no judge scored "
-            + ("that" if len(names) == 1 else "those")
-            + " in this sweep, so there is no judge to check. Fix: label a dimension a judge "
-            + "scored: " + (", ".join(judged) if judged else "none here (the sweep ran with "
-                            "no judge: run it with judge=...)"))
+        raise LabelsError(f"labels on {', '.join(names)} ({_lines(from_file)}): no judge scored "
+                          f"{'that' if len(names) == 1 else 'those'} in this sweep, so there is no judge "
+                          "to check. Fix: label a dimension a judge scored: " + (", ".join(judged) or
+                          "none here (the sweep ran with no judge: run it with judge=...)"))
     _leave_out(left_out, unjudged, "feedback on a field no judge scored")
     tasks: dict[str, set[str]] = defaultdict(set)
     for row in rows:
@@ -145,14 +143,11 @@ def _without_contradictions(labels: list[HumanLabel], left_out: list[str]) -> li
     same: dict[tuple[str, str, str, str], list[HumanLabel]] = defaultdict(list)
     for x in labels:
         same[(x.labeller, x.system, x.task_id, x.dimension)].append(x)
-    kept = []
     for (who, system, task, dimension), group in same.items():
         if len({x.score for x in group}) > 1:
             _leave_out(left_out, group, f"{who} gave {system}/{task} `{dimension}` the scores "
                        + ", ".join(str(x.score) for x in group) + " (Fix: keep one)")
-        else:
-            kept.append(group[-1])
-    return kept
+    return [group[-1] for group in same.values() if len({x.score for x in group}) == 1]
 
 
 def _leave_out(left_out: list[str], labels: list[HumanLabel], why: str) -> None:
@@ -161,9 +156,9 @@ def _leave_out(left_out: list[str], labels: list[HumanLabel], why: str) -> None:
 
 
 def _lines(labels: list[HumanLabel]) -> str:
-    shown = [x.where or f"{x.system}/{x.task_id}" for x in labels[:SHOWN_LINES]]
-    more = len(labels) - len(shown)
-    return ", ".join(shown) + (f" and {more} more" if more else "")
+    more = len(labels) - SHOWN_LINES
+    return ", ".join(x.where or f"{x.system}/{x.task_id}" for x in labels[:SHOWN_LINES]) + (
+        f" and {more} more" if more > 0 else "")
 
 
 def _judge_values(records: dict[str, list[dict[str, Any]]], rows: list[dict[str, Any]]

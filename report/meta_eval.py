@@ -41,8 +41,7 @@ def _signal(row: Row, s: str) -> dict[str, Any]:
 
 
 def meta_findings(rows: list[Row]) -> list[Claim]:
-    """The key finding of each meta-evaluation run: every signal's balanced accuracy with
-    its CI, beside the published figures, and on which split."""
+    """Each meta-evaluation run's key finding: every signal's balanced accuracy, the split."""
     return [Claim("meta_evaluation", "Key finding", (row["run"],), key=True, figures={
         "split": row.get("dataset_split"), "domain": row.get("dataset_domain"),
         "signals": {s: _signal(row, s) for s in signals(row)}, "published": dict(PUBLISHED)})
@@ -116,11 +115,9 @@ def judge_caveats(client: Any, rows: list[Row]) -> list[Note]:
 
 
 def judge_validation(client: Any, rows: list[Row], checked_by_people: str = "") -> str:
-    """For a judged sweep (not a meta-evaluation itself): the judge's measured agreement
-    with people, or a caveat that it has none and the command that measures it; a judge
-    measured and not better than chance is left to the caveats (``judge_caveats``).
-    ``checked_by_people``: the sentence quoting the agreement with the sweep's own human
-    labels (``report.human_agreement.quote``); it comes first and replaces the caveat."""
+    """The judge's measured agreement with people, or that it has none (a judge not better than
+    chance: ``judge_caveats``); ``checked_by_people`` (``human_agreement.quote``) comes first
+    and replaces the "none"."""
     from report.writers.words import say
 
     said = [say(c) + "\n" for c in validations(client, rows) if c.kind == "judge_validated"

@@ -1,7 +1,5 @@
-"""What a sweep run holds of its pairwise judging (``PairwiseView``: ``pairwise.jsonl``, why
-nothing was judged, what it cost) and its verdicts per task in compare.html. The report's
-claims on it: ``report/analyses/pairwise.py``; every figure is recomputed from the rows
-(``metrics.pairwise.summarize``), so a rebuilt report shows the same numbers."""
+"""What a sweep run holds of its pairwise judging (``PairwiseView``) and its verdicts per task in
+compare.html; the report's claims on it: ``report/analyses/pairwise.py``."""
 
 from __future__ import annotations
 

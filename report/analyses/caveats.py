@@ -1,6 +1,5 @@
-"""The caveats: what limits what the report may claim, as notes the writers say before any
-figure (report.md's banner, the console, the MLflow description). A meta-evaluation
-(``dataset=summedits``) gets only the notes on its own figures: it compares no systems."""
+"""The caveats: what limits what the report may claim, as notes every writer says before any
+figure; a meta-evaluation (``dataset=summedits``) compares no systems, so gets only its own."""
 
 from __future__ import annotations
 
@@ -84,8 +83,7 @@ def _agreement(rows: list[Row]) -> list[Note]:
 
 
 def _unreadable(rows: list[Row]) -> Note:
-    """Judge-scored fields whose replies could not be read, per run (those tasks have no
-    score for the field, so its mean rests on fewer tasks)."""
+    """Judge-scored fields whose replies could not be read, per run (no score on those tasks)."""
     found = {r["run"]: {"fields": fails, "answered": int(r.get("n_answered") or 0)}
              for r in rows if (fails := {k.removesuffix("_parse_failures"): int(v)
                                          for k, v in r.items() if v and k.endswith("_parse_failures")
@@ -94,8 +92,7 @@ def _unreadable(rows: list[Row]) -> Note:
 
 
 def _resumed(rows: list[Row]) -> Note:
-    """Runs whose measured latencies (``latency_ms_p50``) were resumed from an earlier run,
-    made under that run's load (a sequential sweep's rounds carry the earlier ones on)."""
+    """Runs whose measured latencies were resumed from an earlier run, made under its load."""
     resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0
                and r.get("latency_ms_p50") is not None]
     return Note("resumed_latency", runs=tuple(r["run"] for r in resumed), counts={
@@ -104,9 +101,7 @@ def _resumed(rows: list[Row]) -> Note:
 
 
 def _query_priors(rows: list[Row]) -> list[Claim]:
-    """What each retrieving run searches with beyond the question (the prior knowledge a
-    system brings: a HyDE passage, an agent's own queries); a run whose queries are not
-    known (``searches`` false) is left out."""
+    """What each retrieving run whose queries are known searches with beyond the question."""
     how = {r["run"]: ("offline_agent" if r.get("model_provider") == "offline" else "agent")
            if r.get("agentic") else "hyde" if r.get("hyde") else "question"
            for r in rows if r.get("retrieves") and r.get("searches") is not False}

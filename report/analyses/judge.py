@@ -75,9 +75,8 @@ def _disagreements(sets: TaskSets) -> list[Claim]:
 
 
 def _reversals(sets: TaskSets) -> list[Claim]:
-    """Where a panel judge ranks two compared runs the other way round from the primary
-    judge on a dimension (the mean differences over the tasks both judges scored for both
-    runs have opposite signs): which run is better there depends on the judge."""
+    """Where a panel judge ranks two compared runs the other way round from the primary judge
+    on a dimension (mean differences of opposite signs on the tasks both scored for both)."""
     runs = [r for r in sets.runs if not policy.is_bound(r)]
     found: dict[tuple[str, str], list[list[object]]] = {}
     for i, a in enumerate(runs):

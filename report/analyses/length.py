@@ -1,7 +1,6 @@
-"""Results by document length, per dataset: each run's means per third of the documents'
-length (the slices' bins, ``metrics.slices.numeric_bins``), and, in the key finding, whether
-retrieval adds value for the shortest and the longest third: the best run that retrieves
-against the best that reads whole documents, paired on the tasks both scored."""
+"""Results by document length (the slices' bins): each run's means per third of the length, and,
+in the key finding, whether retrieval adds value for the shortest and the longest third (the
+best run that retrieves against the best that reads whole documents, paired on shared tasks)."""
 
 from __future__ import annotations
 
@@ -46,8 +45,7 @@ def length(inputs: Inputs) -> Analysis:
 
 
 def _breakdown(sets: TaskSets, bins: list, metric: str, dataset: str | None, first: bool) -> Claim:
-    """A metric's mean and n per bin, per run, over each run's answered tasks (a run that
-    skips long documents has n = 0 there)."""
+    """A metric's mean and n per bin and run, over each run's answered tasks."""
     cells = {}
     for run in sets.runs:
         table = sets.tables[run["run_id"]]

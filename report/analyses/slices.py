@@ -67,9 +67,8 @@ def pooled_label(run: dict[str, Any]) -> str:
 
 @dataclass(frozen=True)
 class Pooled:
-    """One pair of systems on one metric over every dataset of the sweep: the verdict's
-    tests of that pair within each dataset (``decisions``), their tasks pooled under
-    ``dataset/id`` ids, each task still paired only with itself."""
+    """One pair of systems on one metric over every dataset: the verdict's tests of it within
+    each dataset (``decisions``), their tasks pooled as ``dataset/id``, each paired with itself."""
 
     a: str
     b: str
@@ -212,7 +211,7 @@ def _rows(done: Sequence[PairSlices]) -> tuple[Rows, Rows]:
 def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
             slice_rows: list[dict[str, Any]], keys: Sequence[str]) -> list[Claim]:
     """Per pair and feature: whether its difference depends on the feature (decisive at a
-    Holm-adjusted p below ALPHA: part of the answer) and where each side leads."""
+    Holm-adjusted p below ALPHA) and where each side leads."""
     out = []
     for p, row in zip(done, inter_rows, strict=True):
         mine = _of(p, slice_rows)
@@ -231,9 +230,8 @@ def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
 
 
 def _where(p: PairSlices, row: dict[str, Any]) -> dict[str, Any]:
-    """Where each side of a pair whose difference depends on the feature leads: the
-    categories each is ahead on, or the value where the lead changes hands (None: it
-    grows or shrinks without changing hands) and who leads below and above it."""
+    """Where each side leads: the categories each is ahead on, or the value where the lead
+    changes hands (None: it grows or shrinks without changing hands), who leads below and above."""
     a, b = row["a"], row["b"]
     sign = 1.0 if policy.higher_is_better(row["metric"]) else -1.0
     if not p.numeric:

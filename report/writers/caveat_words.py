@@ -54,8 +54,13 @@ def _templated(n: Note, style: Style, short: bool) -> str:
     return text if style.markdown else text.replace("`", "")
 
 
-for _kind in TEXTS:
-    words(_kind)(_templated)
+def fixed(**texts: tuple[str, str]) -> None:
+    """Register notes of one fixed wording each, (short, full), formatted from their counts."""
+    TEXTS.update(texts)
+    words(*texts)(_templated)
+
+
+words(*TEXTS)(_templated)
 
 
 @words("no_reference")

@@ -1,6 +1,5 @@
-"""Words for how far the judge can be trusted (``report/analyses/judge.py``): its spread and
-panel (docs/judging.md), people's labels against it and its measured validation
-(docs/validate-your-judge.md)."""
+"""Words for how far the judge can be trusted (``report/analyses/judge.py``, docs/judging.md,
+docs/validate-your-judge.md)."""
 
 from __future__ import annotations
 

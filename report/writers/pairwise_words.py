@@ -19,9 +19,8 @@ def _rate(rate: float | None, ci: Any) -> str:
 
 
 def length_warning(c: Claim, style: Style) -> str:
-    """The length-controlled rate (AlpacaEval 2), and a warning where the preference may be
-    for length: the raw and length-controlled winners differ, or one run's answers are
-    systematically longer."""
+    """The length-controlled rate (AlpacaEval 2), and a warning where the preference may be for
+    length: the raw and length-controlled winners differ, or one run's answers are longer."""
     lc, winner, (a, b) = c.figures["length"], c.figures["winner"], c.runs
     if lc is None or not c.n_tasks:
         return ""

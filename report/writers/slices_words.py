@@ -1,11 +1,10 @@
-"""Words for the analyses of document features: "Where each system wins" (each pair's
-interaction with a feature, the crossover plots, the notes on what could not be sliced) and
-"By document length" (``report/analyses/length.py``), bins read as ranges ("below 2.6k
-tokens", "2.6k–4.5k tokens", "4.5k tokens and above")."""
+"""Words for "Where each system wins" (``report/analyses/slices.py``) and "By document length"
+(``report/analyses/length.py``): numeric bins read as ranges ("below 2.6k tokens")."""
 
 from __future__ import annotations
 
 from report.model import Claim, Note
+from report.writers.caveat_words import fixed
 from report.writers.cells import UNKNOWN, Style, count, interval, number, p_value, signed, value_range
 from report.writers.judge_words import table
 from report.writers.words import words
@@ -74,17 +73,11 @@ def plot(c: Claim, style: Style, short: bool) -> str:
     return f"![{name}](plots/{name}.png)" if style.markdown else f"(plot: plots/{name}.png)"
 
 
-@words("slices_no_pair")
-def no_pair(n: Note, style: Style, short: bool) -> str:
-    return (f"{style.code('report.slice_by')} names {n.counts['features']}, but fewer than two "
-            "systems are compared: there is no pair to slice, so no slices are given.")
-
-
-@words("slices_missing_feature")
-def missing_feature(n: Note, style: Style, short: bool) -> str:
-    return (f"No compared task has the feature {style.code(n.counts['feature'])}, so nothing is sliced by "
-            "it: its records do not carry it (runs scored before document features existed, or a dataset "
-            "that does not say it; re-score with mode=evaluate).")
+fixed(slices_no_pair=("`report.slice_by` names {features}, but fewer than two systems are compared: "
+                      "there is no pair to slice, so no slices are given.",) * 2,
+      slices_missing_feature=("No compared task has the feature `{feature}`, so nothing is sliced by it: "
+                              "its records do not carry it (runs scored before document features "
+                              "existed: re-score with mode=evaluate).",) * 2)
 
 
 @words("slices_pooled")
