@@ -74,9 +74,8 @@ class HumanAgreement:
 
 def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
             rows: list[dict[str, Any]], warn: bool = True) -> HumanAgreement:
-    """People's labels against the runs' records (run id -> records; ``rows``: the runs).
-    Labels of a file on a dimension no judge scored are a ``LabelsError``; so is a labels
-    file none of whose labels can be used; ``warn``: log the labels left out."""
+    """People's labels against the runs' records; a labels file on an unjudged dimension, or of
+    which no label can be used, is a ``LabelsError``; ``warn``: log the labels left out."""
     out = HumanAgreement(labels)
     usable = _usable(labels, records, rows, out.left_out)
     for why in out.left_out if warn else []:
@@ -101,8 +100,7 @@ def compare(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
 
 
 def judged_fields(rows: list[dict[str, Any]]) -> list[str]:
-    """The fields a judge scored in these runs: each logs how many of its replies were
-    unreadable (``<field>_parse_failures``); none when no judge was called."""
+    """The fields a judge scored in these runs: each logs its ``<field>_parse_failures``."""
     if not any((r.get("judge_calls") or 0) > 0 for r in rows):
         return []
     return sorted({key[:-len(PARSE_FAILURES)] for r in rows for key in r
@@ -111,8 +109,7 @@ def judged_fields(rows: list[dict[str, Any]]) -> list[str]:
 
 def _usable(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
             rows: list[dict[str, Any]], left_out: list[str]) -> list[HumanLabel]:
-    """The labels that can be held against the judge; why the others cannot goes to
-    ``left_out``. A labels file's label on an unjudged field is refused outright."""
+    """The labels that can be held against the judge (why not the others: ``left_out``)."""
     judged = judged_fields(rows)
     unjudged = [x for x in labels if x.dimension not in judged]
     from_file = [x for x in unjudged if x.source != FEEDBACK_SOURCE]
@@ -138,8 +135,7 @@ def _usable(labels: list[HumanLabel], records: dict[str, list[dict[str, Any]]],
 
 
 def _without_contradictions(labels: list[HumanLabel], left_out: list[str]) -> list[HumanLabel]:
-    """One label per labeller, answer and dimension: repeats of one score count once; a
-    labeller's differing scores of one answer are all left out (neither can be chosen)."""
+    """One label per labeller, answer and dimension; a labeller's differing scores: left out."""
     same: dict[tuple[str, str, str, str], list[HumanLabel]] = defaultdict(list)
     for x in labels:
         same[(x.labeller, x.system, x.task_id, x.dimension)].append(x)
@@ -163,8 +159,7 @@ def _lines(labels: list[HumanLabel]) -> str:
 
 def _judge_values(records: dict[str, list[dict[str, Any]]], rows: list[dict[str, Any]]
                   ) -> dict[Item, dict[str, float]]:
-    """(run label or system, task id) -> each numeric field's mean over the task's repeats;
-    a system name keys its records only when one run has that system."""
+    """(run label, or system where one run has it; task id) -> each field's mean over repeats."""
     per_system = Counter(row["system"] for row in rows)
     sums: dict[Item, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
@@ -196,8 +191,7 @@ def _against_judge(dimension: str, scale: str, labels: list[HumanLabel],
 
 
 def _threshold(dimension: str, judged: list[float]) -> float:
-    """The judge's "yes": the meta-evaluation's threshold for a known signal; otherwise 4
-    of 5 for a 1-5 score, and 1.0 (everything supported) for a share."""
+    """The judge's "yes": a known signal's threshold, else 4 of 5 (a 1-5 score) or 1.0 (a share)."""
     return MetaEvalOptions().thresholds.get(dimension, 4.0 if judged and max(judged) > 1 else 1.0)
 
 

@@ -20,8 +20,7 @@ SHOWN = ("auc_roc", "auc_roc_valued", "auc_roc_valued_n", "threshold", "no_value
          "unreadable", *(f"recall_{e}" for e in EDITS))  # a signal's figures in its table
 VALIDATING_SIGNAL = "geval_faithfulness"
 # a judge is "validated" only when the whole 95% CI of its balanced accuracy lies above this
-# floor: 50% is chance, so a CI reaching it is no evidence the judge tells faithful
-# summaries from unfaithful ones
+# floor: 50% is chance, so a CI reaching it is no evidence the judge tells faithful ones apart
 VALIDATION_FLOOR = 0.5
 
 
@@ -30,8 +29,7 @@ def signals(row: Row) -> list[str]:
 
 
 def is_meta_evaluation(rows: list[Row]) -> bool:
-    """Whether these runs measure faithfulness signals against people (``dataset=summedits``)
-    rather than compare systems: then the report's answer is their agreement, not a verdict."""
+    """Whether these runs measure faithfulness signals against people, not compare systems."""
     return bool(rows) and all(signals(r) for r in rows)
 
 
@@ -72,8 +70,7 @@ def signal_tables(rows: list[Row]) -> list[Claim]:
 
 
 def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | None:
-    """The latest meta-evaluation run of this judge model and judge prompts in the store
-    that measured its faithfulness against people, or None."""
+    """The store's latest run measuring this judge model and prompts against people, or None."""
     experiments = [e.experiment_id for e in client.search_experiments()]
     runs = client.search_runs(experiments, filter_string=(
         "params.`dataset.adapter` = 'summedits' and "
@@ -83,8 +80,7 @@ def _measured(client: Any, model_id: str, prompt_version: str | None) -> Any | N
 
 
 def _validation(run: Any, model_id: str, judge: str) -> Claim:
-    """The judge's measured agreement (``judge_below_chance`` where its CI does not lie
-    wholly above the floor), or ``judge_unvalidated``."""
+    """The judge's measured agreement (below the floor: ``judge_below_chance``), or none."""
     if run is None:
         return Claim("judge_unvalidated", "How far the judge can be trusted",
                      figures={"model_id": model_id, "judge": judge})

@@ -15,9 +15,7 @@ SKIPPED_TAG = "pairwise_skipped"
 
 
 @dataclass
-class PairwiseView:
-    """What the parent run holds of its pairwise judging."""
-
+class PairwiseView:  # what the parent run holds of its pairwise judging
     rows: list[dict[str, Any]]  # pairwise.jsonl
     skipped: str  # why nothing was judged ("" when it was)
     cost_usd: float  # what the pairwise judge calls were paid by this sweep's judging
@@ -31,8 +29,7 @@ class PairwiseView:
 
 
 def read(client: Any, run: Any, folder: Path) -> PairwiseView | None:
-    """The parent run's pairwise judging, or None when it had none (``judge.pairwise``
-    off)."""
+    """The parent run's pairwise judging, or None when it had none (``judge.pairwise`` off)."""
     skipped = run.data.tags.get(SKIPPED_TAG, "")
     rows: list[dict[str, Any]] = []
     try:

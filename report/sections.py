@@ -1,5 +1,4 @@
-"""The loop budget's sentence in report.md ("Retrieval and the loop budget"): how an agent's
-loops go with its retrieval recall."""
+"""The sentence of "Retrieval and the loop budget": how an agent's loops go with its recall."""
 
 from __future__ import annotations
 

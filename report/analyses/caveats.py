@@ -69,8 +69,7 @@ def _comparison_notes(rows: list[Row]) -> list[Note]:
 
 
 def _agreement(rows: list[Row]) -> list[Note]:
-    """Low agreement between the judge and its panel (Krippendorff's alpha below
-    ``policy.AGREEMENT_FLOOR``) on a dimension: a verdict on it rests on one judge's taste."""
+    """Low agreement between the judge and its panel (alpha below ``policy.AGREEMENT_FLOOR``)."""
     low: dict[str, list[tuple[str, float]]] = {}
     for r in rows:
         for d in judged_dimensions(rows) if r.get("judge_panel") else []:

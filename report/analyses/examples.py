@@ -1,6 +1,6 @@
-"""Examples chosen from the numbers, on the decision metric's common tasks: where an agentic
-run beats every other run by the widest margin, one where a run without retrieval beats
-every run that retrieves, and the worst task. Only runs that have the metric take part."""
+"""Examples chosen from the numbers, on the decision metric's common tasks: where an agentic run
+beats every other by the widest margin, one where a run without retrieval beats every run that
+retrieves, and the worst task."""
 
 from __future__ import annotations
 
@@ -29,7 +29,6 @@ def _chosen(sets: TaskSets, key: str, dataset: str | None) -> list[Claim]:
         return sets.tables[run["run_id"]].get(tid, {}).get(key)
 
     def margins(run: Row, rivals: list[Row]) -> list[tuple[float, str]]:
-        """Tasks where ``run`` beats every rival, widest margin first."""
         found = [(sign * mine - max(sign * t for t in theirs if t is not None), tid) for tid in ids
                  if (mine := score(run, tid)) is not None and rivals
                  and None not in (theirs := [score(r, tid) for r in rivals])]

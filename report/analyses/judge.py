@@ -22,8 +22,7 @@ TOP = 3  # disagreements shown
 
 
 def judged_dimensions(rows: list[Row]) -> list[str]:
-    """The G-Eval dimensions these runs were judged on (``metrics.geval.dimensions``), read
-    from the parse-failure count every judged dimension logs; the defaults first."""
+    """The G-Eval dimensions judged, from the parse-failure count each logs; the defaults first."""
     found = {key[len("geval_"):-len(FLAG)] for r in rows for key in r
              if key.startswith("geval_") and key.endswith(FLAG) and not key.endswith("_sample" + FLAG)}
     return [d for d in DIMENSIONS if d in found or not found] + sorted(found - set(DIMENSIONS))

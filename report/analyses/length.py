@@ -18,8 +18,7 @@ SHOWN_METRICS = 3  # the first of the comparison order any run has
 
 
 def reads_whole_documents(run: Row) -> bool:
-    """A run that puts the whole documents in front of its model, as it declared
-    (``long_context``); a run logged before that declaration: any that does not retrieve."""
+    """A run that reads whole documents (``long_context``; logged before it: one not retrieving)."""
     declared = run.get("long_context")
     return bool(declared) if declared is not None else not run.get("retrieves")
 

@@ -56,8 +56,7 @@ def claims(view: Any, rows: list[Row], records: dict[str, list[Row]], key: str) 
 
 
 def preference(f: PairFigures, absolute: Paired | None, key: str) -> Claim:
-    """The judge's preference on one pair, beside the absolute scores' paired difference
-    (first minus second, turned by the metric's direction; None: no pair to compare)."""
+    """The judge's preference on a pair, beside the absolute scores' difference by direction."""
     low, high = sorted(policy.advantage(x, key) for x in (absolute.ci_low, absolute.ci_high)) \
         if absolute is not None else (0.0, 0.0)
     return Claim("pairwise_preference", KEY, (f.pair.a, f.pair.b), key,

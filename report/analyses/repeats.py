@@ -31,8 +31,7 @@ def repeated(rows: list[Row]) -> list[Row]:
 
 
 def cannot_vary(row: Row) -> bool:
-    """Whether a run's repeats are identical by construction: the deterministic offline
-    model, or requests sent at temperature 0."""
+    """Whether a run's repeats are identical by construction (the offline model, temperature 0)."""
     return row.get("model_provider") == "offline" or row.get("temperature_sent") in ("0", "0.0")
 
 

@@ -37,8 +37,7 @@ UNITS = {"document_tokens": " tokens", "n_documents": " documents"}  # a numeric
 
 
 def feature_values(sets: TaskSets, feature: str) -> dict[str, Any]:
-    """Task id -> the feature's value, from the first record that carries it (over several
-    datasets, ids are the pooled ones: ``dataset/id``)."""
+    """Task id (over several datasets: ``dataset/id``) -> the feature, from the first record."""
     values: dict[str, Any] = {}
     for name, part in _parts(sets).items():
         for table in part.tables.values():
@@ -59,8 +58,7 @@ def _pooled_id(dataset: str | None, task: str) -> str:
 
 
 def pooled_label(run: dict[str, Any]) -> str:
-    """A run's label with its dataset left out (``arag dataset=ectsum`` -> ``arag``): what
-    the same system is called on every dataset of the sweep."""
+    """A run's label without its dataset (``arag dataset=ectsum`` -> ``arag``)."""
     return " ".join(w for w in str(run["run"]).split() if not w.startswith("dataset")) \
         or str(run["run"])
 
@@ -81,8 +79,7 @@ class Pooled:
 
 
 def pooled_pairs(sets: TaskSets, decided: Sequence[Decision]) -> list[Pooled]:
-    """The sliced tests (``policy.sliced``) of the same pair of systems on the same metric,
-    one per dataset, pooled; one dataset: each test on its own, as it is."""
+    """The sliced tests (``policy.sliced``) of one pair and metric, one per dataset, pooled."""
     groups: dict[tuple[str, str, str], list[tuple[str | None, TaskSets, Decision]]] = {}
     parts = _parts(sets)
     for name, part in parts.items():

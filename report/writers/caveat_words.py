@@ -9,9 +9,9 @@ from report.writers.cells import MARKDOWN, Style
 from report.writers.words import words
 
 # what makes a model call tools, for an agentic run whose model answered without them
-TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged "
-                    "\"tools\"; llama.cpp: llama-server --jinja; vLLM: "
-                    "--enable-auto-tool-choice), or run system=naive,stuffing only")
+TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged \"tools\"; "
+                    "llama.cpp: llama-server --jinja; vLLM: --enable-auto-tool-choice), or run "
+                    "system=naive,stuffing only")
 
 
 def _runs(n: Note, short: bool = False) -> str:
@@ -85,8 +85,7 @@ def judge_agreement(n: Note, style: Style, short: bool) -> str:
 
 
 def tool_call_words(without: int, answered: int, void: bool, style: Style) -> str:
-    """What answered tasks without any tool call mean for an agentic run, and the fix (the
-    runner's warning says it too: ``tool_call_caveat``)."""
+    """What answered tasks without a tool call mean for an agentic run, and the fix."""
     if void:
         return (f"the model called no tool on any of its {answered} answered tasks: it answered "
                 "closed-book, with no retrieval, so "

@@ -16,16 +16,14 @@ def _longest_run(text: str, char: str) -> int:
 
 
 def fenced(text: Any) -> str:
-    """A fenced block no text can close: its fence is longer than any backtick run inside
-    (data from a dataset or a model may hold fences of its own)."""
+    """A fenced block no text can close: its fence is longer than any backtick run inside."""
     body = str(text)
     fence = "`" * max(3, _longest_run(body, "`") + 1)
     return f"{fence}\n{body}\n{fence}"
 
 
 def code(text: Any) -> str:
-    """An inline code span no text can end early, on one line (a newline would let the
-    rest of the text start a Markdown block of its own)."""
+    """An inline code span no text can end early, on one line (a newline could start a block)."""
     body = " ".join(str(text).split())
     ticks = "`" * (_longest_run(body, "`") + 1)
     pad = " " if body.startswith("`") or body.endswith("`") else ""

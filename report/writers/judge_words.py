@@ -117,9 +117,8 @@ def _low(a: Mapping[str, Any], floor: float) -> bool:
     return a["kappa"] is not None and a["kappa"]["value"] < floor
 
 
-def _percent(ba: list[float | None] | None) -> str:
-    return UNKNOWN if ba is None else _pct(ba[0]) + (
-        f" [{_pct(ba[1])}, {_pct(ba[2])}]" if ba[1] is not None else "")
+def _percent(value: Any, low: Any = None, high: Any = None) -> str:
+    return _pct(value) + (f" [{_pct(low)}, {_pct(high)}]" if low is not None else "")
 
 
 @words("people_judge")
@@ -129,7 +128,7 @@ def people_judge(c: Claim, style: Style, short: bool) -> str:
     rows = [[style.code(a["dimension"]), a["scale"] if a["threshold"] is None else
              f"{a['scale']} (judge yes at ≥ {a['threshold']:g})", (a["kappa"] or {}).get("n", 0),
              f"{_kind(a['scale'])} {_kappa(a['kappa'])}", rho(a["spearman"]),
-             _percent(a["balanced_accuracy"]), "undefined" if a["kappa"] is None else
+             _percent(*a["balanced_accuracy"] or [None]), "undefined" if a["kappa"] is None else
              f"{style.strong('low')} (< {f['low']})" if _low(a, f["low"]) else "ok", a["unmatched"]]
             for a in f["judge"]]
     text = (f"People's labels ({f['sources']}) against the judge's scores of the same answers; "
@@ -175,7 +174,6 @@ def _pct(value: Any) -> str:
 
 
 def _ba(f: Mapping[str, Any]) -> str:
-    """A balanced accuracy with its CI: 71.2% [95% CI 65.5, 76.8]."""
     return f"{_pct(f['balanced_accuracy'])}%" + (
         f" [95% CI {_pct(f['ci_low'])}, {_pct(f['ci_high'])}]" if f["ci_low"] is not None
         else " (no CI)")
@@ -222,11 +220,10 @@ def _auc(s: dict[str, Any]) -> str:
 @words("meta_signals")
 def meta_signals(c: Claim, style: Style, short: bool) -> str:
     f, edits = c.figures, c.figures["edits"]
-    rows = [[style.code(name), _pct(s["balanced_accuracy"]) + (
-        f" [{_pct(s['ci_low'])}, {_pct(s['ci_high'])}]" if s["ci_low"] is not None else ""),
-        _auc(s), *(_pct(s[f"recall_{e}"]) for e in edits), number(s["threshold"], 2),
-        int(s["n"] or 0), int(s["no_value"] or 0), int(s["unreadable"] or 0)]
-        for name, s in f["signals"].items()]
+    rows = [[style.code(name), _percent(s["balanced_accuracy"], s["ci_low"], s["ci_high"]), _auc(s),
+             *(_pct(s[f"recall_{e}"]) for e in edits), number(s["threshold"], 2),
+             int(s["n"] or 0), int(s["no_value"] or 0), int(s["unreadable"] or 0)]
+            for name, s in f["signals"].items()]
     rows += [[f"{name} (published)", f"{value:.1f}", *([""] * (len(edits) + 5))]
              for name, value in f["published"].items()]
     return ("Each faithfulness signal against SummEdits' human labels, beside the upstream "

@@ -1,5 +1,4 @@
-"""Words for the pairwise judge (``report/analyses/pairwise.py``; the method:
-docs/judging.md#pairwise-which-summary-is-better)."""
+"""Words for the pairwise judge (``report/analyses/pairwise.py``; docs/judging.md)."""
 
 from __future__ import annotations
 

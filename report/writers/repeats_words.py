@@ -1,5 +1,4 @@
-"""Words for what repeats show (``report/analyses/repeats.py``; the method:
-docs/running.md#repeats-a-system-is-a-distribution)."""
+"""Words for what repeats show (``report/analyses/repeats.py``)."""
 
 from __future__ import annotations
 
