@@ -20,9 +20,8 @@ FINDING_DIMENSION = "overall"  # the dimension the key finding states (else the 
 
 @register_analysis("pairwise", 70)
 def pairwise(inputs: Inputs) -> Analysis:
-    if inputs.pairwise is None:
-        return Analysis()
-    return Analysis(claims=claims(inputs.pairwise, inputs.finished, inputs.records, inputs.keys[0]))
+    return Analysis(claims=[] if inputs.pairwise is None else claims(
+        inputs.pairwise, inputs.finished, inputs.records, inputs.keys[0]))
 
 
 def claims(view: Any, rows: list[Row], records: dict[str, list[Row]], key: str) -> list[Claim]:
