@@ -147,6 +147,7 @@ class Inputs:
     decided: list[Decision]  # the verdict's family of tests
     options: Mapping[str, Any] = field(default_factory=dict)
     labels: list[HumanLabel] = field(default_factory=list)
+    pairwise: Any = None  # the sweep's pairwise judging (report.pairwise.PairwiseView), if any
 
 
 def runs_with(inputs: Inputs, kept: Callable[[Row], bool],

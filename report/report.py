@@ -20,28 +20,16 @@ from report import (
     pairwise,
     plots,
     policy,
-    repeats,
     spend,
     verdict,
 )
 from report.analyses import sequential
 from report.answer import compose
-from report.meta_eval import judge_caveats, judge_validation, meta_section
+from report.meta_eval import judge_caveats, judge_validation
 from report.model import Analysis, Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared, run_fields
-from report.sections import (
-    examples,
-    further_dimensions,
-    judge_section,
-    length_breakdown,
-    length_finding,
-    loops_recall,
-    panel_reversals,
-    query_priors,
-    resumed_latency_note,
-    unreadable_note,
-)
+from report.sections import loops_recall
 from report.verdict import common_rows, task_sets
 from report.writers import corrected_words, tables, words
 from report.writers import markdown as writers_md
@@ -121,7 +109,7 @@ def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
 
 def build_report(rows: list[Row], records_by_run: Records, title: str, requested: list[str] | None = None,
                  judged_pairs: pairwise.PairwiseView | None = None, options: Mapping[str, Any] | None = None,
-                 labels: list[HumanLabel] | None = None, more_caveats: Sequence[str] = ()
+                 labels: list[HumanLabel] | None = None, more_caveats: Sequence[Note] = ()
                  ) -> tuple[str, Row]:
     """report.md and the model it is rendered from (the common rows the plots draw, the
     family of tests, the analyses' claims and notes, the answer, the headline rows);
@@ -135,55 +123,43 @@ def build_report(rows: list[Row], records_by_run: Records, title: str, requested
     meta = meta_eval.meta_findings(finished) if meta_eval.is_meta_evaluation(finished) else []
     analysis = Analysis(claims=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
-                                                     decided, dict(options or {}), labels or [])))
+                                                     decided, dict(options or {}), labels or [],
+                                                     judged_pairs)))
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
     answers = compose(analysis.claims, keys)
     headline = verdict.headline_rows(sets, finished, key, keys[1:])
     answer = (meta_eval.meta_answer(finished) if meta else
               corrected_words.answer(analysis.claims, keys, words.answer(answers)))
-    notes = [*analysis.notes, *(Note("stated", counts={"text": t}) for t in more_caveats)]
+    notes = [*analysis.notes, *more_caveats]
     out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes),
-           writers_md.runs_line(rows, keys), writers_md.data_line(rows), query_priors(finished),
+           writers_md.runs_line(rows, keys), writers_md.data_line(rows),
            "## Headline\n\n" + writers_md.headline_table(headline, key),
            "## Task sets\n\n" + tables.task_sets(sets)]
-    finding = "" if meta else (
-        writers_md.key_finding(analysis.claims, keys, headline)
-        + pairwise.finding(judged_pairs, finished, records_by_run, key) + panel_reversals(sets))
+    # the analyses' claims said in the key finding (the pairwise judge, a reversing panel
+    # judge, document length); a meta-evaluation's key finding is its own section
+    inline = [] if meta else [c for c in analysis.claims if c.section == "Key finding"
+                              and c.kind not in writers_md.FAMILY_KINDS]
+    finding = "" if meta else (writers_md.key_finding(analysis.claims, keys, headline)
+                               + "".join(f"\n{words.say(c)}\n" for c in inline))
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
-        out.append(writers_md.each_dataset(sets, lambda part: length_finding(part, key)))
-    out.append(writers_md.section_of([c for c in analysis.claims
-                                      if c.kind not in writers_md.FAMILY_KINDS]))
+    out.append(writers_md.section_of([c for c in analysis.claims if c.kind not in
+                                      writers_md.FAMILY_KINDS and all(c is not i for i in inline)]))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
-    out.append(tables.quality_section(common, finished, len(sets.all_ids), judged,
-                                      unreadable_note(finished)))
-    out += [further_dimensions(finished), meta_section(finished)]
-    if judged:
-        out.append("\n## The judge\n\n" + judge_section(finished, sets))
+    out.append(tables.quality_section(common, finished, len(sets.all_ids), judged))
     out.append("\n## Cost and latency\n\n" + tables.cost(finished, headline, judged)
                + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
                                           if judged_pairs else ()))
-               + writers_md.latency_cache_note(finished)
-               + resumed_latency_note(finished))
+               + writers_md.latency_cache_note(finished))
     gap = plots.cost_plot_gap(finished, key)
     out.append(f"\n{gap}\n" if gap else "\n![cost vs quality](plots/cost_vs_quality.png)\n")
     out.append("\n## Error taxonomy\n\n" + (tables.taxonomy(finished) if judged else
                                                "No judge: the error taxonomy needs `judge=...`.\n"))
-    out.append("\n## By document length\n\n" + length_breakdown(
-        sets, [m for m in comparison_order() if any(r.get(f"{m}_mean") is not None
-                                                    for r in finished)][:3]))
     arag_points = _loop_section(out, common, records_by_run, key)
-    if judged_pairs is not None:
-        out.append(pairwise.section(judged_pairs))
     if not meta:  # a meta-evaluation compares signals with people, not systems
         out.append("\n## Paired comparisons\n")
         out.append(tables.paired(sets, keys, decided, any(a.descriptive_family for a in answers)))
-        repeat_text = repeats.section(sets, finished, key)
-        if repeat_text:
-            out.append("\n## Repeats\n\n" + repeat_text)
-        out.append("\n## Examples chosen from the numbers\n")
-        out.append(writers_md.each_dataset(sets, lambda part: examples(part, key)))
     return "\n".join(out), {"arag_points": arag_points, "common_rows": common, "keys": keys,
                             "decided": decided, "finding": finding, "answer": answer,
                             "analysis": analysis, "answers": answers, "headline": headline, "notes": notes}
@@ -272,9 +248,10 @@ def write_sweep_report(client, parent: Row, decide_on: list[str] | None = None,
     else:
         log.warning("the report settings (%d characters) are too long to keep on the sweep "
                     "run: a rebuild (python -m report) uses the defaults", len(settings))
-    result = _write_report(client, client.get_run(parent["run_id"]), child_runs(client, parent),
-                           writers_md.question_title([run_row(r) for r in child_runs(client, parent)],
-                                                     parent.get("sweep_id", parent["run_id"]), decide_on),
+    children = child_runs(client, parent)
+    title = writers_md.question_title([run_row(r) for r in children],
+                                      str(parent.get("sweep_id") or parent["run_id"]), decide_on)
+    result = _write_report(client, client.get_run(parent["run_id"]), children, title,
                            sweep=True, decide_on=decide_on, human_labels=human_labels, options=options)
     logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
     client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
@@ -318,7 +295,6 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         text, data = build_report(rows, records, title, requested=decide_on, judged_pairs=judged_pairs,
                                   options=options, labels=labels, more_caveats=judge_notes)
         analysis: Analysis = data["analysis"]
-        text += human_agreement.section(people)
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
             text += "\n## How far the judge can be trusted\n\n" + validation
@@ -357,19 +333,13 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         client.set_tag(target_run_id, REPORT_ARTIFACTS_TAG, json.dumps(written))
     result = _result(data, rows, records, options, f"{target.info.artifact_uri}/report.html",
                      target_run_id, target.info.experiment_id,
-                     unreadable_note(finished) + resumed_latency_note(finished) + validation,
-                     validation)
+                     validation, validation)
     for run_id, metrics in [(target_run_id, analysis.metrics), *analysis.run_metrics.items()]:
         if metrics:
             RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)
     if sweep:
         console.log_comparison(client, target_run_id, target.info.experiment_id, result.headline,
                                key, result.decided)
-        # each pair's stability share: on the parent, and on both children
-        for run_id, stability in repeats.stability_metrics(task_sets(finished, records),
-                                                           key).items():
-            RunTracker(client, target_run_id if run_id == "parent" else run_id,
-                       target.info.experiment_id).log_metrics(stability)
     log.debug("report over %d run(s) logged to run %s", len(rows), target_run_id)
     return result
 

@@ -27,7 +27,7 @@ from metrics import aggregate
 from metrics.judging import JUDGE_TEMPERATURE
 from report.console import headline_metrics, plain
 from report.plots import run_plots
-from report.sections import tool_call_caveat
+from report.writers.caveat_words import tool_call_caveat
 from runners.config import RunConfig
 from runners.errors import TO_ASK_AGAIN, error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import dataset_features, evaluate, window_rule

@@ -309,8 +309,8 @@ def test_a_sentence_about_document_length_on_few_tasks_says_small_n():
     text, _ = build_report([row("naive"), row("stuffing")],
                            {"naive": naive, "stuffing": stuffing}, "t")
     finding = section(text, "Key finding")
-    assert ("(small n: 3 tasks are too few to say this of long documents (> 6,333) in "
-            "general).") in finding
+    assert ("(small n: 3 tasks are too few to say this of long documents (6.3k tokens and above) "
+            "in general).") in finding
 
 
 def test_low_judge_panel_agreement_is_a_caveat():

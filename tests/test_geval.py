@@ -402,7 +402,8 @@ def test_a_dimension_from_config_is_judged_cached_aggregated_and_reported(judge,
                                                                           tmp_path):
     from metrics import build_scorers
     from metrics.base import ScorerEnv
-    from report.sections import further_dimensions, judged_dimensions
+    from report.analyses.judge import further_dimensions, judged_dimensions
+    from report.writers.words import say
 
     cfg = make_cfg("metrics.scorers=[geval]", "metrics.geval.dimensions=["
                    "{name:faithfulness,definition:'" + GEvalScorer(None, "", tmp_path)
@@ -435,7 +436,8 @@ def test_a_dimension_from_config_is_judged_cached_aggregated_and_reported(judge,
     assert m["geval_guidance_covered_parse_failures"] == 0
     rows = [{"run": "naive", **m}]
     assert judged_dimensions(rows) == ["faithfulness", "guidance_covered"]
-    table = further_dimensions(rows)
+    (claim,) = further_dimensions(rows)
+    table = say(claim)
     assert "| run | guidance_covered |" in table and "3.000" in table and "≥4: 50%" in table
 
 

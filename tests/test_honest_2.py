@@ -296,7 +296,8 @@ def longer_wins(n: int = 40) -> list[Outcome]:
 
 
 def test_a_judge_that_always_prefers_the_longer_answer_is_explained_by_length():
-    from report.pairwise import _pair_sentence
+    from report.analyses.pairwise import preference
+    from report.writers.words import say
 
     f = pair_figures(longer_wins())
     assert (f.wins, f.ties, f.losses) == (28, 4, 8)
@@ -306,7 +307,7 @@ def test_a_judge_that_always_prefers_the_longer_answer_is_explained_by_length():
     low, high = f.length.ci
     assert low <= 0.5 <= high and low <= f.length.win_rate <= high
     assert f.length_explains
-    assert "beats" not in _pair_sentence(f, None, "geval_coverage")
+    assert "beats" not in say(preference(f, None, "geval_coverage"))
 
 
 def test_a_preference_that_survives_length_control_still_beats():

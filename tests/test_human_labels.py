@@ -23,6 +23,7 @@ from labelling import (
 )
 from metrics.agreement import kappa
 from report import human_agreement
+from report.writers.markdown import section_of
 from tests import forked
 from tests.conftest import ROOT, store_overrides
 from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
@@ -110,7 +111,7 @@ def test_agreement_per_dimension_between_labellers_and_the_low_flag():
     assert cover.kappa.value < 0 and cover.low and cover.spearman.rho < 0
     (pair,) = found.labellers
     assert (pair.first, pair.second, pair.n) == ("ana", "bo", 10)
-    text = human_agreement.section(found)
+    text = section_of(human_agreement.claims(found))
     assert "## Agreement with your labels" in text and "### Between labellers" in text
     assert "| `geval_coverage` | 1-5 | 20 | quadratic-weighted kappa -" in text
     assert "**low** (< 0.4)" in text and "| `geval_faithfulness` | ana, bo | 10 |" in text
@@ -130,7 +131,7 @@ def test_yes_no_labels_use_the_judges_threshold_and_balanced_accuracy():
     (found,) = compared.judge
     assert found.scale == "yes/no" and found.threshold == 4.0
     assert found.kappa.value == pytest.approx(1.0) and found.balanced_accuracy[0] == 1.0
-    text = human_agreement.section(compared)
+    text = section_of(human_agreement.claims(compared))
     assert "yes/no (judge yes at ≥ 4)" in text and "| 100.0" in text
     assert "No answer was labelled by two people" in text
 
@@ -336,7 +337,7 @@ def test_labels_of_unknown_systems_or_tasks_and_contradictions_are_left_out_by_l
         f"2 label(s) for ana gave arag/t2 `geval_faithfulness` the scores 3, 5 (Fix: keep "
         f"one): {file}:4, {file}:5"]
     assert found.judge[0].n == 2
-    assert f"{file}:2" in caplog.text and "Labels left out:" in human_agreement.section(found)
+    assert f"{file}:2" in caplog.text and "Labels left out:" in section_of(human_agreement.claims(found))
     nothing = _write_labels(tmp_path / "none.jsonl", [
         {**base, "task_id": "t1", "system": "agentic", "score": 3}])
     with pytest.raises(LabelsError, match="no label can be used: 1 label.s. for a system"):

@@ -8,6 +8,7 @@ import re
 from report import human_agreement
 from report.overview import description
 from report.report import ReportResult, build_report
+from report.writers import markdown as writers_md
 from report.writers.html import readable_markdown
 from report.writers.markdown import inert
 from tests.test_report import rec, row
@@ -34,7 +35,7 @@ def test_a_run_label_and_a_labellers_name_are_never_markup_in_description_or_rep
         [HumanLabel(f"t{k}", "naive", "geval_coverage", 3 + k % 2, who, "file l.jsonl")
          for k in range(8) for who in ("<b>ana</b>", "bo")], records,
         [{**r, "run_id": r["run"], "geval_coverage_parse_failures": 0.0} for r in rows])
-    text += human_agreement.section(people)
+    text += writers_md.section_of(human_agreement.claims(people))
     assert "<b>ana</b>" in text
     report_md = readable_markdown(text, set())
     assert "<img" not in report_md and "<b>" not in report_md

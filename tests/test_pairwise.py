@@ -23,6 +23,9 @@ from metrics.pairwise import (
     summarize,
     verdict_rows,
 )
+from report.analyses.pairwise import claims, preference
+from report.writers.markdown import section_of
+from report.writers.words import say
 
 QUALITY = {"arag": 3, "naive": 2, "stuffing": 1}  # the planted preference, by answer text
 SUMMARY = re.compile(r"Summary A:\n(.*?)\n\nSummary B:\n(.*?)\n\nCompare", re.DOTALL)
@@ -188,7 +191,7 @@ def test_with_the_offline_model_as_judge_nothing_is_asked_and_the_run_says_why(m
 
 
 def test_the_key_finding_states_the_preference_and_the_absolute_scores_each_as_they_show():
-    from report.pairwise import PairwiseView, finding, per_task, section
+    from report.pairwise import PairwiseView, per_task
 
     pairs = [Pair("arag", "naive"), Pair("arag", "stuffing")]
     view = PairwiseView(judged(list(QUALITY), pairs, PlantedJudge(), n=8), "", 0.01, 96, 0)
@@ -205,7 +208,7 @@ def test_the_key_finding_states_the_preference_and_the_absolute_scores_each_as_t
             "its direction: -1.000, 95% CI [-1.000, -1.000].") in naive
     assert stuffing.startswith("arag vs stuffing: arag beats stuffing")
     assert "agree" not in text
-    assert "Bradley-Terry ranking on overall" in section(view)
+    assert "Bradley-Terry ranking on overall" in section_of(claims(view, runs, records, "x"))
     assert "arag vs naive (overall): <b>arag</b>" in per_task(view)["t0"]
     skipped = PairwiseView([], "judge=offline: the offline model is not a judge", 0.0, 0, 0)
     assert "not judged (judge=offline" in finding(skipped, runs, records, "geval_coverage")
@@ -329,7 +332,7 @@ class LengthJudge(ChatModel):
 
 
 def test_a_judge_preferring_the_longer_answer_is_length_controlled_to_near_half_and_warned():
-    from report.pairwise import PairwiseView, finding
+    from report.pairwise import PairwiseView
 
     n = 40  # arag is the longer on 30 of 40 tasks, naive on the other 10
     padded = {s: [{"id": f"t{i}", "repeat": 0, "predicted": f"{s} summary {i}"
@@ -359,7 +362,6 @@ def _outcomes(pair: Pair, winners: list[str]) -> list:
 
 def test_a_preference_below_significance_is_ahead_not_significant_and_never_beats():
     from metrics.pairwise import pair_figures
-    from report.pairwise import _pair_sentence
 
     pair = Pair("arag", "naive")
     figures = pair_figures(_outcomes(pair, ["arag", "arag", "arag", "naive", "tie", "tie"]))
@@ -397,3 +399,12 @@ def test_bradley_terry_counts_a_tie_as_half_a_win_each_way_as_a_plain_likelihood
     plain -= plain.mean()
     fitted = {s.run: s.strength for s in bradley_terry(found, resamples=2)}
     assert [fitted[r] for r in runs] == pytest.approx(list(plain), abs=0.02)
+
+
+def finding(view, runs, records, key: str) -> str:
+    """The key finding's pairwise sentences, as report.md says them."""
+    return " ".join(say(c) for c in claims(view, runs, records, key) if c.section == "Key finding")
+
+
+def _pair_sentence(figures, absolute, key: str) -> str:
+    return say(preference(figures, absolute, key))

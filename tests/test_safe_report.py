@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from report.report import build_report
-from report.sections import code, fenced
+from report.writers.example_words import code, fenced
 from report.writers.html import to_html
 from tests.anthropic_fake import FakeAnthropic, text_reply
 from tests.conftest import client_for, run_cli, write_mini_dataset

@@ -178,7 +178,8 @@ def test_auc_and_balanced_accuracy_are_on_the_same_items_and_the_valued_auc_says
     as the most consistent too (6.5 of 9 positive-negative pairs in order), and the AUC on
     the valued items alone (1.0 here) is logged apart with its n."""
     from metrics.meta_eval import Judged, signal_metrics
-    from report.meta_eval import meta_section
+    from report.meta_eval import signal_tables
+    from report.writers.words import say
 
     judged = Judged("numeric_precision", list("abcdef"), [0.2, 0.5, None, 0.9, 1.0, None],
                     [0, 0, 0, 1, 1, 1], 1.0)
@@ -188,7 +189,7 @@ def test_auc_and_balanced_accuracy_are_on_the_same_items_and_the_valued_auc_says
     assert out["numeric_precision_auc_roc_valued"] == 1.0
     assert out["numeric_precision_auc_roc_valued_n"] == 4
     row = {"run": "r", **out, "dataset_domain": "ectsum", "dataset_split": "evaluation"}
-    assert "0.722 (1.000 on the 4 items with a value)" in meta_section([row])
+    assert "0.722 (1.000 on the 4 items with a value)" in say(signal_tables([row])[0])
 
 
 def test_a_dataset_without_human_labels_adds_no_meta_metrics():
@@ -260,7 +261,10 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
                        "geval_faithfulness_balanced_accuracy_ci_high": 0.567}.items():
         client.log_metric(run.info.run_id, key, value)
     assert judge_validation(client, judged) == ""
-    (caveat,) = judge_caveats(client, judged)
+    from report.writers.words import say
+
+    (note,) = judge_caveats(client, judged)
+    caveat = say(note)
     assert caveat.startswith("Judge measured, not better than chance: `claude-haiku-4-5` (these "
                              "judge prompts) agrees with people at balanced accuracy 47.7% "
                              "[95% CI 38.3, 56.7]")

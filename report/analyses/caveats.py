@@ -1,15 +1,16 @@
-"""The caveats: what limits what the report may claim, as notes the writers say before any
-figure (report.md's banner, the console, the MLflow description). A meta-evaluation
-(``dataset=summedits``) gets only the notes on its own figures: it compares no systems."""
+"""The caveats: what limits what the report may claim, as notes every writer says before any
+figure; a meta-evaluation (``dataset=summedits``) compares no systems, so gets only its own."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from metrics import declared_metrics
-from report import policy, repeats
+from report import policy
+from report.analyses.judge import judged_dimensions
+from report.analyses.repeats import cannot_vary, repeated
 from report.meta_eval import is_meta_evaluation
-from report.model import Analysis, Inputs, Note, register_analysis
+from report.model import Analysis, Claim, Inputs, Note, register_analysis
 
 Row = dict[str, Any]
 JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
@@ -17,13 +18,15 @@ JUDGES_THAT_DO_NOT_JUDGE = ("none", "offline")
 
 @register_analysis("caveats", -10)
 def caveats(inputs: Inputs) -> Analysis:
-    return Analysis(notes=caveat_notes(inputs.finished))
+    rows = inputs.finished
+    return Analysis(notes=caveat_notes(rows), claims=[] if is_meta_evaluation(rows) else
+                    _query_priors(rows))
 
 
 def caveat_notes(rows: list[Row]) -> list[Note]:
     """The notes on what these runs' figures can show."""
-    notes = [Note("repeats_fixed", runs=tuple(r["run"] for r in repeats.repeated(rows)
-                                             if repeats.cannot_vary(r)))]
+    notes = [Note("repeats_fixed", runs=tuple(r["run"] for r in repeated(rows) if cannot_vary(r))),
+             _unreadable(rows), _resumed(rows)]
     if not is_meta_evaluation(rows):
         notes += _comparison_notes(rows)
     return [n for n in notes if n.runs or n.counts]
@@ -66,10 +69,7 @@ def _comparison_notes(rows: list[Row]) -> list[Note]:
 
 
 def _agreement(rows: list[Row]) -> list[Note]:
-    """Low agreement between the judge and its panel (Krippendorff's alpha below
-    ``policy.AGREEMENT_FLOOR``) on a dimension: a verdict on it rests on one judge's taste."""
-    from report.sections import judged_dimensions
-
+    """Low agreement between the judge and its panel (alpha below ``policy.AGREEMENT_FLOOR``)."""
     low: dict[str, list[tuple[str, float]]] = {}
     for r in rows:
         for d in judged_dimensions(rows) if r.get("judge_panel") else []:
@@ -79,3 +79,30 @@ def _agreement(rows: list[Row]) -> list[Note]:
     return [Note("judge_agreement", runs=tuple(run for run, _ in found),
                  counts={"dimension": d, "alphas": [a for _, a in found],
                          "floor": policy.AGREEMENT_FLOOR}) for d, found in low.items()]
+
+
+def _unreadable(rows: list[Row]) -> Note:
+    """Judge-scored fields whose replies could not be read, per run (no score on those tasks)."""
+    found = {r["run"]: {"fields": fails, "answered": int(r.get("n_answered") or 0)}
+             for r in rows if (fails := {k.removesuffix("_parse_failures"): int(v)
+                                         for k, v in r.items() if v and k.endswith("_parse_failures")
+                                         and not k.endswith("_sample_parse_failures")})}
+    return Note("unreadable", runs=tuple(found), counts={"runs": found} if found else {})
+
+
+def _resumed(rows: list[Row]) -> Note:
+    """Runs whose measured latencies were resumed from an earlier run, made under its load."""
+    resumed = [r for r in rows if (r.get("n_resumed") or 0) > 0
+               and r.get("latency_ms_p50") is not None]
+    return Note("resumed_latency", runs=tuple(r["run"] for r in resumed), counts={
+        "answers": [[int(r["n_resumed"]), int(r.get("n_tasks") or 0)] for r in resumed],
+        "sequential": all(r.get("sequential") for r in resumed)} if resumed else {})
+
+
+def _query_priors(rows: list[Row]) -> list[Claim]:
+    """What each retrieving run whose queries are known searches with beyond the question."""
+    how = {r["run"]: ("offline_agent" if r.get("model_provider") == "offline" else "agent")
+           if r.get("agentic") else "hyde" if r.get("hyde") else "question"
+           for r in rows if r.get("retrieves") and r.get("searches") is not False}
+    return [Claim("query_priors", "Key finding", tuple(how), figures={"how": how, "tools": {
+        r["run"]: r.get("tools") or [] for r in rows if r["run"] in how}})] if how else []

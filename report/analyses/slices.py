@@ -1,23 +1,16 @@
-"""The report's "Where each system wins" section (``report.slice_by``): every pair of the
-verdict's family, sliced by each named document feature (``metrics.slices``), and whether
-its difference depends on the feature (the interaction test), said per pair in the key
-finding. A sweep over several datasets compares its systems within each dataset; slices
-pool a pair's tests of every dataset (``pooled_pairs``: ``arag`` vs ``naive`` over
-``ectsum`` and ``financebench_qfs``), each task still paired only with itself. Logged on
-the parent run as ``slices.jsonl`` and ``interaction.jsonl``, with a
-crossover plot per pair (its paired difference against document length).
-
-Every slice's Wilcoxon p is Holm-adjusted over the whole family of slices x pairs x
-metrics; every interaction p over features x pairs x metrics.
-"""
+"""The report's "Where each system wins" (``report.slice_by``): every pair of the verdict's family
+sliced by each document feature, whether its difference depends on it (the interaction test), a
+crossover plot per keyed pair; logged as ``slices.jsonl`` and ``interaction.jsonl``
+(docs/verdict.md#where-each-system-wins-slices-by-document-feature)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from metrics.slices import (
     PERMUTATIONS,
@@ -32,40 +25,19 @@ from metrics.slices import (
 )
 from metrics.stats import ALPHA
 from report import policy
-from report.model import Analysis, Authority, Claim, Note, Plot, Table, register_analysis
+from report.model import Analysis, Authority, Claim, Inputs, Note, Table, register_analysis
 from report.plots import crossover_plot
 from report.verdict import Decision, TaskSets, by_dataset, is_answered
+from report.writers.cells import interval, value_range
 
 SECTION = "Where each system wins"
-# how a feature is said in a sentence, and the unit of its values
-WORDS = {"document_tokens": ("document length", " tokens"),
-         "evidence_position": ("where the gold evidence lies (0 start, 1 end)", ""),
-         "n_documents": ("the number of documents", " documents"),
-         "dataset": ("the dataset", "")}
+Rows = list[dict[str, Any]]
 CROSSOVER_FEATURE = "document_tokens"  # what the crossover plot draws the difference against
-
-
-class SliceInputs(Protocol):
-    """What slicing reads of ``report.analyses.Inputs`` (named structurally: analyses.py
-    registers this module, so this module does not import it)."""
-
-    @property
-    def sets(self) -> TaskSets: ...
-    @property
-    def keys(self) -> list[str]: ...
-    @property
-    def decided(self) -> list[Decision]: ...
-    @property
-    def options(self) -> Mapping[str, Any]: ...
-
-
-def words(feature: str) -> tuple[str, str]:
-    return WORDS.get(feature, (f"`{feature}`", ""))
+UNITS = {"document_tokens": " tokens", "n_documents": " documents"}  # a numeric bin's unit
 
 
 def feature_values(sets: TaskSets, feature: str) -> dict[str, Any]:
-    """Task id -> the feature's value, from the first record that carries it (over several
-    datasets, ids are the pooled ones: ``dataset/id``)."""
+    """Task id (over several datasets: ``dataset/id``) -> the feature, from the first record."""
     values: dict[str, Any] = {}
     for name, part in _parts(sets).items():
         for table in part.tables.values():
@@ -86,17 +58,15 @@ def _pooled_id(dataset: str | None, task: str) -> str:
 
 
 def pooled_label(run: dict[str, Any]) -> str:
-    """A run's label with its dataset left out (``arag dataset=ectsum`` -> ``arag``): what
-    the same system is called on every dataset of the sweep."""
+    """A run's label without its dataset (``arag dataset=ectsum`` -> ``arag``)."""
     return " ".join(w for w in str(run["run"]).split() if not w.startswith("dataset")) \
         or str(run["run"])
 
 
 @dataclass(frozen=True)
 class Pooled:
-    """One pair of systems on one metric over every dataset of the sweep: the verdict's
-    tests of that pair within each dataset (``decisions``), their tasks pooled under
-    ``dataset/id`` ids, each task still paired only with itself."""
+    """One pair of systems on one metric over every dataset: the verdict's tests of it within
+    each dataset (``decisions``), their tasks pooled as ``dataset/id``, each paired with itself."""
 
     a: str
     b: str
@@ -109,8 +79,7 @@ class Pooled:
 
 
 def pooled_pairs(sets: TaskSets, decided: Sequence[Decision]) -> list[Pooled]:
-    """The sliced tests (``policy.sliced``) of the same pair of systems on the same metric,
-    one per dataset, pooled; one dataset: each test on its own, as it is."""
+    """The sliced tests (``policy.sliced``) of one pair and metric, one per dataset, pooled."""
     groups: dict[tuple[str, str, str], list[tuple[str | None, TaskSets, Decision]]] = {}
     parts = _parts(sets)
     for name, part in parts.items():
@@ -120,7 +89,7 @@ def pooled_pairs(sets: TaskSets, decided: Sequence[Decision]) -> list[Pooled]:
             pooled = (pooled_label(d.first), pooled_label(d.second))
             names = pooled if name is not None and pooled[0] != pooled[1] and not any(
                 other == name for other, _, _ in groups.get((*pooled, d.key), [])) else \
-                (_label(d.first), _label(d.second))
+                (str(d.first["run"]), str(d.second["run"]))
             groups.setdefault((*names, d.key), []).append((name, part, d))
     return [_pooled(a, b, key, members) for (a, b, key), members in groups.items()]
 
@@ -167,8 +136,7 @@ def slice_pair(pair: Pooled, feature: str, values: Mapping[str, Any],
 
 
 @register_analysis("slices", 20)
-def slices_analysis(inputs: SliceInputs) -> Analysis:
-    """``report.slice_by``: slices, interaction tests, findings, artifacts and plots."""
+def slices_analysis(inputs: Inputs) -> Analysis:
     features = list(inputs.options.get("slice_by") or [])
     if not features:
         return Analysis()
@@ -198,55 +166,52 @@ def slices_analysis(inputs: SliceInputs) -> Analysis:
         if p.feature == CROSSOVER_FEATURE and p.numeric and any(
                 d is k for d in p.pair.decisions for k in keyed):
             name = plot_name(p)
-            out.plots.append(_crossover_plot(p, slice_rows, name))
+            out.plots.append(partial(_draw, _of(p, slice_rows), name,
+                                     f"{p.pair.key}: {p.pair.a} − {p.pair.b} by {p.feature}"))
             out.claims.append(Claim("plot", SECTION, figures={"name": name}))
     return out
 
 
+def _of(p: PairSlices, slice_rows: Rows) -> Rows:
+    """The slices of one pair on one feature."""
+    return [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == p.pair.key
+            and (r["a"], r["b"]) == (p.pair.a, p.pair.b)]
+
+
+def _draw(rows: Rows, name: str, title: str, folder: Path) -> Path | None:
+    return crossover_plot(rows, folder / f"{name}.png", title)
+
+
 def plot_name(p: PairSlices) -> str:
     """The crossover plot's file name (run labels made safe for a path)."""
-    pair = f"{p.pair.a}_vs_{p.pair.b}"
-    return "crossover_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", pair)
+    return "crossover_" + re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{p.pair.a}_vs_{p.pair.b}")
 
 
-def _label(run: dict[str, Any]) -> str:
-    return str(run["run"])
-
-
-def _rows(done: Sequence[PairSlices]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _rows(done: Sequence[PairSlices]) -> tuple[Rows, Rows]:
     """The rows of ``slices.jsonl`` and ``interaction.jsonl``, each family Holm-adjusted."""
-    slice_rows: list[dict[str, Any]] = [
-                  {"feature": p.feature, "bin": s.bin.label, "lo": s.bin.lo, "hi": s.bin.hi,
-                   "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key, "n": s.n,
-                   "mean_a": s.mean_a, "mean_b": s.mean_b,
-                   "diff": s.mean_a - s.mean_b,
-                   "ci_low": s.paired.ci_low if s.paired else None,
-                   "ci_high": s.paired.ci_high if s.paired else None,
-                   "p": None if s.too_few or s.paired is None else s.paired.p}
-                  for p in done for s in p.slices]
-    for row, adjusted in zip(slice_rows, policy.adjusted([r["p"] for r in slice_rows]),
-                             strict=True):
-        row["p_adjusted"] = adjusted
-    inter_rows: list[dict[str, Any]] = [{"feature": p.feature, "a": p.pair.a,
-                   "b": p.pair.b, "metric": p.pair.key,
-                   "n": p.test.n if p.test else None,
-                   "statistic": p.test.statistic if p.test else None,
-                   "p": p.test.p if p.test else None,
-                   "test": p.test.test if p.test else None} for p in done]
-    for row, adjusted in zip(inter_rows, policy.adjusted([r["p"] for r in inter_rows]),
-                             strict=True):
-        row["p_adjusted"] = adjusted
+    slice_rows: Rows = [{"feature": p.feature, "bin": s.bin.label, "lo": s.bin.lo, "hi": s.bin.hi,
+                         "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key, "n": s.n,
+                         "mean_a": s.mean_a, "mean_b": s.mean_b, "diff": s.mean_a - s.mean_b,
+                         "ci_low": s.paired.ci_low if s.paired else None,
+                         "ci_high": s.paired.ci_high if s.paired else None,
+                         "p": None if s.too_few or s.paired is None else s.paired.p}
+                        for p in done for s in p.slices]
+    inter_rows: Rows = [{"feature": p.feature, "a": p.pair.a, "b": p.pair.b, "metric": p.pair.key,
+                         **{k: getattr(p.test, k) if p.test else None
+                            for k in ("n", "statistic", "p", "test")}} for p in done]
+    for rows in (slice_rows, inter_rows):  # each family Holm-adjusted on its own
+        for row, adjusted in zip(rows, policy.adjusted([r["p"] for r in rows]), strict=True):
+            row["p_adjusted"] = adjusted
     return slice_rows, inter_rows
 
 
 def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
             slice_rows: list[dict[str, Any]], keys: Sequence[str]) -> list[Claim]:
     """Per pair and feature: whether its difference depends on the feature (decisive at a
-    Holm-adjusted p below ALPHA: part of the answer) and where each side leads."""
+    Holm-adjusted p below ALPHA) and where each side leads."""
     out = []
     for p, row in zip(done, inter_rows, strict=True):
-        mine = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == row[
-            "metric"] and (r["a"], r["b"]) == (row["a"], row["b"])]
+        mine = _of(p, slice_rows)
         decisive = p.test is not None and row["p_adjusted"] < ALPHA
         out.append(Claim("interaction", SECTION, (row["a"], row["b"]), row["metric"],
                          p=row["p"], p_adjusted=row["p_adjusted"], n_tasks=row["n"],
@@ -257,14 +222,13 @@ def _claims(done: Sequence[PairSlices], inter_rows: list[dict[str, Any]],
                                   "p_floor": 1 / (PERMUTATIONS + 1)
                                   if row["test"] == "spearman permutation" else None,
                                   **(_where(p, row) if decisive else {})},
-                         table=_table(mine)))
+                         table=_table(mine, UNITS.get(p.feature, ""))))
     return out
 
 
 def _where(p: PairSlices, row: dict[str, Any]) -> dict[str, Any]:
-    """Where each side of a pair whose difference depends on the feature leads: the
-    categories each is ahead on, or the value where the lead changes hands (None: it
-    grows or shrinks without changing hands) and who leads below and above it."""
+    """Where each side leads: the categories each is ahead on, or the value where the lead
+    changes hands (None: it grows or shrinks without changing hands), who leads below and above."""
     a, b = row["a"], row["b"]
     sign = 1.0 if policy.higher_is_better(row["metric"]) else -1.0
     if not p.numeric:
@@ -277,22 +241,15 @@ def _where(p: PairSlices, row: dict[str, Any]) -> dict[str, Any]:
             "grows": (p.test is not None and (p.test.statistic > 0) == (sign > 0))}
 
 
-def _table(rows: list[dict[str, Any]]) -> Table:
+def _table(rows: list[dict[str, Any]], unit: str) -> Table:
+    """A pair's slices; a numeric bin reads as a range, its first open below, its last above."""
+    last = len(rows) - 1
     return Table(["bin", "n", "mean a", "mean b", "diff (a − b)", "95% CI", "Wilcoxon p",
                   f"{policy.CORRECTION} p"],
-                 [[r["bin"], r["n"], r["mean_a"], r["mean_b"], r["diff"],
-                   "n/a" if r["ci_low"] is None else f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]",
+                 [[r["bin"] if r["lo"] is None else value_range(r["lo"] if k else None,
+                                                                 r["hi"] if k < last else None, unit),
+                   r["n"], r["mean_a"], r["mean_b"], r["diff"],
+                   "too few" if r["ci_low"] is None else interval((r["ci_low"], r["ci_high"])),
                    "too few" if r["p"] is None else r["p"],
-                   "too few" if r["p_adjusted"] is None else r["p_adjusted"]] for r in rows])
-
-
-def _crossover_plot(p: PairSlices, slice_rows: list[dict[str, Any]], name: str) -> Plot:
-    a, b, key = p.pair.a, p.pair.b, p.pair.key
-    rows = [r for r in slice_rows if r["feature"] == p.feature and r["metric"] == key
-            and (r["a"], r["b"]) == (a, b)]
-
-    def draw(folder: Path) -> Path | None:
-        return crossover_plot(rows, folder / f"{name}.png",
-                              f"{key}: {a} − {b} by {words(p.feature)[0]}")
-
-    return draw
+                   "too few" if r["p_adjusted"] is None else r["p_adjusted"]]
+                  for k, r in enumerate(rows)])

@@ -3,14 +3,15 @@ MLflow description, and short for the console, where one line says a kind across
 
 from __future__ import annotations
 
-from report.model import Note
-from report.writers.cells import Style
+from report import policy
+from report.model import Claim, Note
+from report.writers.cells import MARKDOWN, Style
 from report.writers.words import words
 
 # what makes a model call tools, for an agentic run whose model answered without them
-TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged "
-                    "\"tools\"; llama.cpp: llama-server --jinja; vLLM: "
-                    "--enable-auto-tool-choice), or run system=naive,stuffing only")
+TOOL_CALLING_FIX = ("a model and chat template with tool calling (Ollama: a model tagged \"tools\"; "
+                    "llama.cpp: llama-server --jinja; vLLM: --enable-auto-tool-choice), or run "
+                    "system=naive,stuffing only")
 
 
 def _runs(n: Note, short: bool = False) -> str:
@@ -18,43 +19,48 @@ def _runs(n: Note, short: bool = False) -> str:
     return f"{len(n.runs)} runs" if short and len(n.runs) > 2 else ", ".join(n.runs)
 
 
-@words("offline_model")
-def offline(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return (f"offline model ({_runs(n, short)}): a plumbing check of retrieval, not evidence "
-                "about LLMs")
-    return (f"The model is {style.code('offline')} ({_runs(n)}): a deterministic extractive "
-            "stand-in, not an LLM. It measures the retrieval plumbing (which chunks reach the "
-            "model under each system's fixed policy), not whether agentic retrieval helps an "
-            "LLM, nor how an LLM would summarize.")
+# the simple kinds' words, (short, full), written in Markdown: {runs} the runs a note
+# concerns ({some}: counted when more than two), every other field from its counts
+TEXTS = {
+    "offline_model": (
+        "offline model ({some}): a plumbing check of retrieval, not evidence about LLMs",
+        "The model is `offline` ({runs}): a deterministic extractive stand-in that measures the "
+        "retrieval plumbing, not LLMs (docs/verdict.md#what-the-offline-model-can-and-cannot-show)."),
+    "no_judge": (
+        "no judge ({some}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5",
+        "No judge ({runs}): G-Eval faithfulness and coverage, the error taxonomy and factual consistency are "
+        "missing; the comparison falls back to reference overlap. Run with `judge=claude-haiku-4-5`."),
+    "synthetic": (
+        "synthetic dataset: it shows the harness works, not which system is better",
+        "The dataset is synthetic (invented companies and figures, a handful of tasks): it "
+        "shows the harness works, not which system is better."),
+    "fits_budget": (
+        "{share:.0%} of the documents fit inside the retrieval context budget: retrieval cannot "
+        "make a difference here",
+        "{share:.0%} of the documents fit inside the retrieval context budget ({chunks:.0f} chunks): every "
+        "system sees nearly all of each, so retrieval cannot make a difference here."),
+    "repeats_fixed": (
+        "repeats of {some} cannot vary (a deterministic model)",
+        "Repeats of {runs} cannot vary (the offline model, or requests at temperature 0): their "
+        "spread in the Repeats section says nothing about a sampled model's generation noise."),
+    "references": ("`{runs}`: references from `{from}` (dataset.references), not the dataset's own",) * 2,
+    "system_note": ("`{runs}`: {text}",) * 2,
+    "stated": ("{text}",) * 2,
+}
 
 
-@words("no_judge")
-def no_judge(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return f"no judge ({_runs(n, short)}): G-Eval and the taxonomy are null; judge=claude-haiku-4-5"
-    return (f"No judge ({_runs(n)}): G-Eval faithfulness and coverage, the error taxonomy and "
-            "factual consistency are missing; the comparison falls back to reference overlap. "
-            f"Run with {style.code('judge=claude-haiku-4-5')}.")
+def _templated(n: Note, style: Style, short: bool) -> str:
+    text = TEXTS[n.kind][0 if short else 1].format(runs=_runs(n), some=_runs(n, True), **n.counts)
+    return text if style.markdown else text.replace("`", "")
 
 
-@words("synthetic")
-def synthetic(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return "synthetic dataset: it shows the harness works, not which system is better"
-    return ("The dataset is synthetic (invented companies and figures, a handful of tasks): "
-            "it shows the harness works, not which system is better.")
+def fixed(**texts: tuple[str, str]) -> None:
+    """Register notes of one fixed wording each, (short, full), formatted from their counts."""
+    TEXTS.update(texts)
+    words(*texts)(_templated)
 
 
-@words("fits_budget")
-def fits_budget(n: Note, style: Style, short: bool) -> str:
-    share, chunks = n.counts["share"], n.counts["chunks"]
-    if short:
-        return (f"{share:.0%} of the documents fit inside the retrieval context budget: "
-                "retrieval cannot make a difference here")
-    return (f"{share:.0%} of the documents fit inside the retrieval context budget "
-            f"({chunks:.0f} chunks): every system sees nearly all of each, so retrieval cannot "
-            "make a difference here.")
+words(*TEXTS)(_templated)
 
 
 @words("no_reference")
@@ -62,16 +68,9 @@ def no_reference(n: Note, style: Style, short: bool) -> str:
     c = n.counts
     if short:
         return f"{c['tasks']:.0f} task(s) have no reference: reference metrics null for them"
-    return (f"{c['tasks']:.0f} task(s) have no reference summary, so reference-based metrics "
-            f"are null for them. Comparisons possible here: {', '.join([*c['can'], 'cost', 'latency'])}; "
-            "not possible (null, with the reason in each record): "
-            f"{', '.join(c['cannot']) or 'none'}.")
-
-
-@words("references")
-def references(n: Note, style: Style, short: bool) -> str:
-    return (f"{style.code(_runs(n))}: references from {style.code(n.counts['from'])} "
-            "(dataset.references), not the dataset's own")
+    return (f"{c['tasks']:.0f} task(s) have no reference summary, so reference-based metrics are null for "
+            f"them. Comparisons possible here: {', '.join([*c['can'], 'cost', 'latency'])}; not possible "
+            f"(null, with the reason in each record): {', '.join(c['cannot']) or 'none'}.")
 
 
 @words("judge_agreement")
@@ -86,8 +85,7 @@ def judge_agreement(n: Note, style: Style, short: bool) -> str:
 
 
 def tool_call_words(without: int, answered: int, void: bool, style: Style) -> str:
-    """What answered tasks without any tool call mean for an agentic run, and the fix (the
-    runner's warning says it too: ``report.sections.tool_call_caveat``)."""
+    """What answered tasks without a tool call mean for an agentic run, and the fix."""
     if void:
         return (f"the model called no tool on any of its {answered} answered tasks: it answered "
                 "closed-book, with no retrieval, so "
@@ -96,6 +94,11 @@ def tool_call_words(without: int, answered: int, void: bool, style: Style) -> st
     return (f"{without} of {answered} answered tasks had no tool call (answered without "
             "retrieval). Some tasks need none; on these the agent's scores are closed-book "
             f"answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
+
+
+def tool_call_caveat(without: int, answered: int) -> str:
+    """The runner's warning for an agentic run with answered tasks without a tool call."""
+    return tool_call_words(without, answered, policy.agentic_void(without, answered), MARKDOWN)
 
 
 @words("tool_calls")
@@ -107,21 +110,6 @@ def tool_calls(n: Note, style: Style, short: bool) -> str:
         return f"{_runs(n)}: {c['without']} of {c['answered']} answered tasks had no tool call"
     return (f"{style.code(_runs(n))}: "
             + tool_call_words(c["without"], c["answered"], c["void"], style))
-
-
-@words("repeats_fixed")
-def repeats_fixed(n: Note, style: Style, short: bool) -> str:
-    if short:
-        return f"repeats of {_runs(n, short)} cannot vary (a deterministic model)"
-    return (f"Repeats of {_runs(n)} cannot vary: the offline model is deterministic and a "
-            "request at temperature 0 usually gets the same reply (some APIs still vary). They "
-            "were run and their measured within-task spread is in the Repeats section (0 when "
-            "every repeat matched); it says nothing about generation noise of a sampled model.")
-
-
-@words("system_note")
-def system_note(n: Note, style: Style, short: bool) -> str:
-    return f"{style.code(_runs(n))}: {n.counts['text']}"
 
 
 @words("not_recorded")
@@ -137,6 +125,41 @@ def not_recorded(n: Note, style: Style, short: bool) -> str:
         for field, (count, of) in per_run.items()) for run, per_run in lacking.items())
 
 
-@words("stated")
-def stated(n: Note, style: Style, short: bool) -> str:
-    return str(n.counts["text"])
+@words("unreadable")
+def unreadable(n: Note, style: Style, short: bool) -> str:
+    parts = "; ".join(f"{run}: " + ", ".join(f"{field} on {k} of {f['answered']}" for field, k
+                                               in f["fields"].items())
+                      for run, f in n.counts["runs"].items())
+    if short:
+        return f"unreadable judge replies (no score there): {parts}"
+    return ("Unreadable judge replies (no score for those tasks; above "
+            f"{style.code('runner.max_parse_failure_rate')} the run fails): {parts} answered tasks.")
+
+
+@words("resumed_latency")
+def resumed_latency(n: Note, style: Style, short: bool) -> str:
+    parts = "; ".join(f"{run} ({k} of {of} answers)" for run, (k, of)
+                      in zip(n.runs, n.counts["answers"], strict=True))
+    if n.counts["sequential"]:  # each round carries the earlier ones on
+        return (f"Latency over rounds: {parts} were answered in earlier rounds of this "
+                "sequential sweep (or an earlier run of it), so their latencies were measured "
+                "round by round, under each round's load.")
+    return (f"Latency from an earlier run: {parts} were resumed from an earlier run of the same "
+            "configuration, so their latencies were measured then, under that run's load.")
+
+
+QUERIES = {"offline_agent": "the question, then terms of the chunks it read (no vocabulary of its own)",
+           "agent": "queries the model writes (its own knowledge of the domain)",
+           "hyde": "the question plus the model's hypothetical answer (retrieval.hyde=true)",
+           "question": "the question only (retrieval.hyde=true adds the model's hypothetical answer)"}
+
+
+@words("query_priors")
+def query_priors(c: Claim, style: Style, short: bool) -> str:
+    how, tools = c.figures["how"], c.figures["tools"]
+    parts = "; ".join(f"{run}: {QUERIES[h]}" + (f"; tools {', '.join(tools[run]) or 'as configured'}"
+                                                if h in ("agent", "offline_agent") else "")
+                      for run, h in how.items())
+    offline = (f" With {style.code('system.tools=[semantic_search,chunk_read]')} the offline agent "
+               "reads naive's top-k." if "offline_agent" in how.values() else "")
+    return f"What each system searches with (its prior knowledge): {parts}.{offline}"

@@ -6,6 +6,7 @@ each with the run column first; no figure is computed here."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import Any
 
 from metrics.geval import ERROR_CODES
@@ -114,6 +115,10 @@ def _paired_table(sets: TaskSets, key: str, decided: Sequence[Decision],
                                   f"{policy.CORRECTION} p", "wins/losses/ties", "verdict"], rows)
 
 
+def _get(row: Row, key: str) -> Any:
+    return row.get(key)
+
+
 def _mean(row: Row, key: str, n_all: int | None, whole: bool = False) -> str:
     """A mean with its 95% CI; over a common set (``n_all``) its n where not every task."""
     mean = row.get(f"{key}_mean")
@@ -145,10 +150,10 @@ def quality(rows: Sequence[Row], n_all: int | None = None) -> str:
     for m in scored:
         group = ("Lengths" if m.name in LENGTHS else "Scores" if m.compare_priority is not None
                  else "Faithfulness and coverage")
-        columns[group].append((m.title, lambda r, k=m.name, w=group == "Lengths":
-                               _mean(r, k, n_all, w)))
+        columns[group].append((m.title, partial(_mean, key=m.name, n_all=n_all,
+                                                whole=group == "Lengths")))
         if m.share_at_least is not None and n_all is None:
-            columns[group].append((f"≥{m.share_at_least:g}", lambda r, k=m.share_key: r.get(k)))
+            columns[group].append((f"≥{m.share_at_least:g}", partial(_get, key=m.share_key)))
     unscored = [m.title for m in policy.report_metrics() if m not in scored]
     return grouped([(title, Table(["run", *(h for h, _ in cols)],
                                   [[r["run"], *(f(r) for _, f in cols)] for r in rows]))
@@ -157,13 +162,13 @@ def quality(rows: Sequence[Row], n_all: int | None = None) -> str:
         f"{', '.join(unscored)}.\n" if unscored else "")
 
 
-def quality_section(common: Sequence[Row], finished: Sequence[Row], n_all: int, judged: bool,
-                    unreadable: str) -> str:
+def quality_section(common: Sequence[Row], finished: Sequence[Row], n_all: int, judged: bool
+                    ) -> str:
     """The Quality section: each metric over its common task set, then each run's own."""
     no_judge = "" if judged else "G-Eval columns: no judge (run with `judge=claude-haiku-4-5`)."
     return ("## Quality\n\nEach metric on its own common task set: the tasks every run that has "
             f"the metric answered (means with bootstrap 95% CIs; n shown where it is not all "
-            f"{n_all} tasks). {no_judge}\n\n" + quality(common, n_all) + unreadable
+            f"{n_all} tasks). {no_judge}\n\n" + quality(common, n_all)
             + "\n\n![comparison](plots/comparison.png)\n\nEach run over all the tasks it answered "
             "(its own n; not comparable across runs whose task sets differ):\n\n" + quality(finished))
 

@@ -297,9 +297,3 @@ def factcheck_accuracy(n: Note, style: Style, short: bool) -> str:
             "docs/validate-your-judge.md): a screen for changed figures, names and opposites, "
             "not a judge of faithfulness.")
 
-
-@words("meta_evaluation")
-def meta_evaluation(c: Claim, style: Style, short: bool) -> str:
-    from report.meta_eval import meta_words
-
-    return meta_words(c, style, short)
