@@ -365,17 +365,3 @@ def headline_rows(sets: TaskSets, finished: list[Row], key: str, also: Sequence[
         rows.append(row)
     ranked = policy.ranked(policy.contenders(rows), lambda r: r.get(f"{key}_mean"), key)
     return ranked + [r for r in rows if r not in ranked]
-
-
-# Transitional: the sections not yet rendered through ``report.writers.cells`` (sections,
-# meta_eval, human_agreement, repeats, pairwise, baseline_report) still format here; the
-# model cannot import the writers (they import it). Remove with the last of those uses.
-def fmt(v: Any, digits: int = 3) -> str:
-    if v is None:
-        return "unknown"  # report.writers.cells.UNKNOWN: never 0, never a dash
-    return f"{v:,.{digits}f}" if isinstance(v, float) else str(v)
-
-
-def table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join([*lines, *("| " + " | ".join(fmt(c) for c in row) + " |" for row in rows)]) + "\n"

@@ -282,13 +282,14 @@ def command(chosen: Point, route: Route | None, systems: Mapping[str, str], data
 
 
 def _table(points: list[Point], dominated: Mapping[str, list[str]]) -> Table:
-    return Table(["point", "quality", "95% CI", "cost per task", "P90 ms", "dominated by"],
+    return Table(["point", "quality", "95% CI", "cost / task ($, these tasks)", "P90 ms",
+                  "dominated by"],
                  [[p.name + (" (bound, in sample)" if p.bound else ""),
                    p.quality.mean if p.quality else None,
-                   f"[{p.quality.low:.3f}, {p.quality.high:.3f}]" if p.quality else "n/a",
-                   p.cost.mean if p.cost else "unknown",
+                   f"[{p.quality.low:.3f}, {p.quality.high:.3f}]" if p.quality else "unknown",
+                   f"{p.cost.mean:.5f}" if p.cost else "unknown",
                    round(p.latency_p90) if p.latency_p90 is not None else None,
-                   ", ".join(dominated.get(p.name, [])) or "—"] for p in points])
+                   ", ".join(dominated.get(p.name, [])) or "none"] for p in points])
 
 
 def _plot(points: list[Point], front: list[Point], chosen: Point | None, key: str) -> Any:
