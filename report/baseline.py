@@ -9,13 +9,11 @@ from __future__ import annotations
 
 import math
 import tempfile
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import fmean
 from typing import Any
 
-from arag.config import ConfigError
 from metrics import Scorer, default_scorers
 from metrics.stats import Paired
 from report import policy
@@ -44,52 +42,6 @@ class NotComparable(Exception):
 class Rule:
     metric: str
     margin: float
-
-
-MAX_MARGIN = 1e6  # a margin beyond any metric's scale (scores, ms, tokens): a gate that never fails
-
-
-def parse_rules(specs: Iterable[str], key: str = "report.fail_on") -> list[Rule]:
-    """``["rouge2_f1:0.01", ...]`` -> rules; a malformed entry (a margin that is not a
-    finite number from 0 to ``MAX_MARGIN``), or a second rule for one metric, names the key
-    and the fix."""
-    rules: dict[str, Rule] = {}
-    for spec in specs:
-        metric, sep, margin = (part.strip() for part in str(spec).partition(":"))
-        try:
-            value = float(margin)
-        except ValueError:
-            value = math.nan
-        if not sep or not metric or not 0 <= value <= MAX_MARGIN:  # NaN fails every compare
-            raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <metric>:<margin> "
-                              f"with a finite margin from 0 to {MAX_MARGIN:g} in the metric's "
-                              f"units (nan, inf or a huge margin makes a gate that can never "
-                              f"fail). Fix: {_example(key, 'rouge2_f1:0.01')}")
-        if metric in rules:
-            raise ConfigError(f"{key} has two rules for {metric!r} (margins "
-                              f"{rules[metric].margin:g} and {value:g}): a metric is held to "
-                              f"one margin. Fix: keep one, e.g. "
-                              f"{_example(key, f'{metric}:{min(value, rules[metric].margin):g}')}")
-        rules[metric] = Rule(metric, value)
-    return list(rules.values())
-
-
-def parse_map(specs: Iterable[str], key: str = "report.baseline_map") -> dict[str, str]:
-    """``["naive v2=naive", ...]`` -> candidate run name -> baseline run name."""
-    pairs = {}
-    for spec in specs:
-        cand, sep, base = (part.strip() for part in str(spec).partition("="))
-        if not (sep and cand and base):
-            raise ConfigError(f"{key} entry {spec!r} is invalid: it must be <candidate run "
-                              f"name>=<baseline run name>. Fix: "
-                              f"{_example(key, repr('naive v2=naive'))}")
-        pairs[cand] = base
-    return pairs
-
-
-def _example(key: str, entry: str) -> str:
-    """How ``entry`` is given: a config list, or a command-line option's argument."""
-    return f"{key} {entry}" if key.startswith("--") else f"{key}=[{entry}]"
 
 
 @dataclass

@@ -22,8 +22,8 @@ from arag.systems.routed import ROUTE_FEATURES, member_config, route_of
 from arag.tools.toolset import MAX_TOP_K, TOOL_SPECS
 from metrics import SCORERS, declared_metrics
 from report import policy
-from report.baseline import COST_FIELDS, parse_map, parse_rules
-from report.baseline_report import ON_INCONCLUSIVE
+from report.baseline import COST_FIELDS
+from report.baseline_report import ON_INCONCLUSIVE, parse_map, parse_rules
 from report.cli import check_decide_on
 from runners.judges import panel_configs
 from tracking.paths import resolve

@@ -13,7 +13,7 @@ from arag.config import ConfigError
 from metrics.aggregate import task_means
 from metrics.stats import paired_difference
 from report import baseline as bl
-from report.baseline import NotComparable, Options, Rule, Sweep, compare, parse_rules
+from report.baseline import NotComparable, Options, Rule, Sweep, compare
 from report.baseline_report import (
     EXIT_STATUS,
     INCONCLUSIVE_EXIT,
@@ -21,6 +21,8 @@ from report.baseline_report import (
     exit_status,
     markdown,
     outcome,
+    parse_map,
+    parse_rules,
 )
 
 TASKS = [f"t{i}" for i in range(8)]
@@ -236,10 +238,10 @@ def test_rules_parse():
 
 
 def test_baseline_map_entries_pair_run_names_and_a_malformed_one_names_the_fix():
-    assert bl.parse_map(["naive v2=naive", " arag = arag max_loops=6"]) == \
+    assert parse_map(["naive v2=naive", " arag = arag max_loops=6"]) == \
         {"naive v2": "naive", "arag": "arag max_loops=6"}
     with pytest.raises(ConfigError, match=r"report.baseline_map entry 'naive' .* Fix: "):
-        bl.parse_map(["naive"])
+        parse_map(["naive"])
 
 
 def test_no_pair_of_runs_is_refused_with_the_mapping_to_set():
