@@ -294,3 +294,12 @@ def test_a_sweep_of_two_prediction_files_logs_the_frontier_and_the_routers(tmp_p
     assert deciles[3] <= threshold["rule"]["threshold"] <= deciles[5]
     plots = [f.path for f in client.list_artifacts(parent.info.run_id, "plots")]
     assert "plots/frontier.png" in plots
+
+
+def test_where_every_system_costs_the_same_cost_chooses_nothing():
+    """The offline model's $0 everywhere: no system is 'the cheapest', nothing is shipped."""
+    free, _ = planted(coin=True, cheap_cost=0.0, dear_cost=0.0)  # no policy beats the best
+    [said] = [c for c in shipped(analysis(free)) if c.kind == "recommendation"]
+    text = say(said, PLAIN, short=True)
+    assert not said.decisive and text.startswith("Nothing to ship on cost"), text
+    assert "Ship " not in text and "cheapest point" not in text
