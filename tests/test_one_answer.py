@@ -216,3 +216,12 @@ def test_no_table_of_a_sweeps_report_is_wider_than_eight_columns_and_counts_are_
     quality = section(text, "Quality")
     assert "| arag | 40 | 53 | 50 | 1,892 [1,892, 1,892] (n=30) |" in quality  # not 1891.667
     assert "1891.6" not in text and "52.6" not in quality
+
+
+def test_a_bin_reads_as_a_range_whose_edges_can_be_told_apart():
+    from report.writers.cells import value_range
+
+    assert value_range(2_572, 4_520, " tokens") == "2.6k–4.5k tokens"
+    assert value_range(None, 2_572, " tokens") == "below 2.6k tokens"
+    assert value_range(4_520, None, " tokens") == "4.5k tokens and above"
+    assert value_range(2_481.4, 2_530.0, " tokens") == "2,481–2,530 tokens"  # both 2.5k

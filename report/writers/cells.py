@@ -102,6 +102,8 @@ def value_range(lo: float | None, hi: float | None, unit: str = "") -> str:
         return f"below {short_count(hi or 0)}{unit}"
     if hi is None:
         return f"{short_count(lo)}{unit} and above"
+    if short_count(lo) == short_count(hi):  # edges that round alike: say them whole
+        return f"{count(lo)}–{count(hi)}{unit}"
     return f"{short_count(lo)}–{short_count(hi)}{unit}"
 
 
