@@ -29,7 +29,6 @@ from report.meta_eval import judge_caveats, judge_validation
 from report.model import Analysis, Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared, run_fields
-from report.sections import loops_recall
 from report.verdict import common_rows, task_sets
 from report.writers import corrected_words, tables, words
 from report.writers import markdown as writers_md
@@ -176,7 +175,7 @@ def _loop_section(out: list[str], common: list[Row], records_by_run: Records, ke
     gap = plots.loops_plot_gap(points, swept=swept)
     out.append("\n## Retrieval and the loop budget\n")
     out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
-               + (f"\n{loops_recall(points)}" if points else ""))
+               + (f"\n{tables.loops_recall(points)}" if points else ""))
     if swept:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n"
                    + tables.loop_budget(agents, key) + "\n" + writers_md.LOOPS_NOTE + "\n")

@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 from metrics.geval import ERROR_CODES
+from metrics.stats import correlation
 from report import policy
 from report.model import Table
 from report.verdict import (
@@ -249,3 +250,18 @@ def loop_budget(agents: Sequence[Row], key: str) -> str:
                           [[m, r.get(f"{key}_mean"), r.get("retrieval_recall_mean"),
                             r.get("loops_mean"), money(task_cost(r)),
                             money(r.get("cost_usd_per_task"))] for m, r in curve])
+
+
+def loops_recall(points: list[tuple[float, float]]) -> str:
+    """Spearman's correlation of an agent's loops with its retrieval recall, with its CI."""
+    found = correlation([p[0] for p in points], [p[1] for p in points]) if points else None
+    if found is None:
+        return ("Loops vs recall: too few agentic tasks with both numbers, or one of them "
+                "never varies, to correlate.\n")
+    ci = (f" [95% CI {found.ci_low:+.2f}, {found.ci_high:+.2f}]" if found.ci_low is not None
+          else "")
+    reading = ("no clear relation" if found.ci_includes_zero else
+               "more loops go with higher recall" if found.rho > 0 else
+               "more loops go with lower recall (the agent keeps searching when it is lost)")
+    return (f"**Loops vs recall:** Spearman's rho {found.rho:+.2f}{ci} over {found.n} "
+            f"agentic tasks: {reading}.\n")
