@@ -168,7 +168,7 @@ def test_a_rebuild_with_other_metrics_rewrites_the_description_with_its_report(t
     assert "stuffing beats naive" in answer and "rougeL_f1" in answer
     assert "decided on `rougeL_f1`" in note and "decided on `rouge2_f1`" not in note
     assert "naive beats stuffing" not in note
-    assert "stuffing beats naive" in md and "The verdict decides on `rougeL_f1`" in md
+    assert "stuffing beats naive" in md and "Comparison metric: `rougeL_f1`" in md
     # the baseline's section is kept once, in the description, report.md and report.html
     assert note.count(BASELINE_HEADING) == 1 and note.endswith("PASSED")
     assert md.count(BASELINE_SECTION) == 1 and "no regression" in md

@@ -220,7 +220,7 @@ def test_a_meta_evaluation_run_on_the_test_split_is_recomputable_and_beats_numer
         assert balanced_accuracy_score([i["label"] for i in mine], [i["decision"] for i in mine]) \
             == pytest.approx(metrics[f"{signal}_balanced_accuracy"], abs=1e-4)  # as logged
     report = Path(client.download_artifacts(run.info.run_id, "report.md", str(tmp_path)))
-    assert "GPT-4" in report.read_text() and "same split" in report.read_text()
+    assert "GPT-4" in report.read_text() and "on the published figures' split" in report.read_text()
 
 
 def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(tmp_path):
