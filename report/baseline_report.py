@@ -228,13 +228,14 @@ def options_from(cfg: Any, flags: bool = False) -> Options:
 
 
 def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options,
-                        record: bool = True) -> tuple[int, str]:
-    """(exit status, what to print): the comparison, logged on the candidate when
-    ``record`` (its report.md and report.html, the description, the tags), or the reason it
-    was refused (nothing logged). Without ``record`` nothing in the store changes: a what-if
-    comparison never rewrites a stored sweep."""
+                        record: bool = True, comparison: dict[str, Any] | None = None
+                        ) -> tuple[int, str]:
+    """(exit status, what to print): the comparison (``comparison``: one already made),
+    logged on the candidate when ``record`` (its report.md and report.html, the description,
+    the tags), or the reason it was refused (nothing logged). Without ``record`` nothing in
+    the store changes: a what-if comparison never rewrites a stored sweep."""
     try:
-        comparison = run_comparison(client, baseline, candidate, options)
+        comparison = comparison or run_comparison(client, baseline, candidate, options)
     except (NotComparable, SweepNotFound) as exc:
         return REFUSED_EXIT, f"baseline comparison refused: {exc}"
     if record:

@@ -13,6 +13,7 @@ from typing import Any
 
 from report import (
     analyses,
+    baseline,
     compare,
     console,
     human_agreement,
@@ -26,7 +27,7 @@ from report import (
 from report.analyses import sequential
 from report.answer import compose
 from report.meta_eval import judge_caveats, judge_validation
-from report.model import Analysis, Note
+from report.model import Analysis, Claim, Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared, run_fields
 from report.verdict import common_rows, task_sets
@@ -108,8 +109,8 @@ def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
 
 def build_report(rows: list[Row], records_by_run: Records, title: str, requested: list[str] | None = None,
                  judged_pairs: pairwise.PairwiseView | None = None, options: Mapping[str, Any] | None = None,
-                 labels: list[HumanLabel] | None = None, more_caveats: Sequence[Note] = ()
-                 ) -> tuple[str, Row]:
+                 labels: list[HumanLabel] | None = None, more_caveats: Sequence[Note] = (),
+                 more_claims: Sequence[Claim] = ()) -> tuple[str, Row]:
     """report.md and the model it is rendered from (the common rows the plots draw, the
     family of tests, the analyses' claims and notes, the answer, the headline rows);
     ``requested``: ``report.decide_on``; ``more_caveats``: caveats from outside the runs."""
@@ -124,6 +125,7 @@ def build_report(rows: list[Row], records_by_run: Records, title: str, requested
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [],
                                                      judged_pairs)))
+    analysis.claims += more_claims  # a regression against the baseline: stated in the answer
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
     answers = compose(analysis.claims, keys)
     headline = verdict.headline_rows(sets, finished, key, keys[1:])
@@ -143,7 +145,8 @@ def build_report(rows: list[Row], records_by_run: Records, title: str, requested
     if finding:
         out.append(f"## Key finding\n\n{finding}\n")
     out.append(writers_md.section_of([c for c in analysis.claims if c.kind not in
-                                      writers_md.FAMILY_KINDS and all(c is not i for i in inline)]))
+                                      (*writers_md.FAMILY_KINDS, "regression")
+                                      and all(c is not i for i in inline)]))
     shown = [m.name for m in report_metrics()]
     common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append(tables.quality_section(common, finished, len(sets.all_ids), judged))
@@ -235,8 +238,8 @@ def write_run_report(client, run_id: str) -> ReportResult:
 
 
 def write_sweep_report(client, parent: Row, decide_on: list[str] | None = None,
-                       human_labels: str | None = None, options: Mapping[str, Any] | None = None
-                       ) -> ReportResult:
+                       human_labels: str | None = None, options: Mapping[str, Any] | None = None,
+                       regressions: Sequence[Claim] | None = None) -> ReportResult:
     """Build the report for a parent run and log it there, with each child's headline
     metrics and a comparison table; ``decide_on`` None: what the runs logged."""
     # kept first, so a report that cannot be written is rebuilt as it was asked for
@@ -251,7 +254,8 @@ def write_sweep_report(client, parent: Row, decide_on: list[str] | None = None,
     title = writers_md.question_title([run_row(r) for r in children],
                                       str(parent.get("sweep_id") or parent["run_id"]), decide_on)
     result = _write_report(client, client.get_run(parent["run_id"]), children, title,
-                           sweep=True, decide_on=decide_on, human_labels=human_labels, options=options)
+                           sweep=True, decide_on=decide_on, human_labels=human_labels,
+                           options=options, regressions=regressions)
     logged: list[str] = next((r["decide_on"] for r in result.rows if r.get("decide_on")), [])
     client.set_tag(parent["run_id"], REPORT_OPTIONS_TAG, options_key(
         options, logged if decide_on is None else decide_on, human_labels))
@@ -273,7 +277,10 @@ def people_labels(rows: list[Row], experiment_id: str, human_labels: str | None,
 
 def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
                   decide_on: list[str] | None = None, human_labels: str | None = None,
-                  options: Mapping[str, Any] | None = None) -> ReportResult:
+                  options: Mapping[str, Any] | None = None,
+                  regressions: Sequence[Claim] | None = None) -> ReportResult:
+    """``regressions``: the baseline comparison's, when the sweep has just made one; None: the
+    stored comparison's (a rebuild), if the sweep has one."""
     target_run_id = target.info.run_id
     rows = [run_row(r) for r in runs]
     spend.annotate(rows, runs, target.info.start_time if sweep else None, client,
@@ -291,8 +298,11 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         # refused labels stop the report before anything is written
         people = human_agreement.compare(labels, records, rows)
         judge_notes = judge_caveats(client, rows)
+        if regressions is None and sweep:
+            regressions = _stored_regressions(client, target_run_id, folder)
         text, data = build_report(rows, records, title, requested=decide_on, judged_pairs=judged_pairs,
-                                  options=options, labels=labels, more_caveats=judge_notes)
+                                  options=options, labels=labels, more_caveats=judge_notes,
+                                  more_claims=regressions or ())
         analysis: Analysis = data["analysis"]
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:
@@ -355,6 +365,15 @@ def keep_baseline_section(client: Any, run_id: str, before: str) -> None:
                         encoding="utf-8")
         client.log_artifact(run_id, str(path))
     add_sections_to_html(client, run_id)
+
+
+def _stored_regressions(client: Any, run_id: str, folder: Path) -> list[Claim]:
+    """The regressions of the sweep's stored baseline comparison (none without one)."""
+    try:
+        path = Path(client.download_artifacts(run_id, baseline.ARTIFACT, str(folder)))
+    except Exception:  # noqa: BLE001 - a sweep never held against a baseline
+        return []
+    return baseline.claims(json.loads(path.read_text(encoding="utf-8")))
 
 
 def stored_report(client: Any, run_id: str) -> str:

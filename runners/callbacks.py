@@ -41,6 +41,7 @@ from arag.llm.base import MissingCredentials
 from arag.memory import settle_imports
 from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console, overview
+from report.baseline import claims, run_comparison
 from report.baseline_report import compare_and_publish, options_from
 from report.console import quiet
 from report.report import (
@@ -309,9 +310,12 @@ class MLflowSweepCallback(Callback):
             self.client.set_tag(self.parent["run_id"], "pairwise_error",
                                 f"{type(exc).__name__}: {exc}"[:5000])
         report_error = None
+        # compared first, so the report's answer states a regression against the baseline
+        comparison = None if failures else self._baseline_comparison(self.parent["run_id"])
         try:
-            self.result = write_sweep_report(self.client, self.parent, self.decide_on,
-                                             self.human_labels, self._report_options())
+            self.result = write_sweep_report(
+                self.client, self.parent, self.decide_on, self.human_labels,
+                self._report_options(), claims(comparison) if comparison else [])
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
                                 runs_key(row["run_id"] for row in self.result.rows))
             overview.publish(self.client, self.result)  # the verdict, first thing in the UI
@@ -335,7 +339,7 @@ class MLflowSweepCallback(Callback):
             self.client.set_tag(self.parent["run_id"], "failed_jobs",
                                 json.dumps(failures)[:5000])
         else:
-            self._compare_with_baseline(self.parent["run_id"])
+            self._compare_with_baseline(self.parent["run_id"], comparison)
         # FAILED until its report is written: python -m report <parent> ends it FINISHED
         self.client.set_terminated(self.parent["run_id"],
                                    "FAILED" if failures or report_error else "FINISHED")
@@ -348,14 +352,27 @@ class MLflowSweepCallback(Callback):
             return {}
         return dict(OmegaConf.to_container(self.report_cfg, resolve=True))  # type: ignore[arg-type]
 
-    def _compare_with_baseline(self, run_id: str) -> None:
-        """Hold the sweep (its parent ``run_id``) against ``report.baseline``; the exit
-        status is the decision's."""
+    def _baseline_comparison(self, run_id: str) -> dict[str, Any] | None:
+        """The sweep held against ``report.baseline``, not yet logged; None without a
+        baseline, or where it is refused or fails (``_compare_with_baseline`` says why)."""
+        if self.report_cfg is None or not self.report_cfg.baseline:
+            return None
+        try:
+            return run_comparison(self.client, str(self.report_cfg.baseline), run_id,
+                                  options_from(self.report_cfg))
+        except Exception:  # noqa: BLE001 - refused or failed: said when it is logged
+            return None
+
+    def _compare_with_baseline(self, run_id: str, comparison: dict[str, Any] | None = None
+                               ) -> None:
+        """Hold the sweep (its parent ``run_id``) against ``report.baseline`` (``comparison``:
+        already made) and log it; the exit status is the decision's."""
         if self.report_cfg is None or not self.report_cfg.baseline:
             return
         try:
             self.baseline_exit, self.baseline_text = compare_and_publish(
-                self.client, str(self.report_cfg.baseline), run_id, options_from(self.report_cfg))
+                self.client, str(self.report_cfg.baseline), run_id, options_from(self.report_cfg),
+                comparison=comparison)
         except Exception as exc:  # noqa: BLE001 - the sweep's own results stand; exit 1
             log.exception("could not compare the sweep with its baseline")
             self.client.set_tag(run_id, "baseline_error",

@@ -32,7 +32,13 @@ def compare_cli(tmp: Path, *args: str) -> subprocess.CompletedProcess:
                       f"--tracking-uri=sqlite:///{tmp}/mlflow.db"], cwd=ROOT, timeout=300)
 
 
+def run_report_cli(tmp: Path, run_id: str) -> subprocess.CompletedProcess:
+    return forked.run([sys.executable, "-m", "report", run_id,
+                      f"--tracking-uri=sqlite:///{tmp}/mlflow.db"], cwd=ROOT, timeout=300)
+
+
 def artifact(client, run_id: str, name: str, tmp: Path) -> Path:
+    (tmp / run_id).mkdir(parents=True, exist_ok=True)
     return Path(client.download_artifacts(run_id, name, str(tmp / run_id)))
 
 
@@ -57,7 +63,18 @@ def test_a_regression_of_naive_fails_the_sweep_and_itself_passes(tmp_path):
     report = artifact(client, candidate, "report.md", tmp_path).read_text()
     section = report.split("## Against the baseline", 1)[1]
     assert "- worse: `" in section and "baseline trace](#/experiments/" in section
+    # the answer states the regression first, wherever it is read
+    answer = report.split("**Answer:** ", 1)[1].split("\n", 1)[0]
+    assert answer.startswith("Decided: **naive** regressed on `rouge2_f1` against baseline"), answer
+    assert tags["mlflow.note.content"].startswith("**Decided: **naive** regressed on")
+    assert any(line.startswith("Decided: naive regressed on rouge2_f1")
+               for line in worse.stdout.splitlines()), worse.stdout[-3000:]
+    assert report.count("## Against the baseline") == 1
     recompute(client, tmp_path, baseline, candidate)
+    rebuilt = run_report_cli(tmp_path, candidate)  # a rebuild reads the stored comparison
+    assert rebuilt.returncode == 0, rebuilt.stderr[-2000:]
+    again = artifact(client, candidate, "report.md", tmp_path / "rebuilt").read_text()
+    assert again.split("**Answer:** ", 1)[1].startswith("Decided: **naive** regressed on")
 
     # a sweep held against itself is refused (it would pass, and write onto its own run);
     # the stored sweep keeps its own gate's outcome
