@@ -46,8 +46,8 @@ run: $(STAMP)
 
 # the fast suite (3 minutes on 2 cores, 2026-11-29, nothing else running; ~10 on 2026-11-27, the
 # machine shared); with CI set, or `make test-all`, the slow end-to-end sweeps too (.ci/run runs them
-# on both cores with -n 2, a math thread per worker: 17.8 minutes of tests on this 2-core
-# machine, 2026-12-02, 1,301 tests from a fresh clone with little else running; 20.6 minutes for
+# on both cores with -n 2, a math thread per worker: 17.3 minutes of tests on this 2-core
+# machine, 2026-12-02, 1,303 tests from a fresh clone with nothing else running; 20.2 minutes for
 # the whole of .ci/run, its install included; 39 on 2026-12-02 with the machine shared)
 test: $(DEV) chromium
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
