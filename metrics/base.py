@@ -232,6 +232,16 @@ def missing_reference(item: ScoringItem) -> str | None:
     return item.task.meta.get("reference_missing") or "the task has no reference"
 
 
+PARSE_FAILURES = "_parse_failures"  # a judge-scored field's count of unreadable replies
+
+
+def parse_failure_counts(metrics: Mapping[str, Any]) -> dict[str, Any]:
+    """Field -> its count of unreadable replies, from a run's ``<field>_parse_failures``
+    metrics (``count_flags``); the judge's per-sample counts are not fields of their own."""
+    return {k.removesuffix(PARSE_FAILURES): v for k, v in metrics.items()
+            if k.endswith(PARSE_FAILURES) and not k.endswith("_sample" + PARSE_FAILURES)}
+
+
 def count_flags(records: list[dict[str, Any]], flags: list[str]) -> dict[str, float]:
     """``<field>_parse_failures``: how many records set each ``<field>_parse_failed`` flag."""
     return {f.replace("_parse_failed", "_parse_failures"): float(sum(1 for r in records

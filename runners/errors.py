@@ -17,6 +17,7 @@ from typing import Any
 from arag.llm.window import CONTEXT_WINDOW
 from arag.records import Prediction
 from arag.systems.predictions_file import PIPELINE_ERROR
+from metrics.base import PARSE_FAILURES
 
 UNPARSEABLE = "unparseable"
 # what to do about each kind of failure, before running the same command again
@@ -44,7 +45,6 @@ _FIXES = {
                              "docs/models.md)",
     "crash": "the system raised on these tasks: see the traceback in the job's log",
 }
-PARSE_FAILURES = "_parse_failures"
 
 
 def show_trace() -> bool:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from metrics.base import parse_failure_counts
 from tracking.runs import TrackingError
 
 log = logging.getLogger(__name__)
@@ -39,7 +40,6 @@ MAX_FILE_BYTES = 20_000_000
 MAX_PROBLEMS_SHOWN = 20  # bad lines listed in one refusal; the rest are counted
 RENAMES = {"id": "task_id"}  # a key people often give -> the key it should be
 FEEDBACK_SOURCE = "MLflow feedback"
-PARSE_FAILURES = "_parse_failures"  # the run metric every judged field logs
 SCORES = "an integer 1-5, or 1/0 for consistent/inconsistent (null: not labelled yet)"
 
 
@@ -225,8 +225,7 @@ def judged_fields(rows: list[dict[str, Any]]) -> list[str]:
     replies were unreadable (``<field>_parse_failures``); none when no judge was called."""
     if not any((r.get("judge_calls") or 0) > 0 for r in rows):
         return []
-    return sorted({key.removesuffix(PARSE_FAILURES) for r in rows for key in r
-                   if key.endswith(PARSE_FAILURES) and not key.endswith("_sample" + PARSE_FAILURES)})
+    return sorted({field for r in rows for field in parse_failure_counts(r)})
 
 
 def check_judged(path: str, labels: list[HumanLabel], judged: set[str] | list[str],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from metrics import declared_metrics
+from metrics.base import parse_failure_counts
 from report import policy
 from report.analyses.judge import judged_dimensions
 from report.analyses.repeats import cannot_vary, repeated
@@ -84,9 +85,7 @@ def _agreement(rows: list[Row]) -> list[Note]:
 def _unreadable(rows: list[Row]) -> Note:
     """Judge-scored fields whose replies could not be read, per run (no score on those tasks)."""
     found = {r["run"]: {"fields": fails, "answered": int(r.get("n_answered") or 0)}
-             for r in rows if (fails := {k.removesuffix("_parse_failures"): int(v)
-                                         for k, v in r.items() if v and k.endswith("_parse_failures")
-                                         and not k.endswith("_sample_parse_failures")})}
+             for r in rows if (fails := {f: int(v) for f, v in parse_failure_counts(r).items() if v})}
     return Note("unreadable", runs=tuple(found), counts={"runs": found} if found else {})
 
 

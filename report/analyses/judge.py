@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from metrics.base import PARSE_FAILURES as FLAG
+from metrics.base import parse_failure_counts
 from metrics.geval import DIMENSIONS
 from report import policy
 from report.human_agreement import claims as people_claims
@@ -17,14 +19,13 @@ from report.verdict import TaskSets
 from tracking.human_labels import LabelsError
 
 SECTION = "The judge"
-FLAG = "_parse_failures"
 TOP = 3  # disagreements shown
 
 
 def judged_dimensions(rows: list[Row]) -> list[str]:
     """The G-Eval dimensions judged, from the parse-failure count each logs; the defaults first."""
-    found = {key[len("geval_"):-len(FLAG)] for r in rows for key in r
-             if key.startswith("geval_") and key.endswith(FLAG) and not key.endswith("_sample" + FLAG)}
+    found = {f.removeprefix("geval_") for r in rows for f in parse_failure_counts(r)
+             if f.startswith("geval_")}
     return [d for d in DIMENSIONS if d in found or not found] + sorted(found - set(DIMENSIONS))
 
 
