@@ -148,6 +148,7 @@ class Inputs:
     options: Mapping[str, Any] = field(default_factory=dict)
     labels: list[HumanLabel] = field(default_factory=list)
     pairwise: Any = None  # the sweep's pairwise judging (report.pairwise.PairwiseView), if any
+    people: Any = None  # ``labels`` already held against the judge (human_agreement.compare)
 
 
 def runs_with(inputs: Inputs, kept: Callable[[Row], bool],

@@ -110,10 +110,12 @@ def options_key(options: Mapping[str, Any] | None, decide_on: list[str] | None,
 def build_report(rows: list[Row], records_by_run: Records, title: str, requested: list[str] | None = None,
                  judged_pairs: pairwise.PairwiseView | None = None, options: Mapping[str, Any] | None = None,
                  labels: list[HumanLabel] | None = None, more_caveats: Sequence[Note] = (),
-                 more_claims: Sequence[Claim] = ()) -> tuple[str, Row]:
+                 more_claims: Sequence[Claim] = (),
+                 people: human_agreement.HumanAgreement | None = None) -> tuple[str, Row]:
     """report.md and the model it is rendered from (the common rows the plots draw, the
     family of tests, the analyses' claims and notes, the answer, the headline rows);
-    ``requested``: ``report.decide_on``; ``more_caveats``: caveats from outside the runs."""
+    ``requested``: ``report.decide_on``; ``more_caveats``: caveats from outside the runs;
+    ``people``: ``labels`` already held against the judge (compared once, not again)."""
     judged = policy.judged(rows)
     keys = decide_on(rows, records_by_run, requested)
     key = keys[0]
@@ -124,7 +126,7 @@ def build_report(rows: list[Row], records_by_run: Records, title: str, requested
     analysis = Analysis(claims=meta)
     analysis.extend(analyses.run_all(analyses.Inputs(rows, finished, records_by_run, sets, keys,
                                                      decided, dict(options or {}), labels or [],
-                                                     judged_pairs)))
+                                                     judged_pairs, people)))
     analysis.claims += more_claims  # a regression against the baseline: stated in the answer
     # a meta-evaluation measures signals against people: its answer is that, not a verdict
     answers = compose(analysis.claims, keys)
@@ -302,7 +304,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             regressions = _stored_regressions(client, target_run_id, folder)
         text, data = build_report(rows, records, title, requested=decide_on, judged_pairs=judged_pairs,
                                   options=options, labels=labels, more_caveats=judge_notes,
-                                  more_claims=regressions or ())
+                                  more_claims=regressions or (), people=people)
         analysis: Analysis = data["analysis"]
         validation = judge_validation(client, rows, human_agreement.quote(people))
         if validation:

@@ -117,7 +117,7 @@ def meta_evaluation(inputs: Inputs) -> Analysis:
 @register_analysis("human_agreement", 80)
 def human_agreement(inputs: Inputs) -> Analysis:
     try:
-        found = compare(inputs.labels, inputs.records, inputs.rows, warn=False)
+        found = inputs.people or compare(inputs.labels, inputs.records, inputs.rows, warn=False)
     except LabelsError:
         return Analysis()
     return Analysis(claims=people_claims(found))
