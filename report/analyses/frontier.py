@@ -232,8 +232,9 @@ def _recommendation(tasks: Tasks, chosen: Point | None, points: list[Point],
     diff = routing.paired(tasks, chosen.per_task, versus.per_task) if versus is not chosen else None
     # the cheapest point is a choice only where costs differ: with every cost the same (the
     # offline model's $0) there is nothing to ship on
-    costs = {round(p.cost.mean, 12) for p in points if p.cost}
-    decisive = not (why == "cheapest" and len(costs) <= 1)
+    if why == "cheapest" and len({round(p.cost.mean, 12) for p in points if p.cost}) <= 1:
+        why = "same_cost"
+    decisive = why != "same_cost"
     systems = {r["run"]: str(r.get("system") or r["run"]) for r in runs}
     members = policy_of[chosen.name].route if chosen.name in policy_of else None
     return Claim("recommendation", SECTION, (chosen.name, versus.name), key,

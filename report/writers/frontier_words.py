@@ -48,7 +48,7 @@ def recommendation(c: Claim, style: Style, short: bool) -> str:
     arag [+0.030, +0.130], out of sample, at $0.041 a task (stuffing $0.017, arag $0.098)"."""
     f = c.figures
     chosen, versus = c.runs
-    if not c.decisive and f.get("why") == "cheapest":  # every cost the same: cost chooses nothing
+    if f.get("why") == "same_cost":  # every cost the same: cost chooses nothing
         return (f"Nothing to ship on cost: every system costs the same here "
                 f"({_cost(f.get('cost_usd_per_task'))}), and none is shown better on "
                 f"{style.code(str(c.metric))} than the cheapest.")
