@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from metrics.stats import correlation
 from report import (
     analyses,
     baseline,
@@ -179,8 +180,9 @@ def _loop_section(out: list[str], common: list[Row], records_by_run: Records, ke
     swept = len({r.get("max_loops") for r in agents}) > 1
     gap = plots.loops_plot_gap(points, swept=swept)
     out.append("\n## Retrieval and the loop budget\n")
+    found = correlation([p[0] for p in points], [p[1] for p in points]) if points else None
     out.append((f"{gap}\n" if gap else "![recall vs loops](plots/recall_vs_loops.png)\n")
-               + (f"\n{tables.loops_recall(points)}" if points else ""))
+               + (f"\n{tables.loops_recall(found)}" if points else ""))
     if swept:
         out.append("\n![loop budget](plots/loop_budget_curve.png)\n"
                    + tables.loop_budget(agents, key) + "\n" + writers_md.LOOPS_NOTE + "\n")

@@ -10,7 +10,7 @@ from functools import partial
 from typing import Any
 
 from metrics.geval import ERROR_CODES
-from metrics.stats import correlation
+from metrics.stats import Correlation
 from report import policy
 from report.model import Table
 from report.verdict import (
@@ -252,9 +252,8 @@ def loop_budget(agents: Sequence[Row], key: str) -> str:
                             money(r.get("cost_usd_per_task"))] for m, r in curve])
 
 
-def loops_recall(points: list[tuple[float, float]]) -> str:
+def loops_recall(found: Correlation | None) -> str:
     """Spearman's correlation of an agent's loops with its retrieval recall, with its CI."""
-    found = correlation([p[0] for p in points], [p[1] for p in points]) if points else None
     if found is None:
         return ("Loops vs recall: too few agentic tasks with both numbers, or one of them "
                 "never varies, to correlate.\n")
