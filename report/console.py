@@ -259,7 +259,7 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
     if result.console == "full":
         lines = writer.full(result.answer, result.caveat_notes, result.headline, result.key,
                             result.keys or [result.key], result.claims,
-                            [*extra, plain(result.notes).strip()], addresses)
+                            [*extra, plain(result.judge_validation).strip()], addresses)
     else:  # the judge's measured agreement with people is said first among the rest
         judge = [p for p in plain(result.judge_validation).split("\n") if p.strip()]
         lines = writer.summary(plain(result.answer), result.caveat_notes, result.headline,

@@ -198,11 +198,11 @@ def result_of(rows: list[Row], records: Records, title: str, requested: list[str
 
 
 def _result(data: Row, rows: list[Row], records: Records, options: Mapping[str, Any] | None,
-            artifact_uri: str, run_id: str, experiment_id: str, notes: str = "",
-            validation: str = "") -> ReportResult:
+            artifact_uri: str, run_id: str, experiment_id: str, validation: str = ""
+            ) -> ReportResult:
     analysis = data["analysis"]
     return ReportResult(run_id, experiment_id, rows, records, data["keys"][0], artifact_uri,
-                        data["finding"], notes=notes, judge_validation=validation,
+                        data["finding"], judge_validation=validation,
                         keys=data["keys"], decided=data["decided"], answer=data["answer"],
                         claims=analysis.claims, caveat_notes=data["notes"], headline=data["headline"],
                         answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
@@ -346,7 +346,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
         client.set_tag(target_run_id, REPORT_ARTIFACTS_TAG, json.dumps(written))
     result = _result(data, rows, records, options, f"{target.info.artifact_uri}/report.html",
                      target_run_id, target.info.experiment_id,
-                     validation, validation)
+                     validation)
     for run_id, metrics in [(target_run_id, analysis.metrics), *analysis.run_metrics.items()]:
         if metrics:
             RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)

@@ -68,7 +68,6 @@ class ReportResult:
     key: str  # the comparison metric
     artifact_uri: str  # where report.html is
     finding: str  # the key finding, as the report states it
-    notes: str = ""  # notes on the figures: unreadable judge replies, resumed latencies
     judge_validation: str = ""  # the judge's measured agreement with people, or the caveat
     keys: list[str] = field(default_factory=list)  # the decision metrics (report.decide_on)
     decided: list[verdict.Decision] = field(default_factory=list)  # the verdict's tests
