@@ -228,13 +228,16 @@ def options_from(cfg: Any, flags: bool = False) -> Options:
 
 
 def compare_and_publish(client: Any, baseline: str, candidate: str, options: Options,
-                        record: bool = True, comparison: dict[str, Any] | None = None
+                        record: bool = True, comparison: dict[str, Any] | Exception | None = None
                         ) -> tuple[int, str]:
-    """(exit status, what to print): the comparison (``comparison``: one already made),
+    """(exit status, what to print): the comparison (``comparison``: one already made, or
+    why it could not be: it is not tried again),
     logged on the candidate when ``record`` (its report.md and report.html, the description,
     the tags), or the reason it was refused (nothing logged). Without ``record`` nothing in
     the store changes: a what-if comparison never rewrites a stored sweep."""
     try:
+        if isinstance(comparison, Exception):
+            raise comparison
         comparison = comparison or run_comparison(client, baseline, candidate, options)
     except (NotComparable, SweepNotFound) as exc:
         return REFUSED_EXIT, f"baseline comparison refused: {exc}"

@@ -16,8 +16,10 @@ from urllib.parse import unquote, urlparse
 from arag.redact import redact
 from report import policy
 from report.policy import comparison_order
-from report.writers.cells import lacking
+from report.writers.cells import PLAIN, lacking
+from report.writers.markdown import sweep_answer
 from report.writers.verdict_words import stopped_words
+from report.writers.words import say
 from tracking.paths import DEFAULT_URI, resolve_tracking_uri, ui_address
 from tracking.runs import RunTracker
 
@@ -256,13 +258,15 @@ def verdict(result: ReportResult, tracking_uri: str) -> str:
         extra.insert(0, "not finished: " + ", ".join(
             f"{r['run']} ({'; '.join(filter(None, [r['status'], stopped_words(r)]))})"
             for r in not_finished))
+    keys = result.keys or [result.key]
+    answer = sweep_answer(result.claims, keys, result.answers, result.finished, PLAIN) \
+        if result.answers else result.answer  # (a model built by hand has only its words)
+    trust = [say(c, PLAIN) for c in result.trust]
     if result.console == "full":
-        lines = writer.full(result.answer, result.caveat_notes, result.headline, result.key,
-                            result.keys or [result.key], result.claims,
-                            [*extra, plain(result.judge_validation).strip()], addresses)
+        lines = writer.full(answer, result.caveat_notes, result.headline, result.key, keys,
+                            result.claims, [*extra, *trust], addresses)
     else:  # the judge's measured agreement with people is said first among the rest
-        judge = [p for p in plain(result.judge_validation).split("\n") if p.strip()]
-        lines = writer.summary(plain(result.answer), result.caveat_notes, result.headline,
+        lines = writer.summary(answer, result.caveat_notes, result.headline,
                                result.key, result.claims, result.answered,
-                               [*extra[:1], *judge[:1], *extra[1:]], addresses)
+                               [*extra[:1], *trust[:1], *extra[1:]], addresses)
     return "\n".join(["", *lines])

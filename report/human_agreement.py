@@ -213,11 +213,9 @@ def claims(found: HumanAgreement) -> list[Claim]:
     ] if found.labels else []
 
 
-def quote(found: HumanAgreement) -> str:
-    """The verdict's sentence on the judge's agreement with these labels (empty: nothing
-    was compared)."""
-    from report.writers.words import say
-
-    return say(Claim("people_agreement", "How far the judge can be trusted", figures={
+def agreement(found: HumanAgreement) -> list[Claim]:
+    """The judge's agreement with these labels, as the judge's trust states it first (none:
+    nothing was compared)."""
+    return [Claim("people_agreement", "How far the judge can be trusted", figures={
         "sources": found.sources, "low": LOW_KAPPA, "judge": [asdict(a) for a in found.compared]})
-    ) + "\n" if found.compared else ""
+    ] if found.compared else []

@@ -4,6 +4,7 @@ judge's measured agreement with people from the store (docs/validate-your-judge.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from report.model import Claim, Note
@@ -33,7 +34,7 @@ def is_meta_evaluation(rows: list[Row]) -> bool:
     return bool(rows) and all(signals(r) for r in rows)
 
 
-def _signal(row: Row, s: str) -> dict[str, Any]:
+def signal_figures(row: Row, s: str) -> dict[str, Any]:
     return {"balanced_accuracy": row.get(s + SUFFIX), "ci_low": row.get(f"{s}{SUFFIX}_ci_low"),
             "ci_high": row.get(f"{s}{SUFFIX}_ci_high"), "n": row.get(f"{s}_n")}
 
@@ -42,20 +43,8 @@ def meta_findings(rows: list[Row]) -> list[Claim]:
     """Each meta-evaluation run's key finding: every signal's balanced accuracy, the split."""
     return [Claim("meta_evaluation", "Key finding", (row["run"],), key=True, figures={
         "split": row.get("dataset_split"), "domain": row.get("dataset_domain"),
-        "signals": {s: _signal(row, s) for s in signals(row)}, "published": dict(PUBLISHED)})
+        "signals": {s: signal_figures(row, s) for s in signals(row)}, "published": dict(PUBLISHED)})
         for row in rows if signals(row)]
-
-
-def meta_answer(rows: list[Row]) -> str:
-    """The report's one-sentence answer for a meta-evaluation: the best signal's figure."""
-    from report.writers.judge_words import best_signal
-
-    scored = [(row, s) for row in rows for s in signals(row) if row.get(s + SUFFIX) is not None]
-    if not scored:
-        return "Meta-evaluation: no signal has a balanced accuracy (no item was decided)."
-    row, best = max(scored, key=lambda p: p[0][p[1] + SUFFIX])
-    return best_signal(best, _signal(row, best), {"domain": row.get("dataset_domain"),
-                                                  "split": row.get("dataset_split")})
 
 
 def signal_tables(rows: list[Row]) -> list[Claim]:
@@ -64,7 +53,7 @@ def signal_tables(rows: list[Row]) -> list[Claim]:
         "meta_signals", f"Agreement with people: {row['run']}", (row["run"],), figures={
             "domain": row.get("dataset_domain"), "split": row.get("dataset_split"),
             "edits": list(EDITS), "published": dict(PUBLISHED), "signals": {
-                s: {**_signal(row, s), **{k: row.get(f"{s}_{k}") for k in SHOWN}}
+                s: {**signal_figures(row, s), **{k: row.get(f"{s}_{k}") for k in SHOWN}}
                 for s in signals(row)}})
         for row in rows if signals(row)]
 
@@ -91,7 +80,7 @@ def _validation(run: Any, model_id: str, judge: str) -> Claim:
                      "model_id": model_id, "floor": VALIDATION_FLOOR, "run_id": run.info.run_id,
                      "domain": params.get("dataset.options.domain"),
                      "split": params.get("dataset.split"),
-                     **_signal(m, VALIDATING_SIGNAL)})
+                     **signal_figures(m, VALIDATING_SIGNAL)})
 
 
 def validations(client: Any, rows: list[Row]) -> list[Claim]:
@@ -104,18 +93,15 @@ def validations(client: Any, rows: list[Row]) -> list[Claim]:
             for model_id, name, version in judges]
 
 
-def judge_caveats(client: Any, rows: list[Row]) -> list[Note]:
+def judge_caveats(validated: Sequence[Claim]) -> list[Note]:
     """A caveat for each judge that was measured against people and did not beat chance."""
-    return [Note("judge_below_chance", counts=dict(c.figures)) for c in validations(client, rows)
+    return [Note("judge_below_chance", counts=dict(c.figures)) for c in validated
             if c.kind == "judge_below_chance"]
 
 
-def judge_validation(client: Any, rows: list[Row], checked_by_people: str = "") -> str:
-    """The judge's measured agreement with people, or that it has none (a judge not better than
-    chance: ``judge_caveats``); ``checked_by_people`` (``human_agreement.quote``) comes first
-    and replaces the "none"."""
-    from report.writers.words import say
-
-    said = [say(c) + "\n" for c in validations(client, rows) if c.kind == "judge_validated"
-            or c.kind == "judge_unvalidated" and not checked_by_people]
-    return "\n".join([checked_by_people, *said] if checked_by_people else said)
+def trust(validated: Sequence[Claim], people: Sequence[Claim] = ()) -> list[Claim]:
+    """How far the judge can be trusted: its agreement with people's labels (``people``,
+    ``human_agreement.agreement``) first, which replaces "unvalidated"; then each judge the
+    store measured (one not better than chance is a caveat instead: ``judge_caveats``)."""
+    return [*people, *(c for c in validated if c.kind == "judge_validated"
+                       or c.kind == "judge_unvalidated" and not people)]

@@ -30,7 +30,8 @@ def description(result: ReportResult) -> str:
     keys = result.keys or [result.key]
     found = [say(c) for c in result.claims if c.key and c.kind not in FAMILY_KINDS | {"plot"}]
     parts = [f"**{result.answer}**" if result.answer else "", banner(result.caveat_notes),
-             headline_table(result.headline, result.key), result.judge_validation,
+             headline_table(result.headline, result.key),
+             "\n".join(say(c) + "\n" for c in result.trust),
              f"**Verdict** (decided on {', '.join(f'`{k}`' for k in keys)}): "
              + key_finding(result.claims, keys, result.headline) if result.finding else "",
              "\n\n".join(found),

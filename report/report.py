@@ -27,13 +27,12 @@ from report import (
 )
 from report.analyses import sequential
 from report.answer import compose
-from report.meta_eval import judge_caveats, judge_validation
 from report.model import Analysis, Claim, Note
 from report.policy import comparison_order, report_metrics
 from report.result import ReportResult, compared, run_fields
 from report.verdict import common_rows, task_sets
-from report.writers import corrected_words, tables, words
 from report.writers import markdown as writers_md
+from report.writers import tables, words
 from report.writers.html import html_body, readable_markdown, to_html, with_added_sections
 from tracking.human_labels import HumanLabel, read_feedback_labels, read_labels_file
 from tracking.runs import RunTracker
@@ -129,11 +128,9 @@ def build_report(rows: list[Row], records_by_run: Records, title: str, requested
                                                      decided, dict(options or {}), labels or [],
                                                      judged_pairs, people)))
     analysis.claims += more_claims  # a regression against the baseline: stated in the answer
-    # a meta-evaluation measures signals against people: its answer is that, not a verdict
     answers = compose(analysis.claims, keys)
     headline = verdict.headline_rows(sets, finished, key, keys[1:])
-    answer = (meta_eval.meta_answer(finished) if meta else
-              corrected_words.answer(analysis.claims, keys, words.answer(answers)))
+    answer = writers_md.sweep_answer(analysis.claims, keys, answers, finished)
     notes = [*analysis.notes, *more_caveats]
     out = [f"# {title}\n", f"**Answer:** {answer}\n", writers_md.banner(notes),
            writers_md.runs_line(rows, keys), writers_md.data_line(rows),
@@ -198,12 +195,13 @@ def result_of(rows: list[Row], records: Records, title: str, requested: list[str
 
 
 def _result(data: Row, rows: list[Row], records: Records, options: Mapping[str, Any] | None,
-            artifact_uri: str, run_id: str, experiment_id: str, validation: str = ""
+            artifact_uri: str, run_id: str, experiment_id: str, trust: Sequence[Claim] = ()
             ) -> ReportResult:
     analysis = data["analysis"]
     return ReportResult(run_id, experiment_id, rows, records, data["keys"][0], artifact_uri,
-                        data["finding"], judge_validation=validation,
+                        data["finding"], trust=list(trust),
                         keys=data["keys"], decided=data["decided"], answer=data["answer"],
+                        answers=data["answers"],
                         claims=analysis.claims, caveat_notes=data["notes"], headline=data["headline"],
                         answered=[c for a in data["answers"] for c in [*a.claims, *a.pending]],
                         console=getattr(console_mode := (options or {}).get("console"), "value",
@@ -301,16 +299,16 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             if sweep else []
         # refused labels stop the report before anything is written
         people = human_agreement.compare(labels, records, rows)
-        judge_notes = judge_caveats(client, rows)
+        validated = meta_eval.validations(client, rows)  # the store read once
         if regressions is None and sweep:
             regressions = _stored_regressions(client, target_run_id, folder)
         text, data = build_report(rows, records, title, requested=decide_on, judged_pairs=judged_pairs,
-                                  options=options, labels=labels, more_caveats=judge_notes,
+                                  options=options, labels=labels,
+                                  more_caveats=meta_eval.judge_caveats(validated),
                                   more_claims=regressions or (), people=people)
         analysis: Analysis = data["analysis"]
-        validation = judge_validation(client, rows, human_agreement.quote(people))
-        if validation:
-            text += "\n## How far the judge can be trusted\n\n" + validation
+        trust = meta_eval.trust(validated, human_agreement.agreement(people))
+        text += writers_md.trust_section(trust)
         key = data["keys"][0]
         plot_dir = folder / "plots"
         plot_dir.mkdir()
@@ -332,7 +330,8 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             html_body(writers_md.summary(data["answer"], data["headline"], key, analysis.claims))),
             encoding="utf-8")
         # every claim and note with the words the Markdown writer gives it (``text``)
-        found = [{**item.record(), "text": words.say(item)} for item in [*analysis.claims, *data["notes"]]]
+        found = [{**item.record(), "text": words.say(item)}
+                 for item in [*analysis.claims, *trust, *data["notes"]]]
         artifacts = {"findings.jsonl": found, **analysis.artifacts} if found else {}
         written = sorted(artifacts)
         for name in json.loads(target.data.tags.get(REPORT_ARTIFACTS_TAG) or "[]"):
@@ -345,8 +344,7 @@ def _write_report(client, target: Any, runs: list[Any], title: str, sweep: bool,
             client.log_artifact(target_run_id, str(path), "plots")
         client.set_tag(target_run_id, REPORT_ARTIFACTS_TAG, json.dumps(written))
     result = _result(data, rows, records, options, f"{target.info.artifact_uri}/report.html",
-                     target_run_id, target.info.experiment_id,
-                     validation)
+                     target_run_id, target.info.experiment_id, trust)
     for run_id, metrics in [(target_run_id, analysis.metrics), *analysis.run_metrics.items()]:
         if metrics:
             RunTracker(client, run_id, target.info.experiment_id).log_metrics(metrics)

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from report import verdict
+from report.answer import Answer
 from report.model import Claim, Note
 from report.verdict import headline_rows, task_sets
 
@@ -68,13 +69,14 @@ class ReportResult:
     key: str  # the comparison metric
     artifact_uri: str  # where report.html is
     finding: str  # the key finding, as the report states it
-    judge_validation: str = ""  # the judge's measured agreement with people, or the caveat
+    trust: list[Claim] = field(default_factory=list)  # how far the judge can be trusted
     keys: list[str] = field(default_factory=list)  # the decision metrics (report.decide_on)
     decided: list[verdict.Decision] = field(default_factory=list)  # the verdict's tests
     answer: str = ""  # the one sentence that answers the question, said first everywhere
     claims: list[Claim] = field(default_factory=list)  # every analysis's claims
     caveat_notes: list[Note] = field(default_factory=list)  # every analysis's notes
     answered: list[Claim] = field(default_factory=list)  # the claims the answer states
+    answers: list[Answer] = field(default_factory=list)  # the answer, per dataset
     console: str = "summary"  # report.console: summary or full
     headline: list[dict[str, Any]] = field(default_factory=list)  # verdict.headline_rows
 

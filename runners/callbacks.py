@@ -315,7 +315,7 @@ class MLflowSweepCallback(Callback):
         try:
             self.result = write_sweep_report(
                 self.client, self.parent, self.decide_on, self.human_labels,
-                self._report_options(), claims(comparison) if comparison else [])
+                self._report_options(), claims(comparison) if isinstance(comparison, dict) else [])
             self.client.set_tag(self.parent["run_id"], REPORT_RUNS_TAG,
                                 runs_key(row["run_id"] for row in self.result.rows))
             overview.publish(self.client, self.result)  # the verdict, first thing in the UI
@@ -352,19 +352,20 @@ class MLflowSweepCallback(Callback):
             return {}
         return dict(OmegaConf.to_container(self.report_cfg, resolve=True))  # type: ignore[arg-type]
 
-    def _baseline_comparison(self, run_id: str) -> dict[str, Any] | None:
+    def _baseline_comparison(self, run_id: str) -> dict[str, Any] | Exception | None:
         """The sweep held against ``report.baseline``, not yet logged; None without a
-        baseline, or where it is refused or fails (``_compare_with_baseline`` says why)."""
+        baseline; where it is refused or fails, why (``_compare_with_baseline`` says it,
+        without loading the two sweeps again)."""
         if self.report_cfg is None or not self.report_cfg.baseline:
             return None
         try:
             return run_comparison(self.client, str(self.report_cfg.baseline), run_id,
                                   options_from(self.report_cfg))
-        except Exception:  # noqa: BLE001 - refused or failed: said when it is logged
-            return None
+        except Exception as exc:  # noqa: BLE001 - refused or failed: said when it is logged
+            return exc
 
-    def _compare_with_baseline(self, run_id: str, comparison: dict[str, Any] | None = None
-                               ) -> None:
+    def _compare_with_baseline(self, run_id: str,
+                               comparison: dict[str, Any] | Exception | None = None) -> None:
         """Hold the sweep (its parent ``run_id``) against ``report.baseline`` (``comparison``:
         already made) and log it; the exit status is the decision's."""
         if self.report_cfg is None or not self.report_cfg.baseline:

@@ -25,9 +25,10 @@ from arag.systems import System
 from arag.trace import called_a_tool, model_calls
 from metrics import aggregate
 from metrics.judging import JUDGE_TEMPERATURE
-from report.console import headline_metrics, plain
+from report.console import headline_metrics
 from report.plots import run_plots
 from report.writers.caveat_words import tool_call_caveat
+from report.writers.cells import PLAIN
 from runners.config import RunConfig
 from runners.errors import TO_ASK_AGAIN, error_metrics, judge_error_counts, zero_stale_counts
 from runners.evaluate import dataset_features, evaluate, window_rule
@@ -149,8 +150,8 @@ def flag_tasks_without_tool_call(tracker: track.RunTracker, system: str,
     The run is not failed: some tasks need no tool."""
     if not metrics.get("tasks_without_tool_call"):
         return
-    note = plain(tool_call_caveat(int(metrics["tasks_without_tool_call"]),
-                                  int(metrics["n_answered"])))
+    note = tool_call_caveat(int(metrics["tasks_without_tool_call"]), int(metrics["n_answered"]),
+                            PLAIN)
     log.warning("%s: %s", system, note)
     tracker.set_tags({track.NO_TOOL_CALL_TAG: note})
 

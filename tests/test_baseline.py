@@ -332,3 +332,19 @@ def test_a_baseline_on_a_single_run_or_one_not_found_stops_before_any_run(tmp_pa
     assert missing.returncode == 2
     assert "report.baseline='nope': no sweep has that run id, name" in missing.stderr
     assert all_runs(tmp_path) == []
+
+
+def test_a_refusal_already_met_is_said_without_loading_the_sweeps_again(monkeypatch):
+    """A sweep's callback holds it against its baseline before its report; a refusal there
+    is worded from that one attempt, not by loading both sweeps a second time."""
+    import report.baseline_report as gate
+
+    def load_again(*_: object) -> None:
+        raise AssertionError("the two sweeps were loaded again")
+
+    monkeypatch.setattr(gate, "run_comparison", load_again)
+    refused = NotComparable("the baseline 'b' is on dataset 'sample', the candidate on 'mini'")
+    status, said = gate.compare_and_publish(None, "b", "c", Options(), comparison=refused)
+    assert status == gate.REFUSED_EXIT
+    assert said == "baseline comparison refused: the baseline 'b' is on dataset 'sample', " \
+        "the candidate on 'mini'"

@@ -24,6 +24,7 @@ from labelling import (
 from metrics.agreement import kappa
 from report import human_agreement
 from report.writers.markdown import section_of
+from report.writers.words import say
 from tests import forked
 from tests.conftest import ROOT, store_overrides
 from tracking.human_labels import HumanLabel, LabelsError, read_feedback_labels, read_labels_file
@@ -115,7 +116,10 @@ def test_agreement_per_dimension_between_labellers_and_the_low_flag():
     assert "## Agreement with your labels" in text and "### Between labellers" in text
     assert "| `geval_coverage` | 1-5 | 20 | quadratic-weighted kappa -" in text
     assert "**low** (< 0.4)" in text and "| `geval_faithfulness` | ana, bo | 10 |" in text
-    quote = human_agreement.quote(found)
+    (agreement,) = human_agreement.agreement(found)
+    assert [(a["dimension"], a["kappa"]["n"]) for a in agreement.figures["judge"]] == \
+        [("geval_coverage", 20), ("geval_faithfulness", 50)]
+    quote = say(agreement)
     assert quote.startswith("**Judge checked against your labels:** `geval_coverage` "
                             "quadratic-weighted kappa -")
     assert "(n=50)" in quote and "(n=20) — **low**" in quote
@@ -149,24 +153,25 @@ def store(tmp_path_factory) -> Path:
 def test_the_verdict_quotes_the_labels_instead_of_the_unvalidated_caveat(store):
     from mlflow import MlflowClient
 
-    from report.meta_eval import judge_validation
+    from report.meta_eval import trust, validations
 
     client = MlflowClient(tracking_uri=f"sqlite:///{store}/mlflow.db")
     judged = [{"judge_calls": 12.0, "judge": "claude-haiku-4-5",
                "judge_model_id": "claude-haiku-4-5", "judge_prompt_version": "v"}]
-    assert "Judge unvalidated" in judge_validation(client, judged)
+    measured = validations(client, judged)
+    assert [c.kind for c in trust(measured)] == ["judge_unvalidated"]
     found = human_agreement.compare(
         [label(f"t{k}", "arag", "geval_faithfulness", 1 + k % 5) for k in range(20)],
         records(), ROWS)
-    quoted = judge_validation(client, judged, human_agreement.quote(found))
-    assert "Judge unvalidated" not in quoted
-    assert quoted.startswith("**Judge checked against your labels:**")
+    (quoted,) = trust(measured, human_agreement.agreement(found))  # the caveat is gone
+    assert quoted.kind == "people_agreement"
+    assert say(quoted).startswith("**Judge checked against your labels:**")
     # labels that match no judged answer quote nothing: the caveat stays
     unscored = [{**rec, "geval_faithfulness": None} for rec in records()["r1"]]
     none = human_agreement.compare([label("t1", "arag", "geval_faithfulness", 3)],
                                    {"r1": unscored}, ROWS)
-    assert human_agreement.quote(none) == ""
-    assert "Judge unvalidated" in judge_validation(client, judged, human_agreement.quote(none))
+    assert human_agreement.agreement(none) == []
+    assert [c.kind for c in trust(measured, human_agreement.agreement(none))] == ["judge_unvalidated"]
 
 
 def test_human_feedback_on_traces_is_read_back_as_labels(store):

@@ -225,3 +225,18 @@ def test_a_bin_reads_as_a_range_whose_edges_can_be_told_apart():
     assert value_range(None, 2_572, " tokens") == "below 2.6k tokens"
     assert value_range(4_520, None, " tokens") == "4.5k tokens and above"
     assert value_range(2_481.4, 2_530.0, " tokens") == "2,481–2,530 tokens"  # both 2.5k
+
+
+def test_the_terminal_shows_words_never_markdown_marks():
+    """The console renders the model in its own style (nothing stripped afterwards): no
+    emphasis or code marks in either mode, the answer included."""
+    rows, records = three_runs_one_skipping()
+    for mode in ("summary", "full"):
+        result = result_of(rows, records, "t", ["geval_coverage"],
+                           options={"slice_by": ["document_tokens"], "console": mode},
+                           artifact_uri="file:///store/1/p/artifacts/report.html", run_id="p",
+                           experiment_id="1")
+        printed = console.verdict(result, "sqlite:///mlruns/mlflow.db")
+        assert "**" not in printed and "`" not in printed, mode
+        assert printed.lstrip().startswith("Decided: arag beats naive on geval_coverage"), mode
+        assert "Ship stuffing: +0.384 geval_coverage over naive" in " ".join(printed.split())

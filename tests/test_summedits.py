@@ -226,16 +226,17 @@ def test_a_meta_evaluation_run_on_the_test_split_is_recomputable_and_beats_numer
 def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(tmp_path):
     from mlflow import MlflowClient
 
-    from report.meta_eval import judge_caveats, judge_validation
+    from report.meta_eval import judge_caveats, trust, validations
+    from report.writers.words import say
     from runners.identity import prompt_versions
 
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     version = prompt_versions()["judge_prompt_version"]
     judged = [{"judge_calls": 12.0, "judge": "claude-haiku-4-5",
                "judge_model_id": "claude-haiku-4-5", "judge_prompt_version": version}]
-    caveat = judge_validation(client, judged)
-    assert "Judge unvalidated" in caveat
-    assert "python run.py dataset=summedits judge=claude-haiku-4-5" in caveat
+    (unvalidated,) = trust(validations(client, judged))
+    assert (unvalidated.kind, unvalidated.figures["judge"]) == ("judge_unvalidated", "claude-haiku-4-5")
+    assert "python run.py dataset=summedits judge=claude-haiku-4-5" in say(unvalidated)
     exp = client.create_experiment("summedits")
     run = client.create_run(exp)
     for key, value in {"dataset.adapter": "summedits", "judge.model_id": "claude-haiku-4-5",
@@ -247,23 +248,27 @@ def test_a_judged_run_quotes_its_judges_measured_agreement_or_says_it_has_none(t
                        "geval_faithfulness_balanced_accuracy_ci_high": 0.85,
                        "geval_faithfulness_n": 551}.items():
         client.log_metric(run.info.run_id, key, value)
-    quoted = judge_validation(client, judged)
-    assert quoted.startswith("**Judge validated:**") and judge_caveats(client, judged) == []
+    (validated,) = trust(validations(client, judged))
+    assert judge_caveats(validations(client, judged)) == []
+    f = validated.figures
+    assert (validated.kind, f["balanced_accuracy"], f["ci_low"], f["ci_high"], f["n"], f["floor"]) \
+        == ("judge_validated", 0.81, 0.77, 0.85, 551, 0.5)
+    assert (f["run_id"], f["domain"], f["split"]) == (run.info.run_id, "ectsum", "test")
+    quoted = say(validated)
+    assert quoted.startswith("**Judge validated:**")
     assert "81.0%" in quoted and "[95% CI 77.0, 85.0]" in quoted
     assert "its CI above 50.0% (chance)" in quoted
     assert run.info.run_id in quoted and "ectsum domain, test split" in quoted
     other = [{**judged[0], "judge_prompt_version": "older"}]  # other prompts: not measured
-    assert "Judge unvalidated" in judge_validation(client, other)
+    assert [c.kind for c in trust(validations(client, other))] == ["judge_unvalidated"]
     # measured at chance (G-Eval faithfulness at 47.7% [38.3, 56.7]): never "validated";
     # said among the caveats, with the figure and the floor
     for key, value in {"geval_faithfulness_balanced_accuracy": 0.477,
                        "geval_faithfulness_balanced_accuracy_ci_low": 0.383,
                        "geval_faithfulness_balanced_accuracy_ci_high": 0.567}.items():
         client.log_metric(run.info.run_id, key, value)
-    assert judge_validation(client, judged) == ""
-    from report.writers.words import say
-
-    (note,) = judge_caveats(client, judged)
+    assert trust(validations(client, judged)) == []
+    (note,) = judge_caveats(validations(client, judged))
     caveat = say(note)
     assert caveat.startswith("Judge measured, not better than chance: `claude-haiku-4-5` (these "
                              "judge prompts) agrees with people at balanced accuracy 47.7% "

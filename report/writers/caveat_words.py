@@ -96,9 +96,9 @@ def tool_call_words(without: int, answered: int, void: bool, style: Style) -> st
             f"answers. If the model rarely calls tools, use {TOOL_CALLING_FIX}.")
 
 
-def tool_call_caveat(without: int, answered: int) -> str:
+def tool_call_caveat(without: int, answered: int, style: Style = MARKDOWN) -> str:
     """The runner's warning for an agentic run with answered tasks without a tool call."""
-    return tool_call_words(without, answered, policy.agentic_void(without, answered), MARKDOWN)
+    return tool_call_words(without, answered, policy.agentic_void(without, answered), style)
 
 
 @words("tool_calls")

@@ -199,6 +199,18 @@ def best_signal(name: str, f: Mapping[str, Any], where: Mapping[str, Any], style
             f"labels is {_figure(name, f, style)} balanced accuracy ({_split(where)}).")
 
 
+def meta_answer(rows: Sequence[dict[str, Any]], style: Style = MARKDOWN) -> str:
+    """A meta-evaluation's one-sentence answer: the best signal's figure."""
+    from report.meta_eval import SUFFIX, signal_figures, signals
+
+    scored = [(row, s) for row in rows for s in signals(row) if row.get(s + SUFFIX) is not None]
+    if not scored:
+        return "Meta-evaluation: no signal has a balanced accuracy (no item was decided)."
+    row, best = max(scored, key=lambda p: p[0][p[1] + SUFFIX])
+    return best_signal(best, signal_figures(row, best), {"domain": row.get("dataset_domain"),
+                                                         "split": row.get("dataset_split")}, style)
+
+
 @words("meta_evaluation")
 def meta_evaluation(c: Claim, style: Style, short: bool) -> str:
     f = c.figures

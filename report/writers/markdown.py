@@ -9,11 +9,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from report import policy
+from report.answer import Answer
+from report.meta_eval import is_meta_evaluation
 from report.model import Claim, Note
 from report.verdict import TaskSets, by_dataset, tasks_asked
+from report.writers import corrected_words, judge_words
 from report.writers.cells import MARKDOWN, Style, count, lacking, markdown_table, money, number
 from report.writers.verdict_words import stopped_words
-from report.writers.words import grouped, say
+from report.writers.words import answer, grouped, say
 
 Row = dict[str, Any]
 
@@ -142,11 +145,27 @@ def banner(notes: Sequence[Note], style: Style = MARKDOWN) -> str:
             + "".join(f"> - {say(n, style)}\n" for n in grouped(notes)))
 
 
+def sweep_answer(claims: Sequence[Claim], keys: Sequence[str], answers: Sequence[Answer],
+                 finished: Sequence[Row], style: Style = MARKDOWN) -> str:
+    """The sweep's one-sentence answer as every writer states it: a meta-evaluation's best
+    signal; else the claims' answer, with the judge's raw answer beside a corrected one."""
+    
+    if is_meta_evaluation(list(finished)):
+        return judge_words.meta_answer(finished, style)
+    return corrected_words.answer(claims, keys, answer(answers, style), style)
+
+
 def summary(answer: str, headline: Sequence[Row], key: str, claims: Sequence[Claim]) -> str:
     """What compare.html opens with: the answer, the headline table and the key claims."""
     found = [f"- {say(c)}" for c in claims if c.key and c.kind not in FAMILY_KINDS | {"plot"}]
     return (f"**Answer:** {answer}\n\n" + headline_table(headline, key)
             + ("\n" + "\n".join(found) + "\n" if found else ""))
+
+
+def trust_section(trust: Sequence[Claim]) -> str:
+    """report.md's last section: how far the judge can be trusted (``meta_eval.trust``)."""
+    return "\n## How far the judge can be trusted\n\n" + "\n".join(
+        say(c) + "\n" for c in trust) if trust else ""
 
 
 def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:
