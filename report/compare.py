@@ -11,6 +11,7 @@ from __future__ import annotations
 import html
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 from arag.datasets.features import known_features
@@ -26,79 +27,9 @@ from tracking.traces import trace_route
 
 log = logging.getLogger(__name__)
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:1em;font-size:13px}
-table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:4px;
-vertical-align:top;text-align:left}th{background:#f3f3f3;position:sticky;top:0}
-.q{min-width:14em;max-width:22em}.out{white-space:pre-wrap;max-width:30em}
-.scores{color:#333;margin-top:.4em}.err{color:#b00020}.gold{background:#d9f2d9;font-weight:bold}
-.chunk{font-family:monospace;font-size:11px;display:inline-block;margin:1px 2px;padding:0 2px}
-.diff{font-weight:bold}.controls{margin:.5em 0 1em}.muted{color:#777}
-.scroll{overflow:auto;max-width:100%;max-height:85vh;border:1px solid #ddd}
-.trace-note{margin-top:.3em;color:#333}.trace-note input{font-size:11px;width:100%}
-.repeats{display:flex;gap:.5em}.repeat{flex:1;min-width:14em;border-left:2px solid #ddd;
-padding-left:.4em}
-"""
-
-_SCRIPT = """
-const higherIsBetter = JSON.parse(document.getElementById('directions').textContent);
-const origin = (() => { try { const u = new URL(location.href.replace(/^blob:/, ''));
-  return /^https?:$/.test(u.protocol) ? u.origin : null; } catch (e) { return null; } })();
-if (origin) document.querySelectorAll('a.trace').forEach(a => {
-  a.href = origin + a.getAttribute('data-route'); });
-// A trace opens in a new tab. MLflow's artifact viewer is a sandboxed frame that lets no
-// link leave it (no popups, no top navigation; following one there blanks the pane), so
-// there the link shows its address to open in a new tab instead, and the page stays.
-function showAddress(a) {
-  let note = a.parentNode.querySelector('.trace-note');
-  if (!note) { note = document.createElement('div'); note.className = 'trace-note';
-    a.parentNode.appendChild(note); }
-  note.textContent = 'This viewer cannot open links: open this address in a new tab ';
-  const box = document.createElement('input'); box.readOnly = true; box.value = a.href;
-  note.appendChild(box); box.focus(); box.select();
-}
-document.querySelectorAll('a.trace').forEach(a => a.addEventListener('click', e => {
-  e.preventDefault();
-  let opened = null;
-  try { opened = window.open(a.href, '_blank'); } catch (err) { opened = null; }
-  if (opened) { opened.opener = null; } else { showAddress(a); }
-}));
-function score(tr, run, metric) {
-  const v = JSON.parse(tr.getAttribute('data-scores'))[run]; return v ? v[metric] : null; }
-function sortRows() {
-  const a = +document.getElementById('runA').value, b = +document.getElementById('runB').value;
-  const metric = document.getElementById('metric').value;
-  const body = document.getElementById('rows');
-  const rows = [...body.querySelectorAll('tr')];
-  rows.forEach(tr => { const x = score(tr, a, metric), y = score(tr, b, metric);
-    const d = (x == null || y == null) ? null : x - y;
-    tr.dataset.diff = d == null ? '' : d;
-    tr.querySelector('.diff').textContent = d == null ? 'n/a' : (d > 0 ? '+' : '') + d.toFixed(3); });
-  // the first run's advantage first, by the metric's direction (report.policy)
-  const sign = higherIsBetter[metric] === false ? -1 : 1;
-  rows.sort((r, s) => { const x = r.dataset.diff, y = s.dataset.diff;
-    if (x === '') return y === '' ? 0 : 1; if (y === '') return -1; return sign * (+y - +x); });
-  rows.forEach(tr => body.appendChild(tr));
-}
-['runA', 'runB', 'metric'].forEach(id => document.getElementById(id).onchange = sortRows);
-sortRows();
-// filter by a document feature's value (or numeric bin)
-const featureValues = JSON.parse(document.getElementById('features').textContent);
-const featureBox = document.getElementById('feature'), valueBox = document.getElementById('featureValue');
-function filterRows() {
-  const f = featureBox.value, v = valueBox.value; let shown = 0;
-  document.querySelectorAll('#rows tr').forEach(tr => {
-    const keep = !f || JSON.parse(tr.getAttribute('data-features'))[f] === v;
-    tr.style.display = keep ? '' : 'none'; shown += keep; });
-  document.getElementById('shown').textContent = shown;
-}
-featureBox.onchange = () => {
-  valueBox.innerHTML = '';
-  (featureValues[featureBox.value] || []).forEach(v => {
-    const o = document.createElement('option'); o.textContent = v; valueBox.appendChild(o); });
-  filterRows(); };
-valueBox.onchange = filterRows;
-"""
+# the page's own CSS and script, inlined into it (nothing is fetched)
+_STYLE, _SCRIPT = (Path(__file__).with_name(f"compare.{kind}").read_text(encoding="utf-8")
+                   for kind in ("css", "js"))
 
 
 def score_fields(records: dict[str, list[dict[str, Any]]], key: str) -> list[str]:
