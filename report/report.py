@@ -22,7 +22,6 @@ from report import (
     pairwise,
     plots,
     policy,
-    spend,
     verdict,
 )
 from report.analyses import sequential
@@ -34,6 +33,7 @@ from report.verdict import common_rows, task_sets
 from report.writers import markdown as writers_md
 from report.writers import tables, words
 from report.writers.html import html_body, readable_markdown, to_html, with_added_sections
+from tracking import spend
 from tracking.human_labels import HumanLabel, read_feedback_labels, read_labels_file
 from tracking.runs import RunTracker
 from tracking.sweeps import child_runs, run_records
@@ -151,7 +151,7 @@ def build_report(rows: list[Row], records_by_run: Records, title: str, requested
     common = common_rows(sets, [*shown, "word_count", "loops"])
     out.append(tables.quality_section(common, finished, len(sets.all_ids), judged))
     out.append("\n## Cost and latency\n\n" + tables.cost(finished, headline, judged)
-               + spend.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
+               + tables.total_line(rows, *((judged_pairs.cost_usd, judged_pairs.cost_usd_earlier)
                                           if judged_pairs else ()))
                + writers_md.latency_cache_note(finished))
     gap = plots.cost_plot_gap(finished, key)

@@ -24,9 +24,9 @@ from hydra.core.utils import JobReturn
 
 from metrics.sequential import stop_reason
 from report.analyses.sequential import looks_at
-from report.spend import journal_entries, spend_until
 from runners.preflight import check_jobs, job_configs
 from tracking import runs as track
+from tracking.spend import journal_entries, spend_until
 from tracking.sweeps import run_records
 
 log = logging.getLogger(__name__)

@@ -117,7 +117,7 @@ def test_a_cost_mean_over_part_of_the_answered_tasks_is_logged_with_its_n_and_sa
 def test_a_run_that_failed_before_logging_its_spend_is_read_from_its_journal(tmp_path):
     from arag.llm.base import Usage
     from arag.llm.cache import SpendJournal
-    from report.spend import annotate
+    from tracking.spend import annotate
 
     journal = SpendJournal(tmp_path / "spend.jsonl", attempt="now")
     SpendJournal(journal.path, attempt="killed").record(0.004, Usage(10, 5))

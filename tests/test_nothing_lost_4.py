@@ -226,7 +226,8 @@ def _run(run_id: str, journal: Path, tags: dict[str, str] | None = None):
 
 
 def test_spend_says_this_sweeps_rounds_an_earlier_attempt_or_another_sweep(tmp_path):
-    from report import spend
+    from report.writers.tables import total_line
+    from tracking import spend
     from tracking.runs import SPEND_JOURNAL_TAG
 
     folder = tmp_path / "runs" / "h"
@@ -252,7 +253,7 @@ def test_spend_says_this_sweeps_rounds_an_earlier_attempt_or_another_sweep(tmp_p
     assert row["judge_cost_usd_spent_total"] == pytest.approx(0.3)  # the judge's, both rounds
     assert row["run_spend_usd"] == pytest.approx(1.53)
     assert row["spent_from"] == pytest.approx({"attempt": 0.3, "sweep": 0.4, "run": 0.5})
-    line = spend.total_line(rows)
+    line = total_line(rows)
     assert "Total spent: $0.3300 new" in line and "over its 2 rounds" in line
     assert "$0.3000 by an earlier attempt of this sweep" in line
     assert "$0.4000 by other sweeps" in line and "$0.5000 by runs outside a sweep" in line

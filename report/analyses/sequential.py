@@ -54,7 +54,7 @@ def sequential_verdict(inputs: Inputs) -> Analysis:
                      dict(inputs.options.get("equivalence_margin") or {}))
     capped = any(r.get("status") == "KILLED" for r in inputs.rows)
     stop = stop_reason(looks, done, total, settings["max_tasks"], cost_capped=capped)
-    # every paid call of the runs, the judge's too, over every round (report.spend)
+    # every paid call of the runs, the judge's too, over every round (tracking.spend)
     costs = [r.get("run_spend_usd", r.get("cost_usd_total")) for r in runs]
     spend = sum(c for c in costs if c is not None) if None not in costs else None
     early = stop in (Stop.decided, Stop.equivalent, Stop.settled)

@@ -264,3 +264,64 @@ def loops_recall(found: Correlation | None) -> str:
                "more loops go with lower recall (the agent keeps searching when it is lost)")
     return (f"**Loops vs recall:** Spearman's rho {found.rho:+.2f}{ci} over {found.n} "
             f"agentic tasks: {reading}.\n")
+
+
+# the "Total spent" line of the cost section (what tracking.spend read of the journals)
+PAID_BY = {"attempt": "an earlier attempt of this sweep (stopped before its report)",
+          "sweep": "other sweeps", "run": "runs outside a sweep"}
+
+
+def _split(row: Row, new: float | None, earlier_key: str) -> tuple[float, float]:
+    earlier = float(row.get(earlier_key) or 0.0)
+    if row.get("reused_run"):
+        return 0.0, earlier + (new or 0.0)
+    return new or 0.0, earlier
+
+
+def total_line(rows: list[Row], pairwise_new: float = 0.0, pairwise_earlier: float = 0.0
+               ) -> str:
+    """The report's "Total spent" line over every run of the sweep, failed ones included."""
+    systems = [_split(r, spent(r), "cost_usd_spent_earlier") for r in rows]
+    judges = [_split(r, judge_spent(r), "judge_cost_usd_spent_earlier") for r in rows]
+    missing = [r["run"] for r in rows if spent(r) is None]
+    judged = any(judge_spent(r) is not None for r in rows)
+    if len(missing) == len(rows) and not (judged or pairwise_new or pairwise_earlier):
+        return (f"\nTotal spent: unknown (no run's spend is known: records without cost, no "
+                f"spend journal): {', '.join(missing)}.\n")
+    sys_new, judge_new = sum(s[0] for s in systems), sum(j[0] for j in judges) + pairwise_new
+    earlier = (sum(s[1] for s in systems) + sum(j[1] for j in judges) + pairwise_earlier)
+    line = (f"\nTotal spent: {money(sys_new + judge_new, 4)} new, paid this time (systems "
+            f"{money(sys_new, 4)}, judge {money(judge_new, 4)}"
+            + (f", of which the pairwise judge {money(pairwise_new, 4)}" if pairwise_new else "")
+            + ")")
+    rounds = max((int(r.get("spend_rounds") or 0) for r in rows), default=0)
+    if rounds > 1:
+        line += f" over its {rounds} rounds"
+    if earlier:
+        line += (f"; earlier: {money(earlier, 4)}, paid before for the answers this one carries "
+                 f"over or reuses (counted there, not again): {_payers(rows, earlier)}")
+    reused = sum(_cache_reused(r) for r in rows if not r.get("reused_run"))
+    if reused:
+        line += (f"; reused from the response cache: {money(reused, 4)}, what those replies cost "
+                 "when first paid (not paid again)")
+    if missing:
+        line += (f"; not counted, their spend unknown (records without cost): "
+                 f"{', '.join(missing)}")
+    return line + ".\n"
+
+
+def _payers(rows: list[Row], earlier: float) -> str:
+    """Who paid the earlier spend: each payer's part, and what the journals do not say."""
+    parts = {k: sum((r.get("spent_from") or {}).get(k, 0.0) for r in rows) for k in PAID_BY}
+    named = [f"{money(v, 4)} by {PAID_BY[k]}" for k, v in parts.items() if v > 0]
+    rest = earlier - sum(parts.values())
+    if rest > 5e-5 or not named:
+        named.append(f"{money(rest, 4)} by earlier sweeps or attempts")
+    return ", ".join(named)
+
+
+def _cache_reused(row: Row) -> float:
+    uncached, paid = row.get("cost_usd_uncached_total"), row.get("cost_usd_total")
+    if uncached is None or paid is None:
+        return 0.0
+    return max(0.0, float(uncached) - float(paid))

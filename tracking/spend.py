@@ -1,7 +1,8 @@
-"""What a sweep paid, each call counted once: the report's "Total spent" line (its *new*,
-*earlier*, *reused* and unknown parts: docs/guarantees.md). A run that logged no spend (it
-failed first: a full disk) is read from its spend journal, so money paid is never shown as 0.
-"""
+"""What a run paid, from the store: its spend journals (every call counted once, each
+attempt's and the judge's), who paid (this sweep, an earlier attempt of it, another sweep,
+a run outside any), and whether the run was reused. A run that logged no spend (it failed
+first: a full disk) is read from its journal, so money paid is never shown as 0
+(docs/guarantees.md; the report's "Total spent" line: ``report.writers.tables``)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from arag.llm.cache import SpendJournal
-from report import verdict
-from report.writers.cells import money
 from tracking.runs import SPEND_ATTEMPT_TAG, SPEND_JOURNAL_TAG
 
 Row = dict[str, Any]
+# who paid a run's earlier spend (``spent_from``)
+PAYERS = ("attempt", "sweep", "run")
 
 
 def annotate(rows: list[Row], runs: list[Any], started: int | None, client: Any = None,
@@ -58,10 +59,6 @@ def spend_until(entries: list[dict[str, Any]], tasks: int) -> float:
                if e.get("round_tasks") is None or e["round_tasks"] <= tasks)
 
 
-PAYERS = {"attempt": "an earlier attempt of this sweep (stopped before its report)",
-          "sweep": "other sweeps", "run": "runs outside a sweep"}
-
-
 def _by_payer(entries: list[dict[str, Any]], sweep: Any, client: Any) -> Row:
     """This sweep's spend on a run (every round) and who paid the rest: an earlier attempt
     of the same sweep (same overrides), another sweep, or a run outside any sweep."""
@@ -98,59 +95,3 @@ def journal_spend(tags: dict[str, str]) -> dict[str, float]:
         return {}
     new, earlier = SpendJournal(Path(path), tags.get(SPEND_ATTEMPT_TAG) or "-").spent()
     return {"cost_usd_spent_total": new, "cost_usd_spent_earlier": earlier}
-
-
-def _split(row: Row, new: float | None, earlier_key: str) -> tuple[float, float]:
-    earlier = float(row.get(earlier_key) or 0.0)
-    if row.get("reused_run"):
-        return 0.0, earlier + (new or 0.0)
-    return new or 0.0, earlier
-
-
-def total_line(rows: list[Row], pairwise_new: float = 0.0, pairwise_earlier: float = 0.0
-               ) -> str:
-    """The report's "Total spent" line over every run of the sweep, failed ones included."""
-    systems = [_split(r, verdict.spent(r), "cost_usd_spent_earlier") for r in rows]
-    judges = [_split(r, verdict.judge_spent(r), "judge_cost_usd_spent_earlier") for r in rows]
-    missing = [r["run"] for r in rows if verdict.spent(r) is None]
-    judged = any(verdict.judge_spent(r) is not None for r in rows)
-    if len(missing) == len(rows) and not (judged or pairwise_new or pairwise_earlier):
-        return (f"\nTotal spent: unknown (no run's spend is known: records without cost, no "
-                f"spend journal): {', '.join(missing)}.\n")
-    sys_new, judge_new = sum(s[0] for s in systems), sum(j[0] for j in judges) + pairwise_new
-    earlier = (sum(s[1] for s in systems) + sum(j[1] for j in judges) + pairwise_earlier)
-    line = (f"\nTotal spent: {money(sys_new + judge_new, 4)} new, paid this time (systems "
-            f"{money(sys_new, 4)}, judge {money(judge_new, 4)}"
-            + (f", of which the pairwise judge {money(pairwise_new, 4)}" if pairwise_new else "")
-            + ")")
-    rounds = max((int(r.get("spend_rounds") or 0) for r in rows), default=0)
-    if rounds > 1:
-        line += f" over its {rounds} rounds"
-    if earlier:
-        line += (f"; earlier: {money(earlier, 4)}, paid before for the answers this one carries "
-                 f"over or reuses (counted there, not again): {_payers(rows, earlier)}")
-    reused = sum(_cache_reused(r) for r in rows if not r.get("reused_run"))
-    if reused:
-        line += (f"; reused from the response cache: {money(reused, 4)}, what those replies cost "
-                 "when first paid (not paid again)")
-    if missing:
-        line += (f"; not counted, their spend unknown (records without cost): "
-                 f"{', '.join(missing)}")
-    return line + ".\n"
-
-
-def _payers(rows: list[Row], earlier: float) -> str:
-    """Who paid the earlier spend: each payer's part, and what the journals do not say."""
-    parts = {k: sum((r.get("spent_from") or {}).get(k, 0.0) for r in rows) for k in PAYERS}
-    named = [f"{money(v, 4)} by {PAYERS[k]}" for k, v in parts.items() if v > 0]
-    rest = earlier - sum(parts.values())
-    if rest > 5e-5 or not named:
-        named.append(f"{money(rest, 4)} by earlier sweeps or attempts")
-    return ", ".join(named)
-
-
-def _cache_reused(row: Row) -> float:
-    uncached, paid = row.get("cost_usd_uncached_total"), row.get("cost_usd_total")
-    if uncached is None or paid is None:
-        return 0.0
-    return max(0.0, float(uncached) - float(paid))
