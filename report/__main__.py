@@ -7,12 +7,12 @@
 import logging
 import sys
 
-from report.console import quiet
+from tracking.logs import quiet
 
 
 def setup_console() -> None:
     """Our INFO lines on stderr; the libraries' INFO (faiss's loader, MLflow) and MLflow's
-    per-artifact download bars stay out of the output (report.console.quiet)."""
+    per-artifact download bars stay out of the output (tracking.logs.quiet)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     quiet()
 

@@ -43,7 +43,6 @@ from arag.redact import keys_with_credentials, redact, redact_logs
 from report import console, overview
 from report.baseline import claims, run_comparison
 from report.baseline_report import compare_and_publish, options_from
-from report.console import quiet
 from report.report import (
     REPORT_OPTIONS_TAG,
     options_key,
@@ -70,6 +69,7 @@ from runners.sweeplock import FolderLocks, SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
 from tracking.human_labels import LabelsError, read_labels_file
+from tracking.logs import quiet
 from tracking.paths import resolve
 from tracking.storage import explain_write_failure, server_gone
 from tracking.sweeps import PARENT_ROLE, find_sweep, set_description_section

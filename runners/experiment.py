@@ -28,7 +28,6 @@ from arag.llm.cache import SpendJournal
 from arag.memory import settle_imports
 from arag.records import Prediction
 from arag.redact import redact_logs
-from report.console import quiet
 from report.policy import report_metrics
 from runners.cores import math_threads
 from runners.dry_job import dry_run
@@ -61,6 +60,7 @@ from runners.single_report import REPORT_TAG, single_run_report
 from runners.sweeplock import SweepBusy, hold
 from runners.validation import ConfigError
 from tracking import runs as track
+from tracking.logs import quiet
 from tracking.storage import TrackingServerGone, check_storage, storage_errors
 from tracking.traces import log_task_assessments, log_task_traces, task_assessments
 

@@ -12,6 +12,7 @@ import pytest
 
 from report import console
 from tests.conftest import ROOT, compose_cfg
+from tracking import logs
 from tracking.paths import DEFAULT_URI, artifact_location, resolve, store_line
 from tracking.runs import ensure_experiment
 
@@ -133,13 +134,13 @@ def test_python_m_report_keeps_library_info_lines_and_download_bars_out():
 def test_each_warning_is_printed_once_per_command(monkeypatch, capsys):
     import logging
 
-    monkeypatch.setattr(console.OncePerCommand, "printed", set())
+    monkeypatch.setattr(logs.OncePerCommand, "printed", set())
     root, log = logging.getLogger(), logging.getLogger("runners.job")
     for job in range(3):  # Hydra sets up the console anew for each job; the job quiets it
         handler = logging.StreamHandler(sys.stderr)
         root.addHandler(handler)
         try:
-            console.quiet(tracking=False)
+            logs.quiet(tracking=False)
             log.warning("dataset x: 5 of 6 documents exceed the context budget")  # preflight
             log.warning("dataset x: 5 of 6 documents exceed the context budget")  # the job
             log.warning(f"job {job}: its own warning")
