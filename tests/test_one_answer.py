@@ -229,7 +229,8 @@ def test_a_bin_reads_as_a_range_whose_edges_can_be_told_apart():
 
 def test_the_terminal_shows_words_never_markdown_marks():
     """The console renders the model in its own style (nothing stripped afterwards): no
-    emphasis or code marks in either mode, the answer included."""
+    emphasis or code marks in either mode, the answer included, and no line wider than a
+    terminal's 120 columns (``report.console=full`` wraps its paragraphs too)."""
     rows, records = three_runs_one_skipping()
     for mode in ("summary", "full"):
         result = result_of(rows, records, "t", ["geval_coverage"],
@@ -240,3 +241,4 @@ def test_the_terminal_shows_words_never_markdown_marks():
         assert "**" not in printed and "`" not in printed, mode
         assert printed.lstrip().startswith("Decided: arag beats naive on geval_coverage"), mode
         assert "Ship stuffing: +0.384 geval_coverage over naive" in " ".join(printed.split())
+        assert max(len(line) for line in printed.splitlines()) <= 120, mode  # wrapped, both

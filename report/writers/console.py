@@ -86,11 +86,18 @@ def summary(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any
 def full(answer: str, notes: Sequence[Note], headline: Sequence[dict[str, Any]], key: str,
          keys: Sequence[str], claims: Sequence[Claim], extra: Sequence[str],
          addresses: Sequence[str]) -> list[str]:
-    """Everything: the answer, every caveat, the table, the key finding and every claim."""
-    lines = [answer, ""]
-    lines += [f"! {say(n, PLAIN)}" for n in grouped(notes)]
-    lines += ["", *headline_lines(headline, key),
-              "", key_finding(claims, keys, headline, PLAIN).strip(), ""]
-    lines += [f"- {say(c, PLAIN)}" for c in claims if c.kind not in FAMILY_KINDS | {"plot"}]
-    lines += ["", *[e for e in extra if e], "", *addresses]
-    return lines
+    """Everything: the answer, every caveat, the table, the key finding and every claim,
+    each paragraph wrapped to ``WIDTH`` (the table and the addresses are never cut)."""
+    prose = [answer, "", *(f"! {say(n, PLAIN)}" for n in grouped(notes))]
+    finding = key_finding(claims, keys, headline, PLAIN).strip().splitlines()
+    more = [*(f"- {say(c, PLAIN)}" for c in claims if c.kind not in FAMILY_KINDS | {"plot"}),
+            "", *(e for e in extra if e)]
+    return [*_paragraphs(prose), "", *headline_lines(headline, key), "",
+            *_paragraphs([*finding, "", *more]), "",
+            *(part for a in addresses for part in _split_address(a))]
+
+
+def _paragraphs(lines: Sequence[str]) -> list[str]:
+    """Each line wrapped to ``WIDTH``, a list item's continuation under its text."""
+    return [part for line in lines for part in
+            (_wrap(line, "  " if line[:2] in ("- ", "! ") else "") if line.strip() else [""])]
