@@ -24,14 +24,20 @@ def description(result: ReportResult) -> str:
     """The parent run's description: the answer, caveats, the headline table (the same rows
     and columns as the console's and compare.html's), the verdict's details, the analyses'
     key claims, where to look."""
-    from report.writers.markdown import FAMILY_KINDS, banner, headline_table, key_finding
+    from report.writers.markdown import (
+        FAMILY_KINDS,
+        banner,
+        headline_table,
+        key_finding,
+        trust_paragraphs,
+    )
     from report.writers.words import say
 
     keys = result.keys or [result.key]
     found = [say(c) for c in result.claims if c.key and c.kind not in FAMILY_KINDS | {"plot"}]
     parts = [f"**{result.answer}**" if result.answer else "", banner(result.caveat_notes),
              headline_table(result.headline, result.key),
-             "\n".join(say(c) + "\n" for c in result.trust),
+             trust_paragraphs(result.trust),
              f"**Verdict** (decided on {', '.join(f'`{k}`' for k in keys)}): "
              + key_finding(result.claims, keys, result.headline) if result.finding else "",
              "\n\n".join(found),

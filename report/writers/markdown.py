@@ -162,10 +162,14 @@ def summary(answer: str, headline: Sequence[Row], key: str, claims: Sequence[Cla
             + ("\n" + "\n".join(found) + "\n" if found else ""))
 
 
+def trust_paragraphs(trust: Sequence[Claim]) -> str:
+    """How far the judge can be trusted (``meta_eval.trust``), a paragraph a claim."""
+    return "\n".join(say(c) + "\n" for c in trust)
+
+
 def trust_section(trust: Sequence[Claim]) -> str:
-    """report.md's last section: how far the judge can be trusted (``meta_eval.trust``)."""
-    return "\n## How far the judge can be trusted\n\n" + "\n".join(
-        say(c) + "\n" for c in trust) if trust else ""
+    """report.md's last section: how far the judge can be trusted."""
+    return "\n## How far the judge can be trusted\n\n" + trust_paragraphs(trust) if trust else ""
 
 
 def section_of(items: Sequence[Claim | Note], style: Style = MARKDOWN) -> str:

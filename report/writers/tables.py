@@ -36,6 +36,7 @@ from report.writers.cells import (
 )
 from report.writers.cells import lacking as lacking_words
 from report.writers.verdict_words import decision_word, n_words
+from tracking.spend import PAYERS
 
 Row = dict[str, Any]
 MAX_COLUMNS = 8  # wider, a table scrolls sideways: it is split, the run column in each part
@@ -267,8 +268,8 @@ def loops_recall(found: Correlation | None) -> str:
 
 
 # the "Total spent" line of the cost section (what tracking.spend read of the journals)
-PAID_BY = {"attempt": "an earlier attempt of this sweep (stopped before its report)",
-          "sweep": "other sweeps", "run": "runs outside a sweep"}
+PAID_BY = dict(zip(PAYERS, ("an earlier attempt of this sweep (stopped before its report)",
+                            "other sweeps", "runs outside a sweep"), strict=True))
 
 
 def _split(row: Row, new: float | None, earlier_key: str) -> tuple[float, float]:
